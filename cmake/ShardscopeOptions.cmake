@@ -1,0 +1,53 @@
+# SHARDSCOPE_WITH_CUDA / SHARDSCOPE_WITH_QT take AUTO|ON|OFF.
+#   AUTO: use the feature when its packages are found, skip it otherwise.
+#   ON:   the feature is required; configuration fails with a clear message when missing.
+#   OFF:  never look for it.
+set(SHARDSCOPE_WITH_CUDA "AUTO" CACHE STRING "Build the CUDA+NCCL GPU executor (AUTO|ON|OFF)")
+set_property(CACHE SHARDSCOPE_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(SHARDSCOPE_WITH_QT "AUTO" CACHE STRING "Build the Qt6 desktop GUI (AUTO|ON|OFF)")
+set_property(CACHE SHARDSCOPE_WITH_QT PROPERTY STRINGS AUTO ON OFF)
+
+function(_shardscope_check_tristate name)
+  if(NOT ${name} MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${name}=${${name}} is not allowed; use AUTO, ON or OFF")
+  endif()
+endfunction()
+
+# Sets SHARDSCOPE_HAVE_CUDA (CUDA toolkit + NCCL found and wanted).
+macro(shardscope_resolve_cuda)
+  _shardscope_check_tristate(SHARDSCOPE_WITH_CUDA)
+  set(SHARDSCOPE_HAVE_CUDA OFF)
+  if(NOT SHARDSCOPE_WITH_CUDA STREQUAL "OFF")
+    find_package(CUDAToolkit QUIET)
+    if(CUDAToolkit_FOUND)
+      find_package(NCCL QUIET)
+    endif()
+    if(CUDAToolkit_FOUND AND NCCL_FOUND)
+      set(SHARDSCOPE_HAVE_CUDA ON)
+    elseif(SHARDSCOPE_WITH_CUDA STREQUAL "ON")
+      message(FATAL_ERROR
+        "SHARDSCOPE_WITH_CUDA=ON but the CUDA toolkit (found: ${CUDAToolkit_FOUND}) "
+        "or NCCL (found: ${NCCL_FOUND}) is missing. Install the CUDA toolkit with NCCL, "
+        "or configure with -DSHARDSCOPE_WITH_CUDA=AUTO or OFF.")
+    endif()
+  endif()
+  add_feature_info(CUDA SHARDSCOPE_HAVE_CUDA "GPU executor on CUDA streams and NCCL (SHARDSCOPE_WITH_CUDA=${SHARDSCOPE_WITH_CUDA})")
+endmacro()
+
+# Sets SHARDSCOPE_HAVE_QT (Qt6 Widgets + Charts found and wanted).
+macro(shardscope_resolve_qt)
+  _shardscope_check_tristate(SHARDSCOPE_WITH_QT)
+  set(SHARDSCOPE_HAVE_QT OFF)
+  if(NOT SHARDSCOPE_WITH_QT STREQUAL "OFF")
+    find_package(Qt6 6.2 QUIET COMPONENTS Core Gui Widgets Charts Test)
+    if(Qt6_FOUND)
+      set(SHARDSCOPE_HAVE_QT ON)
+    elseif(SHARDSCOPE_WITH_QT STREQUAL "ON")
+      message(FATAL_ERROR
+        "SHARDSCOPE_WITH_QT=ON but Qt6 Widgets/Charts were not found. "
+        "Run scripts/install-deps (Debian: qt6-base-dev libqt6charts6-dev), "
+        "or configure with -DSHARDSCOPE_WITH_QT=AUTO or OFF.")
+    endif()
+  endif()
+  add_feature_info(Qt SHARDSCOPE_HAVE_QT "Qt6 desktop GUI (SHARDSCOPE_WITH_QT=${SHARDSCOPE_WITH_QT})")
+endmacro()
