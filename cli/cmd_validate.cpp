@@ -1,0 +1,16 @@
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "report.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope::cli {
+
+int run_validate(const ScenarioArgs& args) {
+  const Scenario scenario = load_scenario(args.path, args.overrides);
+  fmt::print("{}", scenario_report(scenario));
+  fmt::print("valid: yes\n");
+  return kExitOk;
+}
+
+}  // namespace shardscope::cli

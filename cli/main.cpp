@@ -1,0 +1,77 @@
+// shardscope: plan, simulate and run PyTorch FSDP training steps.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdio>
+#include <string_view>
+
+#include "commands.hpp"
+#include "shardscope/core/config_reader.hpp"
+#include "shardscope/core/error.hpp"
+
+namespace {
+
+using namespace shardscope::cli;
+
+constexpr std::array<std::string_view, 3> kCommands{"presets", "validate", "lower"};
+
+void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
+  cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
+  cmd->add_option("--set", args.overrides, "override a key: --set fsdp.reshard_after_forward=false (repeatable)")
+      ->type_name("KEY=VALUE");
+}
+
+void print_problems(const shardscope::ValidationError& e) {
+  const auto& problems = e.problems();
+  fmt::print(stderr, "error: {} problem{}:\n", problems.size(), problems.size() == 1 ? "" : "s");
+  for (const auto& p : problems) fmt::print(stderr, "  {}\n", p.to_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // An unknown subcommand gets a "did you mean" before CLI11 sees it.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string_view cmd = argv[1];
+    if (std::find(kCommands.begin(), kCommands.end(), cmd) == kCommands.end()) {
+      std::vector<std::string> names(kCommands.begin(), kCommands.end());
+      const auto guess = shardscope::closest_match(cmd, names);
+      fmt::print(stderr, "error: unknown command '{}'{}\n", cmd, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
+      fmt::print(stderr, "commands: presets, validate, lower; see shardscope --help\n");
+      return kExitBadInput;
+    }
+  }
+
+  CLI::App app{"shardscope: plan, simulate and run PyTorch FSDP training steps"};
+  app.set_version_flag("--version", std::string("shardscope ") + SHARDSCOPE_VERSION);
+  app.require_subcommand(1);
+
+  app.add_subcommand("presets", "list model and cluster presets with their key numbers");
+  ScenarioArgs validate_args;
+  auto* validate = app.add_subcommand("validate", "check a scenario and print what it describes");
+  add_scenario_args(validate, validate_args);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+
+  try {
+    if (app.got_subcommand("presets")) return run_presets();
+    if (app.got_subcommand("validate")) return run_validate(validate_args);
+  } catch (const shardscope::ValidationError& e) {
+    print_problems(e);
+    return kExitBadInput;
+  } catch (const shardscope::Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitFailure;
+  }
+  return kExitFailure;
+}

@@ -1,0 +1,72 @@
+#pragma once
+// Where it runs: GPUs, nodes and the links between them. Every number can be overridden.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <optional>
+
+#include "shardscope/core/units.hpp"
+
+namespace shardscope {
+
+struct PeakFlops {
+  FlopsPerSecond fp32 = 0;  // dense, no TF32
+  FlopsPerSecond bf16 = 0;  // dense tensor-core
+  FlopsPerSecond fp16 = 0;
+  FlopsPerSecond fp8 = 0;   // equals bf16 where the GPU has no FP8 tensor cores
+
+  FlopsPerSecond for_dtype(DType dtype) const;
+};
+
+struct GpuSpec {
+  std::string name;
+  Bytes memory = 0;  // total device memory as CUDA reports it
+  PeakFlops peak_flops;
+  BytesPerSecond hbm_bandwidth = 0;
+  int sm_count = 0;
+  double tdp_w = 0;                  // board power limit of the stock part
+  std::optional<double> power_cap_w; // a lower administrative cap, when set
+};
+
+/// One direction of a link as one GPU sees it.
+struct LinkSpec {
+  BytesPerSecond bandwidth = 0;
+  TimeNs latency = 0;
+};
+
+struct HostLinkSpec {
+  BytesPerSecond pinned_bandwidth = 0;    // cudaMemcpyAsync from/to pinned host memory
+  BytesPerSecond pageable_bandwidth = 0;  // staged through a driver bounce buffer
+  TimeNs latency = 0;
+};
+
+struct CpuSpec {
+  TimeNs launch_overhead = 0;      // CPU time to issue one kernel or collective from PyTorch eager
+  TimeNs fsdp_hook_overhead = 0;   // CPU time of one FSDP pre/post hook (per group and pass)
+  double adam_bytes_per_s = 0;     // CPU optimizer throughput over parameter bytes (offload)
+};
+
+struct ClusterSpec {
+  std::string name;  // preset name
+  GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  LinkSpec nvlink;   // intra-node fabric (NVLink/NVSwitch), per GPU
+  LinkSpec network;  // inter-node NIC, per GPU
+  HostLinkSpec pcie; // host link, per GPU
+  CpuSpec cpu;
+
+  int world_size() const { return nodes * gpus_per_node; }
+};
+
+struct ClusterPreset {
+  std::string_view name;
+  std::string_view description;
+  ClusterSpec spec;
+};
+
+std::span<const ClusterPreset> cluster_presets();
+std::optional<ClusterSpec> find_cluster_preset(std::string_view name);
+
+}  // namespace shardscope

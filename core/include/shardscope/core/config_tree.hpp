@@ -1,0 +1,35 @@
+#pragma once
+// Scenario files as a generic tree: YAML or JSON in, one nlohmann::json tree out, plus
+// `--set dotted.key=value` overrides. Typed reading with every problem collected lives in
+// config_reader.hpp.
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardscope/core/error.hpp"
+
+namespace shardscope {
+
+using ConfigTree = nlohmann::json;
+
+/// Parses YAML (a superset of JSON) text into a tree. Scalars become bool, integer, float or
+/// string as YAML's core schema says; quoted scalars stay strings. Throws ValidationError with the
+/// origin, line and column on a syntax error.
+ConfigTree parse_config_text(std::string_view text, const std::string& origin);
+
+/// Reads a .yaml/.yml/.json file. Throws ValidationError when unreadable or malformed.
+ConfigTree load_config_file(const std::filesystem::path& path);
+
+/// Applies one "dotted.key=value" assignment (list items as `groups.2.params` or `groups[2].params`).
+/// The value is parsed as YAML, so `true`, `2`, `bf16`, `[1, 2]` keep their types.
+/// A malformed assignment adds a Problem instead of throwing.
+void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems);
+
+/// Splits "a.b[2].c" or "a.b.2.c" into {"a", "b", "2", "c"}.
+std::vector<std::string> split_key_path(std::string_view path);
+
+}  // namespace shardscope

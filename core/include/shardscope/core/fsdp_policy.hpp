@@ -1,0 +1,79 @@
+#pragma once
+// Every knob of PyTorch's FSDP APIs: fully_shard (FSDP2) and FullyShardedDataParallel (FSDP1).
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "shardscope/core/units.hpp"
+
+namespace shardscope {
+
+enum class FsdpApi { fsdp2, fsdp1 };
+enum class ShardingStrategy { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2 };
+enum class BackwardPrefetch { backward_pre, backward_post, none };
+enum class SyncSchedule { every_microbatch, last_microbatch };
+enum class StateDictType { full, sharded, local };
+
+/// fully_shard(reshard_after_forward=...): true, false, or an int world size to reshard to.
+struct ReshardAfterForward {
+  enum class Mode { on, off, to_size };
+  Mode mode = Mode::on;
+  std::int64_t size = 0;  // mode == to_size
+
+  bool operator==(const ReshardAfterForward&) const = default;
+};
+
+struct MixedPrecision {
+  std::optional<DType> param_dtype;   // all-gather and compute dtype; unset: the original dtype
+  std::optional<DType> reduce_dtype;  // gradient reduction dtype; unset: param_dtype
+  std::optional<DType> output_dtype;
+  std::optional<DType> buffer_dtype;
+  bool cast_forward_inputs = true;
+  bool keep_low_precision_grads = false;  // FSDP1
+};
+
+struct CpuOffload {
+  bool params = false;      // sharded parameters, gradients and optimizer step on the CPU
+  bool pin_memory = true;
+};
+
+struct CheckpointPolicy {
+  std::int64_t every = 0;  // save a state dict every N optimizer steps; 0 = never
+  StateDictType state_dict_type = StateDictType::sharded;
+  bool offload_to_cpu = false;
+  bool rank0_only = false;
+};
+
+struct FsdpPolicy {
+  FsdpApi api = FsdpApi::fsdp2;
+  ShardingStrategy sharding_strategy = ShardingStrategy::full_shard;  // FSDP1's knob; FSDP2 derives it
+  std::int64_t mesh_replicate = 1;  // resolved: replicate × shard = world size
+  std::int64_t mesh_shard = 1;
+  ReshardAfterForward reshard_after_forward;  // FSDP2
+  bool reshard_root_after_forward = false;    // newer PyTorch: explicit True reshards the root too
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::backward_pre;  // FSDP1
+  bool forward_prefetch = false;                                        // FSDP1
+  std::int64_t forward_prefetch_modules = 0;   // FSDP2 explicit prefetch of the next k; 0: none
+  std::int64_t backward_prefetch_modules = 0;  // FSDP2 explicit prefetch; 0: implicit (one group)
+  bool limit_all_gathers = true;               // FSDP1 rate limiter
+  MixedPrecision mixed_precision;
+  CpuOffload cpu_offload;
+  std::int64_t blocks_per_group = 1;
+  SyncSchedule requires_gradient_sync = SyncSchedule::every_microbatch;
+  SyncSchedule requires_all_reduce = SyncSchedule::every_microbatch;  // HSDP
+  bool reshard_after_backward = true;
+  bool separate_reduce_scatter_group = false;
+  bool post_optim_event = false;
+  CheckpointPolicy checkpoint;
+
+  bool is_hybrid() const { return mesh_replicate > 1; }
+};
+
+std::string_view to_string(FsdpApi api);
+std::string_view to_string(ShardingStrategy strategy);  // PyTorch's spelling: FULL_SHARD, ...
+std::string_view to_string(BackwardPrefetch prefetch);
+std::string_view to_string(SyncSchedule schedule);
+std::string_view to_string(StateDictType type);
+
+}  // namespace shardscope

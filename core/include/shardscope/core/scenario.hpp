@@ -1,0 +1,37 @@
+#pragma once
+// A scenario = model + cluster + training + FSDP policy, loaded from YAML/JSON with overrides.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/fsdp_policy.hpp"
+#include "shardscope/core/model_spec.hpp"
+#include "shardscope/core/training_spec.hpp"
+
+namespace shardscope {
+
+struct Scenario {
+  std::string source;  // file it came from ("" for in-memory)
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  FsdpPolicy fsdp;
+};
+
+/// Reads a scenario from a tree (after overrides). Throws ValidationError listing every problem:
+/// unknown keys with "did you mean", wrong types, impossible values and cross-field conflicts.
+/// `file` names the origin in problems; relative paths inside (model.hf_config) resolve against
+/// `base_dir`.
+Scenario read_scenario(const ConfigTree& tree, const std::string& file,
+                       const std::filesystem::path& base_dir = {});
+
+/// Loads a file and applies `--set key=value` overrides before reading.
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+/// A scenario from YAML/JSON text (tests, GUI).
+Scenario scenario_from_text(std::string_view text, const std::vector<std::string>& overrides = {});
+
+}  // namespace shardscope

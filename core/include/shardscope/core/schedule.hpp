@@ -1,0 +1,149 @@
+#pragma once
+// The schedule IR: what one rank issues for the configured iterations, in CPU issue order.
+// Ops run on streams, collectives on communicators; buffers are allocated and freed by ops, so
+// memory over time is a consequence of the schedule, never a separate guess. All ranks of an FSDP
+// job issue the same schedule (SPMD), so one rank's IR describes the job.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardscope/core/units.hpp"
+
+namespace shardscope {
+
+using StreamId = std::int32_t;
+using GroupId = std::int32_t;
+using CommId = std::int32_t;
+using OpId = std::int32_t;
+using BufferId = std::int32_t;
+inline constexpr std::int32_t kNone = -1;
+
+enum class StreamKind {
+  cpu,            // the Python thread that issues everything (and runs CPU work)
+  compute,        // the default CUDA stream
+  communication,  // a stream that issues NCCL collectives
+  copy,           // a stream for copies (all-gather copy-in, host transfers)
+};
+
+enum class OpKind {
+  copy_in,         // gather sharded params into the all-gather input (cast to param dtype)
+  all_gather,
+  copy_out,        // all-gather output into unsharded parameters
+  forward,
+  backward,
+  recompute,       // forward re-run under activation checkpointing
+  reshard,         // free unsharded parameters
+  reduce_scatter,  // includes the copy of gradients into the reduce-scatter input
+  all_reduce,      // HSDP: across replicas
+  grad_div,        // gradient division / dtype cast into the sharded gradient
+  h2d,
+  d2h,
+  optimizer_step,
+  zero_grad,
+  stream_wait,     // a stream waits on an event (zero work)
+  cpu_wait,        // the CPU blocks on an event (FSDP1 rate limiter, synchronisation)
+  state_dict,      // state-dict (checkpoint) work
+};
+
+enum class Phase { forward, backward, optimizer, checkpoint };
+
+enum class BufferCategory {
+  sharded_params,
+  all_gather_input,
+  all_gather_output,
+  unsharded_params,
+  unsharded_grads,
+  reduce_scatter_input,
+  reduce_scatter_output,
+  sharded_grads,
+  optimizer_states,
+  activations,
+  recompute,
+  logits,
+  workspace,
+};
+
+enum class Location { gpu, host };
+
+struct Stream {
+  std::string name;  // e.g. "compute", "all_gather", "reduce_scatter", "cpu"
+  StreamKind kind = StreamKind::compute;
+};
+
+struct Communicator {
+  std::string name;   // e.g. "shard", "replicate", "post_forward", "reduce_scatter"
+  int size = 1;       // ranks
+  int nodes = 1;      // nodes the ranks span
+};
+
+struct ParamGroup {
+  std::string name;              // PyTorch module path: "root", "layers.0", ...
+  std::int64_t numel = 0;        // unsharded parameters
+  std::int64_t sharded_numel = 0;// per rank, with padding
+  DType dtype = DType::fp32;     // original parameter dtype
+  bool is_root = false;
+};
+
+struct Op {
+  OpKind kind = OpKind::forward;
+  StreamId stream = 0;
+  GroupId group = kNone;
+  Phase phase = Phase::forward;
+  int iteration = 0;
+  int microbatch = 0;
+  CommId comm = kNone;
+  Bytes bytes = 0;          // collective: gathered/pre-scatter size; copy: bytes moved
+  Flops flops = 0;
+  std::optional<TimeNs> fixed_time;  // overrides every cost model
+  std::vector<OpId> deps;   // ops this one waits for (cross-stream events, CPU waits)
+  std::vector<BufferId> allocs;
+  std::vector<BufferId> frees;
+  std::vector<BufferId> uses;
+};
+
+struct Buffer {
+  std::string name;
+  Bytes size = 0;
+  DType dtype = DType::fp32;
+  BufferCategory category = BufferCategory::workspace;
+  GroupId group = kNone;
+  Location location = Location::gpu;
+  bool live_at_start = false;  // exists before the first op (sharded params, optimizer states)
+};
+
+struct Schedule {
+  std::string name;
+  int world_size = 1;
+  int iterations = 1;
+  std::int64_t tokens_per_iteration = 0;  // per rank, all micro-batches
+  std::vector<Stream> streams;
+  std::vector<Communicator> communicators;
+  std::vector<ParamGroup> groups;
+  std::vector<Op> ops;
+  std::vector<Buffer> buffers;
+};
+
+inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/1";
+
+std::string_view to_string(StreamKind kind);
+std::string_view to_string(OpKind kind);
+std::string_view to_string(Phase phase);
+std::string_view to_string(BufferCategory category);
+std::string_view to_string(Location location);
+std::optional<StreamKind> parse_stream_kind(std::string_view text);
+std::optional<OpKind> parse_op_kind(std::string_view text);
+std::optional<Phase> parse_phase(std::string_view text);
+std::optional<BufferCategory> parse_buffer_category(std::string_view text);
+std::optional<Location> parse_location(std::string_view text);
+
+/// All values of an enum in declaration order (for tables, tests and legends).
+std::span<const OpKind> all_op_kinds();
+std::span<const BufferCategory> all_buffer_categories();
+
+bool is_collective(OpKind kind);
+
+}  // namespace shardscope

@@ -1,0 +1,35 @@
+#pragma once
+// How it is trained: tokens per micro-batch, accumulation, activation checkpointing, optimizer.
+
+#include <cstdint>
+#include <string>
+
+namespace shardscope {
+
+enum class ActivationCheckpointing {
+  none,          // every block saves all its activations
+  full,          // every block saves only its input and recomputes in backward
+  selective_op,  // torchtitan's op-level policy: save op outputs except every second matmul
+  every_n,       // full checkpointing of every n-th block (torchtitan "selective layer")
+};
+
+enum class Optimizer { adamw, adam, sgd };
+
+struct TrainingSpec {
+  std::int64_t seq_len = 4096;
+  std::int64_t micro_batch = 1;  // sequences per micro-batch per GPU
+  std::int64_t grad_accum = 1;   // micro-batches per optimizer step
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
+  std::int64_t checkpoint_every = 1;  // n of every_n
+  Optimizer optimizer = Optimizer::adamw;
+  std::int64_t iterations = 2;   // optimizer steps simulated; the last is the steady state
+
+  std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
+};
+
+std::string to_string(ActivationCheckpointing ac, std::int64_t every);
+std::string_view to_string(Optimizer optimizer);
+/// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
+int optimizer_states_per_param(Optimizer optimizer);
+
+}  // namespace shardscope

@@ -1,0 +1,293 @@
+#include "shardscope/core/config_reader.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace shardscope {
+namespace {
+
+// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name"
+std::string normalise(std::string_view path) {
+  std::string out;
+  for (const auto& part : split_key_path(path)) {
+    const bool index = std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (index) {
+      out += "[]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += part;
+    }
+  }
+  return out;
+}
+
+std::string parent_of(const std::string& normalised) {
+  const auto dot = normalised.rfind('.');
+  return dot == std::string::npos ? std::string() : normalised.substr(0, dot);
+}
+
+std::string leaf_of(const std::string& normalised) {
+  const auto dot = normalised.rfind('.');
+  return dot == std::string::npos ? normalised : normalised.substr(dot + 1);
+}
+
+std::string type_name(const ConfigTree& v) {
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return fmt::format("the string '{}'", v.get<std::string>());
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "a mapping";
+  return "null";
+}
+
+}  // namespace
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest_match(std::string_view word, std::span<const std::string> candidates) {
+  std::string best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {}
+
+const ConfigTree* ConfigReader::find(std::string_view path) {
+  // The key and every mapping above it are known.
+  std::string norm = normalise(path);
+  while (!norm.empty()) {
+    known_.insert(norm);
+    const auto cut = std::max(norm.rfind('.') == std::string::npos ? 0 : norm.rfind('.'),
+                              norm.size() >= 2 && norm.ends_with("[]") ? norm.size() - 2 : 0);
+    norm = norm.substr(0, cut);
+  }
+  const ConfigTree* node = &root_;
+  for (const auto& part : split_key_path(path)) {
+    if (node->is_object()) {
+      auto it = node->find(part);
+      if (it == node->end()) return nullptr;
+      node = &*it;
+    } else if (node->is_array()) {
+      const auto index = std::stoull(part);
+      if (index >= node->size()) return nullptr;
+      node = &(*node)[index];
+    } else {
+      return nullptr;
+    }
+  }
+  return node->is_null() ? nullptr : node;
+}
+
+bool ConfigReader::has(std::string_view path) { return find(path) != nullptr; }
+
+std::size_t ConfigReader::list_size(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return 0;
+  if (!v->is_array()) {
+    wrong_type(path, "a list", *v);
+    return 0;
+  }
+  return v->size();
+}
+
+void ConfigReader::add_problem(std::string_view path, std::string message, std::string allowed) {
+  problems_.push_back(Problem{file_, std::string(path), std::move(message), std::move(allowed)});
+}
+
+void ConfigReader::wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value) {
+  add_problem(path, fmt::format("expected {}, got {}", expected, type_name(value)));
+}
+
+std::optional<bool> ConfigReader::get_bool(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) {
+    wrong_type(path, "true or false", *v);
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min, std::int64_t max) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) {
+    wrong_type(path, "an integer", *v);
+    return std::nullopt;
+  }
+  const auto value = v->get<std::int64_t>();
+  if (value < min || value > max) {
+    add_problem(path, fmt::format("{} is out of range", value), fmt::format("{}..{}", min, max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) {
+    wrong_type(path, "a number", *v);
+    return std::nullopt;
+  }
+  const auto value = v->get<double>();
+  if (value < min || value > max) {
+    add_problem(path, fmt::format("{} is out of range", value), fmt::format("{}..{}", min, max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::string> ConfigReader::get_string(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) {
+    wrong_type(path, "a string", *v);
+    return std::nullopt;
+  }
+  return v->get<std::string>();
+}
+
+std::optional<std::string> ConfigReader::get_enum(std::string_view path, std::span<const std::string_view> allowed) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  const std::string allowed_text = fmt::format("allowed: {}", fmt::join(allowed, ", "));
+  if (!v->is_string()) {
+    add_problem(path, fmt::format("expected one of the names, got {}", type_name(*v)), allowed_text);
+    return std::nullopt;
+  }
+  const auto value = v->get<std::string>();
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    const std::string guess = closest_match(value, names);
+    add_problem(path, fmt::format("'{}' is not allowed{}", value, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
+                allowed_text);
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<DType> ConfigReader::get_dtype(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (v->is_string()) {
+    if (auto d = parse_dtype(v->get<std::string>())) return d;
+  }
+  add_problem(path, fmt::format("{} is not a dtype", type_name(*v)), fmt::format("allowed: {}", kDTypeNames));
+  return std::nullopt;
+}
+
+std::optional<Bytes> ConfigReader::get_bytes(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (v->is_number_integer() && v->get<std::int64_t>() > 0) return v->get<std::int64_t>();
+  if (v->is_string()) {
+    if (auto b = parse_bytes(v->get<std::string>()); b && *b > 0) return b;
+  }
+  add_problem(path, fmt::format("{} is not a positive size", type_name(*v)), "bytes as an integer, or with a unit: 80GiB, 96GB, 512MiB");
+  return std::nullopt;
+}
+
+std::optional<TimeNs> ConfigReader::get_duration(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (v->is_string()) {
+    if (auto t = parse_duration(v->get<std::string>())) return t;
+  }
+  add_problem(path, fmt::format("{} is not a duration", type_name(*v)), "a number with a unit: 800ns, 3.4us, 2ms");
+  return std::nullopt;
+}
+
+std::optional<BytesPerSecond> ConfigReader::get_bandwidth(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (v->is_number() && v->get<double>() > 0) return v->get<double>();
+  if (v->is_string()) {
+    if (auto b = parse_bandwidth(v->get<std::string>())) return b;
+  }
+  add_problem(path, fmt::format("{} is not a bandwidth", type_name(*v)), "bytes/s, or with a unit: 450GB/s, 400Gb/s, 25GiB/s");
+  return std::nullopt;
+}
+
+std::optional<FlopsPerSecond> ConfigReader::get_flops_rate(std::string_view path) {
+  const ConfigTree* v = find(path);
+  if (!v) return std::nullopt;
+  if (v->is_number() && v->get<double>() > 0) return v->get<double>();
+  if (v->is_string()) {
+    if (auto f = parse_flops_rate(v->get<std::string>())) return f;
+  }
+  add_problem(path, fmt::format("{} is not a FLOP rate", type_name(*v)), "FLOP/s, or with a unit: 989TFLOP/s");
+  return std::nullopt;
+}
+
+void ConfigReader::mark_subtree_known(std::string_view path) {
+  find(path);
+  known_subtrees_.insert(normalise(path));
+}
+
+void ConfigReader::reject_if_present(std::string_view path, std::string_view why, std::string_view instead) {
+  if (find(path)) add_problem(path, std::string(why), std::string(instead));
+}
+
+void ConfigReader::collect_unknown(const ConfigTree& node, const std::string& path) {
+  if (!path.empty() && known_subtrees_.count(normalise(path))) return;
+  if (node.is_object()) {
+    for (const auto& [key, value] : node.items()) {
+      const std::string child = path.empty() ? key : path + "." + key;
+      const std::string norm = normalise(child);
+      if (!known_.count(norm)) {
+        // Candidates: known siblings first, then the same leaf anywhere.
+        const std::string parent = parent_of(norm);
+        std::vector<std::string> siblings;
+        std::vector<std::string> elsewhere;
+        for (const auto& k : known_) {
+          if (parent_of(k) == parent) siblings.push_back(leaf_of(k));
+          if (leaf_of(k) == key && k != norm) elsewhere.push_back(k);
+        }
+        std::string hint;
+        if (auto guess = closest_match(key, siblings); !guess.empty()) {
+          hint = fmt::format("did you mean '{}'?", parent.empty() ? guess : parent + "." + guess);
+        } else if (!elsewhere.empty()) {
+          hint = fmt::format("did you mean '{}'?", elsewhere.front());
+        } else if (!siblings.empty()) {
+          std::sort(siblings.begin(), siblings.end());
+          hint = fmt::format("keys here: {}", fmt::join(siblings, ", "));
+        }
+        add_problem(child, "unknown key", hint);
+        continue;
+      }
+      collect_unknown(value, child);
+    }
+  } else if (node.is_array()) {
+    for (std::size_t i = 0; i < node.size(); ++i) collect_unknown(node[i], fmt::format("{}[{}]", path, i));
+  }
+}
+
+void ConfigReader::finish() { collect_unknown(root_, ""); }
+
+}  // namespace shardscope

@@ -1,0 +1,159 @@
+#include "shardscope/core/config_tree.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace shardscope {
+namespace {
+
+bool is_int_text(const std::string& s) {
+  static const std::regex re(R"([-+]?[0-9]+)");
+  return std::regex_match(s, re);
+}
+bool is_float_text(const std::string& s) {
+  static const std::regex re(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  return std::regex_match(s, re);
+}
+
+ConfigTree scalar_to_json(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted: always a string
+  if (text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  if (is_int_text(text)) {
+    std::int64_t v = 0;
+    const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+    auto [ptr, ec] = std::from_chars(begin, text.data() + text.size(), v);
+    if (ec == std::errc() && ptr == text.data() + text.size()) return v;
+    return text;  // out of range: keep the text, typed readers report it
+  }
+  if (is_float_text(text)) return std::stod(text);
+  return text;
+}
+
+ConfigTree yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar: return scalar_to_json(node);
+    case YAML::NodeType::Sequence: {
+      ConfigTree out = ConfigTree::array();
+      for (const auto& item : node) out.push_back(yaml_to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      ConfigTree out = ConfigTree::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+std::vector<std::string> split_key_path(std::string_view path) {
+  std::vector<std::string> parts;
+  std::string current;
+  for (char c : path) {
+    if (c == '.' || c == '[' || c == ']') {
+      if (!current.empty()) parts.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) parts.push_back(std::move(current));
+  return parts;
+}
+
+ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
+  try {
+    YAML::Node node = YAML::Load(std::string(text));
+    ConfigTree tree = yaml_to_json(node);
+    if (tree.is_null()) tree = ConfigTree::object();
+    return tree;
+  } catch (const YAML::Exception& e) {
+    throw ValidationError({Problem{origin, "",
+                                   fmt::format("syntax error at line {}, column {}: {}", e.mark.line + 1,
+                                               e.mark.column + 1, e.msg),
+                                   "a YAML or JSON document"}});
+  }
+}
+
+ConfigTree load_config_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing .yaml, .yml or .json file"}});
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const auto ext = path.extension().string();
+  if (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+    throw ValidationError({Problem{path.string(), "", fmt::format("unknown file type '{}'", ext),
+                                   "a .yaml, .yml or .json file"}});
+  }
+  ConfigTree tree = parse_config_text(buffer.str(), path.string());
+  if (!tree.is_object()) {
+    throw ValidationError({Problem{path.string(), "", "the document is not a mapping of keys",
+                                   "top-level keys: model, cluster, training, fsdp"}});
+  }
+  return tree;
+}
+
+void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    problems.push_back({"--set", std::string(assignment), "an override must look like key.path=value",
+                        "e.g. --set fsdp.reshard_after_forward=false"});
+    return;
+  }
+  const std::string key(assignment.substr(0, eq));
+  const std::string value_text(assignment.substr(eq + 1));
+  ConfigTree value;
+  try {
+    YAML::Node node = YAML::Load(value_text);
+    value = yaml_to_json(node);
+  } catch (const YAML::Exception&) {
+    value = value_text;
+  }
+  const auto parts = split_key_path(key);
+  if (parts.empty()) {
+    problems.push_back({"--set", key, "empty key path", "e.g. --set training.micro_batch=2"});
+    return;
+  }
+  ConfigTree* node = &tree;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const bool last = i + 1 == parts.size();
+    if (node->is_array()) {
+      if (!is_index(part) || std::stoull(part) >= node->size()) {
+        problems.push_back({"--set", key, fmt::format("'{}' is not an index of the list (it has {} items)", part, node->size()),
+                            fmt::format("0..{}", node->size() == 0 ? 0 : node->size() - 1)});
+        return;
+      }
+      node = &(*node)[std::stoull(part)];
+    } else {
+      if (node->is_null()) *node = ConfigTree::object();
+      if (!node->is_object()) {
+        problems.push_back({"--set", key, fmt::format("'{}' is below a value that is not a mapping", part), ""});
+        return;
+      }
+      node = &(*node)[part];
+    }
+    if (last) *node = value;
+  }
+}
+
+}  // namespace shardscope

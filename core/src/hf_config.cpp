@@ -1,0 +1,112 @@
+#include "shardscope/core/hf_config.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace shardscope {
+namespace {
+
+class HfKeys {
+ public:
+  HfKeys(const ConfigTree& config, std::string origin, std::vector<Problem>& problems)
+      : config_(config), origin_(std::move(origin)), problems_(problems) {}
+
+  std::optional<std::int64_t> integer(std::initializer_list<const char*> names) const {
+    for (const char* name : names) {
+      auto it = config_.find(name);
+      if (it != config_.end() && it->is_number_integer()) return it->get<std::int64_t>();
+    }
+    return std::nullopt;
+  }
+  std::int64_t required(std::initializer_list<const char*> names) const {
+    if (auto v = integer(names); v && *v > 0) return *v;
+    problems_.push_back({origin_, *names.begin(), "missing or not a positive integer",
+                         fmt::format("one of: {}", fmt::join(names, ", "))});
+    return 1;
+  }
+  std::optional<bool> boolean(const char* name) const {
+    auto it = config_.find(name);
+    if (it != config_.end() && it->is_boolean()) return it->get<bool>();
+    return std::nullopt;
+  }
+  std::string text(const char* name) const {
+    auto it = config_.find(name);
+    return it != config_.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+
+ private:
+  const ConfigTree& config_;
+  std::string origin_;
+  std::vector<Problem>& problems_;
+};
+
+}  // namespace
+
+TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std::string& origin,
+                                             std::vector<Problem>& problems) {
+  TransformerConfig c;
+  if (!config.is_object()) {
+    problems.push_back({origin, "", "a Hugging Face config must be a JSON object", ""});
+    return c;
+  }
+  const HfKeys keys(config, origin, problems);
+  const std::string model_type = keys.text("model_type");
+  const bool gpt2_style = config.contains("n_embd");
+  const bool neox_style = model_type == "gpt_neox";
+
+  c.hidden = keys.required({"hidden_size", "n_embd", "d_model"});
+  c.layers = keys.required({"num_hidden_layers", "n_layer", "num_layers"});
+  c.heads = keys.required({"num_attention_heads", "n_head"});
+  c.kv_heads = keys.integer({"num_key_value_heads"}).value_or(c.heads);
+  c.vocab = keys.required({"vocab_size"});
+  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}).value_or(2048);
+
+  if (gpt2_style || neox_style) {
+    c.ffn_hidden = keys.integer({"n_inner", "intermediate_size"}).value_or(4 * c.hidden);
+    c.mlp = MlpKind::gelu;
+    c.norm = NormKind::layernorm;
+    c.pos_emb = gpt2_style ? PosEmbedding::learned : PosEmbedding::rope;
+    c.qkv_bias = c.out_proj_bias = c.mlp_bias = true;
+    c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(gpt2_style);
+  } else {
+    c.ffn_hidden = keys.required({"intermediate_size"});
+    const std::string act = keys.text("hidden_act");
+    c.mlp = (act.empty() || act == "silu" || act == "swiglu") ? MlpKind::swiglu : MlpKind::gelu;
+    c.norm = NormKind::rmsnorm;
+    c.pos_emb = PosEmbedding::rope;
+    const bool attention_bias = keys.boolean("attention_bias").value_or(false);
+    c.qkv_bias = attention_bias || model_type == "qwen2";  // Qwen2: q/k/v bias, no o bias
+    c.out_proj_bias = attention_bias;
+    c.mlp_bias = keys.boolean("mlp_bias").value_or(false);
+    c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(false);
+  }
+  if (c.heads > 0 && c.hidden % c.heads != 0) {
+    problems.push_back({origin, "num_attention_heads", fmt::format("{} does not divide hidden size {}", c.heads, c.hidden), ""});
+  }
+  if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
+    problems.push_back({origin, "num_key_value_heads", fmt::format("{} does not divide {} heads", c.kv_heads, c.heads), ""});
+  }
+  return c;
+}
+
+TransformerConfig load_hf_config(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  ConfigTree tree;
+  try {
+    tree = ConfigTree::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ValidationError({Problem{path.string(), "", fmt::format("invalid JSON: {}", e.what()), ""}});
+  }
+  std::vector<Problem> problems;
+  auto config = transformer_from_hf_config(tree, path.string(), problems);
+  throw_if_any(std::move(problems));
+  return config;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,470 @@
+// Reads a scenario tree section by section with a ConfigReader, then checks cross-field rules.
+// Every problem is collected; nothing throws until the end.
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <set>
+
+#include "shardscope/core/config_reader.hpp"
+#include "shardscope/core/hf_config.hpp"
+#include "shardscope/core/model_presets.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope {
+namespace {
+
+constexpr std::array<std::string_view, 2> kFamilies{"transformer", "custom"};
+constexpr std::array<std::string_view, 2> kMlp{"swiglu", "gelu"};
+constexpr std::array<std::string_view, 2> kNorm{"rmsnorm", "layernorm"};
+constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
+constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
+constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
+constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
+                                                      "_HYBRID_SHARD_ZERO2"};
+constexpr std::array<std::string_view, 3> kPrefetch{"BACKWARD_PRE", "BACKWARD_POST", "none"};
+constexpr std::array<std::string_view, 2> kSync{"every_microbatch", "last_microbatch"};
+constexpr std::array<std::string_view, 3> kStateDict{"FULL_STATE_DICT", "SHARDED_STATE_DICT", "LOCAL_STATE_DICT"};
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : model_presets()) names.emplace_back(p.name);
+  return names;
+}
+
+std::string joined_model_presets() {
+  std::string out;
+  for (const auto& p : model_presets()) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+std::string joined_cluster_presets() {
+  std::string out;
+  for (const auto& p : cluster_presets()) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+template <typename T>
+void set_if(std::optional<T> v, T& target) {
+  if (v) target = *v;
+}
+
+void set_if(std::optional<std::int64_t> v, int& target) {
+  if (v) target = static_cast<int>(*v);
+}
+
+// ---------------------------------------------------------------- model
+void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
+  constexpr std::int64_t kMaxDim = 1'000'000'000;
+  set_if(r.get_int("model.hidden", 1, kMaxDim), c.hidden);
+  set_if(r.get_int("model.layers", 1, 100'000), c.layers);
+  set_if(r.get_int("model.heads", 1, kMaxDim), c.heads);
+  if (auto kv = r.get_int("model.kv_heads", 1, kMaxDim)) c.kv_heads = *kv;
+  set_if(r.get_int("model.ffn_hidden", 1, kMaxDim), c.ffn_hidden);
+  set_if(r.get_int("model.vocab", 1, kMaxDim), c.vocab);
+  set_if(r.get_int("model.max_seq", 1, kMaxDim), c.max_seq);
+  if (auto v = r.get_enum("model.mlp", kMlp)) c.mlp = *v == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
+  if (auto v = r.get_enum("model.norm", kNorm)) c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+  if (auto v = r.get_enum("model.pos_emb", kPosEmb)) c.pos_emb = *v == "rope" ? PosEmbedding::rope : PosEmbedding::learned;
+  if (auto bias = r.get_bool("model.bias")) c.qkv_bias = c.out_proj_bias = c.mlp_bias = *bias;
+  set_if(r.get_bool("model.qkv_bias"), c.qkv_bias);
+  set_if(r.get_bool("model.out_proj_bias"), c.out_proj_bias);
+  set_if(r.get_bool("model.mlp_bias"), c.mlp_bias);
+  set_if(r.get_bool("model.tie_embeddings"), c.tie_embeddings);
+}
+
+void check_transformer_shape(ConfigReader& r, const TransformerConfig& c) {
+  const std::vector<std::pair<const char*, std::int64_t>> required{
+      {"model.hidden", c.hidden}, {"model.layers", c.layers}, {"model.heads", c.heads},
+      {"model.ffn_hidden", c.ffn_hidden}, {"model.vocab", c.vocab}};
+  bool complete = true;
+  for (const auto& [key, value] : required) {
+    if (value <= 0) {
+      r.add_problem(key, "required for model.family: transformer", "a positive integer");
+      complete = false;
+    }
+  }
+  if (!complete) return;
+  if (c.hidden % c.heads != 0) {
+    r.add_problem("model.heads", fmt::format("{} heads do not divide hidden {}", c.heads, c.hidden), "a divisor of model.hidden");
+  }
+  if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
+    r.add_problem("model.kv_heads", fmt::format("{} kv heads do not divide {} heads", c.kv_heads, c.heads), "a divisor of model.heads");
+  }
+  if (c.pos_emb == PosEmbedding::learned && c.max_seq <= 0) {
+    r.add_problem("model.max_seq", "required with pos_emb: learned (it sizes the position table)", "a positive integer");
+  }
+}
+
+void read_custom_groups(ConfigReader& r, ModelSpec& m) {
+  const std::size_t n = r.list_size("model.groups");
+  if (n == 0) {
+    r.add_problem("model.groups", "model.family: custom needs a non-empty list of groups in forward order",
+                  "each with name, params, and forward_flops or forward_time_ms");
+    return;
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string base = fmt::format("model.groups[{}]", i);
+    CustomGroup g;
+    if (auto name = r.get_string(base + ".name")) {
+      g.name = *name;
+      if (!names.insert(g.name).second) r.add_problem(base + ".name", fmt::format("duplicate group name '{}'", g.name), "unique names");
+    } else {
+      r.add_problem(base + ".name", "every group needs a name", "e.g. root, layers.0");
+    }
+    if (auto p = r.get_int(base + ".params", 0, std::int64_t{1} << 50)) {
+      g.params = *p;
+    } else if (!r.has(base + ".params")) {
+      r.add_problem(base + ".params", "every group needs a parameter count", "an integer ≥ 0");
+    }
+    if (auto v = r.get_number(base + ".forward_flops", 0, 1e24)) g.forward_flops = *v;
+    if (auto v = r.get_number(base + ".backward_flops", 0, 1e24)) g.backward_flops = *v;
+    if (auto v = r.get_bytes(base + ".activation_bytes")) g.activation_bytes = *v;
+    if (auto v = r.get_number(base + ".forward_time_ms", 0, 1e7)) g.forward_time = ms_to_ns(*v);
+    if (auto v = r.get_number(base + ".backward_time_ms", 0, 1e7)) g.backward_time = ms_to_ns(*v);
+    if (auto v = r.get_number(base + ".all_gather_time_ms", 0, 1e7)) g.all_gather_time = ms_to_ns(*v);
+    if (auto v = r.get_number(base + ".reduce_scatter_time_ms", 0, 1e7)) g.reduce_scatter_time = ms_to_ns(*v);
+    if (!g.forward_flops && !g.forward_time) {
+      r.add_problem(base, "a group needs forward_flops or forward_time_ms", "one of the two");
+    }
+    m.groups.push_back(std::move(g));
+  }
+}
+
+ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
+  ModelSpec m;
+  const auto preset = r.get_string("model.preset");
+  const auto family = r.get_enum("model.family", kFamilies);
+  const auto hf = r.get_string("model.hf_config");
+  const int sources = (preset ? 1 : 0) + (family ? 1 : 0) + (hf ? 1 : 0);
+  if (sources > 1) {
+    r.add_problem("model", "give exactly one of model.preset, model.family or model.hf_config", "");
+  }
+  if (sources == 0 && !r.problems().empty()) return m;  // a wrong-typed key was already reported
+  if (sources == 0) {
+    r.add_problem("model", "no model given", "model.preset (" + joined_model_presets() + "), model.family or model.hf_config");
+  }
+  bool source_ok = sources == 1;  // shape checks only make sense on a model that loaded
+  if (preset) {
+    if (auto spec = find_model_preset(*preset)) {
+      m = *spec;
+    } else {
+      source_ok = false;
+      auto names = preset_names();
+      const auto guess = closest_match(*preset, names);
+      r.add_problem("model.preset", fmt::format("unknown model preset '{}'{}", *preset,
+                                                guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
+                    "allowed: " + joined_model_presets());
+    }
+  } else if (hf) {
+    std::filesystem::path path(*hf);
+    if (path.is_relative() && !base_dir.empty()) path = base_dir / path;
+    try {
+      m.transformer = load_hf_config(path);
+      m.name = *hf;
+    } catch (const ValidationError& e) {
+      source_ok = false;
+      for (auto p : e.problems()) {
+        p.key = p.key.empty() ? "model.hf_config" : "model.hf_config → " + p.key;
+        p.file = r.file();
+        r.problems().push_back(std::move(p));
+      }
+    }
+  } else if (family) {
+    m.family = *family == "custom" ? ModelFamily::custom : ModelFamily::transformer;
+    m.name = std::string(*family);
+  }
+  // Shape keys refine a preset or an HF config, or define a transformer; groups define a custom model.
+  if (m.family == ModelFamily::transformer) {
+    read_transformer_shape(r, m.transformer);
+    if (m.transformer.kv_heads == 0) m.transformer.kv_heads = m.transformer.heads;
+    if (source_ok) check_transformer_shape(r, m.transformer);
+    r.reject_if_present("model.groups", "only used with model.family: custom");
+  } else {
+    read_custom_groups(r, m);
+    for (const char* key : {"model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
+                            "model.mlp", "model.norm", "model.pos_emb", "model.max_seq", "model.bias",
+                            "model.tie_embeddings"}) {
+      r.reject_if_present(key, "only used with model.family: transformer");
+    }
+  }
+  if (auto name = r.get_string("model.name")) m.name = *name;
+  return m;
+}
+
+// ---------------------------------------------------------------- cluster
+ClusterSpec read_cluster(ConfigReader& r) {
+  ClusterSpec c = *find_cluster_preset("h100-sxm-80gb");
+  if (auto preset = r.get_string("cluster.preset")) {
+    if (auto spec = find_cluster_preset(*preset)) {
+      c = *spec;
+    } else {
+      r.add_problem("cluster.preset", fmt::format("unknown cluster preset '{}'", *preset), "allowed: " + joined_cluster_presets());
+    }
+  }
+  set_if(r.get_int("cluster.nodes", 1, 1'000'000), c.nodes);
+  set_if(r.get_int("cluster.gpus_per_node", 1, 1024), c.gpus_per_node);
+  set_if(r.get_bytes("cluster.gpu.memory"), c.gpu.memory);
+  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp32"), c.gpu.peak_flops.fp32);
+  set_if(r.get_flops_rate("cluster.gpu.peak_flops.bf16"), c.gpu.peak_flops.bf16);
+  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp16"), c.gpu.peak_flops.fp16);
+  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp8"), c.gpu.peak_flops.fp8);
+  set_if(r.get_bandwidth("cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
+  set_if(r.get_int("cluster.gpu.sm_count", 1, 10'000), c.gpu.sm_count);
+  set_if(r.get_number("cluster.gpu.tdp_w", 1, 10'000), c.gpu.tdp_w);
+  if (auto cap = r.get_number("cluster.gpu.power_cap_w", 1, 10'000)) c.gpu.power_cap_w = *cap;
+  set_if(r.get_bandwidth("cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
+  set_if(r.get_duration("cluster.nvlink.latency"), c.nvlink.latency);
+  set_if(r.get_bandwidth("cluster.network.bandwidth"), c.network.bandwidth);
+  set_if(r.get_duration("cluster.network.latency"), c.network.latency);
+  set_if(r.get_bandwidth("cluster.pcie.bandwidth"), c.pcie.pinned_bandwidth);
+  set_if(r.get_bandwidth("cluster.pcie.pageable_bandwidth"), c.pcie.pageable_bandwidth);
+  set_if(r.get_duration("cluster.pcie.latency"), c.pcie.latency);
+  set_if(r.get_duration("cluster.cpu.launch_overhead"), c.cpu.launch_overhead);
+  set_if(r.get_duration("cluster.cpu.fsdp_hook_overhead"), c.cpu.fsdp_hook_overhead);
+  set_if(r.get_bandwidth("cluster.cpu.optimizer_bandwidth"), c.cpu.adam_bytes_per_s);
+  if (c.gpu.power_cap_w && *c.gpu.power_cap_w > c.gpu.tdp_w) {
+    r.add_problem("cluster.gpu.power_cap_w", fmt::format("{} W is above the board limit of {} W", *c.gpu.power_cap_w, c.gpu.tdp_w),
+                  fmt::format("at most cluster.gpu.tdp_w ({} W)", c.gpu.tdp_w));
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------- training
+TrainingSpec read_training(ConfigReader& r) {
+  TrainingSpec t;
+  set_if(r.get_int("training.seq_len", 1, 100'000'000), t.seq_len);
+  set_if(r.get_int("training.micro_batch", 1, 1'000'000), t.micro_batch);
+  set_if(r.get_int("training.grad_accum", 1, 1'000'000), t.grad_accum);
+  set_if(r.get_int("training.iterations", 1, 1'000), t.iterations);
+  if (auto opt = r.get_enum("training.optimizer", kOptimizers)) {
+    t.optimizer = *opt == "adamw" ? Optimizer::adamw : *opt == "adam" ? Optimizer::adam : Optimizer::sgd;
+  }
+  if (auto ac = r.get_string("training.activation_checkpointing")) {
+    const std::string_view v = *ac;
+    std::int64_t n = 0;
+    if (v == "none") {
+      t.activation_checkpointing = ActivationCheckpointing::none;
+    } else if (v == "full") {
+      t.activation_checkpointing = ActivationCheckpointing::full;
+    } else if (v == "selective_op") {
+      t.activation_checkpointing = ActivationCheckpointing::selective_op;
+    } else if (v.starts_with("every_") &&
+               std::from_chars(v.data() + 6, v.data() + v.size(), n).ptr == v.data() + v.size() && n >= 1) {
+      t.activation_checkpointing = n == 1 ? ActivationCheckpointing::full : ActivationCheckpointing::every_n;
+      t.checkpoint_every = n;
+    } else {
+      r.add_problem("training.activation_checkpointing", fmt::format("'{}' is not a checkpointing policy", v),
+                    "allowed: none, full, selective_op, every_N (N ≥ 1)");
+    }
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------- fsdp
+struct FsdpRead {
+  FsdpPolicy policy;
+  bool strategy_given = false;
+  std::optional<std::int64_t> mesh_replicate;
+  std::optional<std::int64_t> mesh_shard;
+};
+
+ShardingStrategy strategy_from(std::string_view s) {
+  if (s == "SHARD_GRAD_OP") return ShardingStrategy::shard_grad_op;
+  if (s == "NO_SHARD") return ShardingStrategy::no_shard;
+  if (s == "HYBRID_SHARD") return ShardingStrategy::hybrid_shard;
+  if (s == "_HYBRID_SHARD_ZERO2") return ShardingStrategy::hybrid_shard_zero2;
+  return ShardingStrategy::full_shard;
+}
+
+SyncSchedule sync_from(std::string_view s) {
+  return s == "last_microbatch" ? SyncSchedule::last_microbatch : SyncSchedule::every_microbatch;
+}
+
+FsdpRead read_fsdp(ConfigReader& r) {
+  FsdpRead out;
+  FsdpPolicy& f = out.policy;
+  if (auto api = r.get_enum("fsdp.api", kApis)) f.api = *api == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
+  if (auto s = r.get_enum("fsdp.sharding_strategy", kStrategies)) {
+    f.sharding_strategy = strategy_from(*s);
+    out.strategy_given = true;
+  }
+  out.mesh_replicate = r.get_int("fsdp.mesh.replicate", 1, 1'000'000);
+  out.mesh_shard = r.get_int("fsdp.mesh.shard", 1, 1'000'000);
+  if (r.has("fsdp.reshard_after_forward")) {
+    if (auto as_bool = r.get_bool("fsdp.reshard_after_forward"); as_bool) {
+      f.reshard_after_forward.mode = *as_bool ? ReshardAfterForward::Mode::on : ReshardAfterForward::Mode::off;
+    } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
+      r.problems().pop_back();  // not a bool: try an int
+      if (auto size = r.get_int("fsdp.reshard_after_forward", 2, 1'000'000)) {
+        f.reshard_after_forward = {ReshardAfterForward::Mode::to_size, *size};
+      } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
+        r.problems().back().allowed = "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
+      }
+    }
+  }
+  set_if(r.get_bool("fsdp.reshard_root_after_forward"), f.reshard_root_after_forward);
+  if (auto p = r.get_enum("fsdp.backward_prefetch", kPrefetch)) {
+    f.backward_prefetch = *p == "BACKWARD_PRE" ? BackwardPrefetch::backward_pre
+                          : *p == "BACKWARD_POST" ? BackwardPrefetch::backward_post
+                                                  : BackwardPrefetch::none;
+  }
+  set_if(r.get_bool("fsdp.forward_prefetch"), f.forward_prefetch);
+  set_if(r.get_int("fsdp.forward_prefetch_modules", 0, 1'000), f.forward_prefetch_modules);
+  set_if(r.get_int("fsdp.backward_prefetch_modules", 0, 1'000), f.backward_prefetch_modules);
+  set_if(r.get_bool("fsdp.limit_all_gathers"), f.limit_all_gathers);
+  auto& mp = f.mixed_precision;
+  if (auto d = r.get_dtype("fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;
+  if (auto d = r.get_dtype("fsdp.mixed_precision.reduce_dtype")) mp.reduce_dtype = d;
+  if (auto d = r.get_dtype("fsdp.mixed_precision.output_dtype")) mp.output_dtype = d;
+  if (auto d = r.get_dtype("fsdp.mixed_precision.buffer_dtype")) mp.buffer_dtype = d;
+  set_if(r.get_bool("fsdp.mixed_precision.cast_forward_inputs"), mp.cast_forward_inputs);
+  set_if(r.get_bool("fsdp.mixed_precision.keep_low_precision_grads"), mp.keep_low_precision_grads);
+  set_if(r.get_bool("fsdp.cpu_offload.params"), f.cpu_offload.params);
+  set_if(r.get_bool("fsdp.cpu_offload.pin_memory"), f.cpu_offload.pin_memory);
+  set_if(r.get_int("fsdp.wrap.blocks_per_group", 1, 100'000), f.blocks_per_group);
+  if (auto s = r.get_enum("fsdp.requires_gradient_sync", kSync)) f.requires_gradient_sync = sync_from(*s);
+  if (auto s = r.get_enum("fsdp.requires_all_reduce", kSync)) f.requires_all_reduce = sync_from(*s);
+  set_if(r.get_bool("fsdp.reshard_after_backward"), f.reshard_after_backward);
+  set_if(r.get_bool("fsdp.separate_reduce_scatter_group"), f.separate_reduce_scatter_group);
+  set_if(r.get_bool("fsdp.post_optim_event"), f.post_optim_event);
+  set_if(r.get_int("fsdp.checkpoint.every", 0, 1'000'000), f.checkpoint.every);
+  if (auto s = r.get_enum("fsdp.checkpoint.state_dict_type", kStateDict)) {
+    f.checkpoint.state_dict_type = *s == "FULL_STATE_DICT" ? StateDictType::full
+                                   : *s == "LOCAL_STATE_DICT" ? StateDictType::local
+                                                              : StateDictType::sharded;
+  }
+  set_if(r.get_bool("fsdp.checkpoint.offload_to_cpu"), f.checkpoint.offload_to_cpu);
+  set_if(r.get_bool("fsdp.checkpoint.rank0_only"), f.checkpoint.rank0_only);
+  return out;
+}
+
+// Knobs of one API written under the other, with the equivalent to use instead.
+struct ApiOnlyKnob {
+  const char* key;
+  FsdpApi api;
+  const char* instead;
+};
+constexpr std::array kApiOnlyKnobs{
+    ApiOnlyKnob{"fsdp.sharding_strategy", FsdpApi::fsdp1,
+                "under fsdp2 use fsdp.reshard_after_forward (false = SHARD_GRAD_OP) and fsdp.mesh.replicate/shard (HYBRID_SHARD)"},
+    ApiOnlyKnob{"fsdp.backward_prefetch", FsdpApi::fsdp1,
+                "under fsdp2 use fsdp.backward_prefetch_modules (fully_shard prefetches one group implicitly)"},
+    ApiOnlyKnob{"fsdp.forward_prefetch", FsdpApi::fsdp1, "under fsdp2 use fsdp.forward_prefetch_modules"},
+    ApiOnlyKnob{"fsdp.limit_all_gathers", FsdpApi::fsdp1,
+                "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events"},
+    ApiOnlyKnob{"fsdp.mixed_precision.keep_low_precision_grads", FsdpApi::fsdp1,
+                "under fsdp2 set fsdp.mixed_precision.reduce_dtype"},
+    ApiOnlyKnob{"fsdp.reshard_after_forward", FsdpApi::fsdp2,
+                "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)"},
+    ApiOnlyKnob{"fsdp.reshard_root_after_forward", FsdpApi::fsdp2, "under fsdp1 the root never reshards after forward"},
+    ApiOnlyKnob{"fsdp.forward_prefetch_modules", FsdpApi::fsdp2, "under fsdp1 use fsdp.forward_prefetch: true"},
+    ApiOnlyKnob{"fsdp.backward_prefetch_modules", FsdpApi::fsdp2, "under fsdp1 use fsdp.backward_prefetch"},
+    ApiOnlyKnob{"fsdp.reshard_after_backward", FsdpApi::fsdp2, "under fsdp1 the sharding strategy decides"},
+    ApiOnlyKnob{"fsdp.requires_all_reduce", FsdpApi::fsdp2, "under fsdp1 no_sync skips both reductions"},
+    ApiOnlyKnob{"fsdp.post_optim_event", FsdpApi::fsdp2, "fsdp1 has no post-optimizer event"},
+    ApiOnlyKnob{"fsdp.separate_reduce_scatter_group", FsdpApi::fsdp2, "fsdp1 reduce-scatters on its process group"},
+};
+
+void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
+  FsdpPolicy& f = in.policy;
+  const std::int64_t world = cluster.world_size();
+  for (const auto& knob : kApiOnlyKnobs) {
+    if (knob.api != f.api && r.has(knob.key)) {
+      r.add_problem(knob.key, fmt::format("is an {} knob, but fsdp.api is {}", to_string(knob.api), to_string(f.api)),
+                    knob.instead);
+    }
+  }
+  const bool hybrid_strategy = f.api == FsdpApi::fsdp1 && (f.sharding_strategy == ShardingStrategy::hybrid_shard ||
+                                                           f.sharding_strategy == ShardingStrategy::hybrid_shard_zero2);
+  // Resolve the mesh: replicate × shard = world size.
+  if (in.mesh_replicate || in.mesh_shard) {
+    if (f.api == FsdpApi::fsdp1 && !hybrid_strategy) {
+      r.add_problem("fsdp.mesh", "under fsdp1 a mesh is only used with HYBRID_SHARD or _HYBRID_SHARD_ZERO2",
+                    "remove fsdp.mesh or set fsdp.sharding_strategy: HYBRID_SHARD");
+    }
+    const std::int64_t rep = in.mesh_replicate.value_or(in.mesh_shard ? world / std::max<std::int64_t>(1, *in.mesh_shard) : 1);
+    const std::int64_t shard = in.mesh_shard.value_or(world / std::max<std::int64_t>(1, rep));
+    if (rep * shard != world) {
+      r.add_problem("fsdp.mesh", fmt::format("replicate {} × shard {} = {} is not the world size {} ({} nodes × {} GPUs)",
+                                             rep, shard, rep * shard, world, cluster.nodes, cluster.gpus_per_node),
+                    "replicate × shard = cluster.nodes × cluster.gpus_per_node");
+    }
+    f.mesh_replicate = rep;
+    f.mesh_shard = shard;
+  } else if (hybrid_strategy) {
+    if (cluster.nodes == 1) {
+      r.add_problem("fsdp.sharding_strategy",
+                    fmt::format("{} with one node and no mesh has nothing to replicate across", to_string(f.sharding_strategy)),
+                    "add nodes, give fsdp.mesh.replicate/shard, or use FULL_SHARD");
+    }
+    f.mesh_replicate = cluster.nodes;  // FSDP1's default: shard within a node, replicate across nodes
+    f.mesh_shard = cluster.gpus_per_node;
+  } else if (f.api == FsdpApi::fsdp1 && f.sharding_strategy == ShardingStrategy::no_shard) {
+    f.mesh_replicate = world;
+    f.mesh_shard = 1;
+  } else {
+    f.mesh_replicate = 1;
+    f.mesh_shard = world;
+  }
+  if (f.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
+    const std::int64_t size = f.reshard_after_forward.size;
+    if (size == f.mesh_shard || f.mesh_shard % size != 0) {
+      r.add_problem("fsdp.reshard_after_forward",
+                    fmt::format("{} must be a divisor of the shard size {} other than 1 and {} itself", size, f.mesh_shard, f.mesh_shard),
+                    "true, false, or such a divisor");
+    }
+  }
+  if (f.checkpoint.rank0_only && f.checkpoint.state_dict_type != StateDictType::full) {
+    r.add_problem("fsdp.checkpoint.rank0_only", "only applies to FULL_STATE_DICT", "set state_dict_type: FULL_STATE_DICT or remove it");
+  }
+}
+
+}  // namespace
+
+Scenario read_scenario(const ConfigTree& tree, const std::string& file, const std::filesystem::path& base_dir) {
+  ConfigReader r(tree, file);
+  Scenario s;
+  s.source = file;
+  r.get_string("name");
+  r.get_string("description");
+  if (!tree.is_object()) {
+    r.add_problem("", "a scenario must be a mapping with model, cluster, training and fsdp", "");
+    throw ValidationError(r.take_problems());
+  }
+  s.model = read_model(r, base_dir);
+  s.cluster = read_cluster(r);
+  s.training = read_training(r);
+  FsdpRead fsdp = read_fsdp(r);
+  check_fsdp(r, fsdp, s.cluster);
+  s.fsdp = fsdp.policy;
+  if (s.model.family == ModelFamily::transformer && s.model.transformer.pos_emb == PosEmbedding::learned &&
+      s.model.transformer.max_seq > 0 && s.training.seq_len > s.model.transformer.max_seq) {
+    r.add_problem("training.seq_len",
+                  fmt::format("{} is longer than the learned position table ({} positions)", s.training.seq_len,
+                              s.model.transformer.max_seq),
+                  fmt::format("at most model.max_seq = {}", s.model.transformer.max_seq));
+  }
+  r.finish();
+  throw_if_any(r.take_problems());
+  return s;
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  ConfigTree tree = load_config_file(path);
+  std::vector<Problem> problems;
+  for (const auto& o : overrides) apply_override(tree, o, problems);
+  throw_if_any(std::move(problems));
+  return read_scenario(tree, path.string(), path.parent_path());
+}
+
+Scenario scenario_from_text(std::string_view text, const std::vector<std::string>& overrides) {
+  ConfigTree tree = parse_config_text(text, "<text>");
+  std::vector<Problem> problems;
+  for (const auto& o : overrides) apply_override(tree, o, problems);
+  throw_if_any(std::move(problems));
+  return read_scenario(tree, "<text>");
+}
+
+}  // namespace shardscope

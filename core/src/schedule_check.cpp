@@ -1,0 +1,151 @@
+#include "shardscope/core/schedule_check.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+
+namespace shardscope {
+namespace {
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
+
+// Records one back edge (u → v): u is reachable from v, so v … u → v is a cycle.
+struct CycleFinder : boost::default_dfs_visitor {
+  std::optional<std::pair<Vertex, Vertex>>* found;
+  template <typename Edge, typename G>
+  void back_edge(Edge e, const G& g) const {
+    if (!*found) *found = std::pair{boost::source(e, g), boost::target(e, g)};
+  }
+};
+
+bool in_range(std::int64_t id, std::size_t size) { return id >= 0 && static_cast<std::size_t>(id) < size; }
+
+}  // namespace
+
+std::vector<BufferLifetime> buffer_lifetimes(const Schedule& s) {
+  std::vector<BufferLifetime> out(s.buffers.size());
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    for (BufferId b : s.ops[i].allocs) {
+      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].alloc == kNone) out[static_cast<std::size_t>(b)].alloc = static_cast<OpId>(i);
+    }
+    for (BufferId b : s.ops[i].frees) {
+      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].free == kNone) out[static_cast<std::size_t>(b)].free = static_cast<OpId>(i);
+    }
+  }
+  return out;
+}
+
+std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin) {
+  std::vector<Problem> problems;
+  auto add = [&](std::string key, std::string message, std::string allowed = {}) {
+    problems.push_back({origin, std::move(key), std::move(message), std::move(allowed)});
+  };
+  if (s.streams.empty()) add("streams", "a schedule needs at least one stream");
+  for (std::size_t i = 0; i < s.communicators.size(); ++i) {
+    const auto& c = s.communicators[i];
+    if (c.size < 1 || c.nodes < 1 || c.nodes > c.size) {
+      add(fmt::format("communicators[{}]", i), fmt::format("size {} over {} nodes is impossible", c.size, c.nodes),
+          "1 ≤ nodes ≤ size");
+    }
+  }
+  const std::size_t n = s.ops.size();
+  std::vector<int> alloc_count(s.buffers.size(), 0), free_count(s.buffers.size(), 0);
+  std::vector<std::int64_t> alloc_at(s.buffers.size(), -1), free_at(s.buffers.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    const std::string key = fmt::format("ops[{}]", i);
+    if (!in_range(op.stream, s.streams.size())) add(key + ".stream", fmt::format("stream {} does not exist", op.stream), fmt::format("0..{}", s.streams.size() - 1));
+    if (op.group != kNone && !in_range(op.group, s.groups.size())) add(key + ".group", fmt::format("group {} does not exist", op.group));
+    if (op.comm != kNone && !in_range(op.comm, s.communicators.size())) add(key + ".comm", fmt::format("communicator {} does not exist", op.comm));
+    if (is_collective(op.kind) && op.comm == kNone) add(key + ".comm", fmt::format("{} needs a communicator", to_string(op.kind)));
+    if (!is_collective(op.kind) && op.comm != kNone) add(key + ".comm", fmt::format("{} is not a collective", to_string(op.kind)), "-1");
+    if (op.kind == OpKind::cpu_wait && in_range(op.stream, s.streams.size()) && s.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::cpu) {
+      add(key + ".stream", "a cpu_wait runs on the CPU lane");
+    }
+    for (OpId d : op.deps) {
+      if (!in_range(d, n)) {
+        add(key + ".deps", fmt::format("op {} does not exist", d));
+      } else if (static_cast<std::size_t>(d) == i) {
+        add(key + ".deps", "an op cannot wait on itself");
+      } else if (static_cast<std::size_t>(d) > i) {
+        add(key + ".deps", fmt::format("waits on op {}, which is issued after it", d), "ops wait only on earlier-issued ops");
+      }
+    }
+    auto check_ids = [&](const std::vector<BufferId>& ids, const char* field) {
+      for (BufferId b : ids) {
+        if (!in_range(b, s.buffers.size())) add(fmt::format("{}.{}", key, field), fmt::format("buffer {} does not exist", b));
+      }
+    };
+    check_ids(op.allocs, "allocs");
+    check_ids(op.frees, "frees");
+    check_ids(op.uses, "uses");
+    for (BufferId b : op.allocs) {
+      if (in_range(b, s.buffers.size())) {
+        ++alloc_count[static_cast<std::size_t>(b)];
+        if (alloc_at[static_cast<std::size_t>(b)] < 0) alloc_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
+      }
+    }
+    for (BufferId b : op.frees) {
+      if (in_range(b, s.buffers.size())) {
+        ++free_count[static_cast<std::size_t>(b)];
+        if (free_at[static_cast<std::size_t>(b)] < 0) free_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
+      }
+    }
+  }
+  // Buffers: one allocation (or live at start), at most one free, uses inside the lifetime.
+  for (std::size_t b = 0; b < s.buffers.size(); ++b) {
+    const Buffer& buf = s.buffers[b];
+    const std::string key = fmt::format("buffers[{}] ({})", b, buf.name);
+    if (buf.live_at_start && alloc_count[b] > 0) add(key, "is live at start and allocated again");
+    if (!buf.live_at_start && alloc_count[b] == 0) add(key, "is never allocated", "allocate it in an op or mark live_at_start");
+    if (alloc_count[b] > 1) add(key, fmt::format("is allocated {} times", alloc_count[b]), "once");
+    if (free_count[b] > 1) add(key, fmt::format("is freed {} times", free_count[b]), "at most once");
+    if (free_at[b] >= 0 && alloc_at[b] > free_at[b]) add(key, fmt::format("is freed by op {} before its allocation by op {}", free_at[b], alloc_at[b]));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (BufferId b : s.ops[i].uses) {
+      if (!in_range(b, s.buffers.size())) continue;
+      const auto bi = static_cast<std::size_t>(b);
+      const auto at = static_cast<std::int64_t>(i);
+      if (!s.buffers[bi].live_at_start && (alloc_at[bi] < 0 || at < alloc_at[bi])) {
+        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) before it is allocated", b, s.buffers[bi].name));
+      }
+      if (free_at[bi] >= 0 && at > free_at[bi]) {
+        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) after op {} freed it", b, s.buffers[bi].name, free_at[bi]));
+      }
+    }
+  }
+  // Acyclic: dependencies plus the in-order execution of each stream.
+  Graph g(n);
+  std::vector<std::int64_t> last_on_stream(s.streams.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    for (OpId d : op.deps) {
+      if (in_range(d, n) && static_cast<std::size_t>(d) != i) boost::add_edge(static_cast<Vertex>(d), i, g);
+    }
+    if (in_range(op.stream, s.streams.size())) {
+      auto& last = last_on_stream[static_cast<std::size_t>(op.stream)];
+      if (last >= 0) boost::add_edge(static_cast<Vertex>(last), i, g);
+      last = static_cast<std::int64_t>(i);
+    }
+  }
+  std::optional<std::pair<Vertex, Vertex>> cycle;
+  CycleFinder finder;
+  finder.found = &cycle;
+  std::vector<boost::default_color_type> colors(n);
+  if (n > 0) {
+    boost::depth_first_search(g, boost::visitor(finder).color_map(
+                                     boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g))));
+  }
+  if (cycle) {
+    add(fmt::format("ops[{}]", cycle->second),
+        fmt::format("dependency cycle: op {} waits (directly or through stream order) on op {}, which reaches it again",
+                    cycle->second, cycle->first),
+        "dependencies and stream order must form a DAG");
+  }
+  return problems;
+}
+
+}  // namespace shardscope

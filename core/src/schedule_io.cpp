@@ -1,0 +1,316 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/schedule_io.hpp"
+
+namespace shardscope {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json ids(const std::vector<std::int32_t>& v) {
+  Json out = Json::array();
+  for (auto x : v) out.push_back(x);
+  return out;
+}
+
+Json op_json(const Op& op, std::size_t index) {
+  Json j;
+  j["id"] = index;
+  j["kind"] = to_string(op.kind);
+  j["stream"] = op.stream;
+  j["group"] = op.group;
+  j["phase"] = to_string(op.phase);
+  j["iteration"] = op.iteration;
+  j["microbatch"] = op.microbatch;
+  j["comm"] = op.comm;
+  j["bytes"] = op.bytes;
+  j["flops"] = op.flops;
+  if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;
+  j["deps"] = ids(op.deps);
+  j["allocs"] = ids(op.allocs);
+  j["frees"] = ids(op.frees);
+  j["uses"] = ids(op.uses);
+  return j;
+}
+
+template <typename T, typename F>
+void emit_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json, bool last) {
+  out += fmt::format("  \"{}\": [", key);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += to_json(items[i], i).dump();
+  }
+  out += items.empty() ? "]" : "\n  ]";
+  out += last ? "\n" : ",\n";
+}
+
+// Strict field access that records problems instead of throwing.
+class Fields {
+ public:
+  Fields(std::string origin, std::vector<Problem>& problems) : origin_(std::move(origin)), problems_(problems) {}
+
+  const nlohmann::json* get(const nlohmann::json& obj, const std::string& path, const char* key, bool required = true) {
+    if (!obj.is_object()) {
+      problem(path, "expected an object");
+      return nullptr;
+    }
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) problem(path + "." + key, "missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+  std::int64_t integer(const nlohmann::json& obj, const std::string& path, const char* key, std::int64_t min,
+                       std::int64_t max) {
+    const auto* v = get(obj, path, key);
+    if (!v) return min;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < min || v->get<std::int64_t>() > max) {
+      problem(path + "." + key, fmt::format("expected an integer in {}..{}, got {}", min, max, v->dump()));
+      return min;
+    }
+    return v->get<std::int64_t>();
+  }
+  double number(const nlohmann::json& obj, const std::string& path, const char* key) {
+    const auto* v = get(obj, path, key);
+    if (!v) return 0;
+    if (!v->is_number() || v->get<double>() < 0) {
+      problem(path + "." + key, fmt::format("expected a number ≥ 0, got {}", v->dump()));
+      return 0;
+    }
+    return v->get<double>();
+  }
+  std::string text(const nlohmann::json& obj, const std::string& path, const char* key) {
+    const auto* v = get(obj, path, key);
+    if (!v) return {};
+    if (!v->is_string()) {
+      problem(path + "." + key, fmt::format("expected a string, got {}", v->dump()));
+      return {};
+    }
+    return v->get<std::string>();
+  }
+  bool boolean(const nlohmann::json& obj, const std::string& path, const char* key) {
+    const auto* v = get(obj, path, key);
+    if (!v) return false;
+    if (!v->is_boolean()) {
+      problem(path + "." + key, fmt::format("expected true or false, got {}", v->dump()));
+      return false;
+    }
+    return v->get<bool>();
+  }
+  template <typename E>
+  E enumeration(const nlohmann::json& obj, const std::string& path, const char* key,
+                std::optional<E> (*parse)(std::string_view), E fallback, std::string_view allowed) {
+    const std::string s = text(obj, path, key);
+    if (s.empty()) return fallback;
+    if (auto v = parse(s)) return *v;
+    problem(path + "." + key, fmt::format("unknown value '{}'", s), std::string(allowed));
+    return fallback;
+  }
+  std::vector<std::int32_t> id_list(const nlohmann::json& obj, const std::string& path, const char* key) {
+    std::vector<std::int32_t> out;
+    const auto* v = get(obj, path, key);
+    if (!v) return out;
+    if (!v->is_array()) {
+      problem(path + "." + key, "expected a list of ids");
+      return out;
+    }
+    for (const auto& x : *v) {
+      if (!x.is_number_integer()) {
+        problem(path + "." + key, fmt::format("expected integer ids, got {}", x.dump()));
+        continue;
+      }
+      out.push_back(x.get<std::int32_t>());
+    }
+    return out;
+  }
+  const nlohmann::json& array(const nlohmann::json& root, const char* key) {
+    static const nlohmann::json kEmpty = nlohmann::json::array();
+    const auto* v = get(root, "", key);
+    if (!v) return kEmpty;
+    if (!v->is_array()) {
+      problem(key, "expected a list");
+      return kEmpty;
+    }
+    return *v;
+  }
+  void problem(const std::string& key, std::string message, std::string allowed = {}) {
+    problems_.push_back({origin_, key.starts_with('.') ? key.substr(1) : key, std::move(message), std::move(allowed)});
+  }
+
+ private:
+  std::string origin_;
+  std::vector<Problem>& problems_;
+};
+
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max();
+
+}  // namespace
+
+std::string schedule_to_json(const Schedule& s) {
+  std::string out = "{\n";
+  out += fmt::format("  \"schema\": {},\n", Json(kScheduleSchema).dump());
+  out += fmt::format("  \"name\": {},\n", Json(s.name).dump());
+  out += fmt::format("  \"world_size\": {},\n", s.world_size);
+  out += fmt::format("  \"iterations\": {},\n", s.iterations);
+  out += fmt::format("  \"tokens_per_iteration\": {},\n", s.tokens_per_iteration);
+  emit_array(out, "streams", s.streams, [](const Stream& x, std::size_t) {
+    Json j;
+    j["name"] = x.name;
+    j["kind"] = to_string(x.kind);
+    return j;
+  }, false);
+  emit_array(out, "communicators", s.communicators, [](const Communicator& x, std::size_t) {
+    Json j;
+    j["name"] = x.name;
+    j["size"] = x.size;
+    j["nodes"] = x.nodes;
+    return j;
+  }, false);
+  emit_array(out, "groups", s.groups, [](const ParamGroup& x, std::size_t) {
+    Json j;
+    j["name"] = x.name;
+    j["numel"] = x.numel;
+    j["sharded_numel"] = x.sharded_numel;
+    j["dtype"] = to_string(x.dtype);
+    j["is_root"] = x.is_root;
+    return j;
+  }, false);
+  emit_array(out, "buffers", s.buffers, [](const Buffer& x, std::size_t) {
+    Json j;
+    j["name"] = x.name;
+    j["size"] = x.size;
+    j["dtype"] = to_string(x.dtype);
+    j["category"] = to_string(x.category);
+    j["group"] = x.group;
+    j["location"] = to_string(x.location);
+    j["live_at_start"] = x.live_at_start;
+    return j;
+  }, false);
+  emit_array(out, "ops", s.ops, op_json, true);
+  out += "}\n";
+  return out;
+}
+
+Schedule schedule_from_json(std::string_view text, const std::string& origin) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ValidationError({Problem{origin, "", fmt::format("invalid JSON: {}", e.what()), ""}});
+  }
+  std::vector<Problem> problems;
+  Fields f(origin, problems);
+  Schedule s;
+  if (!root.is_object()) throw ValidationError({Problem{origin, "", "expected a JSON object", ""}});
+  if (f.text(root, "", "schema") != kScheduleSchema) {
+    f.problem("schema", "not a shardscope schedule", std::string(kScheduleSchema));
+    throw ValidationError(std::move(problems));
+  }
+  s.name = f.text(root, "", "name");
+  s.world_size = static_cast<int>(f.integer(root, "", "world_size", 1, kMaxId));
+  s.iterations = static_cast<int>(f.integer(root, "", "iterations", 1, kMaxId));
+  s.tokens_per_iteration = f.integer(root, "", "tokens_per_iteration", 0, std::numeric_limits<std::int64_t>::max());
+  const auto& streams = f.array(root, "streams");
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const std::string p = fmt::format("streams[{}]", i);
+    s.streams.push_back({f.text(streams[i], p, "name"),
+                         f.enumeration(streams[i], p, "kind", parse_stream_kind, StreamKind::compute,
+                                       "cpu, compute, communication, copy")});
+  }
+  const auto& comms = f.array(root, "communicators");
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    const std::string p = fmt::format("communicators[{}]", i);
+    s.communicators.push_back({f.text(comms[i], p, "name"), static_cast<int>(f.integer(comms[i], p, "size", 1, kMaxId)),
+                               static_cast<int>(f.integer(comms[i], p, "nodes", 1, kMaxId))});
+  }
+  const auto& groups = f.array(root, "groups");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const std::string p = fmt::format("groups[{}]", i);
+    ParamGroup g;
+    g.name = f.text(groups[i], p, "name");
+    g.numel = f.integer(groups[i], p, "numel", 0, std::numeric_limits<std::int64_t>::max());
+    g.sharded_numel = f.integer(groups[i], p, "sharded_numel", 0, std::numeric_limits<std::int64_t>::max());
+    g.dtype = f.enumeration(groups[i], p, "dtype", parse_dtype, DType::fp32, kDTypeNames);
+    g.is_root = f.boolean(groups[i], p, "is_root");
+    s.groups.push_back(std::move(g));
+  }
+  const auto& buffers = f.array(root, "buffers");
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const std::string p = fmt::format("buffers[{}]", i);
+    Buffer b;
+    b.name = f.text(buffers[i], p, "name");
+    b.size = f.integer(buffers[i], p, "size", 0, std::numeric_limits<std::int64_t>::max());
+    b.dtype = f.enumeration(buffers[i], p, "dtype", parse_dtype, DType::fp32, kDTypeNames);
+    b.category = f.enumeration(buffers[i], p, "category", parse_buffer_category, BufferCategory::workspace,
+                               "a buffer category such as sharded_params, activations");
+    b.group = static_cast<GroupId>(f.integer(buffers[i], p, "group", kNone, kMaxId));
+    b.location = f.enumeration(buffers[i], p, "location", parse_location, Location::gpu, "gpu, host");
+    b.live_at_start = f.boolean(buffers[i], p, "live_at_start");
+    s.buffers.push_back(std::move(b));
+  }
+  const auto& ops = f.array(root, "ops");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string p = fmt::format("ops[{}]", i);
+    const auto& j = ops[i];
+    if (f.integer(j, p, "id", 0, kMaxId) != static_cast<std::int64_t>(i)) {
+      f.problem(p + ".id", "op ids must equal their position in issue order", fmt::format("{}", i));
+    }
+    Op op;
+    op.kind = f.enumeration(j, p, "kind", parse_op_kind, OpKind::forward, "an op kind such as all_gather, forward");
+    op.stream = static_cast<StreamId>(f.integer(j, p, "stream", 0, kMaxId));
+    op.group = static_cast<GroupId>(f.integer(j, p, "group", kNone, kMaxId));
+    op.phase = f.enumeration(j, p, "phase", parse_phase, Phase::forward, "forward, backward, optimizer, checkpoint");
+    op.iteration = static_cast<int>(f.integer(j, p, "iteration", 0, kMaxId));
+    op.microbatch = static_cast<int>(f.integer(j, p, "microbatch", 0, kMaxId));
+    op.comm = static_cast<CommId>(f.integer(j, p, "comm", kNone, kMaxId));
+    op.bytes = f.integer(j, p, "bytes", 0, std::numeric_limits<std::int64_t>::max());
+    op.flops = f.number(j, p, "flops");
+    if (j.is_object() && j.contains("fixed_time_ns")) {
+      op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
+    }
+    op.deps = f.id_list(j, p, "deps");
+    op.allocs = f.id_list(j, p, "allocs");
+    op.frees = f.id_list(j, p, "frees");
+    op.uses = f.id_list(j, p, "uses");
+    s.ops.push_back(std::move(op));
+  }
+  throw_if_any(std::move(problems));
+  return s;
+}
+
+void write_text_file_atomic(const std::filesystem::path& path, std::string_view text) {
+  const std::filesystem::path tmp = path.string() + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(fmt::format("{}: cannot open for writing", path.string()));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw Error(fmt::format("{}: write failed", path.string()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(fmt::format("{}: cannot write ({})", path.string(), ec.message()));
+  }
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing readable file"}});
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace shardscope

@@ -1,0 +1,158 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/timeline.hpp"
+
+namespace shardscope {
+
+TimeNs Timeline::end_time() const {
+  TimeNs end = 0;
+  for (const auto& op : ops) end = std::max(end, op.end);
+  if (!memory.empty()) end = std::max(end, memory.back().time);
+  return end;
+}
+
+namespace {
+using Json = nlohmann::ordered_json;
+
+template <typename T, typename F>
+void emit_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json, bool last) {
+  out += fmt::format("  \"{}\": [", key);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += to_json(items[i]).dump();
+  }
+  out += items.empty() ? "]" : "\n  ]";
+  out += last ? "\n" : ",\n";
+}
+}  // namespace
+
+std::string timeline_to_json(const Timeline& t) {
+  std::string out = "{\n";
+  out += fmt::format("  \"schema\": {},\n", Json(kTimelineSchema).dump());
+  out += fmt::format("  \"name\": {},\n", Json(t.name).dump());
+  out += fmt::format("  \"source\": {},\n", Json(t.source).dump());
+  out += fmt::format("  \"memory_capacity\": {},\n", t.memory_capacity);
+  Json metrics = Json::object();
+  for (const auto& [k, v] : t.metrics) metrics[k] = v;
+  out += fmt::format("  \"metrics\": {},\n", metrics.dump());
+  Json categories = Json::array();
+  for (auto c : all_buffer_categories()) categories.push_back(to_string(c));
+  out += fmt::format("  \"categories\": {},\n", categories.dump());
+  emit_array(out, "streams", t.streams, [](const Stream& s) { return Json{{"name", s.name}, {"kind", to_string(s.kind)}}; }, false);
+  emit_array(out, "groups", t.groups, [](const std::string& g) { return Json(g); }, false);
+  emit_array(out, "communicators", t.communicators,
+             [](const Communicator& c) { return Json{{"name", c.name}, {"size", c.size}, {"nodes", c.nodes}}; }, false);
+  emit_array(out, "ops", t.ops, [](const TimelineOp& o) {
+    Json j;
+    j["op"] = o.op;
+    j["kind"] = to_string(o.kind);
+    j["stream"] = o.stream;
+    j["group"] = o.group;
+    j["phase"] = to_string(o.phase);
+    j["iteration"] = o.iteration;
+    j["microbatch"] = o.microbatch;
+    j["comm"] = o.comm;
+    j["bytes"] = o.bytes;
+    j["start_ns"] = o.start;
+    j["end_ns"] = o.end;
+    return j;
+  }, false);
+  emit_array(out, "memory", t.memory, [](const MemorySample& m) {
+    Json j;
+    j["time_ns"] = m.time;
+    j["allocated"] = m.allocated;
+    j["reserved"] = m.reserved;
+    j["by_category"] = m.by_category;
+    return j;
+  }, true);
+  out += "}\n";
+  return out;
+}
+
+Timeline timeline_from_json(std::string_view text, const std::string& origin) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ValidationError({Problem{origin, "", fmt::format("invalid JSON: {}", e.what()), ""}});
+  }
+  std::vector<Problem> problems;
+  auto problem = [&](std::string key, std::string message, std::string allowed = {}) {
+    problems.push_back({origin, std::move(key), std::move(message), std::move(allowed)});
+  };
+  if (!root.is_object() || root.value("schema", "") != kTimelineSchema) {
+    throw ValidationError({Problem{origin, "schema", "not a shardscope timeline", std::string(kTimelineSchema)}});
+  }
+  Timeline t;
+  // Typed access with a problem per bad field; nlohmann's exceptions name the field for us.
+  auto guarded = [&](const std::string& key, auto&& read) {
+    try {
+      read();
+    } catch (const nlohmann::json::exception& e) {
+      problem(key, fmt::format("malformed: {}", e.what()));
+    }
+  };
+  guarded("name", [&] { t.name = root.at("name").get<std::string>(); });
+  guarded("source", [&] { t.source = root.at("source").get<std::string>(); });
+  guarded("memory_capacity", [&] { t.memory_capacity = root.at("memory_capacity").get<Bytes>(); });
+  guarded("metrics", [&] {
+    for (const auto& [k, v] : root.at("metrics").items()) t.metrics[k] = v.get<double>();
+  });
+  guarded("streams", [&] {
+    for (const auto& s : root.at("streams")) {
+      auto kind = parse_stream_kind(s.at("kind").get<std::string>());
+      if (!kind) problem("streams", "unknown stream kind", "cpu, compute, communication, copy");
+      t.streams.push_back({s.at("name").get<std::string>(), kind.value_or(StreamKind::compute)});
+    }
+  });
+  guarded("groups", [&] {
+    for (const auto& g : root.at("groups")) t.groups.push_back(g.get<std::string>());
+  });
+  guarded("communicators", [&] {
+    for (const auto& c : root.at("communicators")) {
+      t.communicators.push_back({c.at("name").get<std::string>(), c.at("size").get<int>(), c.at("nodes").get<int>()});
+    }
+  });
+  const auto& ops = root.contains("ops") ? root["ops"] : nlohmann::json::array();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    guarded(fmt::format("ops[{}]", i), [&] {
+      const auto& j = ops[i];
+      TimelineOp o;
+      o.op = j.at("op").get<OpId>();
+      auto kind = parse_op_kind(j.at("kind").get<std::string>());
+      auto phase = parse_phase(j.at("phase").get<std::string>());
+      if (!kind || !phase) problem(fmt::format("ops[{}]", i), "unknown kind or phase");
+      o.kind = kind.value_or(OpKind::forward);
+      o.phase = phase.value_or(Phase::forward);
+      o.stream = j.at("stream").get<StreamId>();
+      o.group = j.at("group").get<GroupId>();
+      o.iteration = j.at("iteration").get<int>();
+      o.microbatch = j.at("microbatch").get<int>();
+      o.comm = j.at("comm").get<CommId>();
+      o.bytes = j.at("bytes").get<Bytes>();
+      o.start = j.at("start_ns").get<TimeNs>();
+      o.end = j.at("end_ns").get<TimeNs>();
+      if (o.end < o.start) problem(fmt::format("ops[{}]", i), "ends before it starts");
+      if (o.stream < 0 || static_cast<std::size_t>(o.stream) >= t.streams.size()) {
+        problem(fmt::format("ops[{}].stream", i), fmt::format("stream {} does not exist", o.stream));
+      }
+      t.ops.push_back(o);
+    });
+  }
+  const auto& memory = root.contains("memory") ? root["memory"] : nlohmann::json::array();
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    guarded(fmt::format("memory[{}]", i), [&] {
+      const auto& j = memory[i];
+      t.memory.push_back({j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(), j.at("reserved").get<Bytes>(),
+                          j.at("by_category").get<std::vector<Bytes>>()});
+    });
+  }
+  throw_if_any(std::move(problems));
+  return t;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Exit codes and messages of the shardscope CLI. Usage: cli_test.sh SHARDSCOPE EXAMPLES_DIR DATA_DIR
+set -u
+bin=$1 examples=$2 data=$3
+passed=0 failed=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+# expect NAME CODE PATTERN(stdout+stderr, grep -E) -- ARGS...
+expect() {
+  local name=$1 code=$2 pattern=$3; shift 4
+  "$bin" "$@" >"$out" 2>"$err"
+  local rc=$?
+  if [[ $rc -ne $code ]]; then
+    echo "FAIL $name: exit $rc, expected $code"; cat "$out" "$err"; failed=$((failed + 1)); return
+  fi
+  if [[ -n "$pattern" ]] && ! cat "$out" "$err" | grep -Eq -- "$pattern"; then
+    echo "FAIL $name: output lacks /$pattern/"; cat "$out" "$err"; failed=$((failed + 1)); return
+  fi
+  echo "ok   $name"; passed=$((passed + 1))
+}
+
+expect version 0 '^shardscope [0-9]+\.[0-9]+\.[0-9]+' -- --version
+expect presets-8b 0 'llama3.1-8b +8,030,261,248' -- presets
+expect presets-70b 0 'llama3.1-70b +70,553,706,496' -- presets
+expect presets-405b 0 'llama3.1-405b +405,853,388,800' -- presets
+expect presets-h200 0 'h200-sxm-141gb' -- presets
+expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
+expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"
+expect validate-set 0 '2 nodes × 8 GPUs = 16 ranks' -- validate "$examples/llama3-8b-h100x8.yaml" --set cluster.nodes=2
+expect validate-all-problems 2 '^error: 5 problems' -- validate "$data/scenarios/bad.yaml"
+expect validate-names-file-and-key 2 'bad.yaml: fsdp.mesh: replicate 3' -- validate "$data/scenarios/bad.yaml"
+expect validate-did-you-mean 2 "training.micro_bach: unknown key \(did you mean 'training.micro_batch'\?\)" -- validate "$data/scenarios/bad.yaml"
+expect validate-missing-file 2 'nope.yaml: cannot read' -- validate "$data/nope.yaml"
+expect validate-bad-set 2 'key.path=value' -- validate "$examples/llama3-8b-h100x8.yaml" --set nonsense
+expect validate-set-unknown-key 2 "fsdp.reshard_after_froward: unknown key" -- validate "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_froward=false
+expect unknown-command 2 "unknown command 'valdate'; did you mean 'validate'\?" -- valdate x
+expect unknown-flag 2 'not expected: --frobnicate' -- validate "$examples/llama3-8b-h100x8.yaml" --frobnicate
+expect no-command 2 'subcommand' --
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "shardscope/core/config_reader.hpp"
+
+namespace shardscope {
+namespace {
+
+TEST(ConfigTree, YamlScalarsKeepTheirTypes) {
+  const auto t = parse_config_text("a: true\nb: 12\nc: 1.5\nd: bf16\ne: '12'\nf: ~\n", "x");
+  EXPECT_TRUE(t["a"].is_boolean());
+  EXPECT_TRUE(t["b"].is_number_integer());
+  EXPECT_TRUE(t["c"].is_number_float());
+  EXPECT_TRUE(t["d"].is_string());
+  EXPECT_TRUE(t["e"].is_string());  // quoted stays a string
+  EXPECT_TRUE(t["f"].is_null());
+}
+
+TEST(ConfigTree, SyntaxErrorsNameTheLine) {
+  try {
+    parse_config_text("a: [1, 2\nb: 3\n", "bad.yaml");
+    FAIL() << "expected a syntax error";
+  } catch (const ValidationError& e) {
+    ASSERT_EQ(e.problems().size(), 1u);
+    EXPECT_EQ(e.problems()[0].file, "bad.yaml");
+    EXPECT_NE(e.problems()[0].message.find("line"), std::string::npos);
+  }
+}
+
+TEST(ConfigTree, OverridesCreateKeysAndIndexLists) {
+  auto t = parse_config_text("model: {groups: [{name: a, params: 1}]}\n", "x");
+  std::vector<Problem> problems;
+  apply_override(t, "fsdp.mesh.shard=4", problems);
+  apply_override(t, "model.groups.0.params=7", problems);
+  apply_override(t, "model.groups[0].name=b", problems);
+  apply_override(t, "fsdp.reshard_after_forward=false", problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(t["fsdp"]["mesh"]["shard"], 4);
+  EXPECT_EQ(t["model"]["groups"][0]["params"], 7);
+  EXPECT_EQ(t["model"]["groups"][0]["name"], "b");
+  EXPECT_EQ(t["fsdp"]["reshard_after_forward"], false);
+  apply_override(t, "model.groups.3.params=1", problems);
+  apply_override(t, "no_equals_sign", problems);
+  EXPECT_EQ(problems.size(), 2u);
+}
+
+TEST(ConfigReader, CollectsEveryProblemAndUnknownKeysWithSuggestions) {
+  const auto t = parse_config_text("training: {seq_len: x, micro_bach: 2, optimizer: adamv}\n", "f.yaml");
+  ConfigReader r(t, "f.yaml");
+  constexpr std::array<std::string_view, 3> opts{"adamw", "adam", "sgd"};
+  EXPECT_FALSE(r.get_int("training.seq_len", 1, 100));
+  EXPECT_FALSE(r.get_int("training.micro_batch", 1, 100));
+  EXPECT_FALSE(r.get_enum("training.optimizer", opts));
+  r.finish();
+  const auto& p = r.problems();
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].key, "training.seq_len");
+  EXPECT_EQ(p[1].key, "training.optimizer");
+  EXPECT_NE(p[1].message.find("did you mean 'adamw'"), std::string::npos);
+  EXPECT_EQ(p[2].key, "training.micro_bach");
+  EXPECT_EQ(p[2].allowed, "did you mean 'training.micro_batch'?");
+}
+
+TEST(ConfigReader, SuggestsTheSectionAKeyBelongsTo) {
+  const auto t = parse_config_text("model: {seq_len: 4}\ntraining: {}\n", "f.yaml");
+  ConfigReader r(t, "f.yaml");
+  r.get_int("training.seq_len", 1, 10);
+  r.get_int("model.hidden", 1, 10);
+  r.finish();
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].allowed, "did you mean 'training.seq_len'?");
+}
+
+TEST(EditDistance, ClosestMatchRespectsADistanceLimit) {
+  const std::vector<std::string> words{"validate", "presets", "lower"};
+  EXPECT_EQ(closest_match("valdate", words), "validate");
+  EXPECT_EQ(closest_match("zzzzzz", words), "");
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+}
+
+}  // namespace
+}  // namespace shardscope

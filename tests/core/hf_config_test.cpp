@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "shardscope/core/hf_config.hpp"
+#include "shardscope/core/model_presets.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope {
+namespace {
+
+const std::string kData = SHARDSCOPE_TEST_DATA_DIR;
+
+TEST(HfConfig, LlamaConfigMatchesThePreset) {
+  const auto imported = load_hf_config(kData + "/hf/llama-3.1-8b.json");
+  ModelSpec m;
+  m.transformer = imported;
+  EXPECT_EQ(m.total_params(), find_model_preset("llama3.1-8b")->total_params());
+  EXPECT_EQ(imported.kv_heads, 8);
+  EXPECT_EQ(imported.mlp, MlpKind::swiglu);
+}
+
+TEST(HfConfig, Gpt2ConfigHasLearnedPositionsBiasesAndTiedHead) {
+  const auto c = load_hf_config(kData + "/hf/gpt2.json");
+  EXPECT_EQ(c.pos_emb, PosEmbedding::learned);
+  EXPECT_TRUE(c.tie_embeddings);
+  ModelSpec m;
+  m.transformer = c;
+  EXPECT_EQ(m.total_params(), 124'439'808);  // GPT-2 small, as Hugging Face reports it
+}
+
+TEST(HfConfig, Qwen2HasQkvBiasOnly) {
+  const auto c = load_hf_config(kData + "/hf/qwen2-0.5b.json");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.out_proj_bias);
+  ModelSpec m;
+  m.transformer = c;
+  EXPECT_EQ(m.total_params(), 494'032'768);  // Qwen2-0.5B (tied), as Hugging Face reports it
+}
+
+TEST(HfConfig, MissingKeysAreProblems) {
+  const auto tree = parse_config_text(R"({"hidden_size": 64})", "c.json");
+  std::vector<Problem> problems;
+  transformer_from_hf_config(tree, "c.json", problems);
+  EXPECT_GE(problems.size(), 3u);  // layers, heads, vocab (and intermediate size)
+}
+
+TEST(HfConfig, ScenarioResolvesThePathRelativeToTheScenarioFile) {
+  const auto s = load_scenario(kData + "/scenarios/hf_import.yaml");
+  EXPECT_EQ(s.model.total_params(), 8'030'261'248);
+}
+
+}  // namespace
+}  // namespace shardscope
