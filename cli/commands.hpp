@@ -16,7 +16,14 @@ struct ScenarioArgs {
   std::vector<std::string> overrides;  // --set key=value
 };
 
+struct LowerArgs {
+  ScenarioArgs scenario;
+  std::string json_path;  // --json: write the IR
+  bool order = false;     // --order: print the CPU issue order
+};
+
 int run_presets();
+int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);
 
 }  // namespace shardscope::cli

@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "check a scenario and print what it describes");
   add_scenario_args(validate, validate_args);
 
+  LowerArgs lower_args;
+  auto* lower = app.add_subcommand("lower", "lower a scenario into the schedule IR PyTorch's FSDP would issue");
+  add_scenario_args(lower, lower_args.scenario);
+  lower->add_option("--json", lower_args.json_path, "write the IR as JSON (shardscope.schedule/1)")->type_name("FILE");
+  lower->add_flag("--order", lower_args.order, "print the CPU issue order, one op per line");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -66,6 +72,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("presets")) return run_presets();
     if (app.got_subcommand("validate")) return run_validate(validate_args);
+    if (app.got_subcommand("lower")) return run_lower(lower_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);
     return kExitBadInput;

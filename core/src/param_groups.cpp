@@ -101,7 +101,8 @@ std::vector<GroupLayout> param_groups(const Scenario& s) {
     }
     return groups;
   }
-  // Custom: "root" (if present) plus the listed groups, each one flat tensor.
+  // Custom: the listed groups in forward order, each one flat tensor. A group named "root" is the
+  // FSDP root module where it is listed; without one, a parameterless root wraps everything.
   bool has_root = false;
   for (const auto& cg : s.model.groups) has_root |= cg.name == "root";
   if (!has_root) {
@@ -123,11 +124,7 @@ std::vector<GroupLayout> param_groups(const Scenario& s) {
       g.first_block = block++;
       g.block_count = 1;
     }
-    if (g.is_root) {
-      groups.insert(groups.begin(), std::move(g));
-    } else {
-      groups.push_back(std::move(g));
-    }
+    groups.push_back(std::move(g));
   }
   return groups;
 }

@@ -2,6 +2,7 @@
 // Every problem is collected; nothing throws until the end.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <set>
@@ -129,6 +130,15 @@ void read_custom_groups(ConfigReader& r, ModelSpec& m) {
       r.add_problem(base, "a group needs forward_flops or forward_time_ms", "one of the two");
     }
     m.groups.push_back(std::move(g));
+  }
+  // Groups listed before "root" run outside every FSDP module, so they cannot hold FSDP parameters.
+  const auto root = std::find_if(m.groups.begin(), m.groups.end(), [](const CustomGroup& g) { return g.name == "root"; });
+  for (auto it = m.groups.begin(); it != root && root != m.groups.end(); ++it) {
+    if (it->params > 0) {
+      r.add_problem(fmt::format("model.groups[{}].params", it - m.groups.begin()),
+                    "a group before root is outside every FSDP module and cannot hold FSDP parameters",
+                    "params: 0, or list it after root");
+    }
   }
 }
 

@@ -31,6 +31,7 @@ Json op_json(const Op& op, std::size_t index) {
   j["bytes"] = op.bytes;
   j["flops"] = op.flops;
   if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;
+  if (!op.label.empty()) j["label"] = op.label;
   j["deps"] = ids(op.deps);
   j["allocs"] = ids(op.allocs);
   j["frees"] = ids(op.frees);
@@ -274,6 +275,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     if (j.is_object() && j.contains("fixed_time_ns")) {
       op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
     }
+    if (j.is_object() && j.contains("label")) op.label = f.text(j, p, "label");
     op.deps = f.id_list(j, p, "deps");
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");

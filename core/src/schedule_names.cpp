@@ -28,10 +28,11 @@ constexpr EnumNames<StreamKind, 4> kStreamKinds{{{
     {StreamKind::cpu, "cpu"}, {StreamKind::compute, "compute"},
     {StreamKind::communication, "communication"}, {StreamKind::copy, "copy"}}}};
 
-constexpr EnumNames<OpKind, 17> kOpKinds{{{
+constexpr EnumNames<OpKind, 18> kOpKinds{{{
     {OpKind::copy_in, "copy_in"}, {OpKind::all_gather, "all_gather"}, {OpKind::copy_out, "copy_out"},
     {OpKind::forward, "forward"}, {OpKind::backward, "backward"}, {OpKind::recompute, "recompute"},
-    {OpKind::reshard, "reshard"}, {OpKind::reduce_scatter, "reduce_scatter"}, {OpKind::all_reduce, "all_reduce"},
+    {OpKind::reshard, "reshard"}, {OpKind::reduce_copy_in, "reduce_copy_in"},
+    {OpKind::reduce_scatter, "reduce_scatter"}, {OpKind::all_reduce, "all_reduce"},
     {OpKind::grad_div, "grad_div"}, {OpKind::h2d, "h2d"}, {OpKind::d2h, "d2h"},
     {OpKind::optimizer_step, "optimizer_step"}, {OpKind::zero_grad, "zero_grad"},
     {OpKind::stream_wait, "stream_wait"}, {OpKind::cpu_wait, "cpu_wait"}, {OpKind::state_dict, "state_dict"}}}};

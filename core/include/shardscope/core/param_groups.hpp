@@ -34,7 +34,8 @@ struct GroupLayout {
   std::int64_t custom_index = -1;  // family custom: index into ModelSpec::groups
 };
 
-/// Groups in forward order: the root first, then one group per `blocks_per_group` blocks.
+/// Groups in forward order. Transformer: the root first, then one group per `blocks_per_group`
+/// blocks. Custom: the listed groups (a parameterless root first when none is named "root").
 std::vector<GroupLayout> param_groups(const Scenario& scenario);
 
 /// Per-rank shard of `shapes` for shard size `world` under `api`.

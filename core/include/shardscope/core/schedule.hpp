@@ -37,7 +37,8 @@ enum class OpKind {
   backward,
   recompute,       // forward re-run under activation checkpointing
   reshard,         // free unsharded parameters
-  reduce_scatter,  // includes the copy of gradients into the reduce-scatter input
+  reduce_copy_in,  // copy (and cast) unsharded gradients into the reduce-scatter input
+  reduce_scatter,
   all_reduce,      // HSDP: across replicas
   grad_div,        // gradient division / dtype cast into the sharded gradient
   h2d,
@@ -99,6 +100,7 @@ struct Op {
   Bytes bytes = 0;          // collective: gathered/pre-scatter size; copy: bytes moved
   Flops flops = 0;
   std::optional<TimeNs> fixed_time;  // overrides every cost model
+  std::string label;        // what PyTorch calls it, e.g. "prefetch", "embed", "head+loss"
   std::vector<OpId> deps;   // ops this one waits for (cross-stream events, CPU waits)
   std::vector<BufferId> allocs;
   std::vector<BufferId> frees;

@@ -1,0 +1,67 @@
+#pragma once
+// Compute and activation memory of each FSDP group, per micro-batch, on one rank.
+//
+// Transformer block (t = seq_len × micro_batch tokens, p = bytes per element of the compute
+// dtype, h hidden, kv = kv_heads × head_dim, f ffn_hidden, s seq_len), flash attention (no s² term):
+//   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h          (causal attention does half of 4·t·s·h)
+//   backward FLOPs = 2 × forward
+//   all activations A = t·p·(6h + 2kv + M) + t·4·(heads + 2·norms)
+//       (two norm inputs and outputs, q, k, v, attention output, MLP: M = 4f SwiGLU, 2f GELU;
+//        fp32 log-sum-exp per head and norm statistics)
+//   saved for backward:  none → A;  full → t·p·h (the block input);
+//                        selective_op (torchtitan's policy: keep the outputs of attention and of
+//                        every matmul but every second one) → block input + attention output +
+//                        wq, wv, w1, w2 outputs = t·p·(4h + kv + f) + t·4·heads for SwiGLU
+//                        (GELU: wq, wv, fc1 → t·p·(3h + kv + f) + t·4·heads);
+//                        every_N → full on blocks with (index + 1) % N == 0, none elsewhere.
+//   recomputed in backward: the rest of A, with the FLOPs of the matmuls not kept.
+// Root: "embed" (token/position lookup) before the blocks and "head+loss" (final norm, output
+// projection, fp32 cross-entropy) after them; the loss keeps log_softmax's fp32 output (4·t·vocab).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/param_groups.hpp"
+#include "shardscope/core/schedule.hpp"
+
+namespace shardscope {
+
+enum class ComputePosition {
+  before_children,  // runs right after the group's pre-forward (root "embed", custom root)
+  after_children,   // runs after the children's forward (root "head+loss")
+};
+
+struct ComputePart {
+  std::string label;
+  ComputePosition position = ComputePosition::before_children;
+  Flops forward_flops = 0;
+  Flops backward_flops = 0;
+  Flops recompute_flops = 0;     // forward re-run inside backward (activation checkpointing)
+  Bytes saved_bytes = 0;         // kept from forward to backward
+  Bytes forward_workspace = 0;   // transient during the forward op
+  Bytes recompute_bytes = 0;     // rematerialised before backward, freed by it
+  Bytes backward_workspace = 0;  // transient during the backward op
+  Bytes forward_memory_bytes = 0;  // HBM traffic, for memory-bound parts
+  std::optional<TimeNs> forward_time;
+  std::optional<TimeNs> backward_time;
+  BufferCategory saved_category = BufferCategory::activations;
+};
+
+struct GroupCompute {
+  std::vector<ComputePart> parts;  // empty for a group without compute
+  std::optional<TimeNs> all_gather_time;
+  std::optional<TimeNs> reduce_scatter_time;
+};
+
+/// The dtype compute runs in: mixed_precision.param_dtype, else fp32.
+DType compute_dtype(const Scenario& scenario);
+
+/// One entry per group of `param_groups(scenario)`, same order.
+std::vector<GroupCompute> group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
+
+/// Saved activation bytes of one transformer block under a policy (exposed for tests and docs).
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem, ActivationCheckpointing ac);
+Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem);
+
+}  // namespace shardscope

@@ -1,0 +1,140 @@
+#include "shardscope/core/group_compute.hpp"
+
+namespace shardscope {
+namespace {
+
+struct BlockMatmuls {
+  std::vector<std::int64_t> out_dims;  // output features of each matmul in forward order
+  std::vector<std::int64_t> in_dims;
+};
+
+BlockMatmuls block_matmuls(const TransformerConfig& c) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  if (c.mlp == MlpKind::swiglu) return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}};  // wq wk wv wo w1 w3 w2
+  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}};                                      // wq wk wv wo fc1 fc2
+}
+
+Flops block_forward_flops(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq) {
+  const auto mm = block_matmuls(c);
+  Flops flops = 0;
+  for (std::size_t i = 0; i < mm.out_dims.size(); ++i) {
+    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
+  }
+  flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) * static_cast<double>(c.hidden);  // causal attention
+  return flops;
+}
+
+// Matmuls torchtitan's selective-op policy does not keep: every second one (wk, wo, w3 / wk, wo, fc2).
+Flops sac_recompute_flops(const TransformerConfig& c, std::int64_t tokens) {
+  const auto mm = block_matmuls(c);
+  Flops flops = 0;
+  for (std::size_t i = 1; i < mm.out_dims.size(); i += 2) {
+    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
+  }
+  return flops;
+}
+
+bool block_fully_checkpointed(const TrainingSpec& t, std::int64_t block) {
+  if (t.activation_checkpointing == ActivationCheckpointing::full) return true;
+  if (t.activation_checkpointing == ActivationCheckpointing::every_n) return (block + 1) % t.checkpoint_every == 0;
+  return false;
+}
+
+}  // namespace
+
+DType compute_dtype(const Scenario& s) { return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32); }
+
+Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  const std::int64_t mlp = c.mlp == MlpKind::swiglu ? 4 * f : 2 * f;
+  const std::int64_t norm_stats = c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
+  return tokens * elem * (6 * h + 2 * kv + mlp) + tokens * 4 * (c.heads + norm_stats);
+}
+
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem, ActivationCheckpointing ac) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  switch (ac) {
+    case ActivationCheckpointing::none:
+    case ActivationCheckpointing::every_n: return block_activation_bytes(c, tokens, elem);
+    case ActivationCheckpointing::full: return tokens * elem * h;
+    case ActivationCheckpointing::selective_op: {
+      // block input + attention output (+ fp32 log-sum-exp) + kept matmul outputs (wq, wv, w1, w2 | wq, wv, fc1)
+      const std::int64_t kept = c.mlp == MlpKind::swiglu ? h + kv + f + h : h + kv + f;
+      return tokens * elem * (h + h + kept) + tokens * 4 * c.heads;
+    }
+  }
+  return 0;
+}
+
+std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<GroupLayout>& groups) {
+  std::vector<GroupCompute> out(groups.size());
+  const std::int64_t t = s.training.tokens_per_microbatch();
+  const Bytes elem = bytes_per_element(compute_dtype(s));
+  if (s.model.family == ModelFamily::custom) {
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i].custom_index < 0) continue;  // implicit root: no compute
+      const auto& cg = s.model.groups[static_cast<std::size_t>(groups[i].custom_index)];
+      ComputePart part;
+      part.label = cg.name;
+      part.forward_flops = cg.forward_flops.value_or(0);
+      part.backward_flops = cg.backward_flops.value_or(2 * part.forward_flops);
+      part.saved_bytes = cg.activation_bytes;
+      part.forward_time = cg.forward_time;
+      part.backward_time = cg.backward_time;
+      out[i].parts.push_back(part);
+      out[i].all_gather_time = cg.all_gather_time;
+      out[i].reduce_scatter_time = cg.reduce_scatter_time;
+    }
+    return out;
+  }
+  const auto& c = s.model.transformer;
+  const double td = static_cast<double>(t);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = groups[i];
+    if (g.is_root) {
+      ComputePart embed;
+      embed.label = "embed";
+      embed.position = ComputePosition::before_children;
+      embed.forward_memory_bytes = t * c.hidden * elem;
+      embed.backward_flops = td * static_cast<double>(c.hidden);  // scatter-add into the embedding gradient
+      ComputePart head;
+      head.label = "head+loss";
+      head.position = ComputePosition::after_children;
+      const double vocab = static_cast<double>(c.vocab);
+      head.forward_flops = 2.0 * td * static_cast<double>(c.hidden) * vocab + 5.0 * td * vocab;
+      head.backward_flops = 4.0 * td * static_cast<double>(c.hidden) * vocab + 3.0 * td * vocab;
+      head.saved_bytes = t * c.vocab * 4 + 2 * t * c.hidden * elem;  // fp32 log_softmax output, norm in/out
+      head.saved_category = BufferCategory::logits;
+      head.forward_workspace = t * c.vocab * (elem + 4);   // logits and their fp32 copy
+      head.backward_workspace = t * c.vocab * (4 + elem);  // fp32 and compute-dtype logit gradients
+      head.forward_memory_bytes = t * c.vocab * (elem + 4 + 4);
+      out[i].parts = {embed, head};
+      continue;
+    }
+    ComputePart part;
+    part.label = g.block_count == 1 ? "block" : "blocks";
+    for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b) {
+      const Flops fwd = block_forward_flops(c, t, s.training.seq_len);
+      const Bytes all = block_activation_bytes(c, t, elem);
+      part.forward_flops += fwd;
+      part.backward_flops += 2 * fwd;
+      if (block_fully_checkpointed(s.training, b)) {
+        part.saved_bytes += block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
+        part.recompute_flops += fwd;
+        part.recompute_bytes += all;
+      } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
+        const Bytes saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
+        part.saved_bytes += saved;
+        part.recompute_flops += sac_recompute_flops(c, t);
+        part.recompute_bytes += all - saved;
+      } else {
+        part.saved_bytes += all;
+      }
+      part.backward_workspace = std::max(part.backward_workspace, t * elem * (2 * c.hidden + 2 * c.kv_dim() + 2 * c.ffn_hidden));
+    }
+    out[i].parts.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace shardscope

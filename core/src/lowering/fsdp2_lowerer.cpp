@@ -1,0 +1,387 @@
+// FSDP2 (fully_shard) lowering. Follows torch/distributed/fsdp/_fully_shard/:
+//   _fsdp_state.py        FSDPState._root_pre_forward, _pre_forward, _pre_backward,
+//                         _root_post_backward_final_callback
+//   _fsdp_param_group.py  FSDPParamGroup.unshard, wait_for_unshard, reshard, pre_backward,
+//                         _backward_prefetch, post_backward, finalize_backward
+//   _fsdp_collectives.py  foreach_all_gather (copy-in stream, then all-gather stream),
+//                         foreach_all_gather_copy_out, foreach_reduce
+// docs/semantics.md walks through what each emitted op stands for.
+#include <fmt/format.h>
+
+#include "fsdp_lowerers.hpp"
+
+namespace shardscope::lowering {
+namespace {
+
+class Fsdp2Lowerer final : public Lowerer {
+ public:
+  using Lowerer::Lowerer;
+
+ private:
+  enum class Sharded { sharded, sharded_post_forward, unsharded };
+  struct GroupState {
+    Sharded state = Sharded::sharded;
+    BufferId ag_output = kNone;  // pending _all_gather_result
+    OpId ag_op = kNone;
+    BufferId unsharded = kNone;
+    BufferId post_forward_shard = kNone;
+    OpId reshard_event = kNone;  // _reshard_after_forward_event (reshard to a smaller mesh)
+    BufferId grad = kNone;       // unsharded gradient (param dtype) of this micro-batch
+    BufferId accumulated = kNone;  // unsharded_accumulated_grad (reduce dtype) across no-sync micro-batches
+    BufferId partial_reduce = kNone;  // HSDP: reduce-scatter output kept when not all-reducing
+    OpId post_reduce = kNone;
+    OpId grad_offload = kNone;
+  };
+
+  // ---- setup
+  void setup_streams_and_comms() override {
+    const auto& f = s_.fsdp;
+    copy_in_ = b_.add_stream("all_gather_copy_in", StreamKind::copy);
+    all_gather_ = b_.add_stream("all_gather", StreamKind::communication);
+    reduce_scatter_ = b_.add_stream("reduce_scatter", StreamKind::communication);
+    shard_ = b_.add_communicator("shard", world(), nodes_spanned(world()));
+    if (f.is_hybrid()) {
+      all_reduce_ = b_.add_stream("all_reduce", StreamKind::communication);
+      // Replicas are the ranks i·shard + j; they span as many nodes as their stride reaches.
+      const int replicas = static_cast<int>(f.mesh_replicate);
+      const int nodes = std::min(replicas, nodes_spanned(replicas * world()) );
+      replicate_ = b_.add_communicator("replicate", replicas, std::max(1, nodes));
+    }
+    if (f.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
+      const int size = static_cast<int>(f.reshard_after_forward.size);
+      post_forward_ = b_.add_communicator("post_forward", size, nodes_spanned(size));
+    }
+    rs_comm_ = f.separate_reduce_scatter_group ? b_.add_communicator("reduce_scatter", world(), nodes_spanned(world())) : shard_;
+    st_.assign(layouts_.size(), {});
+  }
+
+  BufferId unsharded_params(int g) const override { return st_[static_cast<std::size_t>(g)].unsharded; }
+
+  bool reshards_after_forward(int g) const {
+    if (is_root(g)) return s_.fsdp.reshard_root_after_forward;
+    return s_.fsdp.reshard_after_forward.mode != ReshardAfterForward::Mode::off;
+  }
+  bool to_smaller_mesh() const { return post_forward_ != kNone; }
+
+  // A zero-work op: `stream` waits for `event`; it may carry frees that the wait makes safe.
+  OpId stream_wait(StreamId stream, OpId event, std::vector<BufferId> frees = {}, std::string label = {}) {
+    Op op = make_op(OpKind::stream_wait, stream, kNone);
+    if (event != kNone) op.deps.push_back(event);
+    op.frees = std::move(frees);
+    op.label = std::move(label);
+    return b_.emit(std::move(op));
+  }
+
+  // ---- FSDPParamGroup.unshard
+  void unshard(int g, bool prefetch) {
+    auto& st = st_[static_cast<std::size_t>(g)];
+    if (!has_params(g) || st.ag_op != kNone || st.state == Sharded::unsharded) return;
+    if (st.reshard_event != kNone) {
+      stream_wait(copy_in_, st.reshard_event);
+      stream_wait(all_gather_, st.reshard_event);
+      st.reshard_event = kNone;
+    }
+    const bool post_forward = st.state == Sharded::sharded_post_forward;
+    const CommId comm = post_forward ? post_forward_ : shard_;
+    const int comm_size = b_.schedule().communicators[static_cast<std::size_t>(comm)].size;
+    const std::int64_t padded = layout(g).sharded_numel * world();
+    const std::int64_t per_rank = padded / comm_size;
+    BufferId staging = kNone;
+    if (offload_ && !post_forward) {
+      // CPUOffloadPolicy: the sharded parameters are copied host → device on the copy-in stream.
+      Op h2d = make_op(OpKind::h2d, copy_in_, gid(g));
+      h2d.bytes = elems(per_rank, orig_dtype_);
+      h2d.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
+      staging = b_.add_buffer(buffer_name(g, "h2d_params"), h2d.bytes, orig_dtype_, BufferCategory::sharded_params, gid(g));
+      h2d.allocs.push_back(staging);
+      h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
+      b_.emit(std::move(h2d));
+    }
+    Op copy_in = make_op(OpKind::copy_in, copy_in_, gid(g));
+    copy_in.bytes = elems(per_rank, param_dtype_);
+    copy_in.uses.push_back(post_forward ? st.post_forward_shard : staging != kNone ? staging : sharded_params_[static_cast<std::size_t>(g)]);
+    // The all-gather input is a view into the output (all_gather_copy_in allocates only the output).
+    st.ag_output = b_.add_buffer(buffer_name(g, "all_gather_output"), elems(padded, param_dtype_), param_dtype_,
+                                 BufferCategory::all_gather_output, gid(g));
+    copy_in.allocs.push_back(st.ag_output);
+    if (staging != kNone) copy_in.frees.push_back(staging);
+    const OpId copy_in_id = b_.emit(std::move(copy_in));
+    Op ag = make_op(OpKind::all_gather, all_gather_, gid(g));
+    ag.comm = comm;
+    ag.bytes = elems(padded, param_dtype_);
+    ag.deps.push_back(copy_in_id);  // all_gather_stream.wait_stream(all_gather_copy_in_stream)
+    ag.uses.push_back(st.ag_output);
+    ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
+    if (prefetch) ag.label = "prefetch";
+    st.ag_op = b_.emit(std::move(ag));
+  }
+
+  // ---- FSDPParamGroup.wait_for_unshard
+  void wait_for_unshard(int g) {
+    auto& st = st_[static_cast<std::size_t>(g)];
+    if (st.ag_op == kNone) return;
+    const bool forward = b_.phase() == Phase::forward;
+    // Free the previous group's all-gather output, kept to overlap its copy-out with this all-gather.
+    if (forward) free_deferred_all_gather("free previous all-gather output");
+    Op copy_out = make_op(OpKind::copy_out, compute_stream_, gid(g));
+    copy_out.bytes = elems(layout(g).numel, param_dtype_);
+    copy_out.deps.push_back(st.ag_op);  // current stream waits on the all-gather event
+    copy_out.uses.push_back(st.ag_output);
+    st.unsharded = b_.add_buffer(buffer_name(g, "unsharded_params"), copy_out.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
+    copy_out.allocs.push_back(st.unsharded);
+    if (st.post_forward_shard != kNone) {
+      copy_out.frees.push_back(st.post_forward_shard);
+      st.post_forward_shard = kNone;
+    }
+    const OpId copy_out_id = b_.emit(std::move(copy_out));
+    if (forward) {
+      deferred_ag_output_ = st.ag_output;
+      deferred_copy_out_ = copy_out_id;
+    } else {
+      stream_wait(copy_in_, copy_out_id);
+      stream_wait(all_gather_, copy_out_id, {st.ag_output}, "free all-gather output");
+    }
+    st.ag_output = kNone;
+    st.ag_op = kNone;
+    st.state = Sharded::unsharded;
+  }
+
+  // ---- FSDPParamGroup.reshard (forward: post_forward; backward: post_backward)
+  void reshard(int g) {
+    auto& st = st_[static_cast<std::size_t>(g)];
+    if (st.state != Sharded::unsharded) return;
+    const bool forward = b_.phase() == Phase::forward;
+    Op op = make_op(OpKind::reshard, compute_stream_, gid(g));
+    op.frees.push_back(st.unsharded);
+    if (forward && to_smaller_mesh() && !is_root(g)) {
+      // _to_sharded_post_forward: keep this rank's 1/size slice of the unsharded parameters.
+      const int size = static_cast<int>(s_.fsdp.reshard_after_forward.size);
+      const std::int64_t numel = layout(g).sharded_numel * world() / size;
+      st.post_forward_shard = b_.add_buffer(buffer_name(g, "post_forward_shard"), elems(numel, param_dtype_), param_dtype_,
+                                            BufferCategory::sharded_params, gid(g));
+      op.allocs.push_back(st.post_forward_shard);
+      op.bytes = elems(numel, param_dtype_);
+      op.label = fmt::format("to {} ranks", size);
+      st.reshard_event = b_.emit(std::move(op));
+      st.state = Sharded::sharded_post_forward;
+    } else {
+      b_.emit(std::move(op));
+      st.state = Sharded::sharded;
+    }
+    st.unsharded = kNone;
+  }
+
+  // ---- hooks
+  void root_pre_forward() override {
+    // Wait for the optimizer before the all-gathers: on the post-optimizer event when set,
+    // otherwise on everything the default stream has so far.
+    const OpId event = post_optim_event_ != kNone ? post_optim_event_ : b_.last_on(compute_stream_);
+    post_optim_event_ = kNone;
+    if (event == kNone) return;
+    stream_wait(copy_in_, event);
+    stream_wait(all_gather_, event);
+  }
+
+  void pre_forward(int g) override {
+    if (!has_params(g)) return;
+    unshard(g, false);
+    wait_for_unshard(g);
+    const std::int64_t k = s_.fsdp.forward_prefetch_modules;
+    if (k > 0 && !is_root(g)) {
+      const auto it = std::find(children_.begin(), children_.end(), g);
+      for (auto next = it + 1; next != children_.end() && next - it <= k; ++next) unshard(*next, true);
+    }
+  }
+
+  void post_forward(int g) override {
+    if (has_params(g) && reshards_after_forward(g)) reshard(g);
+    if (is_root(g)) free_deferred_all_gather("free last all-gather output");  // FSDPState._post_forward
+  }
+
+  // comm_ctx.all_gather_state: the all-gather streams wait on the kept copy-out, then its output is freed.
+  void free_deferred_all_gather(std::string label) {
+    if (deferred_ag_output_ == kNone) return;
+    stream_wait(copy_in_, deferred_copy_out_);
+    stream_wait(all_gather_, deferred_copy_out_, {deferred_ag_output_}, std::move(label));
+    deferred_ag_output_ = kNone;
+    deferred_copy_out_ = kNone;
+  }
+
+  void pre_backward(int g) override {
+    if (!has_params(g)) return;
+    unshard(g, false);
+    wait_for_unshard(g);
+    const auto it = std::find(post_forward_order_.begin(), post_forward_order_.end(), g);
+    const std::int64_t index = it - post_forward_order_.begin();
+    const std::int64_t k = (is_root(g) || s_.fsdp.backward_prefetch_modules == 0) ? 1 : s_.fsdp.backward_prefetch_modules;
+    for (std::int64_t i = 1; i <= k && index - i >= 0; ++i) {
+      unshard(post_forward_order_[static_cast<std::size_t>(index - i)], true);
+    }
+  }
+
+  void on_backward_op(int g, Op& op) override {
+    auto& st = st_[static_cast<std::size_t>(g)];
+    if (st.grad == kNone) {
+      st.grad = b_.add_buffer(buffer_name(g, "unsharded_grad"), elems(layout(g).numel, param_dtype_), param_dtype_,
+                              BufferCategory::unsharded_grads, gid(g));
+      op.allocs.push_back(st.grad);
+    } else {
+      op.uses.push_back(st.grad);  // autograd accumulates into .grad
+    }
+  }
+
+  void post_backward(int g) override {
+    if (!has_params(g)) return;
+    auto& st = st_[static_cast<std::size_t>(g)];
+    const bool keeps_low_precision = reduce_dtype_ == param_dtype_;
+    if (!sync_gradients()) {
+      if (s_.fsdp.reshard_after_backward) reshard(g);
+      if (!keeps_low_precision) {
+        // accumulate_unsharded_grad_if_needed: accumulate in the reduce dtype
+        Op acc = make_op(OpKind::grad_div, compute_stream_, gid(g));
+        acc.label = "accumulate";
+        acc.bytes = elems(layout(g).numel, reduce_dtype_);
+        if (st.accumulated == kNone) {
+          st.accumulated = b_.add_buffer(buffer_name(g, "accumulated_grad"), acc.bytes, reduce_dtype_, BufferCategory::unsharded_grads, gid(g));
+          acc.allocs.push_back(st.accumulated);
+        } else {
+          acc.uses.push_back(st.accumulated);
+        }
+        acc.frees.push_back(st.grad);
+        st.grad = kNone;
+        b_.emit(std::move(acc));
+      }
+      return;
+    }
+    if (s_.fsdp.reshard_after_backward) reshard(g);
+    if (rs_state_input_ != kNone) {
+      stream_wait(compute_stream_, rs_state_event_, {rs_state_input_}, "previous reduce-scatter");
+      rs_state_input_ = kNone;
+      rs_state_event_ = kNone;
+    }
+    const std::int64_t padded = layout(g).sharded_numel * world();
+    // foreach_reduce: copy-in on the current stream, then the reduce-scatter stream waits for it.
+    Op copy_in = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
+    copy_in.bytes = elems(padded, reduce_dtype_);
+    const BufferId rs_input = b_.add_buffer(buffer_name(g, "reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
+                                            BufferCategory::reduce_scatter_input, gid(g));
+    copy_in.allocs.push_back(rs_input);
+    for (BufferId grad : {st.grad, st.accumulated}) {
+      if (grad != kNone) copy_in.frees.push_back(grad);
+    }
+    st.grad = st.accumulated = kNone;
+    const OpId copy_in_id = b_.emit(std::move(copy_in));
+
+    Op rs = make_op(OpKind::reduce_scatter, reduce_scatter_, gid(g));
+    rs.comm = rs_comm_;
+    rs.bytes = elems(padded, reduce_dtype_);
+    rs.deps.push_back(copy_in_id);
+    rs.uses.push_back(rs_input);
+    rs.fixed_time = compute_[static_cast<std::size_t>(g)].reduce_scatter_time;
+    const bool becomes_grad = reduce_dtype_ == orig_dtype_ && sharded_grads_[static_cast<std::size_t>(g)] == kNone &&
+                              !offload_ && !s_.fsdp.is_hybrid();
+    const BufferId rs_output = b_.add_buffer(buffer_name(g, becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
+                                             elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
+                                             becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output, gid(g));
+    rs.allocs.push_back(rs_output);
+    const OpId rs_id = b_.emit(std::move(rs));
+    rs_state_input_ = rs_input;  // comm_ctx.reduce_scatter_state keeps the input alive
+    rs_state_event_ = rs_id;
+
+    StreamId post_stream = reduce_scatter_;
+    if (s_.fsdp.is_hybrid()) {
+      const bool all_reduce_now = s_.fsdp.requires_all_reduce == SyncSchedule::every_microbatch || last_microbatch();
+      if (!all_reduce_now) {
+        // Accumulate the partial reduce output in the reduce-scatter stream; no all-reduce yet.
+        Op acc = make_op(OpKind::grad_div, reduce_scatter_, gid(g));
+        acc.label = "partial reduce";
+        acc.bytes = elems(layout(g).sharded_numel, reduce_dtype_);
+        if (st.partial_reduce == kNone) {
+          st.partial_reduce = rs_output;
+          acc.uses.push_back(rs_output);
+        } else {
+          acc.uses.push_back(st.partial_reduce);
+          acc.frees.push_back(rs_output);
+        }
+        st.post_reduce = b_.emit(std::move(acc));
+        return;
+      }
+      Op ar = make_op(OpKind::all_reduce, all_reduce_, gid(g));
+      ar.comm = replicate_;
+      ar.bytes = elems(layout(g).sharded_numel, reduce_dtype_);
+      ar.deps.push_back(rs_id);  // all_reduce_stream.wait_stream(reduce_scatter_stream)
+      ar.uses.push_back(rs_output);
+      if (st.partial_reduce != kNone && st.partial_reduce != rs_output) {
+        ar.uses.push_back(st.partial_reduce);
+        ar.frees.push_back(st.partial_reduce);
+      }
+      st.partial_reduce = kNone;
+      b_.emit(std::move(ar));
+      post_stream = all_reduce_;
+    }
+    // Divide (when not averaged by NCCL) and view or cast into the sharded gradient.
+    Op div = make_op(OpKind::grad_div, post_stream, gid(g));
+    div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
+    div.label = reduce_dtype_ == orig_dtype_ ? "view" : fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_));
+    if (becomes_grad) {
+      sharded_grads_[static_cast<std::size_t>(g)] = rs_output;
+      div.uses.push_back(rs_output);
+    } else if (offload_) {
+      div.uses.push_back(rs_output);
+    } else {
+      sharded_grad(g, div);
+      div.uses.push_back(rs_output);
+      div.frees.push_back(rs_output);
+    }
+    st.post_reduce = b_.emit(std::move(div));
+    if (offload_) {
+      Op d2h = make_op(OpKind::d2h, post_stream, gid(g));
+      d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
+      d2h.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
+      sharded_grad(g, d2h);
+      d2h.uses.push_back(rs_output);
+      d2h.frees.push_back(rs_output);
+      st.grad_offload = b_.emit(std::move(d2h));
+      st.post_reduce = st.grad_offload;
+    }
+  }
+
+  void finalize_backward() override {
+    // _root_post_backward_final_callback → FSDPParamGroup.finalize_backward for every group.
+    Op wait = make_op(OpKind::stream_wait, compute_stream_, kNone);
+    wait.label = "post-reduce events";
+    Op cpu = make_op(OpKind::cpu_wait, cpu_, kNone);
+    cpu.label = "gradient offload";
+    for (auto& st : st_) {
+      if (st.post_reduce != kNone) wait.deps.push_back(st.post_reduce);
+      if (st.grad_offload != kNone) cpu.deps.push_back(st.grad_offload);
+      st.post_reduce = st.grad_offload = kNone;
+    }
+    if (!wait.deps.empty()) b_.emit(std::move(wait));
+    if (!cpu.deps.empty()) b_.emit(std::move(cpu));
+    if (rs_state_input_ != kNone) {
+      stream_wait(compute_stream_, rs_state_event_, {rs_state_input_}, "last reduce-scatter");
+      rs_state_input_ = kNone;
+      rs_state_event_ = kNone;
+    }
+  }
+
+  void after_optimizer_step(OpId step) override {
+    if (s_.fsdp.post_optim_event) post_optim_event_ = step;
+  }
+
+  StreamId copy_in_ = kNone, all_gather_ = kNone, reduce_scatter_ = kNone, all_reduce_ = kNone;
+  CommId shard_ = kNone, replicate_ = kNone, post_forward_ = kNone, rs_comm_ = kNone;
+  std::vector<GroupState> st_;
+  BufferId deferred_ag_output_ = kNone;  // comm_ctx.all_gather_state
+  OpId deferred_copy_out_ = kNone;
+  BufferId rs_state_input_ = kNone;      // comm_ctx.reduce_scatter_state
+  OpId rs_state_event_ = kNone;
+  OpId post_optim_event_ = kNone;
+};
+
+}  // namespace
+
+Schedule lower_fsdp2(const Scenario& scenario) { return Fsdp2Lowerer(scenario).run(); }
+
+}  // namespace shardscope::lowering

@@ -1,0 +1,295 @@
+#include "lowerer.hpp"
+
+#include <fmt/format.h>
+
+namespace shardscope::lowering {
+
+Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
+  layouts_ = param_groups(s_);
+  compute_ = group_compute(s_, layouts_);
+  const auto& mp = s_.fsdp.mixed_precision;
+  param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
+  reduce_dtype_ = mp.reduce_dtype.value_or(param_dtype_);
+  offload_ = s_.fsdp.cpu_offload.params;
+}
+
+bool Lowerer::sync_gradients() const {
+  return s_.fsdp.requires_gradient_sync == SyncSchedule::every_microbatch || last_microbatch();
+}
+
+int Lowerer::nodes_spanned(int ranks) const {
+  const int per_node = s_.cluster.gpus_per_node;
+  return std::max(1, (ranks + per_node - 1) / per_node);
+}
+
+std::string Lowerer::buffer_name(int g, std::string_view what) const {
+  return fmt::format("{}/{}@i{}m{}", layout(g).name, what, b_.iteration(), b_.microbatch());
+}
+
+void Lowerer::plan_groups() {
+  for (std::size_t i = 0; i < layouts_.size(); ++i) {
+    const auto& l = layouts_[i];
+    ParamGroup pg;
+    pg.name = l.name;
+    pg.numel = l.numel;
+    pg.sharded_numel = l.sharded_numel;
+    pg.dtype = orig_dtype_;
+    pg.is_root = l.is_root;
+    ids_.push_back(b_.add_group(std::move(pg)));
+    if (l.is_root) root_ = static_cast<int>(i);
+  }
+  for (int i = 0; i < static_cast<int>(layouts_.size()); ++i) {
+    if (i < root_) outside_.push_back(i);
+    if (i > root_) children_.push_back(i);
+  }
+  for (int c : children_) {
+    if (has_params(c)) post_forward_order_.push_back(c);
+  }
+  if (has_params(root_)) post_forward_order_.push_back(root_);  // the root's post-forward runs last
+  saved_.assign(layouts_.size(), {});
+  sharded_grads_.assign(layouts_.size(), kNone);
+  for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
+    BufferId id = kNone;
+    if (has_params(g)) {
+      id = b_.add_buffer(fmt::format("{}/sharded_params", layout(g).name), elems(layout(g).sharded_numel, orig_dtype_),
+                         orig_dtype_, BufferCategory::sharded_params, gid(g), offload_ ? Location::host : Location::gpu, true);
+    }
+    sharded_params_.push_back(id);
+  }
+}
+
+Schedule Lowerer::run() {
+  plan_groups();
+  cpu_ = b_.add_stream("cpu", StreamKind::cpu);
+  compute_stream_ = b_.add_stream("compute", StreamKind::compute);
+  setup_streams_and_comms();
+  auto& sched = b_.schedule();
+  sched.world_size = s_.cluster.world_size();
+  sched.iterations = static_cast<int>(s_.training.iterations);
+  sched.tokens_per_iteration = s_.training.tokens_per_microbatch() * s_.training.grad_accum;
+  for (int it = 0; it < s_.training.iterations; ++it) {
+    for (int mb = 0; mb < s_.training.grad_accum; ++mb) {
+      b_.set_step(it, mb);
+      b_.set_phase(Phase::forward);
+      forward_pass();
+      b_.set_phase(Phase::backward);
+      backward_pass();
+    }
+    b_.set_phase(Phase::optimizer);
+    optimizer_step();
+    if (s_.fsdp.checkpoint.every > 0 && (it + 1) % s_.fsdp.checkpoint.every == 0) {
+      b_.set_phase(Phase::checkpoint);
+      checkpoint_state_dict();
+    }
+  }
+  return b_.take();
+}
+
+void Lowerer::forward_pass() {
+  for (int g : outside_) {
+    for (std::size_t p = 0; p < compute_[static_cast<std::size_t>(g)].parts.size(); ++p) forward_part(g, p);
+  }
+  root_pre_forward();
+  pre_forward(root_);
+  const auto& root_parts = compute_[static_cast<std::size_t>(root_)].parts;
+  for (std::size_t p = 0; p < root_parts.size(); ++p) {
+    if (root_parts[p].position == ComputePosition::before_children) forward_part(root_, p);
+  }
+  for (int c : children_) {
+    if (has_params(c)) pre_forward(c);
+    for (std::size_t p = 0; p < compute_[static_cast<std::size_t>(c)].parts.size(); ++p) forward_part(c, p);
+    if (has_params(c)) post_forward(c);
+  }
+  for (std::size_t p = 0; p < root_parts.size(); ++p) {
+    if (root_parts[p].position == ComputePosition::after_children) forward_part(root_, p);
+  }
+  post_forward(root_);
+}
+
+void Lowerer::backward_pass() {
+  pre_backward(root_);
+  const auto& root_parts = compute_[static_cast<std::size_t>(root_)].parts;
+  for (std::size_t p = root_parts.size(); p-- > 0;) {
+    if (root_parts[p].position == ComputePosition::after_children) backward_part(root_, p);
+  }
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+    const int c = *it;
+    if (has_params(c)) pre_backward(c);
+    const auto& parts = compute_[static_cast<std::size_t>(c)].parts;
+    for (std::size_t p = parts.size(); p-- > 0;) backward_part(c, p);
+    if (has_params(c)) post_backward(c);
+  }
+  for (std::size_t p = root_parts.size(); p-- > 0;) {
+    if (root_parts[p].position == ComputePosition::before_children) backward_part(root_, p);
+  }
+  post_backward(root_);
+  finalize_backward();
+  for (auto it = outside_.rbegin(); it != outside_.rend(); ++it) {
+    const auto& parts = compute_[static_cast<std::size_t>(*it)].parts;
+    for (std::size_t p = parts.size(); p-- > 0;) backward_part(*it, p);
+  }
+}
+
+void Lowerer::forward_part(int g, std::size_t p) {
+  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  Op op = make_op(OpKind::forward, compute_stream_, gid(g));
+  op.flops = part.forward_flops;
+  op.bytes = part.forward_memory_bytes;
+  op.fixed_time = part.forward_time;
+  op.label = part.label;
+  if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
+  auto& saved = saved_[static_cast<std::size_t>(g)];
+  saved.resize(compute_[static_cast<std::size_t>(g)].parts.size(), kNone);
+  if (part.saved_bytes > 0) {
+    saved[p] = b_.add_buffer(buffer_name(g, part.label + ".saved"), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
+    op.allocs.push_back(saved[p]);
+  }
+  if (part.forward_workspace > 0) {
+    const BufferId ws = b_.add_buffer(buffer_name(g, part.label + ".forward_workspace"), part.forward_workspace, param_dtype_,
+                                      BufferCategory::workspace, gid(g));
+    op.allocs.push_back(ws);
+    op.frees.push_back(ws);
+  }
+  b_.emit(std::move(op));
+}
+
+void Lowerer::backward_part(int g, std::size_t p) {
+  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  const BufferId params = unsharded_params(g);
+  BufferId recompute = kNone;
+  if (part.recompute_flops > 0 || part.recompute_bytes > 0) {
+    Op re = make_op(OpKind::recompute, compute_stream_, gid(g));
+    re.flops = part.recompute_flops;
+    re.label = part.label;
+    if (params != kNone) re.uses.push_back(params);
+    if (part.recompute_bytes > 0) {
+      recompute = b_.add_buffer(buffer_name(g, part.label + ".recomputed"), part.recompute_bytes, param_dtype_,
+                                BufferCategory::recompute, gid(g));
+      re.allocs.push_back(recompute);
+    }
+    b_.emit(std::move(re));
+  }
+  Op op = make_op(OpKind::backward, compute_stream_, gid(g));
+  op.flops = part.backward_flops;
+  op.fixed_time = part.backward_time;
+  op.label = part.label;
+  if (params != kNone) op.uses.push_back(params);
+  auto& saved = saved_[static_cast<std::size_t>(g)];
+  if (p < saved.size() && saved[p] != kNone) {
+    op.frees.push_back(saved[p]);
+    saved[p] = kNone;
+  }
+  if (recompute != kNone) op.frees.push_back(recompute);
+  if (has_params(g)) on_backward_op(g, op);
+  if (part.backward_workspace > 0) {
+    const BufferId ws = b_.add_buffer(buffer_name(g, part.label + ".backward_workspace"), part.backward_workspace,
+                                      param_dtype_, BufferCategory::workspace, gid(g));
+    op.allocs.push_back(ws);
+    op.frees.push_back(ws);
+  }
+  b_.emit(std::move(op));
+}
+
+BufferId Lowerer::sharded_grad(int g, Op& op) {
+  auto& grad = sharded_grads_[static_cast<std::size_t>(g)];
+  if (grad == kNone) {
+    grad = b_.add_buffer(fmt::format("{}/sharded_grad@i{}", layout(g).name, b_.iteration()),
+                         elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_, BufferCategory::sharded_grads, gid(g),
+                         offload_ ? Location::host : Location::gpu);
+    op.allocs.push_back(grad);
+  } else {
+    op.uses.push_back(grad);
+  }
+  return grad;
+}
+
+void Lowerer::optimizer_step() {
+  // torch.optim with foreach=True: one multi-tensor step over every sharded parameter; states are
+  // created lazily by the first step (Adam: exp_avg, exp_avg_sq; SGD: momentum buffer).
+  const int states = optimizer_states_per_param(s_.training.optimizer);
+  const StreamId stream = offload_ ? cpu_ : compute_stream_;
+  Op step = make_op(OpKind::optimizer_step, stream, kNone);
+  step.label = std::string(to_string(s_.training.optimizer));
+  std::int64_t shard_numel = 0;
+  for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
+    if (!has_params(g)) continue;
+    shard_numel += layout(g).sharded_numel;
+    step.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
+    if (sharded_grads_[static_cast<std::size_t>(g)] != kNone) step.uses.push_back(sharded_grads_[static_cast<std::size_t>(g)]);
+  }
+  if (optimizer_states_.empty() && shard_numel > 0) {
+    for (int i = 0; i < states; ++i) {
+      optimizer_states_.push_back(b_.add_buffer(fmt::format("optimizer/state{}", i), elems(shard_numel, orig_dtype_), orig_dtype_,
+                                                BufferCategory::optimizer_states, kNone, offload_ ? Location::host : Location::gpu));
+      step.allocs.push_back(optimizer_states_.back());
+    }
+  } else {
+    step.uses.insert(step.uses.end(), optimizer_states_.begin(), optimizer_states_.end());
+  }
+  if (!offload_ && shard_numel > 0 && states == 2) {
+    // _multi_tensor_adam keeps one fp32 temporary per parameter (sqrt of exp_avg_sq).
+    const BufferId tmp = b_.add_buffer(fmt::format("optimizer/foreach_temp@i{}", b_.iteration()), elems(shard_numel, orig_dtype_),
+                                       orig_dtype_, BufferCategory::workspace, kNone);
+    step.allocs.push_back(tmp);
+    step.frees.push_back(tmp);
+  }
+  // Bytes touched: parameter, gradient and states read, parameter and states written.
+  step.bytes = elems(shard_numel, orig_dtype_) * (3 + 2 * states);
+  step.flops = static_cast<double>(shard_numel) * (states == 2 ? 12.0 : 4.0);
+  const OpId id = b_.emit(std::move(step));
+  after_optimizer_step(id);
+  // optimizer.zero_grad(set_to_none=True): sharded gradients are dropped.
+  Op zero = make_op(OpKind::zero_grad, cpu_, kNone);
+  for (auto& grad : sharded_grads_) {
+    if (grad != kNone) zero.frees.push_back(grad);
+    grad = kNone;
+  }
+  b_.emit(std::move(zero));
+}
+
+void Lowerer::checkpoint_state_dict() {
+  const auto& ck = s_.fsdp.checkpoint;
+  const int states = static_cast<int>(optimizer_states_.size());
+  for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
+    if (!has_params(g)) continue;
+    const std::int64_t numel = layout(g).sharded_numel;
+    if (ck.state_dict_type == StateDictType::full) {
+      // FULL_STATE_DICT: every parameter (and optimizer state) is all-gathered in its original dtype
+      // on the default stream, then copied to the host when offload_to_cpu (on rank 0 only with
+      // rank0_only; this schedule is rank 0's).
+      for (int k = 0; k <= states; ++k) {
+        const Bytes full = elems(numel * world(), orig_dtype_);
+        const BufferId buf = b_.add_buffer(buffer_name(g, k == 0 ? "full_state_dict" : fmt::format("full_optim_state{}", k - 1)),
+                                           full, orig_dtype_, BufferCategory::workspace, gid(g));
+        Op ag = make_op(OpKind::all_gather, compute_stream_, gid(g));
+        ag.comm = 0;  // the shard communicator is always created first
+        ag.bytes = full;
+        ag.label = k == 0 ? "state_dict" : "optim_state_dict";
+        ag.allocs.push_back(buf);
+        if (!ck.offload_to_cpu) ag.frees.push_back(buf);
+        b_.emit(std::move(ag));
+        if (ck.offload_to_cpu) {
+          Op d2h = make_op(OpKind::d2h, compute_stream_, gid(g));
+          d2h.bytes = full;
+          d2h.label = "state_dict";
+          d2h.uses.push_back(buf);
+          d2h.frees.push_back(buf);
+          b_.emit(std::move(d2h));
+        }
+      }
+    } else if (ck.offload_to_cpu) {
+      Op d2h = make_op(OpKind::d2h, compute_stream_, gid(g));
+      d2h.bytes = elems(numel, orig_dtype_) * (1 + states);
+      d2h.label = "state_dict";
+      d2h.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
+      b_.emit(std::move(d2h));
+    }
+  }
+  // Writing the state dict waits for the device (tensor.cpu() synchronises).
+  Op wait = make_op(OpKind::state_dict, cpu_, kNone);
+  wait.label = std::string(to_string(ck.state_dict_type));
+  if (const OpId last = b_.last_on(compute_stream_); last != kNone) wait.deps.push_back(last);
+  b_.emit(std::move(wait));
+}
+
+}  // namespace shardscope::lowering

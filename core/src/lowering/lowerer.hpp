@@ -1,0 +1,89 @@
+#pragma once
+// What FSDP1 and FSDP2 lowering share: the module walk (root pre-forward, children, root
+// post-forward, and back), compute ops with their activation buffers, persistent buffers, the
+// optimizer step, zero_grad and state-dict checkpoints. The API-specific lowerers fill in the hooks.
+
+#include <vector>
+
+#include "schedule_builder.hpp"
+#include "shardscope/core/group_compute.hpp"
+#include "shardscope/core/param_groups.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope::lowering {
+
+class Lowerer {
+ public:
+  explicit Lowerer(const Scenario& scenario);
+  virtual ~Lowerer() = default;
+  Lowerer(const Lowerer&) = delete;
+  Lowerer& operator=(const Lowerer&) = delete;
+
+  Schedule run();
+
+ protected:
+  // ---- hooks the API implements (g: index into layouts_)
+  virtual void setup_streams_and_comms() = 0;
+  virtual void root_pre_forward() = 0;
+  virtual void pre_forward(int g) = 0;
+  virtual void post_forward(int g) = 0;
+  virtual void pre_backward(int g) = 0;
+  virtual void post_backward(int g) = 0;
+  virtual void finalize_backward() = 0;
+  virtual void after_optimizer_step(OpId /*step*/) {}
+  /// The unsharded parameters compute reads, or kNone.
+  virtual BufferId unsharded_params(int g) const = 0;
+  /// Lets the API allocate (or reuse) the unsharded gradient a backward op writes.
+  virtual void on_backward_op(int /*g*/, Op& /*op*/) {}
+  /// Whether gradients are reduced on the current micro-batch.
+  bool sync_gradients() const;
+  bool last_microbatch() const { return b_.microbatch() + 1 == s_.training.grad_accum; }
+
+  // ---- shared pieces
+  bool has_params(int g) const { return layouts_[static_cast<std::size_t>(g)].numel > 0; }
+  bool is_root(int g) const { return g == root_; }
+  GroupId gid(int g) const { return ids_[static_cast<std::size_t>(g)]; }
+  const GroupLayout& layout(int g) const { return layouts_[static_cast<std::size_t>(g)]; }
+  std::string buffer_name(int g, std::string_view what) const;
+  Bytes elems(std::int64_t numel, DType dtype) const { return numel * bytes_per_element(dtype); }
+  int world() const { return static_cast<int>(s_.fsdp.mesh_shard); }
+  int nodes_spanned(int ranks) const;
+
+  /// Forward compute of one part; allocates its saved activations.
+  void forward_part(int g, std::size_t part);
+  /// Recompute (if checkpointed) and backward of one part; frees its activations.
+  void backward_part(int g, std::size_t part);
+  /// The sharded gradient of `g`, allocated on first use in an iteration.
+  BufferId sharded_grad(int g, Op& op);
+
+  const Scenario& s_;
+  ScheduleBuilder b_;
+  std::vector<GroupLayout> layouts_;
+  std::vector<GroupCompute> compute_;
+  std::vector<GroupId> ids_;
+  int root_ = 0;
+  std::vector<int> outside_;   // custom groups listed before root (run outside every FSDP module)
+  std::vector<int> children_;  // groups after root, forward order
+  std::vector<int> post_forward_order_;  // FSDP groups with params, in post-forward order
+
+  DType orig_dtype_ = DType::fp32;
+  DType param_dtype_ = DType::fp32;
+  DType reduce_dtype_ = DType::fp32;
+  bool offload_ = false;
+  StreamId cpu_ = 0;
+  StreamId compute_stream_ = 0;
+
+  std::vector<BufferId> sharded_params_;   // per group, live at start (host under offload)
+  std::vector<BufferId> sharded_grads_;    // per group, this iteration (kNone until reduced)
+  std::vector<std::vector<BufferId>> saved_;  // [group][part] saved activations of this micro-batch
+  std::vector<BufferId> optimizer_states_; // allocated lazily by the first step
+
+ private:
+  void forward_pass();
+  void backward_pass();
+  void optimizer_step();
+  void checkpoint_state_dict();
+  void plan_groups();
+};
+
+}  // namespace shardscope::lowering

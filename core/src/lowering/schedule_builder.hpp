@@ -1,0 +1,52 @@
+#pragma once
+// Appends streams, communicators, groups, buffers and ops to a Schedule in issue order, stamping
+// each op with the current iteration, micro-batch and phase.
+
+#include <string>
+#include <vector>
+
+#include "shardscope/core/schedule.hpp"
+
+namespace shardscope::lowering {
+
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(std::string name);
+
+  StreamId add_stream(std::string name, StreamKind kind);
+  CommId add_communicator(std::string name, int size, int nodes);
+  GroupId add_group(ParamGroup group);
+  BufferId add_buffer(std::string name, Bytes size, DType dtype, BufferCategory category, GroupId group,
+                      Location location = Location::gpu, bool live_at_start = false);
+
+  void set_step(int iteration, int microbatch) {
+    iteration_ = iteration;
+    microbatch_ = microbatch;
+  }
+  void set_phase(Phase phase) { phase_ = phase; }
+  Phase phase() const { return phase_; }
+  int iteration() const { return iteration_; }
+  int microbatch() const { return microbatch_; }
+
+  /// Appends `op` (its iteration, micro-batch and phase are taken from the builder).
+  OpId emit(Op op);
+  /// The last op issued on `stream`, or kNone.
+  OpId last_on(StreamId stream) const;
+  Op& op(OpId id) { return schedule_.ops[static_cast<std::size_t>(id)]; }
+  const Buffer& buffer(BufferId id) const { return schedule_.buffers[static_cast<std::size_t>(id)]; }
+
+  Schedule& schedule() { return schedule_; }
+  Schedule take() { return std::move(schedule_); }
+
+ private:
+  Schedule schedule_;
+  std::vector<OpId> last_on_stream_;
+  int iteration_ = 0;
+  int microbatch_ = 0;
+  Phase phase_ = Phase::forward;
+};
+
+/// Shorthand for an op of a kind on a stream for a group.
+Op make_op(OpKind kind, StreamId stream, GroupId group);
+
+}  // namespace shardscope::lowering

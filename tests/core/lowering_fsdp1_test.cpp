@@ -1,0 +1,184 @@
+// FSDP1 counts and backward-prefetch orders asserted by PyTorch's test_fsdp_comm.py and
+// test_fsdp_backward_prefetch.py (../shared/reference/fsdp_oracles.md).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "core/lowering_test_util.hpp"
+#include "shardscope/core/schedule_check.hpp"
+
+namespace shardscope {
+namespace {
+
+using testing::count;
+using testing::lower_text;
+
+std::string fsdp1(int blocks, const std::string& strategy, const std::string& extra = "") {
+  return fmt::format(
+      "model: {{preset: tiny, layers: {}}}\ncluster: {{nodes: 1, gpus_per_node: 2}}\n"
+      "training: {{seq_len: 64, iterations: 2}}\nfsdp: {{api: fsdp1, sharding_strategy: {}{}}}\n",
+      blocks, strategy, extra);
+}
+
+TEST(Fsdp1Counts, FullShard) {
+  const int n = 4;  // root + 3 blocks
+  const auto s = lower_text(fsdp1(3, "FULL_SHARD"));
+  for (int it = 0; it < 2; ++it) {
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, it), n);
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward, it), n - 1);  // the root keeps its parameters
+    EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, it), n);
+  }
+  EXPECT_TRUE(check_schedule(s).empty());
+}
+
+TEST(Fsdp1Counts, FullShardInsideNoSync) {
+  const auto s = lower_text(
+      fsdp1(3, "FULL_SHARD", ", requires_gradient_sync: last_microbatch") + "", {"training.grad_accum=2"});
+  EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 0), 0);
+  EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 1), 4);
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, 0, 1), 4);  // FULL_SHARD frees in backward even without sync
+  EXPECT_TRUE(check_schedule(s).empty());
+}
+
+TEST(Fsdp1Counts, ShardGradOp) {
+  const int n = 4;
+  const auto s = lower_text(fsdp1(3, "SHARD_GRAD_OP"));
+  for (int it = 0; it < 2; ++it) {
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, it), n);
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward, it), 0);
+    EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, it), n);
+  }
+  // After a no_sync micro-batch the parameters are still unsharded: the next forward gathers nothing.
+  const auto nosync = lower_text(fsdp1(3, "SHARD_GRAD_OP", ", requires_gradient_sync: last_microbatch"), {"training.grad_accum=2"});
+  EXPECT_EQ(count(nosync, OpKind::all_gather, Phase::forward, 0, 0), n);
+  EXPECT_EQ(count(nosync, OpKind::all_gather, Phase::forward, 0, 1), 0);
+  EXPECT_EQ(count(nosync, OpKind::reduce_scatter, Phase::backward, 0, 0), 0);
+  EXPECT_EQ(count(nosync, OpKind::reduce_scatter, Phase::backward, 0, 1), n);
+  EXPECT_TRUE(check_schedule(nosync).empty());
+}
+
+TEST(Fsdp1Counts, NoShardAllReducesFullGradients) {
+  const auto s = lower_text(fsdp1(3, "NO_SHARD"));
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward), 0);
+  EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward), 0);
+  EXPECT_EQ(count(s, OpKind::all_reduce, Phase::backward), 4);
+  EXPECT_TRUE(check_schedule(s).empty());
+}
+
+// nn.Transformer with 6 encoder and 6 decoder layers, one FSDP unit per layer, 2 ranks.
+std::string twelve_units(const std::string& prefetch) {
+  std::string groups = "    - {name: root, params: 4096, forward_flops: 1.0e6}\n";
+  for (const char* stack : {"encoder", "decoder"}) {
+    for (int i = 0; i < 6; ++i) groups += fmt::format("    - {{name: {}.layers.{}, params: 65536, forward_flops: 1.0e9}}\n", stack, i);
+  }
+  return "model:\n  family: custom\n  groups:\n" + groups +
+         "cluster: {nodes: 1, gpus_per_node: 2}\ntraining: {iterations: 1}\n"
+         "fsdp: {api: fsdp1, sharding_strategy: FULL_SHARD, backward_prefetch: " + prefetch + "}\n";
+}
+
+std::vector<std::string> prefetched(const Schedule& s) {
+  std::vector<std::string> out;
+  for (const auto& op : s.ops) {
+    if (op.kind == OpKind::all_gather && op.phase == Phase::backward && op.label == "prefetch") {
+      out.push_back(s.groups[static_cast<std::size_t>(op.group)].name);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> names(const std::string& stack, std::initializer_list<int> indices) {
+  std::vector<std::string> out;
+  for (int i : indices) out.push_back(fmt::format("{}.layers.{}", stack, i));
+  return out;
+}
+
+TEST(Fsdp1BackwardPrefetch, BackwardPreTwelvePrefetchesOneNothing) {
+  const auto s = lower_text(twelve_units("BACKWARD_PRE"));
+  auto expected = names("decoder", {5, 4, 3, 2, 1, 0});
+  const auto enc = names("encoder", {5, 4, 3, 2, 1, 0});
+  expected.insert(expected.end(), enc.begin(), enc.end());
+  EXPECT_EQ(prefetched(s), expected);
+  const int hooks = 13;  // 12 units + root run a pre-backward hook each
+  EXPECT_EQ(hooks - static_cast<int>(prefetched(s).size()), 1);
+  EXPECT_TRUE(check_schedule(s).empty());
+}
+
+TEST(Fsdp1BackwardPrefetch, BackwardPostElevenPrefetchesTwoNothing) {
+  const auto s = lower_text(twelve_units("BACKWARD_POST"));
+  auto expected = names("decoder", {4, 3, 2, 1, 0});
+  const auto enc = names("encoder", {5, 4, 3, 2, 1, 0});
+  expected.insert(expected.end(), enc.begin(), enc.end());
+  EXPECT_EQ(prefetched(s), expected);
+  EXPECT_EQ(13 - static_cast<int>(prefetched(s).size()), 2);
+}
+
+TEST(Fsdp1BackwardPrefetch, NoneGathersEachUnitInItsOwnHook) {
+  const auto s = lower_text(twelve_units("none"));
+  EXPECT_TRUE(prefetched(s).empty());
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward), 12);
+}
+
+TEST(Fsdp1BackwardPrefetch, PreIssuesTheNextGatherBeforeTheCurrentGradientComputation) {
+  // BACKWARD_PRE: next all-gather before the current backward; BACKWARD_POST: after it, before its reduce-scatter.
+  for (const char* mode : {"BACKWARD_PRE", "BACKWARD_POST"}) {
+    const auto s = lower_text(twelve_units(mode));
+    int current = -1;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const auto& op = s.ops[i];
+      if (op.kind == OpKind::backward && s.groups[static_cast<std::size_t>(op.group)].name == "decoder.layers.4") current = static_cast<int>(i);
+    }
+    ASSERT_GE(current, 0);
+    int prefetch_of_3 = -1, rs_of_4 = -1;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const auto& op = s.ops[i];
+      const auto& name = op.group == kNone ? std::string() : s.groups[static_cast<std::size_t>(op.group)].name;
+      if (op.kind == OpKind::all_gather && op.label == "prefetch" && name == "decoder.layers.3") prefetch_of_3 = static_cast<int>(i);
+      if (op.kind == OpKind::reduce_scatter && name == "decoder.layers.4") rs_of_4 = static_cast<int>(i);
+    }
+    if (std::string(mode) == "BACKWARD_PRE") {
+      EXPECT_LT(prefetch_of_3, current);
+    } else {
+      EXPECT_GT(prefetch_of_3, current);
+      EXPECT_LT(prefetch_of_3, rs_of_4);
+    }
+  }
+}
+
+TEST(Fsdp1RateLimiter, CpuWaitsOnceTwoAllGathersAreInFlight) {
+  const auto limited = lower_text(fsdp1(6, "FULL_SHARD", ", limit_all_gathers: true"));
+  const auto unlimited = lower_text(fsdp1(6, "FULL_SHARD", ", limit_all_gathers: false"));
+  EXPECT_GT(count(limited, OpKind::cpu_wait, Phase::forward, 0) + count(limited, OpKind::cpu_wait, Phase::backward, 0), 0);
+  EXPECT_EQ(count(unlimited, OpKind::cpu_wait, Phase::forward, 0), 0);
+  for (const auto& op : limited.ops) {
+    if (op.kind != OpKind::cpu_wait || op.label != "rate limiter") continue;
+    ASSERT_EQ(op.deps.size(), 1u);
+    EXPECT_EQ(limited.ops[static_cast<std::size_t>(op.deps[0])].kind, OpKind::reshard);
+  }
+  EXPECT_TRUE(check_schedule(limited).empty());
+}
+
+TEST(Fsdp1Hsdp, HybridShardReducesWithinNodesAndAllReducesAcross) {
+  const auto s = lower_text(
+      "model: {preset: tiny}\ncluster: {nodes: 4, gpus_per_node: 8}\ntraining: {seq_len: 64, iterations: 1}\n"
+      "fsdp: {api: fsdp1, sharding_strategy: HYBRID_SHARD}\n");
+  EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward), 5);
+  EXPECT_EQ(count(s, OpKind::all_reduce, Phase::backward), 5);
+  for (const auto& op : s.ops) {
+    if (op.kind == OpKind::all_reduce) { EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 4); }
+    if (op.kind == OpKind::reduce_scatter) { EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 8); }
+  }
+  EXPECT_TRUE(check_schedule(s).empty());
+}
+
+TEST(Fsdp1ForwardPrefetch, StartsAfterTheFirstIteration) {
+  const auto s = lower_text(fsdp1(3, "FULL_SHARD", ", forward_prefetch: true"));
+  int prefetches[2] = {0, 0};
+  for (const auto& op : s.ops) {
+    if (op.kind == OpKind::all_gather && op.phase == Phase::forward && op.label == "prefetch") ++prefetches[op.iteration];
+  }
+  EXPECT_EQ(prefetches[0], 0);
+  EXPECT_EQ(prefetches[1], 3);  // root prefetches layers.0, layers.0 → 1, layers.1 → 2
+}
+
+}  // namespace
+}  // namespace shardscope
