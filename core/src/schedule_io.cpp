@@ -290,20 +290,20 @@ void write_text_file_atomic(const std::filesystem::path& path, std::string_view 
   const std::filesystem::path tmp = path.string() + ".partial";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open for writing", path.string()));
+    if (!out) throw ValidationError({Problem{path.string(), "", "cannot open for writing", "a path in an existing, writable directory"}});
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.flush();
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(tmp, ignored);
-      throw Error(fmt::format("{}: write failed", path.string()));
+      throw ValidationError({Problem{path.string(), "", "write failed (disk full?)", ""}});
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("{}: cannot write ({})", path.string(), ec.message()));
+    throw ValidationError({Problem{path.string(), "", fmt::format("cannot write ({})", ec.message()), ""}});
   }
 }
 
