@@ -11,7 +11,7 @@
 namespace shardscope::cli {
 
 int run_lower(const LowerArgs& args) {
-  const Scenario scenario = load_scenario(args.scenario.path, args.scenario.overrides);
+  const Scenario scenario = load_scenario_args(args.scenario);
   const Schedule schedule = lower(scenario);
   if (auto problems = check_schedule(schedule, "lowered schedule"); !problems.empty()) {
     throw ValidationError(std::move(problems));  // a lowering bug; never silently written

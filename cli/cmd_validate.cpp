@@ -7,7 +7,7 @@
 namespace shardscope::cli {
 
 int run_validate(const ScenarioArgs& args) {
-  const Scenario scenario = load_scenario(args.path, args.overrides);
+  const Scenario scenario = load_scenario_args(args);
   fmt::print("{}", scenario_report(scenario));
   fmt::print("valid: yes\n");
   return kExitOk;

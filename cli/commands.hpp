@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/scenario.hpp"
+
 namespace shardscope::cli {
 
 inline constexpr int kExitOk = 0;
@@ -14,6 +16,21 @@ inline constexpr int kExitBadInput = 2;
 struct ScenarioArgs {
   std::string path;
   std::vector<std::string> overrides;  // --set key=value
+  std::string model_preset;            // --model
+  std::string cluster_preset;          // --cluster
+  int nodes = 0;                       // --nodes
+  int gpus_per_node = 0;               // --gpus-per-node
+};
+
+/// Loads the scenario file with the shortcuts and overrides applied.
+Scenario load_scenario_args(const ScenarioArgs& args);
+
+struct SimulateArgs {
+  ScenarioArgs scenario;
+  std::string json_path;
+  std::string timeline_path;
+  std::string trace_path;
+  bool expandable_segments = false;
 };
 
 struct LowerArgs {
@@ -23,6 +40,7 @@ struct LowerArgs {
 };
 
 int run_presets();
+int run_simulate(const SimulateArgs& args);
 int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);
 

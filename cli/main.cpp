@@ -14,7 +14,7 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 3> kCommands{"presets", "validate", "lower"};
+constexpr std::array<std::string_view, 4> kCommands{"presets", "validate", "lower", "simulate"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> names(kCommands.begin(), kCommands.end());
       const auto guess = shardscope::closest_match(cmd, names);
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
-      fmt::print(stderr, "commands: presets, validate, lower; see shardscope --help\n");
+      fmt::print(stderr, "commands: presets, validate, lower, simulate; see shardscope --help\n");
       return kExitBadInput;
     }
   }
@@ -58,6 +58,19 @@ int main(int argc, char** argv) {
   lower->add_option("--json", lower_args.json_path, "write the IR as JSON (shardscope.schedule/1)")->type_name("FILE");
   lower->add_flag("--order", lower_args.order, "print the CPU issue order, one op per line");
 
+  SimulateArgs sim_args;
+  auto* simulate = app.add_subcommand("simulate", "simulate a scenario: step time, throughput, memory, overlap");
+  add_scenario_args(simulate, sim_args.scenario);
+  simulate->add_option("--model", sim_args.scenario.model_preset, "use this model preset")->type_name("PRESET");
+  simulate->add_option("--cluster", sim_args.scenario.cluster_preset, "use this cluster preset")->type_name("PRESET");
+  simulate->add_option("--nodes", sim_args.scenario.nodes, "number of nodes")->check(CLI::PositiveNumber);
+  simulate->add_option("--gpus-per-node", sim_args.scenario.gpus_per_node, "GPUs per node")->check(CLI::PositiveNumber);
+  simulate->add_option("--json", sim_args.json_path, "write the summary (shardscope.summary/1)")->type_name("FILE");
+  simulate->add_option("--timeline", sim_args.timeline_path, "write the timeline (shardscope.timeline/1)")->type_name("FILE");
+  simulate->add_option("--trace", sim_args.trace_path, "write a Chrome/Perfetto trace")->type_name("FILE");
+  simulate->add_flag("--expandable-segments", sim_args.expandable_segments,
+                     "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -73,6 +86,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("presets")) return run_presets();
     if (app.got_subcommand("validate")) return run_validate(validate_args);
     if (app.got_subcommand("lower")) return run_lower(lower_args);
+    if (app.got_subcommand("simulate")) return run_simulate(sim_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);
     return kExitBadInput;

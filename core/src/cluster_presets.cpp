@@ -22,7 +22,7 @@ namespace {
 ClusterSpec a100() {
   ClusterSpec c;
   c.name = "a100-sxm-80gb";
-  c.gpu = {"A100-SXM4-80GB", 81920 * kMiB, {19.5e12, 312e12, 312e12, 312e12}, 2.039e12, 108, 400, std::nullopt};
+  c.gpu = {"A100-SXM4-80GB", 81920 * kMiB, {19.5e12, 312e12, 312e12, 312e12}, 2.039e12, 108, 0.70, 0.35, 400, std::nullopt};
   c.nvlink = {300e9, 1 * kNsPerUs};
   c.network = {25e9, 5 * kNsPerUs};
   c.pcie = {24e9, 10e9, 10 * kNsPerUs};
@@ -33,7 +33,7 @@ ClusterSpec a100() {
 ClusterSpec h100() {
   ClusterSpec c;
   c.name = "h100-sxm-80gb";
-  c.gpu = {"H100-SXM5-80GB", 81559 * kMiB, {66.9e12, 989.4e12, 989.4e12, 1978.9e12}, 3.35e12, 132, 700, std::nullopt};
+  c.gpu = {"H100-SXM5-80GB", 81559 * kMiB, {66.9e12, 989.4e12, 989.4e12, 1978.9e12}, 3.35e12, 132, 0.50, 0.25, 700, std::nullopt};
   c.nvlink = {450e9, 1 * kNsPerUs};
   c.network = {50e9, 5 * kNsPerUs};
   c.pcie = {50e9, 20e9, 10 * kNsPerUs};

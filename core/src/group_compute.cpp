@@ -14,14 +14,26 @@ BlockMatmuls block_matmuls(const TransformerConfig& c) {
   return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}};                                      // wq wk wv wo fc1 fc2
 }
 
-Flops block_forward_flops(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq) {
+Flops block_matmul_flops(const TransformerConfig& c, std::int64_t tokens) {
   const auto mm = block_matmuls(c);
   Flops flops = 0;
   for (std::size_t i = 0; i < mm.out_dims.size(); ++i) {
     flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
   }
-  flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) * static_cast<double>(c.hidden);  // causal attention
   return flops;
+}
+
+// Causal attention: QKᵀ and AV over half of the s × s score matrix.
+Flops block_attention_flops(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq) {
+  return 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) * static_cast<double>(c.hidden);
+}
+
+// Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k,
+// the MLP activation and gating, two residual adds.
+Bytes block_elementwise_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  const std::int64_t act = c.mlp == MlpKind::swiglu ? 5 * f : 2 * f;
+  return tokens * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + tokens * 4 * 4 * h;
 }
 
 // Matmuls torchtitan's selective-op policy does not keep: every second one (wk, wo, w3 / wk, wo, fc2).
@@ -105,32 +117,42 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
       head.backward_flops = 4.0 * td * static_cast<double>(c.hidden) * vocab + 3.0 * td * vocab;
       head.saved_bytes = t * c.vocab * 4 + 2 * t * c.hidden * elem;  // fp32 log_softmax output, norm in/out
       head.saved_category = BufferCategory::logits;
-      head.forward_workspace = t * c.vocab * (elem + 4);   // logits and their fp32 copy
-      head.backward_workspace = t * c.vocab * (4 + elem);  // fp32 and compute-dtype logit gradients
-      head.forward_memory_bytes = t * c.vocab * (elem + 4 + 4);
+      head.forward_workspace = {t * c.vocab * elem, t * c.vocab * 4};  // logits and their fp32 copy
+      head.backward_workspace = {t * c.vocab * 4, t * c.vocab * 4, t * c.vocab * elem};  // nll, log_softmax grads, cast
+      head.forward_memory_bytes = t * c.vocab * (elem + 4 + 4 + 4);  // write logits, cast, log_softmax
+      head.backward_memory_bytes = t * c.vocab * (4 + 4 + 4 + 4 + elem);
       out[i].parts = {embed, head};
       continue;
     }
     ComputePart part;
     part.label = g.block_count == 1 ? "block" : "blocks";
     for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b) {
-      const Flops fwd = block_forward_flops(c, t, s.training.seq_len);
+      const Flops attn = block_attention_flops(c, t, s.training.seq_len);
+      const Flops fwd = block_matmul_flops(c, t) + attn;
       const Bytes all = block_activation_bytes(c, t, elem);
+      const Bytes elementwise = block_elementwise_bytes(c, t, elem);
       part.forward_flops += fwd;
-      part.backward_flops += 2 * fwd;
+      part.forward_attention_flops += attn;
+      part.backward_flops += 2 * (fwd - attn) + 2.5 * attn;
+      part.backward_attention_flops += 2.5 * attn;
+      part.forward_memory_bytes += elementwise;
+      part.backward_memory_bytes += 2 * elementwise;
       if (block_fully_checkpointed(s.training, b)) {
         part.saved_bytes += block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
         part.recompute_flops += fwd;
+        part.recompute_memory_bytes += elementwise;
         part.recompute_bytes += all;
       } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
         const Bytes saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
         part.saved_bytes += saved;
         part.recompute_flops += sac_recompute_flops(c, t);
+        part.recompute_memory_bytes += elementwise;  // norms, RoPE and activations are not kept
         part.recompute_bytes += all - saved;
       } else {
         part.saved_bytes += all;
       }
-      part.backward_workspace = std::max(part.backward_workspace, t * elem * (2 * c.hidden + 2 * c.kv_dim() + 2 * c.ffn_hidden));
+      // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
+      part.backward_workspace = {t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
     }
     out[i].parts.push_back(part);
   }

@@ -25,6 +25,15 @@ std::string_view to_string(Optimizer optimizer) {
   return "adamw";
 }
 
+std::string_view to_string(Synchronize synchronize) {
+  switch (synchronize) {
+    case Synchronize::none: return "none";
+    case Synchronize::after_forward: return "after_forward";
+    case Synchronize::after_step: return "after_step";
+  }
+  return "none";
+}
+
 int optimizer_states_per_param(Optimizer optimizer) { return optimizer == Optimizer::sgd ? 1 : 2; }
 
 std::string_view to_string(FsdpApi api) { return api == FsdpApi::fsdp2 ? "fsdp2" : "fsdp1"; }

@@ -20,6 +20,7 @@ constexpr std::array<std::string_view, 2> kMlp{"swiglu", "gelu"};
 constexpr std::array<std::string_view, 2> kNorm{"rmsnorm", "layernorm"};
 constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
 constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
+constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
 constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
 constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
                                                       "_HYBRID_SHARD_ZERO2"};
@@ -223,6 +224,8 @@ ClusterSpec read_cluster(ConfigReader& r) {
   set_if(r.get_bandwidth("cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
   set_if(r.get_int("cluster.gpu.sm_count", 1, 10'000), c.gpu.sm_count);
   set_if(r.get_number("cluster.gpu.tdp_w", 1, 10'000), c.gpu.tdp_w);
+  set_if(r.get_number("cluster.gpu.matmul_efficiency", 0.01, 1.0), c.gpu.matmul_efficiency);
+  set_if(r.get_number("cluster.gpu.attention_efficiency", 0.01, 1.0), c.gpu.attention_efficiency);
   if (auto cap = r.get_number("cluster.gpu.power_cap_w", 1, 10'000)) c.gpu.power_cap_w = *cap;
   set_if(r.get_bandwidth("cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
   set_if(r.get_duration("cluster.nvlink.latency"), c.nvlink.latency);
@@ -250,6 +253,11 @@ TrainingSpec read_training(ConfigReader& r) {
   set_if(r.get_int("training.iterations", 1, 1'000), t.iterations);
   if (auto opt = r.get_enum("training.optimizer", kOptimizers)) {
     t.optimizer = *opt == "adamw" ? Optimizer::adamw : *opt == "adam" ? Optimizer::adam : Optimizer::sgd;
+  }
+  if (auto sync = r.get_enum("training.synchronize", kSynchronize)) {
+    t.synchronize = *sync == "after_forward" ? Synchronize::after_forward
+                    : *sync == "after_step"  ? Synchronize::after_step
+                                             : Synchronize::none;
   }
   if (auto ac = r.get_string("training.activation_checkpointing")) {
     const std::string_view v = *ac;

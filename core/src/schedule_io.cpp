@@ -30,6 +30,7 @@ Json op_json(const Op& op, std::size_t index) {
   j["comm"] = op.comm;
   j["bytes"] = op.bytes;
   j["flops"] = op.flops;
+  if (op.attention_flops > 0) j["attention_flops"] = op.attention_flops;
   if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;
   if (!op.label.empty()) j["label"] = op.label;
   j["deps"] = ids(op.deps);
@@ -272,6 +273,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     op.comm = static_cast<CommId>(f.integer(j, p, "comm", kNone, kMaxId));
     op.bytes = f.integer(j, p, "bytes", 0, std::numeric_limits<std::int64_t>::max());
     op.flops = f.number(j, p, "flops");
+    if (j.is_object() && j.contains("attention_flops")) op.attention_flops = f.number(j, p, "attention_flops");
     if (j.is_object() && j.contains("fixed_time_ns")) {
       op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
     }

@@ -72,11 +72,13 @@ Schedule Lowerer::run() {
       b_.set_step(it, mb);
       b_.set_phase(Phase::forward);
       forward_pass();
+      if (s_.training.synchronize == Synchronize::after_forward) synchronize_device("synchronize after forward");
       b_.set_phase(Phase::backward);
       backward_pass();
     }
     b_.set_phase(Phase::optimizer);
     optimizer_step();
+    if (s_.training.synchronize == Synchronize::after_step) synchronize_device("synchronize after step");
     if (s_.fsdp.checkpoint.every > 0 && (it + 1) % s_.fsdp.checkpoint.every == 0) {
       b_.set_phase(Phase::checkpoint);
       checkpoint_state_dict();
@@ -134,6 +136,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
   const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
   Op op = make_op(OpKind::forward, compute_stream_, gid(g));
   op.flops = part.forward_flops;
+  op.attention_flops = part.forward_attention_flops;
   op.bytes = part.forward_memory_bytes;
   op.fixed_time = part.forward_time;
   op.label = part.label;
@@ -144,12 +147,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
     saved[p] = b_.add_buffer(buffer_name(g, part.label + ".saved"), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
     op.allocs.push_back(saved[p]);
   }
-  if (part.forward_workspace > 0) {
-    const BufferId ws = b_.add_buffer(buffer_name(g, part.label + ".forward_workspace"), part.forward_workspace, param_dtype_,
-                                      BufferCategory::workspace, gid(g));
-    op.allocs.push_back(ws);
-    op.frees.push_back(ws);
-  }
+  add_workspace(g, part.label + ".forward_workspace", part.forward_workspace, op);
   b_.emit(std::move(op));
 }
 
@@ -160,6 +158,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   if (part.recompute_flops > 0 || part.recompute_bytes > 0) {
     Op re = make_op(OpKind::recompute, compute_stream_, gid(g));
     re.flops = part.recompute_flops;
+    re.bytes = part.recompute_memory_bytes;
     re.label = part.label;
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
@@ -171,6 +170,8 @@ void Lowerer::backward_part(int g, std::size_t p) {
   }
   Op op = make_op(OpKind::backward, compute_stream_, gid(g));
   op.flops = part.backward_flops;
+  op.attention_flops = part.backward_attention_flops;
+  op.bytes = part.backward_memory_bytes;
   op.fixed_time = part.backward_time;
   op.label = part.label;
   if (params != kNone) op.uses.push_back(params);
@@ -181,13 +182,17 @@ void Lowerer::backward_part(int g, std::size_t p) {
   }
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);
-  if (part.backward_workspace > 0) {
-    const BufferId ws = b_.add_buffer(buffer_name(g, part.label + ".backward_workspace"), part.backward_workspace,
-                                      param_dtype_, BufferCategory::workspace, gid(g));
+  add_workspace(g, part.label + ".backward_workspace", part.backward_workspace, op);
+  b_.emit(std::move(op));
+}
+
+void Lowerer::add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op) {
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i] <= 0) continue;
+    const BufferId ws = b_.add_buffer(buffer_name(g, fmt::format("{}.{}", what, i)), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
     op.allocs.push_back(ws);
     op.frees.push_back(ws);
   }
-  b_.emit(std::move(op));
 }
 
 BufferId Lowerer::sharded_grad(int g, Op& op) {
@@ -245,6 +250,16 @@ void Lowerer::optimizer_step() {
     grad = kNone;
   }
   b_.emit(std::move(zero));
+}
+
+void Lowerer::synchronize_device(std::string label) {
+  // torch.cuda.synchronize(): the CPU waits for the last op of every GPU stream.
+  Op wait = make_op(OpKind::cpu_wait, cpu_, kNone);
+  wait.label = std::move(label);
+  for (StreamId st = 0; st < static_cast<StreamId>(b_.schedule().streams.size()); ++st) {
+    if (st != cpu_ && b_.last_on(st) != kNone) wait.deps.push_back(b_.last_on(st));
+  }
+  b_.emit(std::move(wait));
 }
 
 void Lowerer::checkpoint_state_dict() {

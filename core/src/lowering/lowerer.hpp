@@ -55,6 +55,8 @@ class Lowerer {
   void backward_part(int g, std::size_t part);
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
+  /// Transient tensors allocated and freed by one op.
+  void add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op);
 
   const Scenario& s_;
   ScheduleBuilder b_;
@@ -83,6 +85,7 @@ class Lowerer {
   void backward_pass();
   void optimizer_step();
   void checkpoint_state_dict();
+  void synchronize_device(std::string label);
   void plan_groups();
 };
 

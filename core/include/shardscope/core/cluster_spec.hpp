@@ -25,6 +25,8 @@ struct GpuSpec {
   PeakFlops peak_flops;
   BytesPerSecond hbm_bandwidth = 0;
   int sm_count = 0;
+  double matmul_efficiency = 0.7;    // share of dense peak large GEMMs reach in PyTorch eager
+  double attention_efficiency = 0.35;// share of dense peak of PyTorch SDPA flash attention (FA2)
   double tdp_w = 0;                  // board power limit of the stock part
   std::optional<double> power_cap_w; // a lower administrative cap, when set
 };

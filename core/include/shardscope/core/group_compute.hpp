@@ -4,7 +4,9 @@
 // Transformer block (t = seq_len × micro_batch tokens, p = bytes per element of the compute
 // dtype, h hidden, kv = kv_heads × head_dim, f ffn_hidden, s seq_len), flash attention (no s² term):
 //   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h          (causal attention does half of 4·t·s·h)
-//   backward FLOPs = 2 × forward
+//   backward FLOPs = 2 × forward for matmuls; flash attention backward = 2.5 × its forward
+//   elementwise HBM traffic (forward) = t·p·(16h + 2kv + 5f) + t·4·4h (norms in fp32, RoPE,
+//       SiLU·mul or GELU, residual adds); backward twice that
 //   all activations A = t·p·(6h + 2kv + M) + t·4·(heads + 2·norms)
 //       (two norm inputs and outputs, q, k, v, attention output, MLP: M = 4f SwiGLU, 2f GELU;
 //        fp32 log-sum-exp per head and norm statistics)
@@ -16,7 +18,9 @@
 //                        every_N → full on blocks with (index + 1) % N == 0, none elsewhere.
 //   recomputed in backward: the rest of A, with the FLOPs of the matmuls not kept.
 // Root: "embed" (token/position lookup) before the blocks and "head+loss" (final norm, output
-// projection, fp32 cross-entropy) after them; the loss keeps log_softmax's fp32 output (4·t·vocab).
+// projection, fp32 cross-entropy) after them; the loss keeps log_softmax's fp32 output (4·t·vocab),
+// its forward briefly holds the logits and their fp32 copy, and its backward the fp32 nll and
+// log_softmax gradients and their cast to the compute dtype (t·vocab·(8 + p)).
 
 #include <optional>
 #include <string>
@@ -38,10 +42,14 @@ struct ComputePart {
   Flops forward_flops = 0;
   Flops backward_flops = 0;
   Flops recompute_flops = 0;     // forward re-run inside backward (activation checkpointing)
+  Flops forward_attention_flops = 0;   // parts of the above in attention kernels
+  Flops backward_attention_flops = 0;
+  Bytes backward_memory_bytes = 0;     // HBM traffic of memory-bound backward kernels
+  Bytes recompute_memory_bytes = 0;
   Bytes saved_bytes = 0;         // kept from forward to backward
-  Bytes forward_workspace = 0;   // transient during the forward op
+  std::vector<Bytes> forward_workspace;   // tensors transient during the forward op
   Bytes recompute_bytes = 0;     // rematerialised before backward, freed by it
-  Bytes backward_workspace = 0;  // transient during the backward op
+  std::vector<Bytes> backward_workspace;  // tensors transient during the backward op
   Bytes forward_memory_bytes = 0;  // HBM traffic, for memory-bound parts
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;

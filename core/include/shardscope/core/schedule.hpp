@@ -99,6 +99,7 @@ struct Op {
   CommId comm = kNone;
   Bytes bytes = 0;          // collective: gathered/pre-scatter size; copy: bytes moved
   Flops flops = 0;
+  Flops attention_flops = 0;  // the part of `flops` in attention kernels (flash attention), ≤ flops
   std::optional<TimeNs> fixed_time;  // overrides every cost model
   std::string label;        // what PyTorch calls it, e.g. "prefetch", "embed", "head+loss"
   std::vector<OpId> deps;   // ops this one waits for (cross-stream events, CPU waits)

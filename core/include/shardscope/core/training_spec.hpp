@@ -15,6 +15,9 @@ enum class ActivationCheckpointing {
 
 enum class Optimizer { adamw, adam, sgd };
 
+/// Where the training loop makes the CPU wait for the GPU (torch.cuda.synchronize(), loss.item()).
+enum class Synchronize { none, after_forward, after_step };
+
 struct TrainingSpec {
   std::int64_t seq_len = 4096;
   std::int64_t micro_batch = 1;  // sequences per micro-batch per GPU
@@ -23,12 +26,14 @@ struct TrainingSpec {
   std::int64_t checkpoint_every = 1;  // n of every_n
   Optimizer optimizer = Optimizer::adamw;
   std::int64_t iterations = 2;   // optimizer steps simulated; the last is the steady state
+  Synchronize synchronize = Synchronize::none;
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
 };
 
 std::string to_string(ActivationCheckpointing ac, std::int64_t every);
 std::string_view to_string(Optimizer optimizer);
+std::string_view to_string(Synchronize synchronize);
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
 int optimizer_states_per_param(Optimizer optimizer);
 

@@ -1,0 +1,21 @@
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "shardscope/core/config_tree.hpp"
+
+namespace shardscope::cli {
+
+Scenario load_scenario_args(const ScenarioArgs& args) {
+  ConfigTree tree = load_config_file(args.path);
+  // Shortcuts replace whole presets before --set overrides refine them.
+  if (!args.model_preset.empty()) tree["model"] = ConfigTree{{"preset", args.model_preset}};
+  if (!args.cluster_preset.empty()) tree["cluster"]["preset"] = args.cluster_preset;
+  if (args.nodes > 0) tree["cluster"]["nodes"] = args.nodes;
+  if (args.gpus_per_node > 0) tree["cluster"]["gpus_per_node"] = args.gpus_per_node;
+  std::vector<Problem> problems;
+  for (const auto& o : args.overrides) apply_override(tree, o, problems);
+  throw_if_any(std::move(problems));
+  return read_scenario(tree, args.path, std::filesystem::path(args.path).parent_path());
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,81 @@
+#pragma once
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), to predict
+// *reserved* memory, which is what runs out:
+//   * sizes round up to 512 B; requests ≤ 1 MiB use the small pool, larger ones the large pool;
+//   * a new segment is 2 MiB (small), 20 MiB (large requests < 10 MiB) or the request rounded up
+//     to 2 MiB; with expandable_segments each (stream, pool) has one segment that grows in 2 MiB pages;
+//   * free blocks are cached per (stream, pool) and reused only by that stream: best fit, split
+//     when the rest is ≥ 512 B (small) or > 1 MiB (large), coalesced with free neighbours on free;
+//   * when a new segment does not fit in the GPU, every fully free cached segment is released
+//     (cudaFree) and the allocation retried; then it is out of memory.
+
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "shardscope/core/schedule.hpp"
+
+namespace shardscope::sim {
+
+struct AllocatorParams {
+  bool expandable_segments = false;
+};
+
+class CachingAllocator {
+ public:
+  CachingAllocator(Bytes capacity, AllocatorParams params = {});
+
+  /// Allocates `size` bytes for `stream`; returns false (and changes nothing) when out of memory.
+  bool allocate(BufferId id, Bytes size, StreamId stream);
+  void free(BufferId id);
+  bool owns(BufferId id) const { return live_.count(id) > 0; }
+
+  Bytes allocated() const { return allocated_; }  // rounded block sizes, as torch.cuda.memory_allocated
+  Bytes reserved() const { return reserved_; }    // segments, as torch.cuda.memory_reserved
+  Bytes capacity() const { return capacity_; }
+  int segments() const { return live_segments_; }
+
+  static Bytes round_size(Bytes size);
+  static Bytes segment_size(Bytes rounded);
+
+ private:
+  struct Block {
+    Bytes offset = 0;
+    Bytes size = 0;
+    int segment = 0;
+    int prev = -1;
+    int next = -1;
+    bool allocated = false;
+  };
+  struct Segment {
+    int pool = 0;
+    Bytes size = 0;
+    bool live = true;
+  };
+  using FreeKey = std::tuple<Bytes, int, Bytes, int>;  // size, segment, offset, block
+
+  int pool_of(StreamId stream, bool small);
+  int find_free(int pool, Bytes size) const;
+  int take(int block, Bytes size);
+  int new_segment(int pool, Bytes size);
+  bool grow_expandable(int pool, Bytes size, int& block_out);
+  void release_cached();
+  void insert_free(int block);
+  void erase_free(int block);
+
+  Bytes capacity_;
+  AllocatorParams params_;
+  std::vector<Block> blocks_;
+  std::vector<Segment> segments_;
+  std::vector<std::set<FreeKey>> free_;             // per pool
+  std::vector<bool> pool_small_;
+  std::map<std::pair<StreamId, bool>, int> pools_;
+  std::vector<int> expandable_segment_;               // per pool, -1 if none
+  std::map<BufferId, int> live_;                      // buffer → block
+  Bytes allocated_ = 0;
+  Bytes reserved_ = 0;
+  int live_segments_ = 0;
+};
+
+}  // namespace shardscope::sim

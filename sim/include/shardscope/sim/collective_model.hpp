@@ -1,0 +1,68 @@
+#pragma once
+// NCCL collective cost model (../shared/reference/nccl_model.md): NCCL's tuner predicts
+//   time = latency + bytes / algbw
+// for each algorithm and protocol and picks the fastest. Ring all-gather/reduce-scatter move
+// S·(n−1)/n bytes through the slowest link (busbw), all-reduce 2·S·(n−1)/n.
+// Latency = base(protocol) + intra_steps · intra_hop(protocol) + inter_steps · net_hop(protocol),
+// with n−1 ring steps (2(n−1) for all-reduce), nodes−1 of them (2(nodes−1)) across the network,
+// and each intra-node step costing at least the per-step network overhead once several nodes are
+// involved (1 µs, ×3 for Simple).
+
+#include <array>
+#include <string_view>
+
+#include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/schedule.hpp"
+
+namespace shardscope::sim {
+
+enum class NcclProtocol { ll, ll128, simple };
+std::string_view to_string(NcclProtocol protocol);
+
+struct CollectiveEstimate {
+  TimeNs time = 0;
+  TimeNs latency = 0;
+  NcclProtocol protocol = NcclProtocol::simple;
+  BytesPerSecond busbw = 0;  // achieved bus bandwidth at this size
+};
+
+struct CollectiveModelParams {
+  // Microseconds per protocol (LL, LL128, Simple), NCCL's tuning constants.
+  std::array<double, 3> base_latency_us{6.6, 14.0, 8.4};
+  std::array<double, 3> nvlink_hop_us{0.6, 1.9, 3.4};
+  std::array<double, 3> network_hop_us{2.7, 4.0, 14.0};
+  double min_intra_step_us = 1.0;  // per-step network overhead with several nodes (×3 for Simple)
+  // Share of the Simple bandwidth each protocol reaches.
+  std::array<double, 3> protocol_bandwidth{0.5, 0.92, 1.0};
+  // Measured large-message busbw as a share of the line rate.
+  double nvlink_efficiency = 0.80;    // 8×H100: ≈360 GB/s of 450 GB/s for AG/RS and ring AR
+  double nvls_allreduce_gain = 1.32;  // NVLink SHARP all-reduce: ≈475 GB/s on the same fabric
+  // Multi-node large-message busbw measured on 8-GPU H100 nodes with a 50 GB/s NIC per GPU,
+  // by node count (Hugging Face ultrascale playbook, 256 MB all-gathers); interpolated
+  // log-linearly, scaled by the cluster's NIC rate over 50 GB/s. All-reduce across nodes reaches
+  // ≈95 GB/s on 2 nodes (NCCL maintainers) and falls with the same curve.
+  std::array<std::pair<int, double>, 6> multi_node_allgather_busbw_gbps{
+      {{2, 185.0}, {4, 119.0}, {8, 69.0}, {16, 55.0}, {32, 28.0}, {64, 11.0}}};
+  double multi_node_allreduce_busbw_2_nodes_gbps = 95.0;
+  double reference_nic_gbps = 50.0;
+};
+
+class CollectiveModel {
+ public:
+  CollectiveModel(const ClusterSpec& cluster, CollectiveModelParams params = {});
+
+  /// `bytes` = S, the gathered (all-gather), pre-scatter (reduce-scatter) or reduced buffer.
+  CollectiveEstimate estimate(OpKind kind, Bytes bytes, int ranks, int nodes) const;
+  /// Latency of one protocol (exposed for tests against NCCL's printed tables).
+  double latency_us(OpKind kind, int ranks, int nodes, NcclProtocol protocol) const;
+  /// Large-message Simple busbw for this group shape.
+  BytesPerSecond bus_bandwidth(OpKind kind, int ranks, int nodes) const;
+
+  const CollectiveModelParams& params() const { return params_; }
+
+ private:
+  ClusterSpec cluster_;
+  CollectiveModelParams params_;
+};
+
+}  // namespace shardscope::sim

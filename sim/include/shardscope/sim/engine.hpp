@@ -1,0 +1,70 @@
+#pragma once
+// sim::simulate: replays a schedule on one rank (all ranks are symmetric) and returns the
+// timeline, memory over time and what bound each op's start.
+//
+// Deterministic: time is integer nanoseconds; at each step the next event is the earliest of the
+// CPU's next issue and the earliest activity completion; simultaneous completions are handled in
+// op order. Resources:
+//   * the CPU issues ops in IR order, paying each op's launch (and FSDP hook) cost; it blocks on
+//     cpu_wait and runs CPU-stream work (e.g. the optimizer step under CPU offload) itself;
+//   * a stream runs its ops in issue order, each after its dependencies;
+//   * a communicator runs its collectives in issue order (one NCCL stream per process group);
+//   * activities on one resource (GPU SMs, NVLink, NIC, PCIe each way) share it equally, and
+//     compute slows by `compute_slowdown` while any collective runs.
+// Buffers are allocated and freed when their op is issued (CPU time), through the caching
+// allocator model.
+
+#include <optional>
+#include <vector>
+
+#include "shardscope/core/schedule.hpp"
+#include "shardscope/core/timeline.hpp"
+#include "shardscope/sim/caching_allocator.hpp"
+#include "shardscope/sim/cost_model.hpp"
+
+namespace shardscope::sim {
+
+struct SimOptions {
+  AllocatorParams allocator;
+  bool record_memory_samples = true;  // off in sweeps: peaks are still tracked
+};
+
+/// Why an op started when it did (its critical predecessor).
+enum class Binding { issue, stream, dependency, communicator };
+
+struct OpRecord {
+  TimeNs issue = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  Binding binding = Binding::issue;
+  OpId predecessor = kNone;  // the op whose end (or issue) set `start`
+};
+
+struct OutOfMemory {
+  OpId op = kNone;
+  BufferId buffer = kNone;
+  Bytes requested = 0;
+  Bytes reserved = 0;
+  Bytes allocated = 0;
+};
+
+struct MemoryPeak {
+  Bytes bytes = 0;
+  TimeNs time = 0;
+  OpId op = kNone;                 // the op whose allocation made the peak
+  std::vector<Bytes> by_category;  // allocated bytes by BufferCategory at that moment
+};
+
+struct SimulationResult {
+  std::vector<OpRecord> ops;  // by op id
+  Timeline timeline;
+  MemoryPeak peak_allocated;
+  MemoryPeak peak_reserved;
+  std::vector<Bytes> peak_allocated_by_phase;  // by Phase
+  std::optional<OutOfMemory> out_of_memory;
+  Bytes capacity = 0;
+};
+
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options = {});
+
+}  // namespace shardscope::sim

@@ -1,0 +1,82 @@
+#include "shardscope/sim/collective_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardscope::sim {
+
+std::string_view to_string(NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::ll: return "LL";
+    case NcclProtocol::ll128: return "LL128";
+    case NcclProtocol::simple: return "Simple";
+  }
+  return "Simple";
+}
+
+CollectiveModel::CollectiveModel(const ClusterSpec& cluster, CollectiveModelParams params)
+    : cluster_(cluster), params_(params) {}
+
+double CollectiveModel::latency_us(OpKind kind, int ranks, int nodes, NcclProtocol protocol) const {
+  const auto p = static_cast<std::size_t>(protocol);
+  const int factor = kind == OpKind::all_reduce ? 2 : 1;
+  const int steps = factor * (ranks - 1);
+  const int inter = factor * (nodes - 1);
+  const int intra = steps - inter;
+  double intra_hop = params_.nvlink_hop_us[p];
+  if (nodes > 1) {
+    const double floor = params_.min_intra_step_us * (protocol == NcclProtocol::simple ? 3.0 : 1.0);
+    intra_hop = std::max(intra_hop, floor);
+  }
+  return params_.base_latency_us[p] + intra * intra_hop + inter * params_.network_hop_us[p];
+}
+
+BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int nodes) const {
+  if (nodes > 1) {
+    const auto& table = params_.multi_node_allgather_busbw_gbps;
+    double gbps = table.back().second;
+    if (nodes <= table.front().first) {
+      gbps = table.front().second;
+    } else {
+      for (std::size_t i = 0; i + 1 < table.size(); ++i) {
+        const auto [n0, b0] = table[i];
+        const auto [n1, b1] = table[i + 1];
+        if (nodes <= n1) {
+          const double f = std::log(static_cast<double>(nodes) / n0) / std::log(static_cast<double>(n1) / n0);
+          gbps = std::exp(std::log(b0) + f * (std::log(b1) - std::log(b0)));
+          break;
+        }
+      }
+      if (nodes > table.back().first) gbps = table.back().second * table.back().first / nodes;
+    }
+    if (kind == OpKind::all_reduce) gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
+    return gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
+  }
+  const double bw = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
+  return kind == OpKind::all_reduce ? bw * params_.nvls_allreduce_gain : bw;
+}
+
+CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks, int nodes) const {
+  CollectiveEstimate best;
+  if (ranks <= 1 || bytes <= 0) return best;  // nothing crosses a link
+  const double n = ranks;
+  const double traffic = static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
+  const BytesPerSecond busbw = bus_bandwidth(kind, ranks, nodes);
+  best.time = -1;
+  for (auto protocol : {NcclProtocol::ll, NcclProtocol::ll128, NcclProtocol::simple}) {
+    const double lat_us = latency_us(kind, ranks, nodes, protocol);
+    const double bw = busbw * params_.protocol_bandwidth[static_cast<std::size_t>(protocol)];
+    // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three kinds.
+    const double seconds = lat_us * 1e-6 + traffic / bw;
+    const auto t = static_cast<TimeNs>(std::ceil(seconds * 1e9));
+    if (best.time < 0 || t < best.time) {
+      best.time = t;
+      best.latency = static_cast<TimeNs>(std::llround(lat_us * 1e3));
+      best.protocol = protocol;
+      best.busbw = traffic / (seconds);
+    }
+  }
+  return best;
+}
+
+}  // namespace shardscope::sim

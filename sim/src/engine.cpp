@@ -1,0 +1,342 @@
+#include "shardscope/sim/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+
+#include "shardscope/core/error.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+struct Active {
+  OpId op;
+  Resource resource;
+  double remaining;  // ns of work at full rate
+  bool fixed = false;  // a fixed time is a measured fact: never stretched by sharing
+  double rate = 1.0;
+  TimeNs finish = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Schedule& s, const CostModel& costs, const SimOptions& options)
+      : s_(s),
+        costs_(costs),
+        options_(options),
+        allocator_(costs.cluster().gpu.memory, options.allocator),
+        n_(s.ops.size()) {
+    cost_.reserve(n_);
+    for (const auto& op : s_.ops) cost_.push_back(costs_.cost(s_, op));
+    rec_.assign(n_, {});
+    done_.assign(n_, false);
+    queued_.assign(s_.streams.size(), {});
+    running_.assign(s_.streams.size(), kNone);
+    last_end_on_stream_.assign(s_.streams.size(), kNone);
+    comm_queue_.assign(s_.communicators.size(), {});
+    by_category_.assign(all_buffer_categories().size(), 0);
+    result_.peak_allocated_by_phase.assign(4, 0);
+    result_.peak_allocated.by_category = by_category_;
+    result_.peak_reserved.by_category = by_category_;
+    result_.capacity = costs.cluster().gpu.memory;
+    stream_is_cpu_.reserve(s_.streams.size());
+    for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
+  }
+
+  SimulationResult run() {
+    allocate_live_at_start();
+    sample_memory();
+    while (completed_ < n_) {
+      issue_ready();
+      start_ready();
+      if (completed_ == n_) break;
+      const TimeNs next = next_event();
+      if (next == kNever) throw Error(fmt::format("simulation stalled at {} with {} of {} ops done (schedule bug)", format_duration(now_), completed_, n_));
+      advance(next);
+    }
+    finish_timeline();
+    return std::move(result_);
+  }
+
+ private:
+  // ---- CPU
+  bool deps_done(const Op& op) const {
+    return std::all_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return done_[static_cast<std::size_t>(d)]; });
+  }
+
+  void issue_ready() {
+    while (next_issue_ < n_ && cpu_free_ <= now_) {
+      const auto i = next_issue_;
+      const Op& op = s_.ops[i];
+      if (stream_is_cpu_[static_cast<std::size_t>(op.stream)]) {
+        if (!deps_done(op)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
+        memory(i);
+        rec_[i].issue = now_;
+        const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
+        // The CPU ran it once its dependencies were done: bound by the last of them, or by the CPU.
+        OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
+        Binding why = Binding::issue;
+        for (OpId d : op.deps) {
+          if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
+            pred = d;
+            why = Binding::dependency;
+          }
+        }
+        begin(static_cast<OpId>(i), why, pred);
+        cpu_free_ = now_ + work + cost_[i].cpu;
+        if (work == 0) complete(static_cast<OpId>(i));
+        else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
+      } else {
+        memory(i);
+        rec_[i].issue = now_;
+        queued_[static_cast<std::size_t>(op.stream)].push_back(static_cast<OpId>(i));
+        if (op.comm != kNone) comm_queue_[static_cast<std::size_t>(op.comm)].push_back(static_cast<OpId>(i));
+        cpu_free_ = now_ + cost_[i].cpu;
+      }
+      ++next_issue_;
+    }
+  }
+
+  // Sharded parameters (and anything else live at start) were allocated on the default stream at
+  // model construction.
+  void allocate_live_at_start() {
+    StreamId compute = 0;
+    for (std::size_t i = 0; i < s_.streams.size(); ++i) {
+      if (s_.streams[i].kind == StreamKind::compute) {
+        compute = static_cast<StreamId>(i);
+        break;
+      }
+    }
+    for (std::size_t b = 0; b < s_.buffers.size(); ++b) {
+      const Buffer& buf = s_.buffers[b];
+      if (!buf.live_at_start || buf.location != Location::gpu) continue;
+      if (!allocator_.allocate(static_cast<BufferId>(b), buf.size, compute)) {
+        if (!result_.out_of_memory) {
+          result_.out_of_memory = OutOfMemory{kNone, static_cast<BufferId>(b), buf.size, allocator_.reserved(), allocator_.allocated()};
+        }
+        continue;
+      }
+      by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
+      note_peaks(kNone, Phase::forward);
+    }
+  }
+
+  // ---- memory at issue time: allocations, then frees
+  void memory(std::size_t i) {
+    const Op& op = s_.ops[i];
+    for (BufferId b : op.allocs) {
+      const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
+      if (buf.location != Location::gpu) continue;
+      if (!allocator_.allocate(b, buf.size, op.stream)) {
+        if (!result_.out_of_memory) {
+          result_.out_of_memory = OutOfMemory{static_cast<OpId>(i), b, buf.size, allocator_.reserved(), allocator_.allocated()};
+        }
+        continue;  // keep simulating; the report names the first buffer that did not fit
+      }
+      by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
+      note_peaks(static_cast<OpId>(i), op.phase);
+    }
+    for (BufferId b : op.frees) {
+      const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
+      if (buf.location != Location::gpu) continue;
+      if (allocator_.owns(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
+      allocator_.free(b);
+    }
+    if (!op.allocs.empty() || !op.frees.empty()) sample_memory();
+  }
+
+  void note_peaks(OpId op, Phase phase) {
+    auto& by_phase = result_.peak_allocated_by_phase[static_cast<std::size_t>(phase)];
+    by_phase = std::max(by_phase, allocator_.allocated());
+    if (allocator_.allocated() > result_.peak_allocated.bytes) {
+      result_.peak_allocated = {allocator_.allocated(), now_, op, by_category_};
+    }
+    if (allocator_.reserved() > result_.peak_reserved.bytes) {
+      result_.peak_reserved = {allocator_.reserved(), now_, op, by_category_};
+    }
+  }
+
+  void sample_memory() {
+    if (!options_.record_memory_samples) return;
+    auto& samples = result_.timeline.memory;
+    if (!samples.empty() && samples.back().time == now_) samples.pop_back();
+    samples.push_back({now_, allocator_.allocated(), allocator_.reserved(), by_category_});
+  }
+
+  // ---- GPU streams
+  void start_ready() {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (std::size_t st = 0; st < queued_.size(); ++st) {
+        auto& q = queued_[st];
+        while (!q.empty() && running_[st] == kNone) {
+          const OpId id = q.front();
+          const Op& op = s_.ops[static_cast<std::size_t>(id)];
+          if (!deps_done(op)) break;
+          if (op.comm != kNone && comm_queue_[static_cast<std::size_t>(op.comm)].front() != id) break;
+          q.pop_front();
+          start(id, st);
+          progress = true;
+        }
+      }
+    }
+  }
+
+  void start(OpId id, std::size_t stream) {
+    const Op& op = s_.ops[static_cast<std::size_t>(id)];
+    // What set the start: the latest of issue, stream predecessor, dependencies and communicator.
+    Binding why = Binding::issue;  // bound by the CPU: the op issued just before held it
+    OpId pred = id > 0 ? id - 1 : kNone;
+    TimeNs latest = rec_[static_cast<std::size_t>(id)].issue;
+    auto consider = [&](OpId other, Binding b) {
+      if (other == kNone) return;
+      const TimeNs t = rec_[static_cast<std::size_t>(other)].end;
+      if (t > latest || (t == latest && b == Binding::dependency)) {
+        latest = t;
+        why = b;
+        pred = other;
+      }
+    };
+    consider(last_end_on_stream_[stream], Binding::stream);
+    for (OpId d : op.deps) consider(d, Binding::dependency);
+    if (op.comm != kNone) consider(last_on_comm_.count(op.comm) ? last_on_comm_[op.comm] : kNone, Binding::communicator);
+    begin(id, why, pred);
+    running_[stream] = id;
+    const auto& c = cost_[static_cast<std::size_t>(id)];
+    if (c.duration <= 0 || c.resource == Resource::none) {
+      complete(id);
+    } else {
+      activate(id, c.resource, static_cast<double>(c.duration));
+    }
+  }
+
+  void begin(OpId id, Binding why, OpId pred) {
+    auto& r = rec_[static_cast<std::size_t>(id)];
+    r.start = now_;
+    r.binding = why;
+    r.predecessor = pred;
+  }
+
+  void activate(OpId id, Resource resource, double work) {
+    active_.push_back({id, resource, work, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
+    rates_dirty_ = true;
+  }
+
+  void complete(OpId id) {
+    auto& r = rec_[static_cast<std::size_t>(id)];
+    r.end = now_;
+    done_[static_cast<std::size_t>(id)] = true;
+    ++completed_;
+    const Op& op = s_.ops[static_cast<std::size_t>(id)];
+    const auto st = static_cast<std::size_t>(op.stream);
+    if (running_[st] == id) running_[st] = kNone;
+    last_end_on_stream_[st] = id;
+    if (op.comm != kNone) {
+      auto& q = comm_queue_[static_cast<std::size_t>(op.comm)];
+      if (!q.empty() && q.front() == id) q.pop_front();
+      last_on_comm_[op.comm] = id;
+    }
+  }
+
+  // ---- time
+  void update_rates() {
+    int counts[7] = {0, 0, 0, 0, 0, 0, 0};
+    for (const auto& a : active_) ++counts[static_cast<int>(a.resource)];
+    const bool comm = counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] > 0;
+    const double slow = comm ? 1.0 - costs_.interference().compute_slowdown : 1.0;
+    for (auto& a : active_) {
+      const int k = std::max(1, counts[static_cast<int>(a.resource)]);
+      a.rate = a.fixed || a.resource == Resource::host ? 1.0 : a.resource == Resource::gpu ? slow / k : 1.0 / k;
+      a.finish = now_ + static_cast<TimeNs>(std::ceil(a.remaining / a.rate - 1e-6));
+    }
+    rates_dirty_ = false;
+  }
+
+  TimeNs next_event() {
+    if (rates_dirty_) update_rates();
+    TimeNs next = kNever;
+    for (const auto& a : active_) next = std::min(next, a.finish);
+    // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
+    const bool blocked = next_issue_ < n_ && stream_is_cpu_[static_cast<std::size_t>(s_.ops[next_issue_].stream)] &&
+                         !deps_done(s_.ops[next_issue_]);
+    if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
+    return next;
+  }
+
+  void advance(TimeNs t) {
+    const double dt = static_cast<double>(t - now_);
+    now_ = t;
+    std::vector<OpId> finished;
+    for (auto& a : active_) {
+      if (a.finish <= t) {
+        finished.push_back(a.op);
+      } else {
+        a.remaining = std::max(0.0, a.remaining - a.rate * dt);
+      }
+    }
+    if (finished.empty()) return;
+    std::sort(finished.begin(), finished.end());
+    active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Active& a) { return a.finish <= t; }), active_.end());
+    for (OpId id : finished) complete(id);
+    rates_dirty_ = true;
+  }
+
+  void finish_timeline() {
+    auto& t = result_.timeline;
+    t.name = s_.name;
+    t.source = "simulated";
+    t.streams = s_.streams;
+    t.communicators = s_.communicators;
+    for (const auto& g : s_.groups) t.groups.push_back(g.name);
+    t.memory_capacity = costs_.cluster().gpu.memory;
+    t.ops.reserve(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const Op& op = s_.ops[i];
+      t.ops.push_back({static_cast<OpId>(i), op.kind, op.stream, op.group, op.phase, op.iteration, op.microbatch, op.comm,
+                       op.bytes, rec_[i].start, rec_[i].end});
+    }
+    std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimelineOp& a, const TimelineOp& b) {
+      return std::tie(a.start, a.stream, a.op) < std::tie(b.start, b.stream, b.op);
+    });
+    result_.ops = std::move(rec_);
+    sample_memory();
+  }
+
+  const Schedule& s_;
+  const CostModel& costs_;
+  SimOptions options_;
+  CachingAllocator allocator_;
+  std::size_t n_;
+  std::vector<OpCost> cost_;
+  std::vector<OpRecord> rec_;
+  std::vector<bool> done_;
+  std::vector<bool> stream_is_cpu_;
+  std::vector<std::deque<OpId>> queued_;
+  std::vector<OpId> running_;
+  std::vector<OpId> last_end_on_stream_;
+  std::vector<std::deque<OpId>> comm_queue_;
+  std::map<CommId, OpId> last_on_comm_;
+  std::vector<Active> active_;
+  std::vector<Bytes> by_category_;
+  bool rates_dirty_ = true;
+  std::size_t next_issue_ = 0;
+  std::size_t completed_ = 0;
+  TimeNs now_ = 0;
+  TimeNs cpu_free_ = 0;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options) {
+  return Engine(schedule, costs, options).run();
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,242 @@
+#include "shardscope/sim/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace shardscope::sim {
+namespace {
+
+using Interval = std::pair<TimeNs, TimeNs>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& [a, b] : v) {
+    if (b <= a) continue;
+    if (!out.empty() && a <= out.back().second) {
+      out.back().second = std::max(out.back().second, b);
+    } else {
+      out.emplace_back(a, b);
+    }
+  }
+  return out;
+}
+
+TimeNs length(const std::vector<Interval>& v) {
+  TimeNs total = 0;
+  for (const auto& [a, b] : v) total += b - a;
+  return total;
+}
+
+// |a \ b| for merged interval lists.
+TimeNs difference(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  TimeNs total = 0;
+  std::size_t j = 0;
+  for (const auto& [s, e] : a) {
+    TimeNs cur = s;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    std::size_t k = j;
+    while (cur < e) {
+      if (k >= b.size() || b[k].first >= e) {
+        total += e - cur;
+        break;
+      }
+      if (b[k].first > cur) total += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+      ++k;
+    }
+  }
+  return total;
+}
+
+std::string op_name(const Schedule& s, OpId id) {
+  const Op& op = s.ops[static_cast<std::size_t>(id)];
+  return fmt::format("{} {} ({}, iteration {})", to_string(op.kind),
+                     op.group == kNone ? "-" : s.groups[static_cast<std::size_t>(op.group)].name, to_string(op.phase), op.iteration);
+}
+
+}  // namespace
+
+double model_flops_per_token(const Scenario& sc) {
+  if (sc.model.family == ModelFamily::transformer) {
+    const auto& c = sc.model.transformer;
+    const auto p = count_params(c);
+    const double n = static_cast<double>(sc.model.total_params() - p.token_embedding);
+    return 6.0 * n + 12.0 * static_cast<double>(c.layers * c.heads * c.head_dim() * sc.training.seq_len);
+  }
+  double flops = 0;
+  for (const auto& g : sc.model.groups) {
+    const double fwd = g.forward_flops.value_or(0);
+    flops += fwd + g.backward_flops.value_or(2 * fwd);
+  }
+  return flops / static_cast<double>(std::max<std::int64_t>(1, sc.training.tokens_per_microbatch()));
+}
+
+Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult& r) {
+  Summary out;
+  out.name = s.name;
+  out.world_size = s.world_size;
+  const int last = s.iterations - 1;
+  std::vector<TimeNs> iteration_end(static_cast<std::size_t>(s.iterations), 0);
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    auto& e = iteration_end[static_cast<std::size_t>(s.ops[i].iteration)];
+    e = std::max(e, r.ops[i].end);
+  }
+  const TimeNs window_start = last > 0 ? iteration_end[static_cast<std::size_t>(last - 1)] : 0;
+  const TimeNs window_end = iteration_end[static_cast<std::size_t>(last)];
+  out.step_time = window_end - window_start;
+  const double step_s = ns_to_s(std::max<TimeNs>(1, out.step_time));
+  out.tokens_per_s_per_gpu = static_cast<double>(s.tokens_per_iteration) / step_s;
+  out.model_flops_per_token = model_flops_per_token(sc);
+  const double peak = sc.cluster.gpu.peak_flops.for_dtype(sc.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+  out.mfu = out.tokens_per_s_per_gpu * out.model_flops_per_token / peak;
+
+  // Phases, busy time, communication: ops of the last iteration.
+  std::map<std::pair<int, int>, Interval> phase_span;  // (microbatch, phase) → span
+  std::vector<Interval> comm, compute;
+  std::vector<TimeNs> busy(s.streams.size(), 0);
+  double flops = 0;
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    if (op.iteration != last) continue;
+    const auto& rec = r.ops[i];
+    const TimeNs d = rec.end - rec.start;
+    busy[static_cast<std::size_t>(op.stream)] += d;
+    flops += op.flops;
+    if (op.kind != OpKind::stream_wait && op.kind != OpKind::cpu_wait && d > 0) {
+      auto key = std::pair{op.phase == Phase::optimizer ? 0 : op.microbatch, static_cast<int>(op.phase)};
+      auto [it, inserted] = phase_span.try_emplace(key, Interval{rec.start, rec.end});
+      if (!inserted) it->second = {std::min(it->second.first, rec.start), std::max(it->second.second, rec.end)};
+    }
+    if (is_collective(op.kind)) {
+      if (op.phase != Phase::checkpoint) ++out.collectives[std::string(to_string(op.kind))];
+      comm.emplace_back(rec.start, rec.end);
+    } else if (s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::compute && d > 0) {
+      compute.emplace_back(rec.start, rec.end);
+    }
+  }
+  for (const char* k : {"all_gather", "reduce_scatter", "all_reduce"}) out.collectives.try_emplace(k, 0);
+  out.hfu = flops / step_s / peak;
+  for (const auto& [key, span] : phase_span) {
+    const TimeNs len = span.second - span.first;
+    if (key.second == static_cast<int>(Phase::forward)) out.forward_time += len;
+    if (key.second == static_cast<int>(Phase::backward)) out.backward_time += len;
+    if (key.second == static_cast<int>(Phase::optimizer)) out.optimizer_time += len;
+  }
+  const auto comm_union = merged(comm);
+  out.comm_total = length(comm_union);
+  out.comm_exposed = difference(comm_union, merged(compute));
+  out.overlap_fraction = out.comm_total > 0 ? 1.0 - static_cast<double>(out.comm_exposed) / static_cast<double>(out.comm_total) : 1.0;
+  for (std::size_t st = 0; st < s.streams.size(); ++st) out.stream_busy.emplace_back(s.streams[st].name, busy[st]);
+
+  // Critical path: from the last op to end, follow what bound each start.
+  OpId cur = kNone;
+  TimeNs latest = -1;
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    if (r.ops[i].end > latest) {
+      latest = r.ops[i].end;
+      cur = static_cast<OpId>(i);
+    }
+  }
+  while (cur != kNone && s.ops[static_cast<std::size_t>(cur)].iteration == last) {
+    const auto& rec = r.ops[static_cast<std::size_t>(cur)];
+    out.critical_path.ops.push_back(cur);
+    out.critical_path.by_kind[std::string(to_string(s.ops[static_cast<std::size_t>(cur)].kind))] += rec.end - rec.start;
+    const OpId pred = rec.predecessor;
+    if (pred != kNone && rec.binding == Binding::issue) {
+      out.critical_path.by_kind["cpu"] += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
+    }
+    cur = pred;
+  }
+
+  out.peak_allocated = r.peak_allocated.bytes;
+  out.peak_reserved = r.peak_reserved.bytes;
+  out.capacity = r.capacity;
+  out.fits = !r.out_of_memory && out.peak_reserved <= out.capacity;
+  out.peak_by_category = r.peak_allocated.by_category;
+  out.peak_op = r.peak_allocated.op == kNone ? "start" : op_name(s, r.peak_allocated.op);
+  out.peak_allocated_by_phase = r.peak_allocated_by_phase;
+  if (r.out_of_memory) {
+    const auto& oom = *r.out_of_memory;
+    const Buffer& buf = s.buffers[static_cast<std::size_t>(oom.buffer)];
+    out.out_of_memory = fmt::format("{} ({}, {}) does not fit at {}: {} reserved of {}", buf.name, to_string(buf.category),
+                                    format_bytes(buf.size), oom.op == kNone ? "start" : op_name(s, oom.op),
+                                    format_bytes(oom.reserved), format_bytes(r.capacity));
+  }
+  return out;
+}
+
+std::string summary_to_json(const Summary& m) {
+  nlohmann::ordered_json j;
+  j["schema"] = "shardscope.summary/1";
+  j["name"] = m.name;
+  j["world_size"] = m.world_size;
+  j["step_time_s"] = ns_to_s(m.step_time);
+  j["tokens_per_s_per_gpu"] = m.tokens_per_s_per_gpu;
+  j["model_flops_per_token"] = m.model_flops_per_token;
+  j["mfu"] = m.mfu;
+  j["hfu"] = m.hfu;
+  j["phase_time_s"] = {{"forward", ns_to_s(m.forward_time)}, {"backward", ns_to_s(m.backward_time)}, {"optimizer", ns_to_s(m.optimizer_time)}};
+  nlohmann::ordered_json cats = nlohmann::ordered_json::object();
+  for (auto c : all_buffer_categories()) cats[std::string(to_string(c))] = m.peak_by_category[static_cast<std::size_t>(c)];
+  j["peak_memory"] = {{"allocated_bytes", m.peak_allocated}, {"reserved_bytes", m.peak_reserved}, {"capacity_bytes", m.capacity},
+                      {"fits", m.fits}, {"at", m.peak_op}, {"by_category", cats}};
+  j["peak_allocated_by_phase_bytes"] = {{"forward", m.peak_allocated_by_phase[0]}, {"backward", m.peak_allocated_by_phase[1]},
+                                        {"optimizer", m.peak_allocated_by_phase[2]}};
+  j["comm"] = {{"total_s", ns_to_s(m.comm_total)}, {"exposed_s", ns_to_s(m.comm_exposed)}, {"overlap_fraction", m.overlap_fraction}};
+  nlohmann::ordered_json coll = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.collectives) coll[k] = v;
+  j["collectives"] = coll;
+  nlohmann::ordered_json busy = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.stream_busy) busy[k] = ns_to_s(v);
+  j["stream_busy_s"] = busy;
+  nlohmann::ordered_json path = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.critical_path.by_kind) path[k] = ns_to_s(v);
+  j["critical_path_s"] = path;
+  j["out_of_memory"] = m.out_of_memory.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.out_of_memory);
+  return j.dump(2) + "\n";
+}
+
+std::string summary_table(const Summary& m) {
+  std::string out;
+  auto row = [&](std::string_view k, const std::string& v) { out += fmt::format("  {:<28}{}\n", k, v); };
+  out += fmt::format("{} ({} GPUs), steady state = last iteration\n", m.name, m.world_size);
+  row("step time", format_duration(m.step_time));
+  row("throughput", fmt::format("{:.0f} tokens/s per GPU", m.tokens_per_s_per_gpu));
+  row("MFU / HFU", fmt::format("{:.1f} % / {:.1f} %", 100 * m.mfu, 100 * m.hfu));
+  row("forward / backward / optim", fmt::format("{} / {} / {}", format_duration(m.forward_time), format_duration(m.backward_time),
+                                                format_duration(m.optimizer_time)));
+  row("communication", fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
+                                   format_duration(m.comm_exposed), 100 * m.overlap_fraction));
+  row("collectives per iteration", fmt::format("{} all-gather, {} reduce-scatter, {} all-reduce", m.collectives.at("all_gather"),
+                                               m.collectives.at("reduce_scatter"), m.collectives.at("all_reduce")));
+  row("peak allocated", fmt::format("{} at {}", format_bytes(m.peak_allocated), m.peak_op));
+  std::vector<std::pair<Bytes, std::string>> cats;
+  for (auto c : all_buffer_categories()) {
+    const Bytes b = m.peak_by_category[static_cast<std::size_t>(c)];
+    if (b > 0) cats.emplace_back(b, std::string(to_string(c)));
+  }
+  std::sort(cats.rbegin(), cats.rend());
+  for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
+  row("peak reserved", fmt::format("{} of {} ({})", format_bytes(m.peak_reserved), format_bytes(m.capacity),
+                                   m.fits ? "fits" : "DOES NOT FIT"));
+  row("peak allocated by phase", fmt::format("forward {}, backward {}, optimizer {}", format_bytes(m.peak_allocated_by_phase[0]),
+                                             format_bytes(m.peak_allocated_by_phase[1]), format_bytes(m.peak_allocated_by_phase[2])));
+  std::string busy;
+  for (const auto& [name, t] : m.stream_busy) busy += fmt::format("{}{} {}", busy.empty() ? "" : ", ", name, format_duration(t));
+  row("stream busy", busy);
+  std::vector<std::pair<TimeNs, std::string>> path;
+  for (const auto& [k, v] : m.critical_path.by_kind) path.emplace_back(v, k);
+  std::sort(path.rbegin(), path.rend());
+  std::string cp;
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, path.size()); ++i) {
+    cp += fmt::format("{}{} {}", cp.empty() ? "" : ", ", path[i].second, format_duration(path[i].first));
+  }
+  row("critical path", cp);
+  if (!m.out_of_memory.empty()) row("OUT OF MEMORY", m.out_of_memory);
+  return out;
+}
+
+}  // namespace shardscope::sim
