@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include "shardscope/sim/caching_allocator.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+TEST(CachingAllocator, RoundsAndSizesSegmentsLikePyTorch) {
+  EXPECT_EQ(CachingAllocator::round_size(1), 512);
+  EXPECT_EQ(CachingAllocator::round_size(513), 1024);
+  EXPECT_EQ(CachingAllocator::segment_size(kMiB), 2 * kMiB);        // small pool
+  EXPECT_EQ(CachingAllocator::segment_size(5 * kMiB), 20 * kMiB);   // large, < 10 MiB
+  EXPECT_EQ(CachingAllocator::segment_size(11 * kMiB), 12 * kMiB);  // rounded to 2 MiB
+}
+
+TEST(CachingAllocator, FreedBlocksAreReusedOnlyByTheirStream) {
+  CachingAllocator a(kGiB);
+  ASSERT_TRUE(a.allocate(1, 100 * kMiB, 0));
+  a.free(1);
+  EXPECT_EQ(a.allocated(), 0);
+  EXPECT_EQ(a.reserved(), 100 * kMiB);  // cached, still reserved
+  ASSERT_TRUE(a.allocate(2, 100 * kMiB, 0));
+  EXPECT_EQ(a.reserved(), 100 * kMiB);  // reused on the same stream
+  a.free(2);
+  ASSERT_TRUE(a.allocate(3, 100 * kMiB, 1));
+  EXPECT_EQ(a.reserved(), 200 * kMiB);  // another stream cannot use it
+}
+
+TEST(CachingAllocator, SplitsLargeSegmentsAndCoalescesOnFree) {
+  CachingAllocator a(kGiB);
+  ASSERT_TRUE(a.allocate(1, 3 * kMiB, 0));  // a 20 MiB segment
+  ASSERT_TRUE(a.allocate(2, 3 * kMiB, 0));  // split from the same segment
+  EXPECT_EQ(a.reserved(), 20 * kMiB);
+  EXPECT_EQ(a.segments(), 1);
+  a.free(1);
+  a.free(2);
+  ASSERT_TRUE(a.allocate(3, 18 * kMiB, 0));  // needs the coalesced block
+  EXPECT_EQ(a.reserved(), 20 * kMiB);
+}
+
+TEST(CachingAllocator, ReleasesCachedSegmentsBeforeReportingOutOfMemory) {
+  CachingAllocator a(100 * kMiB);
+  ASSERT_TRUE(a.allocate(1, 60 * kMiB, 0));
+  a.free(1);
+  ASSERT_TRUE(a.allocate(2, 70 * kMiB, 1));  // only fits after the stream-0 cache is released
+  EXPECT_EQ(a.reserved(), 70 * kMiB);
+  EXPECT_FALSE(a.allocate(3, 40 * kMiB, 1));
+  EXPECT_EQ(a.allocated(), 70 * kMiB);  // a failed allocation changes nothing
+}
+
+TEST(CachingAllocator, ExpandableSegmentsGrowInPlaceInsteadOfFragmenting) {
+  // A growing sequence of large requests: classic segments keep every size, expandable grows one.
+  CachingAllocator classic(8 * kGiB), expandable(8 * kGiB, {true});
+  BufferId id = 0;
+  for (Bytes mb : {100, 150, 200, 250}) {
+    ASSERT_TRUE(classic.allocate(id, mb * kMiB, 0));
+    ASSERT_TRUE(expandable.allocate(id, mb * kMiB, 0));
+    classic.free(id);
+    expandable.free(id);
+    ++id;
+  }
+  EXPECT_EQ(classic.reserved(), (100 + 150 + 200 + 250) * kMiB);
+  EXPECT_EQ(expandable.reserved(), 250 * kMiB);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

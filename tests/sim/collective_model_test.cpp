@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/sim/collective_model.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+CollectiveModel h100() { return CollectiveModel(*find_cluster_preset("h100-sxm-80gb")); }
+
+TEST(CollectiveModel, RingLatencyMatchesWhatNcclPrintedOnTwoH100Nodes) {
+  // nccl issue #1519: 16 ranks on 2 nodes, ring all-gather latency LL 23.3, LL128 44.6, Simple 70.0 µs.
+  const auto m = h100();
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::ll), 23.3, 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::ll128), 44.6, 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::simple), 70.0, 1e-9);
+}
+
+TEST(CollectiveModel, DerivedSimpleLatenciesByScale) {
+  const auto m = h100();
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 8, 1, NcclProtocol::simple), 32.2, 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 32, 4, NcclProtocol::simple), 145.6, 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 64, 8, NcclProtocol::simple), 296.8, 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 128, 16, NcclProtocol::simple), 599.2, 1e-9);
+  // all-reduce takes twice the steps
+  EXPECT_NEAR(m.latency_us(OpKind::all_reduce, 8, 1, NcclProtocol::simple), 8.4 + 14 * 3.4, 1e-9);
+}
+
+TEST(CollectiveModel, LargeAllGatherIsLatencyPlusRingTrafficOverBusBandwidth) {
+  const auto m = h100();
+  const Bytes s = kGiB;
+  const auto e = m.estimate(OpKind::all_gather, s, 8, 1);
+  EXPECT_EQ(e.protocol, NcclProtocol::simple);
+  const double busbw = 450e9 * 0.80;  // ≈360 GB/s measured on 8×H100
+  const double expected_s = 32.2e-6 + static_cast<double>(s) * 7.0 / 8.0 / busbw;
+  EXPECT_NEAR(static_cast<double>(e.time), expected_s * 1e9, 1.0);
+  EXPECT_NEAR(e.busbw / 1e9, 360.0, 8.0);  // large messages approach the measured busbw
+}
+
+TEST(CollectiveModel, AllReduceMovesTwiceTheTrafficOfReduceScatter) {
+  const auto m = h100();
+  const auto rs = m.estimate(OpKind::reduce_scatter, 4 * kGiB, 8, 1);
+  const auto ar = m.estimate(OpKind::all_reduce, 4 * kGiB, 8, 1);
+  // NVLS gives all-reduce more bus bandwidth, but it still moves 2(n−1)/n of the buffer.
+  const double ratio = static_cast<double>(ar.time) / static_cast<double>(rs.time);
+  EXPECT_NEAR(ratio, 2.0 / 1.32, 0.02);
+}
+
+TEST(CollectiveModel, SmallMessagesAreLatencyBoundAndPickLowLatencyProtocols) {
+  const auto m = h100();
+  const auto e = m.estimate(OpKind::all_gather, 4 * kKiB, 8, 1);
+  EXPECT_EQ(e.protocol, NcclProtocol::ll);
+  EXPECT_LT(e.time, 20 * kNsPerUs);
+}
+
+TEST(CollectiveModel, MultiNodeBusBandwidthFollowsTheMeasuredCurve) {
+  const auto m = h100();
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 16, 2) / 1e9, 185.0, 1e-6);
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 128, 16) / 1e9, 55.0, 1e-6);
+  const double between = m.bus_bandwidth(OpKind::all_gather, 24, 3) / 1e9;
+  EXPECT_LT(between, 185.0);
+  EXPECT_GT(between, 119.0);
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_reduce, 16, 2) / 1e9, 95.0, 1e-6);
+  EXPECT_EQ(m.estimate(OpKind::all_gather, kGiB, 1, 1).time, 0);  // one rank moves nothing
+}
+
+}  // namespace
+}  // namespace shardscope::sim
