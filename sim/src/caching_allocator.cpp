@@ -129,23 +129,18 @@ bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
 }
 
 void CachingAllocator::release_cached() {
-  for (std::size_t s = 0; s < segments_.size(); ++s) {
-    Segment& seg = segments_[s];
+  // A segment is releasable when it is a single free block: one pass over the blocks.
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    Block& b = blocks_[i];
+    if (b.size == 0 || b.allocated || b.prev >= 0 || b.next >= 0) continue;
+    Segment& seg = segments_[static_cast<std::size_t>(b.segment)];
     if (!seg.live) continue;
-    // A segment is releasable when it is one free block.
-    for (std::size_t i = 0; i < blocks_.size(); ++i) {
-      Block& b = blocks_[i];
-      if (b.segment == static_cast<int>(s) && b.size > 0 && !b.allocated && b.prev < 0 && b.next < 0) {
-        erase_free(static_cast<int>(i));
-        b.size = 0;
-        seg.live = false;
-        reserved_ -= seg.size;
-        --live_segments_;
-        if (expandable_segment_[static_cast<std::size_t>(seg.pool)] == static_cast<int>(s)) {
-          expandable_segment_[static_cast<std::size_t>(seg.pool)] = -1;
-        }
-      }
-    }
+    erase_free(static_cast<int>(i));
+    b.size = 0;
+    seg.live = false;
+    reserved_ -= seg.size;
+    --live_segments_;
+    if (expandable_segment_[static_cast<std::size_t>(seg.pool)] == b.segment) expandable_segment_[static_cast<std::size_t>(seg.pool)] = -1;
   }
 }
 

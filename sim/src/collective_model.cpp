@@ -50,7 +50,8 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int no
       if (nodes > table.back().first) gbps = table.back().second * table.back().first / nodes;
     }
     if (kind == OpKind::all_reduce) gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
-    return gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
+    const double scaled = gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
+    return std::max(scaled, cluster_.network.bandwidth * params_.multi_node_min_nic_fraction);
   }
   const double bw = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
   return kind == OpKind::all_reduce ? bw * params_.nvls_allreduce_gain : bw;

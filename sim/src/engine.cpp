@@ -47,6 +47,20 @@ class Engine {
     result_.capacity = costs.cluster().gpu.memory;
     stream_is_cpu_.reserve(s_.streams.size());
     for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
+    // Outstanding dependencies per op, and who to tell when an op completes.
+    pending_deps_.assign(n_, 0);
+    dependents_start_.assign(n_ + 1, 0);
+    for (const auto& op : s_.ops) {
+      for (OpId d : op.deps) ++dependents_start_[static_cast<std::size_t>(d) + 1];
+    }
+    for (std::size_t i = 0; i < n_; ++i) dependents_start_[i + 1] += dependents_start_[i];
+    dependents_.resize(dependents_start_[n_]);
+    std::vector<std::size_t> fill(dependents_start_.begin(), dependents_start_.end() - 1);
+    for (std::size_t i = 0; i < n_; ++i) {
+      pending_deps_[i] = static_cast<int>(s_.ops[i].deps.size());
+      for (OpId d : s_.ops[i].deps) dependents_[fill[static_cast<std::size_t>(d)]++] = static_cast<OpId>(i);
+    }
+    last_on_comm_.assign(s_.communicators.size(), kNone);
   }
 
   SimulationResult run() {
@@ -66,16 +80,14 @@ class Engine {
 
  private:
   // ---- CPU
-  bool deps_done(const Op& op) const {
-    return std::all_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return done_[static_cast<std::size_t>(d)]; });
-  }
+  bool deps_done(std::size_t op) const { return pending_deps_[op] == 0; }
 
   void issue_ready() {
     while (next_issue_ < n_ && cpu_free_ <= now_) {
       const auto i = next_issue_;
       const Op& op = s_.ops[i];
       if (stream_is_cpu_[static_cast<std::size_t>(op.stream)]) {
-        if (!deps_done(op)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
+        if (!deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
         memory(i);
         rec_[i].issue = now_;
         const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
@@ -179,7 +191,7 @@ class Engine {
         while (!q.empty() && running_[st] == kNone) {
           const OpId id = q.front();
           const Op& op = s_.ops[static_cast<std::size_t>(id)];
-          if (!deps_done(op)) break;
+          if (!deps_done(static_cast<std::size_t>(id))) break;
           if (op.comm != kNone && comm_queue_[static_cast<std::size_t>(op.comm)].front() != id) break;
           q.pop_front();
           start(id, st);
@@ -206,7 +218,7 @@ class Engine {
     };
     consider(last_end_on_stream_[stream], Binding::stream);
     for (OpId d : op.deps) consider(d, Binding::dependency);
-    if (op.comm != kNone) consider(last_on_comm_.count(op.comm) ? last_on_comm_[op.comm] : kNone, Binding::communicator);
+    if (op.comm != kNone) consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
     begin(id, why, pred);
     running_[stream] = id;
     const auto& c = cost_[static_cast<std::size_t>(id)];
@@ -241,7 +253,10 @@ class Engine {
     if (op.comm != kNone) {
       auto& q = comm_queue_[static_cast<std::size_t>(op.comm)];
       if (!q.empty() && q.front() == id) q.pop_front();
-      last_on_comm_[op.comm] = id;
+      last_on_comm_[static_cast<std::size_t>(op.comm)] = id;
+    }
+    for (std::size_t k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
+      --pending_deps_[static_cast<std::size_t>(dependents_[k])];
     }
   }
 
@@ -265,7 +280,7 @@ class Engine {
     for (const auto& a : active_) next = std::min(next, a.finish);
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
     const bool blocked = next_issue_ < n_ && stream_is_cpu_[static_cast<std::size_t>(s_.ops[next_issue_].stream)] &&
-                         !deps_done(s_.ops[next_issue_]);
+                         !deps_done(next_issue_);
     if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
     return next;
   }
@@ -322,7 +337,10 @@ class Engine {
   std::vector<OpId> running_;
   std::vector<OpId> last_end_on_stream_;
   std::vector<std::deque<OpId>> comm_queue_;
-  std::map<CommId, OpId> last_on_comm_;
+  std::vector<OpId> last_on_comm_;
+  std::vector<int> pending_deps_;
+  std::vector<std::size_t> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
+  std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<Bytes> by_category_;
   bool rates_dirty_ = true;

@@ -40,7 +40,7 @@ expect no-command 2 'subcommand' --
 
 expect lower-summary 0 'lowered .*: [0-9]+ ops' -- lower "$examples/llama3-8b-h100x8.yaml"
 expect lower-order-first 0 '^ +0  copy_in root  forward it0 mb0 on all_gather_copy_in' -- lower "$examples/llama3-8b-h100x8.yaml" --order
-expect lower-order-hsdp 0 'all_reduce layers.3  backward it0 mb1 on all_reduce via replicate\(8 ranks\)' -- lower "$examples/llama3-405b-hsdp-128-nodes.yaml" --order --set training.grad_accum=2
+expect lower-order-hsdp 0 'all_reduce layers.3  backward it0 mb1 on all_reduce via replicate\(2 ranks\)' -- lower "$examples/llama3-405b-hsdp-128-nodes.yaml" --order --set training.grad_accum=2
 expect lower-bad-input 2 'fsdp.reshard_after_forward' -- lower "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_forward=3
 tmpdir=$(mktemp -d)
 expect lower-json 0 'wrote' -- lower "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/ir.json"

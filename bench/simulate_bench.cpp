@@ -1,0 +1,50 @@
+// Lowering and simulation speed (issue #4 goals: ≤ 1 ms for Llama 3.1 405B on 128 × 8 GPUs).
+#include <benchmark/benchmark.h>
+
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/sim/engine.hpp"
+#include "shardscope/sim/metrics.hpp"
+
+namespace {
+
+using namespace shardscope;
+
+Scenario scenario_405b() {
+  return load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-405b-hsdp-128-nodes.yaml");
+}
+
+void BM_Lower(benchmark::State& state) {
+  const auto s = scenario_405b();
+  for (auto _ : state) benchmark::DoNotOptimize(lower(s));
+  state.counters["ops"] = static_cast<double>(lower(s).ops.size());
+}
+BENCHMARK(BM_Lower)->Unit(benchmark::kMicrosecond);
+
+void BM_Simulate(benchmark::State& state) {
+  const auto s = scenario_405b();
+  const auto schedule = lower(s);
+  const sim::CostModel costs(s);
+  sim::SimOptions options;
+  options.record_memory_samples = false;
+  for (auto _ : state) benchmark::DoNotOptimize(sim::simulate(schedule, costs, options));
+}
+BENCHMARK(BM_Simulate)->Unit(benchmark::kMicrosecond);
+
+// The whole pipeline the sweep and the GUI run per configuration.
+void BM_LowerAndSimulate(benchmark::State& state) {
+  const auto s = scenario_405b();
+  sim::SimOptions options;
+  options.record_memory_samples = false;
+  for (auto _ : state) {
+    const auto schedule = lower(s);
+    const sim::CostModel costs(s);
+    const auto result = sim::simulate(schedule, costs, options);
+    benchmark::DoNotOptimize(sim::summarize(s, schedule, result));
+  }
+}
+BENCHMARK(BM_LowerAndSimulate)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
