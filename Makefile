@@ -22,7 +22,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) --parallel $(JOBS)
 
 run: build
-	@$(SHARDSCOPE) validate $(SCENARIO)
+	@$(SHARDSCOPE) simulate $(SCENARIO) --json $(BUILD_DIR)/default-summary.json --trace $(BUILD_DIR)/default-trace.json
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS)

@@ -39,7 +39,17 @@ struct LowerArgs {
   bool order = false;     // --order: print the CPU issue order
 };
 
+struct SweepArgs {
+  ScenarioArgs scenario;
+  std::vector<std::string> grid;  // --grid key=v1,v2
+  std::string memory_budget;      // --memory-budget 80GiB
+  std::string csv_path;
+  std::string json_path;
+  unsigned threads = 0;
+};
+
 int run_presets();
+int run_sweep(const SweepArgs& args);
 int run_simulate(const SimulateArgs& args);
 int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);

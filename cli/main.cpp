@@ -14,7 +14,7 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 4> kCommands{"presets", "validate", "lower", "simulate"};
+constexpr std::array<std::string_view, 5> kCommands{"presets", "validate", "lower", "simulate", "sweep"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> names(kCommands.begin(), kCommands.end());
       const auto guess = shardscope::closest_match(cmd, names);
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
-      fmt::print(stderr, "commands: presets, validate, lower, simulate; see shardscope --help\n");
+      fmt::print(stderr, "commands: presets, validate, lower, simulate, sweep; see shardscope --help\n");
       return kExitBadInput;
     }
   }
@@ -71,6 +71,15 @@ int main(int argc, char** argv) {
   simulate->add_flag("--expandable-segments", sim_args.expandable_segments,
                      "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
 
+  SweepArgs sweep_args;
+  auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
+  add_scenario_args(sweep, sweep_args.scenario);
+  sweep->add_option("--grid", sweep_args.grid, "an axis: key=v1,v2,... (repeatable)")->required()->type_name("KEY=V1,V2");
+  sweep->add_option("--memory-budget", sweep_args.memory_budget, "reserved memory a configuration may use")->type_name("SIZE");
+  sweep->add_option("--csv", sweep_args.csv_path, "write all results as CSV")->type_name("FILE");
+  sweep->add_option("--json", sweep_args.json_path, "write all results as JSON (shardscope.sweep/1)")->type_name("FILE");
+  sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -87,6 +96,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("validate")) return run_validate(validate_args);
     if (app.got_subcommand("lower")) return run_lower(lower_args);
     if (app.got_subcommand("simulate")) return run_simulate(sim_args);
+    if (app.got_subcommand("sweep")) return run_sweep(sweep_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);
     return kExitBadInput;

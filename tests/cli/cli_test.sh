@@ -49,5 +49,24 @@ expect lower-json-unwritable 2 'cannot open for writing' -- lower "$examples/fsd
 if [[ ! -e "$tmpdir/missing" ]]; then echo "ok   lower-json-nothing-half-written"; passed=$((passed + 1)); else echo "FAIL lower-json-nothing-half-written"; failed=$((failed + 1)); fi
 rm -rf "$tmpdir"
 
+tmpdir=$(mktemp -d)
+expect simulate-table 0 'tokens/s per GPU' -- simulate "$examples/llama3-8b-h100x8.yaml"
+expect simulate-units 0 'step time +[0-9.]+ (s|ms)' -- simulate "$examples/llama3-8b-h100x8.yaml"
+expect simulate-shortcuts 0 'llama2-7b \(16 GPUs\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --model llama2-7b --nodes 2
+expect simulate-outputs 0 'wrote .*trace.json' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/s.json" --timeline "$tmpdir/t.json" --trace "$tmpdir/trace.json"
+for key in step_time_s tokens_per_s_per_gpu mfu phase_time_s peak_memory allocated_bytes reserved_bytes capacity_bytes fits by_category peak_allocated_by_phase_bytes overlap_fraction exposed_s collectives; do
+  if grep -q "\"$key\"" "$tmpdir/s.json"; then passed=$((passed + 1)); else echo "FAIL summary lacks $key"; failed=$((failed + 1)); fi
+done
+if grep -q '"schema": "shardscope.timeline/1"' "$tmpdir/t.json" && grep -q '"traceEvents"' "$tmpdir/trace.json"; then echo "ok   simulate-files"; passed=$((passed + 1)); else echo "FAIL simulate-files"; failed=$((failed + 1)); fi
+expect simulate-bad-model 2 "unknown model preset 'llama9'" -- simulate "$examples/llama3-8b-h100x8.yaml" --model llama9
+expect simulate-unwritable 2 'cannot open for writing' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --trace "$tmpdir/no/such/dir.json"
+expect sweep-table 0 '4 configurations, [0-9]+ fit' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,false --grid training.micro_batch=1,2 --csv "$tmpdir/s.csv" --threads 2
+if [[ $(wc -l < "$tmpdir/s.csv") -eq 5 ]] && head -1 "$tmpdir/s.csv" | grep -q 'tokens_per_s_per_gpu'; then echo "ok   sweep-csv"; passed=$((passed + 1)); else echo "FAIL sweep-csv"; failed=$((failed + 1)); fi
+expect sweep-progress 0 'sweep: 100 % \(2/2 configurations\)' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1,2
+expect sweep-invalid-point 0 'invalid: fsdp.reshard_after_forward' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,3
+expect sweep-bad-grid 2 'key=v1,v2' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid nonsense
+expect sweep-bad-budget 2 'memory-budget' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget lots
+rm -rf "$tmpdir"
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,0 +1,108 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <mutex>
+
+#include "commands.hpp"
+#include "shardscope/core/schedule_io.hpp"
+#include "shardscope/sim/sweep.hpp"
+
+namespace shardscope::cli {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_interrupt(int) { g_cancel.store(true); }
+
+// A progress bar on a terminal, a line every 10 % otherwise.
+class Progress {
+ public:
+  explicit Progress(std::size_t total) : total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+  void update(std::size_t done) {
+    std::lock_guard lock(mutex_);
+    const int pct = static_cast<int>(100 * done / std::max<std::size_t>(1, total_));
+    if (tty_) {
+      const int filled = pct * 30 / 100;
+      fmt::print(stderr, "\r[{:<30}] {:>3} % ({}/{} configurations)", std::string(static_cast<std::size_t>(filled), '#'), pct,
+                 done, total_);
+      if (done == total_) fmt::print(stderr, "\n");
+    } else if (pct >= next_pct_ || done == total_) {
+      fmt::print(stderr, "sweep: {} % ({}/{} configurations)\n", pct, done, total_);
+      next_pct_ = pct / 10 * 10 + 10;
+    }
+  }
+
+ private:
+  std::size_t total_;
+  bool tty_;
+  int next_pct_ = 10;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+int run_sweep(const SweepArgs& args) {
+  std::vector<Problem> problems;
+  std::vector<sim::SweepAxis> axes;
+  for (const auto& g : args.grid) {
+    if (auto axis = sim::parse_sweep_axis(g, problems)) axes.push_back(std::move(*axis));
+  }
+  std::optional<Bytes> budget;
+  if (!args.memory_budget.empty()) {
+    budget = parse_bytes(args.memory_budget);
+    if (!budget || *budget <= 0) problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
+  }
+  throw_if_any(std::move(problems));
+  // Validate the base scenario first, so a broken file fails once and clearly.
+  const Scenario base_scenario = load_scenario_args(args.scenario);
+  (void)base_scenario;
+  ConfigTree tree = load_config_file(args.scenario.path);
+  for (const auto& o : args.scenario.overrides) apply_override(tree, o, problems);
+  throw_if_any(std::move(problems));
+
+  std::size_t total = 1;
+  for (const auto& a : axes) total *= a.values.size();
+  Progress progress(total);
+  sim::SweepOptions options;
+  options.threads = args.threads;
+  options.memory_budget = budget;
+  options.progress = [&](std::size_t done, std::size_t) { progress.update(done); };
+  options.cancel = &g_cancel;
+  auto previous = std::signal(SIGINT, on_interrupt);
+  const auto points = sim::sweep(tree, args.scenario.path, axes, options);
+  std::signal(SIGINT, previous);
+  if (g_cancel.load()) fmt::print(stderr, "sweep: interrupted; {} of {} configurations done\n", points.size(), total);
+
+  std::string header;
+  for (const auto& a : axes) header += fmt::format("{:<24} ", a.key);
+  fmt::print("{:>4}  {}{:>16} {:>12} {:>13}  {}\n", "rank", header, "tokens/s/GPU", "step", "reserved", "");
+  std::size_t rank = 0, fitting = 0, pareto = 0;
+  for (const auto& p : points) {
+    std::string cells;
+    for (const auto& v : p.values) cells += fmt::format("{:<24} ", v);
+    ++rank;
+    if (!p.error.empty()) {
+      fmt::print("{:>4}  {}invalid: {}\n", rank, cells, p.error);
+      continue;
+    }
+    fitting += p.fits;
+    pareto += p.pareto;
+    fmt::print("{:>4}  {}{:>16.0f} {:>12} {:>13}  {}{}\n", rank, cells, p.summary.tokens_per_s_per_gpu,
+               format_duration(p.summary.step_time), format_bytes(p.summary.peak_reserved), p.fits ? "fits" : "does not fit",
+               p.pareto ? "  * Pareto" : "");
+  }
+  fmt::print("{} configurations, {} fit{}, {} on the Pareto front (throughput vs reserved memory)\n", points.size(), fitting,
+             budget ? fmt::format(" in {}", format_bytes(*budget)) : std::string(), pareto);
+  if (!args.csv_path.empty()) {
+    write_text_file_atomic(args.csv_path, sim::sweep_csv(axes, points));
+    fmt::print("wrote {}\n", args.csv_path);
+  }
+  if (!args.json_path.empty()) {
+    write_text_file_atomic(args.json_path, sim::sweep_json(axes, points));
+    fmt::print("wrote {}\n", args.json_path);
+  }
+  return g_cancel.load() ? kExitFailure : kExitOk;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,50 @@
+#pragma once
+// Simulates the cartesian product of scenario overrides on a pool of threads.
+// Each point: apply its overrides to the base tree, validate, lower, simulate, summarize.
+// A point fits when nothing ran out of memory and its peak reserved memory is within the budget
+// (default: GPU capacity). The Pareto front is the fitting points no other fitting point beats on
+// both tokens/s per GPU (higher) and peak reserved memory (lower). Results are sorted best first:
+// fitting points by tokens/s, then points that do not fit, then invalid ones; ties keep grid order.
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/sim/metrics.hpp"
+
+namespace shardscope::sim {
+
+struct SweepAxis {
+  std::string key;                  // dotted scenario key
+  std::vector<std::string> values;  // YAML scalars
+};
+
+/// Parses "key=v1,v2,v3". Adds a Problem on a malformed axis.
+std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems);
+
+struct SweepPoint {
+  std::size_t index = 0;                 // position in the grid (row-major, first axis slowest)
+  std::vector<std::string> values;       // one per axis
+  std::string error;                     // validation problems; empty when valid
+  Summary summary;
+  bool fits = false;
+  bool pareto = false;
+};
+
+struct SweepOptions {
+  unsigned threads = 0;                  // 0: all hardware threads
+  std::optional<Bytes> memory_budget;    // default: each point's GPU capacity
+  std::function<void(std::size_t done, std::size_t total)> progress;  // called from worker threads
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes,
+                              const SweepOptions& options);
+
+std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
+std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,179 @@
+#include "shardscope/sim/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/sim/engine.hpp"
+
+namespace shardscope::sim {
+
+std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    problems.push_back({"--grid", std::string(text), "a grid axis must look like key=v1,v2,...",
+                        "e.g. --grid fsdp.reshard_after_forward=true,false"});
+    return std::nullopt;
+  }
+  SweepAxis axis;
+  axis.key = std::string(text.substr(0, eq));
+  std::string cur;
+  for (char c : text.substr(eq + 1)) {
+    if (c == ',') {
+      axis.values.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  axis.values.push_back(cur);
+  if (std::any_of(axis.values.begin(), axis.values.end(), [](const std::string& v) { return v.empty(); })) {
+    problems.push_back({"--grid", axis.key, "empty value in the list", "v1,v2,... without empty entries"});
+    return std::nullopt;
+  }
+  return axis;
+}
+
+namespace {
+
+SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes, std::size_t index,
+                    const SweepOptions& options) {
+  SweepPoint p;
+  p.index = index;
+  std::size_t rest = index;
+  p.values.resize(axes.size());
+  for (std::size_t a = axes.size(); a-- > 0;) {
+    p.values[a] = axes[a].values[rest % axes[a].values.size()];
+    rest /= axes[a].values.size();
+  }
+  ConfigTree tree = base;
+  std::vector<Problem> problems;
+  for (std::size_t a = 0; a < axes.size(); ++a) apply_override(tree, axes[a].key + "=" + p.values[a], problems);
+  try {
+    throw_if_any(std::move(problems));
+    const Scenario scenario = read_scenario(tree, file);
+    const Schedule schedule = lower(scenario);
+    const CostModel costs(scenario);
+    SimOptions sim_options;
+    sim_options.record_memory_samples = false;
+    const auto result = simulate(schedule, costs, sim_options);
+    p.summary = summarize(scenario, schedule, result);
+    const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
+    p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
+  } catch (const ValidationError& e) {
+    for (const auto& problem : e.problems()) p.error += (p.error.empty() ? "" : "; ") + problem.key + ": " + problem.message;
+  }
+  return p;
+}
+
+void mark_pareto(std::vector<SweepPoint>& points) {
+  for (auto& p : points) {
+    if (!p.fits) continue;
+    p.pareto = std::none_of(points.begin(), points.end(), [&](const SweepPoint& q) {
+      if (!q.fits || &q == &p) return false;
+      const bool no_worse = q.summary.tokens_per_s_per_gpu >= p.summary.tokens_per_s_per_gpu &&
+                            q.summary.peak_reserved <= p.summary.peak_reserved;
+      const bool better = q.summary.tokens_per_s_per_gpu > p.summary.tokens_per_s_per_gpu ||
+                          q.summary.peak_reserved < p.summary.peak_reserved;
+      return no_worse && better;
+    });
+  }
+}
+
+int rank(const SweepPoint& p) { return !p.error.empty() ? 2 : p.fits ? 0 : 1; }
+
+}  // namespace
+
+std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes,
+                              const SweepOptions& options) {
+  std::size_t total = 1;
+  for (const auto& a : axes) total *= a.values.size();
+  std::vector<SweepPoint> points(total);
+  std::atomic<std::size_t> next{0}, done{0};
+  const unsigned threads = std::max(1u, std::min<unsigned>(options.threads ? options.threads : std::thread::hardware_concurrency(),
+                                                            static_cast<unsigned>(total)));
+  std::vector<std::thread> pool;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      while (!(options.cancel && options.cancel->load())) {
+        const std::size_t i = next.fetch_add(1);
+        if (i >= total) break;
+        try {
+          points[i] = evaluate(base, file, axes, i, options);
+        } catch (...) {
+          std::lock_guard lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+        }
+        const std::size_t d = done.fetch_add(1) + 1;
+        if (options.progress) options.progress(d, total);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+  if (options.cancel && options.cancel->load()) {
+    points.erase(std::remove_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.values.empty(); }), points.end());
+  }
+  mark_pareto(points);
+  std::stable_sort(points.begin(), points.end(), [](const SweepPoint& a, const SweepPoint& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) == 2) return a.index < b.index;
+    return a.summary.tokens_per_s_per_gpu > b.summary.tokens_per_s_per_gpu;
+  });
+  return points;
+}
+
+std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points) {
+  auto quote = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  std::string out;
+  for (const auto& a : axes) out += quote(a.key) + ",";
+  out += "step_time_s,tokens_per_s_per_gpu,mfu,peak_allocated_bytes,peak_reserved_bytes,capacity_bytes,fits,pareto,"
+         "comm_exposed_s,error\n";
+  for (const auto& p : points) {
+    for (const auto& v : p.values) out += quote(v) + ",";
+    const auto& s = p.summary;
+    out += fmt::format("{:.9g},{:.6g},{:.6g},{},{},{},{},{},{:.9g},{}\n", ns_to_s(s.step_time), s.tokens_per_s_per_gpu, s.mfu,
+                       s.peak_allocated, s.peak_reserved, s.capacity, p.fits, p.pareto, ns_to_s(s.comm_exposed), quote(p.error));
+  }
+  return out;
+}
+
+std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points) {
+  nlohmann::ordered_json j;
+  j["schema"] = "shardscope.sweep/1";
+  nlohmann::ordered_json ax = nlohmann::ordered_json::array();
+  for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
+  j["axes"] = ax;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& p : points) {
+    nlohmann::ordered_json settings = nlohmann::ordered_json::object();
+    for (std::size_t a = 0; a < axes.size(); ++a) settings[axes[a].key] = p.values[a];
+    const auto& s = p.summary;
+    rows.push_back({{"settings", settings},
+                    {"step_time_s", ns_to_s(s.step_time)},
+                    {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+                    {"mfu", s.mfu},
+                    {"peak_allocated_bytes", s.peak_allocated},
+                    {"peak_reserved_bytes", s.peak_reserved},
+                    {"capacity_bytes", s.capacity},
+                    {"fits", p.fits},
+                    {"pareto", p.pareto},
+                    {"comm_exposed_s", ns_to_s(s.comm_exposed)},
+                    {"error", p.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)}});
+  }
+  j["points"] = rows;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace shardscope::sim
