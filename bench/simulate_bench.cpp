@@ -28,6 +28,7 @@ void BM_Simulate(benchmark::State& state) {
   const sim::CostModel costs(s);
   sim::SimOptions options;
   options.record_memory_samples = false;
+  options.record_timeline = false;
   for (auto _ : state) benchmark::DoNotOptimize(sim::simulate(schedule, costs, options));
 }
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMicrosecond);
@@ -37,6 +38,7 @@ void BM_LowerAndSimulate(benchmark::State& state) {
   const auto s = scenario_405b();
   sim::SimOptions options;
   options.record_memory_samples = false;
+  options.record_timeline = false;
   for (auto _ : state) {
     const auto schedule = lower(s);
     const sim::CostModel costs(s);

@@ -73,7 +73,7 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
         add(key + ".deps", fmt::format("waits on op {}, which is issued after it", d), "ops wait only on earlier-issued ops");
       }
     }
-    auto check_ids = [&](const std::vector<BufferId>& ids, const char* field) {
+    auto check_ids = [&](const IdList& ids, const char* field) {
       for (BufferId b : ids) {
         if (!in_range(b, s.buffers.size())) add(fmt::format("{}.{}", key, field), fmt::format("buffer {} does not exist", b));
       }

@@ -12,7 +12,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json ids(const std::vector<std::int32_t>& v) {
+Json ids(const IdList& v) {
   Json out = Json::array();
   for (auto x : v) out.push_back(x);
   return out;

@@ -1,5 +1,7 @@
 #include "shardscope/sim/caching_allocator.hpp"
 
+#include <algorithm>
+
 namespace shardscope::sim {
 namespace {
 constexpr Bytes kMinBlockSize = 512;
@@ -35,18 +37,23 @@ int CachingAllocator::pool_of(StreamId stream, bool small) {
 
 void CachingAllocator::insert_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].insert({blk.size, blk.segment, blk.offset, b});
+  auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
+  const FreeKey key{blk.size, blk.segment, blk.offset, b};
+  list.insert(std::lower_bound(list.begin(), list.end(), key), key);
 }
 
 void CachingAllocator::erase_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase({blk.size, blk.segment, blk.offset, b});
+  auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
+  const FreeKey key{blk.size, blk.segment, blk.offset, b};
+  const auto it = std::lower_bound(list.begin(), list.end(), key);
+  if (it != list.end() && *it == key) list.erase(it);
 }
 
 int CachingAllocator::find_free(int pool, Bytes size) const {
-  const auto& set = free_[static_cast<std::size_t>(pool)];
-  auto it = set.lower_bound({size, -1, -1, -1});
-  return it == set.end() ? -1 : std::get<3>(*it);
+  const auto& list = free_[static_cast<std::size_t>(pool)];
+  const auto it = std::lower_bound(list.begin(), list.end(), FreeKey{size, -1, -1, -1});
+  return it == list.end() ? -1 : std::get<3>(*it);
 }
 
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
@@ -167,16 +174,16 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
     }
   }
   take(b, rounded);
-  live_[id] = b;
+  if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);
+  live_[static_cast<std::size_t>(id)] = b;
   allocated_ += rounded;
   return true;
 }
 
 void CachingAllocator::free(BufferId id) {
-  auto it = live_.find(id);
-  if (it == live_.end()) return;
-  int b = it->second;
-  live_.erase(it);
+  if (!owns(id)) return;
+  int b = live_[static_cast<std::size_t>(id)];
+  live_[static_cast<std::size_t>(id)] = -1;
   Block* blk = &blocks_[static_cast<std::size_t>(b)];
   allocated_ -= blk->size;
   blk->allocated = false;

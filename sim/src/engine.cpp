@@ -304,6 +304,10 @@ class Engine {
   }
 
   void finish_timeline() {
+    if (!options_.record_timeline) {
+      result_.ops = std::move(rec_);
+      return;
+    }
     auto& t = result_.timeline;
     t.name = s_.name;
     t.source = "simulated";

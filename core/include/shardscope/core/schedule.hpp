@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardscope/core/small_vector.hpp"
 #include "shardscope/core/units.hpp"
 
 namespace shardscope {
@@ -21,6 +22,8 @@ using CommId = std::int32_t;
 using OpId = std::int32_t;
 using BufferId = std::int32_t;
 inline constexpr std::int32_t kNone = -1;
+/// Ids an op refers to: one or two almost always, so they live inline.
+using IdList = SmallVector<std::int32_t, 3>;
 
 enum class StreamKind {
   cpu,            // the Python thread that issues everything (and runs CPU work)
@@ -102,10 +105,10 @@ struct Op {
   Flops attention_flops = 0;  // the part of `flops` in attention kernels (flash attention), ≤ flops
   std::optional<TimeNs> fixed_time;  // overrides every cost model
   std::string label;        // what PyTorch calls it, e.g. "prefetch", "embed", "head+loss"
-  std::vector<OpId> deps;   // ops this one waits for (cross-stream events, CPU waits)
-  std::vector<BufferId> allocs;
-  std::vector<BufferId> frees;
-  std::vector<BufferId> uses;
+  IdList deps;    // ops this one waits for (cross-stream events, CPU waits)
+  IdList allocs;  // buffers
+  IdList frees;
+  IdList uses;
 };
 
 struct Buffer {

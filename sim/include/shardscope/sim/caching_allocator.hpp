@@ -29,7 +29,9 @@ class CachingAllocator {
   /// Allocates `size` bytes for `stream`; returns false (and changes nothing) when out of memory.
   bool allocate(BufferId id, Bytes size, StreamId stream);
   void free(BufferId id);
-  bool owns(BufferId id) const { return live_.count(id) > 0; }
+  bool owns(BufferId id) const {
+    return id >= 0 && static_cast<std::size_t>(id) < live_.size() && live_[static_cast<std::size_t>(id)] >= 0;
+  }
 
   Bytes allocated() const { return allocated_; }  // rounded block sizes, as torch.cuda.memory_allocated
   Bytes reserved() const { return reserved_; }    // segments, as torch.cuda.memory_reserved
@@ -68,11 +70,11 @@ class CachingAllocator {
   AllocatorParams params_;
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
-  std::vector<std::set<FreeKey>> free_;             // per pool
+  std::vector<std::vector<FreeKey>> free_;          // per pool, sorted (few entries: flat beats a tree)
   std::vector<bool> pool_small_;
   std::map<std::pair<StreamId, bool>, int> pools_;
   std::vector<int> expandable_segment_;               // per pool, -1 if none
-  std::map<BufferId, int> live_;                      // buffer → block
+  std::vector<int> live_;                             // buffer → block, -1 when not allocated
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
   int live_segments_ = 0;

@@ -27,6 +27,7 @@ namespace shardscope::sim {
 struct SimOptions {
   AllocatorParams allocator;
   bool record_memory_samples = true;  // off in sweeps: peaks are still tracked
+  bool record_timeline = true;        // off in sweeps: per-op records and peaks are still kept
 };
 
 /// Why an op started when it did (its critical predecessor).
