@@ -69,10 +69,12 @@ int CachingAllocator::take(int b, Bytes size) {
     tail.segment = blk.segment;
     tail.prev = b;
     tail.next = blk.next;
+    tail.mapped = blk.mapped;
     blocks_.push_back(tail);
     const int t = static_cast<int>(blocks_.size() - 1);
     Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: push_back may reallocate
     if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
+    if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
     head.next = t;
     head.size = size;
     insert_free(t);
@@ -83,6 +85,7 @@ int CachingAllocator::take(int b, Bytes size) {
 
 int CachingAllocator::new_segment(int pool, Bytes size) {
   segments_.push_back({pool, size, true});
+  segment_tail_.push_back(static_cast<int>(blocks_.size()));
   Block blk;
   blk.size = size;
   blk.segment = static_cast<int>(segments_.size() - 1);
@@ -94,54 +97,50 @@ int CachingAllocator::new_segment(int pool, Bytes size) {
   return b;
 }
 
+// Expandable segments: a segment is address space; only mapped pages count as reserved. Growing
+// appends unmapped address space at the end; allocations map what they use.
 bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
   int& seg = expandable_segment_[static_cast<std::size_t>(pool)];
+  Block blk;
+  blk.size = round_up(size, kPage);
+  blk.mapped = false;
   if (seg < 0) {
-    const Bytes grow = round_up(size, kPage);
-    if (reserved_ + grow > capacity_) return false;
-    block_out = new_segment(pool, grow);
-    seg = blocks_[static_cast<std::size_t>(block_out)].segment;
-    return true;
-  }
-  // Extend at the end, reusing a trailing free block.
-  int last = -1;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& b = blocks_[i];
-    if (b.segment == seg && b.next < 0 && b.size > 0) last = static_cast<int>(i);
-  }
-  Block& tail = blocks_[static_cast<std::size_t>(last)];
-  const Bytes have = tail.allocated ? 0 : tail.size;
-  const Bytes grow = round_up(size - have, kPage);
-  if (reserved_ + grow > capacity_) return false;
-  reserved_ += grow;
-  segments_[static_cast<std::size_t>(seg)].size += grow;
-  if (!tail.allocated) {
-    erase_free(last);
-    blocks_[static_cast<std::size_t>(last)].size += grow;
-    insert_free(last);
-    block_out = last;
+    segments_.push_back({pool, blk.size, true});
+    seg = static_cast<int>(segments_.size() - 1);
+    segment_tail_.push_back(-1);
+    ++live_segments_;
   } else {
-    Block blk;
-    blk.offset = tail.offset + tail.size;
-    blk.size = grow;
-    blk.segment = seg;
-    blk.prev = last;
-    blocks_.push_back(blk);
-    const int b = static_cast<int>(blocks_.size() - 1);
-    blocks_[static_cast<std::size_t>(last)].next = b;
-    insert_free(b);
-    block_out = b;
+    const int tail = segment_tail_[static_cast<std::size_t>(seg)];
+    blk.offset = blocks_[static_cast<std::size_t>(tail)].offset + blocks_[static_cast<std::size_t>(tail)].size;
+    blk.prev = tail;
+    segments_[static_cast<std::size_t>(seg)].size += blk.size;
   }
+  blk.segment = seg;
+  blocks_.push_back(blk);
+  const int b = static_cast<int>(blocks_.size() - 1);
+  if (blk.prev >= 0) blocks_[static_cast<std::size_t>(blk.prev)].next = b;
+  segment_tail_[static_cast<std::size_t>(seg)] = b;
+  insert_free(b);
+  block_out = b;
   return true;
 }
 
 void CachingAllocator::release_cached() {
-  // A segment is releasable when it is a single free block: one pass over the blocks.
+  // A segment is releasable when it is a single free block: one pass over the blocks. Free blocks
+  // of expandable segments are unmapped in place.
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     Block& b = blocks_[i];
-    if (b.size == 0 || b.allocated || b.prev >= 0 || b.next >= 0) continue;
+    if (b.size == 0 || b.allocated) continue;
     Segment& seg = segments_[static_cast<std::size_t>(b.segment)];
     if (!seg.live) continue;
+    if (expandable_segment_[static_cast<std::size_t>(seg.pool)] == b.segment) {
+      if (b.mapped) {
+        b.mapped = false;
+        reserved_ -= b.size;
+      }
+      continue;
+    }
+    if (b.prev >= 0 || b.next >= 0) continue;
     erase_free(static_cast<int>(i));
     b.size = 0;
     seg.live = false;
@@ -151,27 +150,56 @@ void CachingAllocator::release_cached() {
   }
 }
 
+// Maps the first `size` bytes of an unmapped free block (splitting off the unmapped rest).
+bool CachingAllocator::map_block(int b, Bytes size) {
+  const Bytes need = std::min(round_up(size, kPage), blocks_[static_cast<std::size_t>(b)].size);
+  if (reserved_ + need > capacity_) return false;
+  reserved_ += need;
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  const Bytes rest = blk.size - need;
+  if (rest > 0) {
+    erase_free(b);
+    Block tail;
+    tail.offset = blk.offset + need;
+    tail.size = rest;
+    tail.segment = blk.segment;
+    tail.prev = b;
+    tail.next = blk.next;
+    tail.mapped = false;
+    blocks_.push_back(tail);
+    const int t = static_cast<int>(blocks_.size() - 1);
+    Block& head = blocks_[static_cast<std::size_t>(b)];
+    if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
+    if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
+    head.next = t;
+    head.size = need;
+    insert_free(b);
+    insert_free(t);
+  }
+  blocks_[static_cast<std::size_t>(b)].mapped = true;
+  return true;
+}
+
 bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const Bytes rounded = round_size(size);
   const bool small = rounded <= kSmallSize;
+  const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
   int b = find_free(pool, rounded);
+  if (b < 0 && expandable) grow_expandable(pool, rounded, b);
   if (b < 0) {
-    const bool ok = params_.expandable_segments && !small ? grow_expandable(pool, rounded, b) : false;
-    if (!ok) {
-      const Bytes seg = segment_size(rounded);
-      if (!(params_.expandable_segments && !small) && reserved_ + seg <= capacity_) {
-        b = new_segment(pool, seg);
-      } else {
-        release_cached();
-        if (params_.expandable_segments && !small) {
-          if (!grow_expandable(pool, rounded, b)) return false;
-        } else {
-          if (reserved_ + seg > capacity_) return false;
-          b = new_segment(pool, seg);
-        }
-      }
+    const Bytes seg = segment_size(rounded);
+    if (reserved_ + seg > capacity_) {
+      ++retries_;
+      release_cached();
+      if (reserved_ + seg > capacity_) return false;
     }
+    b = new_segment(pool, seg);
+  }
+  if (!blocks_[static_cast<std::size_t>(b)].mapped && !map_block(b, rounded)) {
+    ++retries_;
+    release_cached();
+    if (!map_block(b, rounded)) return false;
   }
   take(b, rounded);
   if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);
@@ -188,24 +216,28 @@ void CachingAllocator::free(BufferId id) {
   allocated_ -= blk->size;
   blk->allocated = false;
   // Coalesce with free neighbours in the same segment.
-  if (blk->prev >= 0 && !blocks_[static_cast<std::size_t>(blk->prev)].allocated) {
+  if (blk->prev >= 0 && !blocks_[static_cast<std::size_t>(blk->prev)].allocated &&
+      blocks_[static_cast<std::size_t>(blk->prev)].mapped == blk->mapped) {
     const int p = blk->prev;
     erase_free(p);
     Block& prev = blocks_[static_cast<std::size_t>(p)];
     prev.size += blk->size;
     prev.next = blk->next;
     if (blk->next >= 0) blocks_[static_cast<std::size_t>(blk->next)].prev = p;
+    if (segment_tail_[static_cast<std::size_t>(blk->segment)] == b) segment_tail_[static_cast<std::size_t>(blk->segment)] = p;
     blk->size = 0;
     b = p;
     blk = &blocks_[static_cast<std::size_t>(b)];
   }
-  if (blk->next >= 0 && !blocks_[static_cast<std::size_t>(blk->next)].allocated) {
+  if (blk->next >= 0 && !blocks_[static_cast<std::size_t>(blk->next)].allocated &&
+      blocks_[static_cast<std::size_t>(blk->next)].mapped == blk->mapped) {
     const int n = blk->next;
     erase_free(n);
     Block& next = blocks_[static_cast<std::size_t>(n)];
     blk->size += next.size;
     blk->next = next.next;
     if (next.next >= 0) blocks_[static_cast<std::size_t>(next.next)].prev = b;
+    if (segment_tail_[static_cast<std::size_t>(blk->segment)] == n) segment_tail_[static_cast<std::size_t>(blk->segment)] = b;
     next.size = 0;
   }
   insert_free(b);

@@ -102,6 +102,7 @@ class Engine {
         }
         begin(static_cast<OpId>(i), why, pred);
         cpu_free_ = now_ + work + cost_[i].cpu;
+        cpu_busy(op.iteration, work + cost_[i].cpu);
         if (work == 0) complete(static_cast<OpId>(i));
         else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
       } else {
@@ -110,9 +111,16 @@ class Engine {
         queued_[static_cast<std::size_t>(op.stream)].push_back(static_cast<OpId>(i));
         if (op.comm != kNone) comm_queue_[static_cast<std::size_t>(op.comm)].push_back(static_cast<OpId>(i));
         cpu_free_ = now_ + cost_[i].cpu;
+        cpu_busy(op.iteration, cost_[i].cpu);
       }
       ++next_issue_;
     }
+  }
+
+  void cpu_busy(int iteration, TimeNs t) {
+    auto& busy = result_.cpu_busy_by_iteration;
+    if (busy.size() <= static_cast<std::size_t>(iteration)) busy.resize(static_cast<std::size_t>(iteration) + 1, 0);
+    busy[static_cast<std::size_t>(iteration)] += t;
   }
 
   // Sharded parameters (and anything else live at start) were allocated on the default stream at
@@ -304,6 +312,7 @@ class Engine {
   }
 
   void finish_timeline() {
+    result_.allocator_retries = allocator_.retries();
     if (!options_.record_timeline) {
       result_.ops = std::move(rec_);
       return;

@@ -129,7 +129,12 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
   out.comm_total = length(comm_union);
   out.comm_exposed = difference(comm_union, merged(compute));
   out.overlap_fraction = out.comm_total > 0 ? 1.0 - static_cast<double>(out.comm_exposed) / static_cast<double>(out.comm_total) : 1.0;
-  for (std::size_t st = 0; st < s.streams.size(); ++st) out.stream_busy.emplace_back(s.streams[st].name, busy[st]);
+  for (std::size_t st = 0; st < s.streams.size(); ++st) {
+    // The CPU lane is busy issuing ops (launch and hook overheads), not only running CPU ops.
+    const bool cpu = s.streams[st].kind == StreamKind::cpu && static_cast<std::size_t>(last) < r.cpu_busy_by_iteration.size();
+    out.stream_busy.emplace_back(s.streams[st].name, cpu ? r.cpu_busy_by_iteration[static_cast<std::size_t>(last)] : busy[st]);
+  }
+  out.allocator_retries = r.allocator_retries;
 
   // Critical path: from the last op to end, follow what bound each start.
   OpId cur = kNone;
@@ -195,6 +200,7 @@ std::string summary_to_json(const Summary& m) {
   nlohmann::ordered_json path = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m.critical_path.by_kind) path[k] = ns_to_s(v);
   j["critical_path_s"] = path;
+  j["allocator_retries"] = m.allocator_retries;
   j["out_of_memory"] = m.out_of_memory.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.out_of_memory);
   return j.dump(2) + "\n";
 }
@@ -222,6 +228,10 @@ std::string summary_table(const Summary& m) {
   for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
   row("peak reserved", fmt::format("{} of {} ({})", format_bytes(m.peak_reserved), format_bytes(m.capacity),
                                    m.fits ? "fits" : "DOES NOT FIT"));
+  if (m.allocator_retries > 0) {
+    row("allocator retries", fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
+                                         m.allocator_retries));
+  }
   row("peak allocated by phase", fmt::format("forward {}, backward {}, optimizer {}", format_bytes(m.peak_allocated_by_phase[0]),
                                              format_bytes(m.peak_allocated_by_phase[1]), format_bytes(m.peak_allocated_by_phase[2])));
   std::string busy;

@@ -7,7 +7,8 @@
 //   * free blocks are cached per (stream, pool) and reused only by that stream: best fit, split
 //     when the rest is ≥ 512 B (small) or > 1 MiB (large), coalesced with free neighbours on free;
 //   * when a new segment does not fit in the GPU, every fully free cached segment is released
-//     (cudaFree) and the allocation retried; then it is out of memory.
+//     (cudaFree) and the allocation retried; then it is out of memory. Expandable segments instead
+//     unmap their free pages, which are mapped again when reused.
 
 #include <map>
 #include <set>
@@ -37,6 +38,8 @@ class CachingAllocator {
   Bytes reserved() const { return reserved_; }    // segments, as torch.cuda.memory_reserved
   Bytes capacity() const { return capacity_; }
   int segments() const { return live_segments_; }
+  /// Times cached segments had to be released to satisfy an allocation (PyTorch's num_alloc_retries).
+  int retries() const { return retries_; }
 
   static Bytes round_size(Bytes size);
   static Bytes segment_size(Bytes rounded);
@@ -49,6 +52,7 @@ class CachingAllocator {
     int prev = -1;
     int next = -1;
     bool allocated = false;
+    bool mapped = true;  // expandable segments unmap free pages when memory runs short
   };
   struct Segment {
     int pool = 0;
@@ -62,6 +66,7 @@ class CachingAllocator {
   int take(int block, Bytes size);
   int new_segment(int pool, Bytes size);
   bool grow_expandable(int pool, Bytes size, int& block_out);
+  bool map_block(int block, Bytes size);
   void release_cached();
   void insert_free(int block);
   void erase_free(int block);
@@ -74,10 +79,12 @@ class CachingAllocator {
   std::vector<bool> pool_small_;
   std::map<std::pair<StreamId, bool>, int> pools_;
   std::vector<int> expandable_segment_;               // per pool, -1 if none
+  std::vector<int> segment_tail_;                     // per segment, its last block
   std::vector<int> live_;                             // buffer → block, -1 when not allocated
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
   int live_segments_ = 0;
+  int retries_ = 0;
 };
 
 }  // namespace shardscope::sim

@@ -63,6 +63,8 @@ struct SimulationResult {
   MemoryPeak peak_reserved;
   std::vector<Bytes> peak_allocated_by_phase;  // by Phase
   std::optional<OutOfMemory> out_of_memory;
+  std::vector<TimeNs> cpu_busy_by_iteration;  // issue overheads and CPU-side work
+  int allocator_retries = 0;                  // cudaFree-and-retry events (slow in PyTorch)
   Bytes capacity = 0;
 };
 

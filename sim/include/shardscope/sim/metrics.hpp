@@ -49,6 +49,7 @@ struct Summary {
   std::vector<Bytes> peak_allocated_by_phase; // by Phase
   std::map<std::string, int> collectives;     // per iteration: all_gather, reduce_scatter, all_reduce
   std::string out_of_memory;                  // empty when it fits
+  int allocator_retries = 0;                  // cached segments released to make room (num_alloc_retries)
 };
 
 Summary summarize(const Scenario& scenario, const Schedule& schedule, const SimulationResult& result);
