@@ -45,7 +45,7 @@ macro(shardscope_resolve_qt)
     elseif(SHARDSCOPE_WITH_QT STREQUAL "ON")
       message(FATAL_ERROR
         "SHARDSCOPE_WITH_QT=ON but Qt6 Widgets/Charts were not found. "
-        "Run scripts/install-deps (Debian: qt6-base-dev libqt6charts6-dev), "
+        "Run scripts/install-deps (Debian: qt6-base-dev qt6-charts-dev), "
         "or configure with -DSHARDSCOPE_WITH_QT=AUTO or OFF.")
     endif()
   endif()
