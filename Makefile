@@ -7,7 +7,7 @@ CMAKE_ARGS ?=
 
 SHARDSCOPE := $(BUILD_DIR)/cli/shardscope
 
-.PHONY: all deps configure build run test clean format
+.PHONY: all deps configure build run test gui screenshots clean format
 
 all: build
 
@@ -26,6 +26,18 @@ run: build
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS)
+
+# The desktop GUI on the default scenario (needs a display; Qt is installed by install-deps).
+gui: build
+	@$(BUILD_DIR)/gui/shardscope-gui $(SCENARIO)
+
+# Refreshes docs/screenshots/*.png, rendered offscreen.
+screenshots: build
+	@mkdir -p docs/screenshots
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --screenshot docs/screenshots/default.png
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --zoom 1600:1800 --screenshot docs/screenshots/backward-zoom.png
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/llama3-70b-fsdp1-hybrid.yaml --set fsdp.backward_prefetch=BACKWARD_PRE \
+	  --baseline-set fsdp.backward_prefetch=none --screenshot docs/screenshots/compare-prefetch.png
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

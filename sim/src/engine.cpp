@@ -162,13 +162,14 @@ class Engine {
       by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
       note_peaks(static_cast<OpId>(i), op.phase);
     }
+    if (!op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
       if (allocator_.owns(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
       allocator_.free(b);
     }
-    if (!op.allocs.empty() || !op.frees.empty()) sample_memory();
+    if (!op.frees.empty()) sample_memory(static_cast<OpId>(i), SampleAt::end);
   }
 
   void note_peaks(OpId op, Phase phase) {
@@ -182,11 +183,25 @@ class Engine {
     }
   }
 
-  void sample_memory() {
+  // Samples are taken in issue order and later placed on the GPU timeline: what an op allocates
+  // at its start, what it frees at its end, so the chart lines up with the ops that use the memory
+  // (the CPU may run far ahead of the GPU) and an op's transient workspace shows for its duration.
+  enum class SampleAt { start, end };
+  void sample_memory(OpId op = kNone, SampleAt at = SampleAt::start) {
     if (!options_.record_memory_samples) return;
+    result_.timeline.memory.push_back({now_, allocator_.allocated(), allocator_.reserved(), by_category_});
+    sample_ops_.emplace_back(op, at);
+  }
+
+  void place_samples_at_gpu_time() {
     auto& samples = result_.timeline.memory;
-    if (!samples.empty() && samples.back().time == now_) samples.pop_back();
-    samples.push_back({now_, allocator_.allocated(), allocator_.reserved(), by_category_});
+    for (std::size_t k = 0; k < samples.size(); ++k) {
+      const auto [op, at] = sample_ops_[k];
+      if (op == kNone) continue;
+      const auto& rec = rec_[static_cast<std::size_t>(op)];
+      samples[k].time = at == SampleAt::start ? rec.start : rec.end;
+    }
+    std::stable_sort(samples.begin(), samples.end(), [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
   }
 
   // ---- GPU streams
@@ -313,6 +328,9 @@ class Engine {
 
   void finish_timeline() {
     result_.allocator_retries = allocator_.retries();
+    if (options_.record_memory_samples) place_samples_at_gpu_time();
+    if (result_.peak_allocated.op != kNone) result_.peak_allocated.time = rec_[static_cast<std::size_t>(result_.peak_allocated.op)].start;
+    if (result_.peak_reserved.op != kNone) result_.peak_reserved.time = rec_[static_cast<std::size_t>(result_.peak_reserved.op)].start;
     if (!options_.record_timeline) {
       result_.ops = std::move(rec_);
       return;
@@ -334,7 +352,6 @@ class Engine {
       return std::tie(a.start, a.stream, a.op) < std::tie(b.start, b.stream, b.op);
     });
     result_.ops = std::move(rec_);
-    sample_memory();
   }
 
   const Schedule& s_;
@@ -356,6 +373,7 @@ class Engine {
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<Bytes> by_category_;
+  std::vector<std::pair<OpId, SampleAt>> sample_ops_;  // the op behind each memory sample (kNone: start)
   bool rates_dirty_ = true;
   std::size_t next_issue_ = 0;
   std::size_t completed_ = 0;

@@ -12,7 +12,8 @@
 //   * activities on one resource (GPU SMs, NVLink, NIC, PCIe each way) share it equally, and
 //     compute slows by `compute_slowdown` while any collective runs.
 // Buffers are allocated and freed when their op is issued (CPU time), through the caching
-// allocator model.
+// allocator model; that order decides the peaks. The timeline's memory samples are then placed at
+// the GPU start of the op that changed memory, so they line up with the ops that use it.
 
 #include <optional>
 #include <vector>

@@ -1,0 +1,112 @@
+#include "shardscope/gui/simulation_runner.hpp"
+
+#include <fmt/format.h>
+
+#include "shardscope/core/lower.hpp"
+#include "shardscope/sim/engine.hpp"
+
+namespace shardscope::gui {
+
+std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file, bool expandable_segments) {
+  auto r = std::make_shared<RunResult>();
+  r->scenario = read_scenario(tree, file, std::filesystem::path(file).parent_path());
+  r->schedule = lower(r->scenario);
+  const sim::CostModel costs(r->scenario);
+  sim::SimOptions options;
+  options.allocator.expandable_segments = expandable_segments;
+  auto result = sim::simulate(r->schedule, costs, options);
+  r->summary = sim::summarize(r->scenario, r->schedule, result);
+  r->timeline = std::move(result.timeline);
+  return r;
+}
+
+std::vector<std::pair<QString, QString>> metric_rows(const sim::Summary& m) {
+  auto q = [](const std::string& s) { return QString::fromStdString(s); };
+  std::vector<std::pair<QString, QString>> rows{
+      {"step time", q(format_duration(m.step_time))},
+      {"throughput", q(fmt::format("{:.0f} tokens/s per GPU", m.tokens_per_s_per_gpu))},
+      {"MFU / HFU", q(fmt::format("{:.1f} % / {:.1f} %", 100 * m.mfu, 100 * m.hfu))},
+      {"forward", q(format_duration(m.forward_time))},
+      {"backward", q(format_duration(m.backward_time))},
+      {"optimizer", q(format_duration(m.optimizer_time))},
+      {"communication", q(format_duration(m.comm_total))},
+      {"exposed communication", q(format_duration(m.comm_exposed))},
+      {"overlap", q(fmt::format("{:.1f} %", 100 * m.overlap_fraction))},
+      {"peak allocated", q(format_bytes(m.peak_allocated))},
+      {"peak reserved", q(fmt::format("{} of {}", format_bytes(m.peak_reserved), format_bytes(m.capacity)))},
+      {"fits", m.fits ? QString("yes") : QString("NO")},
+  };
+  if (!m.out_of_memory.empty()) rows.emplace_back("out of memory", q(m.out_of_memory));
+  return rows;
+}
+
+SimulationRunner::SimulationRunner(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<const RunResult>>();
+  pool_.setMaxThreadCount(1);
+}
+
+SimulationRunner::~SimulationRunner() {
+  {
+    std::lock_guard lock(mutex_);
+    pending_.reset();
+  }
+  pool_.waitForDone();
+}
+
+bool SimulationRunner::busy() const {
+  std::lock_guard lock(mutex_);
+  return running_ || pending_.has_value();
+}
+
+quint64 SimulationRunner::request(ConfigTree tree, std::string file) {
+  std::lock_guard lock(mutex_);
+  const quint64 generation = ++generation_;
+  Pending job{generation, std::move(tree), std::move(file)};
+  if (running_) {
+    pending_ = std::move(job);  // replaces an older queued request: it would be stale anyway
+  } else {
+    running_ = true;
+    start(std::move(job));
+  }
+  return generation;
+}
+
+void SimulationRunner::start(Pending job) {
+  pool_.start([this, job = std::move(job)]() {
+    std::shared_ptr<const RunResult> result;
+    QStringList problems;
+    try {
+      auto r = std::const_pointer_cast<RunResult>(run_scenario(job.tree, job.file));
+      r->generation = job.generation;
+      result = r;
+    } catch (const ValidationError& e) {
+      for (const auto& p : e.problems()) problems << QString::fromStdString(p.to_string());
+    } catch (const std::exception& e) {
+      problems << QString::fromUtf8(e.what());
+    }
+    const quint64 generation = job.generation;
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, result, problems]() {
+          if (generation == generation_) {  // drop superseded results
+            if (result) emit finished(result);
+            else emit failed(generation, problems);
+          }
+          done(generation);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void SimulationRunner::done(quint64) {
+  std::lock_guard lock(mutex_);
+  if (pending_) {
+    Pending next = std::move(*pending_);
+    pending_.reset();
+    start(std::move(next));
+  } else {
+    running_ = false;
+  }
+}
+
+}  // namespace shardscope::gui

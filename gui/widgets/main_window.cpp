@@ -1,0 +1,271 @@
+#include "main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QFileDialog>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <fmt/format.h>
+
+#include "memory_chart.hpp"
+#include "settings_panel.hpp"
+#include "shardscope/core/schedule_io.hpp"
+#include "shardscope/gui/range_summary.hpp"
+#include "shardscope/traces/chrome_trace.hpp"
+#include "timeline_widget.hpp"
+
+namespace shardscope::gui {
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      settings_(new SettingsPanel),
+      timeline_(new TimelineWidget),
+      baseline_view_(new TimelineWidget),
+      baseline_label_(new QLabel),
+      memory_(new MemoryChart),
+      tabs_(new QTabWidget),
+      metrics_view_(new QTableView),
+      ops_view_(new QTableView),
+      selection_(new QLabel("Shift-drag on the timeline to summarize a range.")) {
+  setWindowTitle("shardscope");
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(settings_);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(330);
+
+  metrics_view_->setModel(&metrics_);
+  ops_view_->setModel(&ops_);
+  for (auto* v : {metrics_view_, ops_view_}) {
+    v->horizontalHeader()->setStretchLastSection(true);
+    v->verticalHeader()->setVisible(false);
+  }
+  metrics_view_->setColumnWidth(0, 220);
+  selection_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  selection_->setMargin(8);
+  tabs_->addTab(metrics_view_, "Metrics");
+  tabs_->addTab(ops_view_, "Ops");
+  tabs_->addTab(selection_, "Selection");
+
+  auto* baseline_box = new QWidget;
+  auto* baseline_layout = new QVBoxLayout(baseline_box);
+  baseline_layout->setContentsMargins(0, 0, 0, 0);
+  baseline_layout->addWidget(baseline_label_);
+  baseline_layout->addWidget(baseline_view_);
+  baseline_box->setVisible(false);
+
+  auto* right = new QSplitter(Qt::Vertical);
+  right->addWidget(baseline_box);
+  right->addWidget(timeline_);
+  right->addWidget(memory_);
+  right->addWidget(tabs_);
+  right->setSizes({0, 230, 420, 330});  // lanes are short; memory and details get the room
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(scroll);
+  split->addWidget(right);
+  split->setStretchFactor(1, 1);
+  setCentralWidget(split);
+  memory_->set_left_margin(TimelineWidget::kLabelWidth - 72);  // plot area under the lanes
+
+  auto* file = menuBar()->addMenu("&File");
+  file->addAction("Open scenario…", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml *.json)");
+    if (path.isEmpty()) return;
+    try {
+      open_scenario(path);
+    } catch (const Error& e) {
+      QMessageBox::warning(this, "Invalid scenario", QString::fromStdString(e.what()));
+    }
+  });
+  file->addAction("Open timeline…", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
+    if (!path.isEmpty()) open_timeline(path);
+  });
+  file->addAction("Save scenario…", this, [this] { save_scenario(); });
+  file->addAction("Export view as PNG…", this, [this] { export_png(); });
+  file->addAction("Export Perfetto trace…", this, [this] { export_trace(); });
+  file->addSeparator();
+  file->addAction("Quit", QKeySequence::Quit, qApp, &QApplication::quit);
+  auto* view = menuBar()->addMenu("&View");
+  view->addAction("Show all", this, [this] { timeline_->set_view(0, timeline_->axis().span() > 0 && result_ ? result_->timeline.end_time() : 1); });
+  auto* critical = view->addAction("Highlight critical path");
+  critical->setCheckable(true);
+  connect(critical, &QAction::toggled, timeline_, &TimelineWidget::set_highlight_critical_path);
+  auto* compare = menuBar()->addMenu("&Compare");
+  compare->addAction("Pin current run as baseline", this, [this] { pin_baseline(); });
+
+  connect(settings_, &SettingsPanel::changed, this, [this] { request_simulation(); });
+  connect(&runner_, &SimulationRunner::finished, this, [this](std::shared_ptr<const RunResult> r) {
+    settings_->show_problems({});
+    show_result(std::move(r));
+  });
+  connect(&runner_, &SimulationRunner::failed, this, [this](quint64, const QStringList& problems) {
+    settings_->show_problems(problems);
+    statusBar()->showMessage(QString("%1 problem(s) in the settings").arg(problems.size()));
+  });
+  connect(timeline_, &TimelineWidget::view_changed, this, [this](qint64 a, qint64 b) {
+    memory_->set_view(a, b);
+    baseline_view_->set_view(a, b);
+  });
+  connect(timeline_, &TimelineWidget::cursor_moved, memory_, &MemoryChart::set_cursor_time);
+  connect(timeline_, &TimelineWidget::cursor_moved, this, [this](qint64 t) { timeline_->set_cursor_time(t); });
+  connect(timeline_, &TimelineWidget::range_selected, this, [this](qint64 a, qint64 b) {
+    const Timeline* t = result_ ? &result_->timeline : loaded_timeline_.get();
+    if (!t) return;
+    const auto r = summarize_range(*t, a, b);
+    selection_->setText(QString::fromStdString(fmt::format(
+        "range {} – {} ({})\n{} ops\ncompute {}\ncommunication {}, exposed {}, {:.1f} % overlapped\npeak allocated {}, peak reserved {}",
+        format_duration(r.start), format_duration(r.end), format_duration(r.end - r.start), r.ops, format_duration(r.compute),
+        format_duration(r.communication), format_duration(r.exposed_communication), 100 * r.overlap, format_bytes(r.peak_allocated),
+        format_bytes(r.peak_reserved))));
+    tabs_->setCurrentWidget(selection_);
+  });
+  connect(timeline_, &TimelineWidget::op_clicked, this, [this](int index) {
+    tabs_->setCurrentWidget(ops_view_);
+    ops_view_->selectRow(index);
+    ops_view_->scrollTo(ops_.index(index, 0));
+  });
+  statusBar()->showMessage("Open a scenario (File → Open scenario…)");
+}
+
+void MainWindow::open_scenario(const QString& path, const std::vector<std::string>& overrides) {
+  ConfigTree tree = load_config_file(path.toStdString());
+  std::vector<Problem> problems;
+  for (const auto& o : overrides) apply_override(tree, o, problems);
+  throw_if_any(std::move(problems));
+  const Scenario scenario = read_scenario(tree, path.toStdString(), std::filesystem::path(path.toStdString()).parent_path());
+  base_ = std::move(tree);
+  file_ = path.toStdString();
+  settings_->load(scenario);
+  setWindowTitle(QString("shardscope — %1").arg(path));
+  request_simulation();
+}
+
+void MainWindow::open_timeline(const QString& path) {
+  try {
+    loaded_timeline_ = std::make_shared<Timeline>(timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Invalid timeline", QString::fromStdString(e.what()));
+    return;
+  }
+  result_.reset();
+  timeline_->set_timeline(loaded_timeline_.get());
+  memory_->set_timeline(loaded_timeline_.get());
+  ops_.set_timeline(loaded_timeline_.get());
+  std::vector<std::pair<QString, QString>> rows;
+  for (const auto& [k, v] : loaded_timeline_->metrics) rows.emplace_back(QString::fromStdString(k), QString::number(v, 'g', 6));
+  metrics_.set_rows(std::move(rows));
+  statusBar()->showMessage(QString("%1 timeline: %2 ops").arg(QString::fromStdString(loaded_timeline_->source)).arg(loaded_timeline_->ops.size()));
+}
+
+ConfigTree MainWindow::current_tree() const {
+  ConfigTree tree = base_;
+  std::vector<Problem> ignored;
+  for (const auto& o : settings_->overrides()) {
+    if (o.rfind("model.preset=", 0) == 0) {
+      tree["model"] = ConfigTree{{"preset", o.substr(13)}};  // a preset replaces the whole model
+      continue;
+    }
+    apply_override(tree, o, ignored);
+  }
+  return tree;
+}
+
+void MainWindow::request_simulation() {
+  if (file_.empty()) return;
+  runner_.request(current_tree(), file_);
+  statusBar()->showMessage("simulating…");
+}
+
+void MainWindow::simulate_now() {
+  if (file_.empty()) return;
+  try {
+    show_result(run_scenario(current_tree(), file_));
+    settings_->show_problems({});
+  } catch (const ValidationError& e) {
+    QStringList problems;
+    for (const auto& p : e.problems()) problems << QString::fromStdString(p.to_string());
+    settings_->show_problems(problems);
+  }
+}
+
+void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
+  result_ = std::move(result);
+  loaded_timeline_.reset();
+  const auto& s = result_->summary;
+  timeline_->set_timeline(&result_->timeline);
+  std::set<OpId> path;
+  for (OpId op : s.critical_path.ops) path.insert(op);
+  timeline_->set_critical_path(std::move(path));
+  memory_->set_timeline(&result_->timeline,
+                        QString::fromStdString(fmt::format("peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
+  ops_.set_timeline(&result_->timeline);
+  update_metrics();
+  statusBar()->showMessage(QString::fromStdString(fmt::format("{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})",
+                                                              result_->scenario.model.name, format_duration(s.step_time),
+                                                              s.tokens_per_s_per_gpu, format_bytes(s.peak_reserved),
+                                                              s.fits ? "fits" : "does not fit")));
+}
+
+void MainWindow::update_metrics() {
+  auto rows = metric_rows(result_->summary);
+  if (baseline_) {
+    // Deltas against the pinned baseline.
+    const auto& a = baseline_->summary;
+    const auto& b = result_->summary;
+    auto pct = [](double now, double before) { return before != 0 ? 100.0 * (now - before) / before : 0.0; };
+    rows.emplace_back("Δ step time vs baseline", QString::fromStdString(fmt::format("{:+.1f} % ({} → {})", pct(ns_to_s(b.step_time), ns_to_s(a.step_time)),
+                                                                                     format_duration(a.step_time), format_duration(b.step_time))));
+    rows.emplace_back("Δ peak reserved vs baseline", QString::fromStdString(fmt::format("{:+.1f} % ({} → {})",
+                                                                                         pct(static_cast<double>(b.peak_reserved), static_cast<double>(a.peak_reserved)),
+                                                                                         format_bytes(a.peak_reserved), format_bytes(b.peak_reserved))));
+    rows.emplace_back("Δ exposed communication", QString::fromStdString(fmt::format("{} → {}", format_duration(a.comm_exposed), format_duration(b.comm_exposed))));
+  }
+  metrics_.set_rows(std::move(rows));
+}
+
+void MainWindow::pin_baseline() {
+  if (!result_) return;
+  baseline_ = result_;
+  baseline_view_->set_timeline(&baseline_->timeline);
+  baseline_view_->set_view(timeline_->axis().start(), timeline_->axis().end());
+  baseline_label_->setText(QString::fromStdString(fmt::format("baseline: {} — step {}", baseline_->scenario.model.name,
+                                                              format_duration(baseline_->summary.step_time))));
+  baseline_view_->parentWidget()->setVisible(true);
+  update_metrics();
+}
+
+void MainWindow::export_png() {
+  const QString path = QFileDialog::getSaveFileName(this, "Export view", "shardscope.png", "PNG (*.png)");
+  if (!path.isEmpty() && !grab().save(path)) QMessageBox::warning(this, "Export", "Could not write " + path);
+}
+
+void MainWindow::export_trace() {
+  if (!result_) return;
+  const QString path = QFileDialog::getSaveFileName(this, "Export Perfetto trace", "trace.json", "JSON (*.json)");
+  if (path.isEmpty()) return;
+  try {
+    write_text_file_atomic(path.toStdString(), traces::chrome_trace_json(result_->timeline, &result_->schedule));
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Export", QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::save_scenario() {
+  const QString path = QFileDialog::getSaveFileName(this, "Save scenario", "scenario.json", "Scenarios (*.json *.yaml)");
+  if (path.isEmpty()) return;
+  try {
+    write_text_file_atomic(path.toStdString(), current_tree().dump(2) + "\n");  // JSON is valid YAML too
+  } catch (const Error& e) {
+    QMessageBox::warning(this, "Save", QString::fromStdString(e.what()));
+  }
+}
+
+}  // namespace shardscope::gui

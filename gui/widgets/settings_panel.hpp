@@ -1,0 +1,51 @@
+#pragma once
+// Model and cluster presets, nodes × GPUs, training settings and the FSDP knobs as widgets.
+// Knobs the user touched become `--set`-style overrides on the loaded scenario; knobs that do not
+// apply to the chosen API are disabled. Validation problems show inline.
+
+#include <QLabel>
+#include <QWidget>
+#include <map>
+
+#include "shardscope/core/scenario.hpp"
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QSpinBox;
+class QCheckBox;
+class QFormLayout;
+QT_END_NAMESPACE
+
+namespace shardscope::gui {
+
+class SettingsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SettingsPanel(QWidget* parent = nullptr);
+
+  /// Shows the scenario's values and forgets earlier edits.
+  void load(const Scenario& scenario);
+  /// The edits, as "key=value" overrides (model and cluster presets included).
+  std::vector<std::string> overrides() const;
+  void show_problems(const QStringList& problems);
+  /// Sets a knob as the user would (tests, scripted screenshots). Returns false for an unknown key.
+  bool set_value(const std::string& key, const QString& value);
+
+ signals:
+  void changed();
+
+ private:
+  QComboBox* add_combo(QFormLayout* form, const std::string& key, const QString& label, const QStringList& values);
+  QSpinBox* add_spin(QFormLayout* form, const std::string& key, const QString& label, int min, int max);
+  QCheckBox* add_check(QFormLayout* form, const std::string& key, const QString& label);
+  void touched(const std::string& key);
+  void update_enabled();
+
+  std::map<std::string, QWidget*> widgets_;
+  std::map<std::string, bool> dirty_;
+  QLabel* problems_ = nullptr;
+  bool loading_ = false;
+};
+
+}  // namespace shardscope::gui

@@ -1,0 +1,72 @@
+#pragma once
+// Paints a timeline: a lane per stream plus the CPU, ops coloured by kind and labelled by group
+// when wide enough, narrow ops folded into counted blocks, a time axis with units. Wheel zooms at
+// the cursor, dragging pans, Shift-drag selects a range, keys: + − ← → Home. Painting only: layout,
+// mapping and folding live in gui/model.
+
+#include <QWidget>
+#include <set>
+
+#include "shardscope/core/timeline.hpp"
+#include "shardscope/gui/lane_layout.hpp"
+#include "shardscope/gui/time_axis.hpp"
+
+namespace shardscope::gui {
+
+QColor color_of(OpKind kind);
+
+class TimelineWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineWidget(QWidget* parent = nullptr);
+
+  void set_timeline(const Timeline* timeline);
+  void set_critical_path(std::set<OpId> ops);
+  void set_highlight_critical_path(bool on);
+  void set_cursor_time(TimeNs t);
+  void set_view(TimeNs start, TimeNs end);
+  const TimeAxis& axis() const { return axis_; }
+  int lane_top(int lane) const;
+  static constexpr int kLabelWidth = 170;
+  static constexpr int kHeader = 26;
+  static constexpr int kLaneHeight = 24;
+
+  QSize sizeHint() const override;
+
+ signals:
+  void view_changed(qint64 start_ns, qint64 end_ns);
+  void cursor_moved(qint64 time_ns);
+  void range_selected(qint64 start_ns, qint64 end_ns);
+  void op_clicked(int index);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
+  void wheelEvent(QWheelEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
+  void keyPressEvent(QKeyEvent*) override;
+  bool event(QEvent*) override;
+
+ private:
+  int lane_at(int y) const;
+  double plot_x(double x) const { return x - kLabelWidth; }
+  void view_moved();
+
+  const Timeline* timeline_ = nullptr;
+  LaneLayout layout_;
+  TimeAxis axis_;
+  std::set<OpId> critical_;
+  bool highlight_critical_ = false;
+  TimeNs cursor_ = -1;
+  bool dragging_ = false;
+  bool selecting_ = false;
+  QPoint press_;
+  double last_x_ = 0;
+  TimeNs select_start_ = 0;
+  TimeNs select_end_ = 0;
+};
+
+}  // namespace shardscope::gui

@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+
+#include "shardscope/gui/lane_layout.hpp"
+#include "shardscope/gui/range_summary.hpp"
+
+namespace shardscope::gui {
+namespace {
+
+// A timeline with `per_lane` back-to-back ops of random lengths on each of three streams.
+Timeline random_timeline(int per_lane, unsigned seed) {
+  Timeline t;
+  t.streams = {{"cpu", StreamKind::cpu}, {"compute", StreamKind::compute}, {"comm", StreamKind::communication}};
+  t.groups = {"layers.0"};
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<TimeNs> len(1, 5000), gap(0, 2000);
+  for (StreamId s = 1; s <= 2; ++s) {
+    TimeNs now = 0;
+    for (int i = 0; i < per_lane; ++i) {
+      now += gap(rng);
+      const TimeNs d = len(rng);
+      t.ops.push_back({static_cast<OpId>(t.ops.size()), s == 1 ? OpKind::forward : OpKind::all_gather, s, 0, Phase::forward, 0, 0,
+                       kNone, 0, now, now + d});
+      now += d;
+    }
+  }
+  return t;
+}
+
+TEST(LaneLayout, CpuLaneFirstThenStreams) {
+  const auto t = random_timeline(10, 1);
+  LaneLayout layout(&t);
+  ASSERT_EQ(layout.lane_count(), 3);
+  EXPECT_EQ(layout.lane_stream(0), 0);
+  EXPECT_EQ(layout.lane_ops(1).size(), 10u);
+}
+
+TEST(LaneLayout, VisibleItemsAccountForEveryOpInRangeExactlyOnce) {
+  const auto t = random_timeline(2000, 7);
+  LaneLayout layout(&t);
+  for (auto [start, end] : {std::pair<TimeNs, TimeNs>{0, 20'000'000}, {1'000'000, 1'300'000}, {5'000'000, 5'010'000}}) {
+    TimeAxis axis(0, t.end_time(), 900);
+    axis.set_range(start, end);
+    for (int lane = 1; lane <= 2; ++lane) {
+      int expected = 0;
+      for (int i : layout.lane_ops(lane)) {
+        const auto& op = t.ops[static_cast<std::size_t>(i)];
+        expected += op.end > axis.start() && op.start < axis.end();
+      }
+      int drawn = 0;
+      double last_x1 = -1;
+      for (const auto& item : layout.visible(lane, axis, 3.0)) {
+        drawn += item.count;
+        EXPECT_GE(item.x0, last_x1 - 3.0);  // left to right
+        EXPECT_LE(item.x1, axis.width() + 1e-9);
+        if (item.op >= 0) { EXPECT_EQ(item.count, 1); }
+        last_x1 = item.x1;
+      }
+      EXPECT_EQ(drawn, expected) << lane << " " << start;
+    }
+  }
+}
+
+TEST(LaneLayout, NarrowOpsFoldIntoFewCountedBlocks) {
+  const auto t = random_timeline(100'000, 3);
+  LaneLayout layout(&t);
+  TimeAxis axis(0, t.end_time(), 1000);
+  const auto items = layout.visible(1, axis, 3.0);
+  EXPECT_LE(items.size(), 1000u / 3u + 1u);  // at most one item per 3 pixels
+  int total = 0;
+  for (const auto& i : items) total += i.count;
+  EXPECT_EQ(total, 100'000);
+}
+
+TEST(LaneLayout, ZoomedInCostFollowsTheVisibleItems) {
+  // 1M ops: a 1 µs window must be answered by binary search, not a scan.
+  const auto t = random_timeline(500'000, 5);
+  LaneLayout layout(&t);
+  TimeAxis axis(0, t.end_time(), 1000);
+  axis.set_range(t.end_time() / 2, t.end_time() / 2 + 20'000);
+  const auto items = layout.visible(1, axis, 3.0);
+  EXPECT_LE(items.size(), 20u);
+}
+
+TEST(LaneLayout, OpAtFindsTheOpUnderATime) {
+  const auto t = random_timeline(100, 9);
+  LaneLayout layout(&t);
+  for (int i : layout.lane_ops(2)) {
+    const auto& op = t.ops[static_cast<std::size_t>(i)];
+    EXPECT_EQ(layout.op_at(2, (op.start + op.end) / 2), i);
+  }
+  EXPECT_EQ(layout.op_at(2, -5), -1);
+}
+
+TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
+  Timeline t;
+  t.streams = {{"compute", StreamKind::compute}, {"all_gather", StreamKind::communication}};
+  t.groups = {"g"};
+  // compute 0–10 ms and 20–30 ms; all-gather 5–25 ms: 10 ms of it hidden, 10 exposed.
+  t.ops = {{0, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 0, 10 * kNsPerMs},
+           {1, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 20 * kNsPerMs, 30 * kNsPerMs},
+           {2, OpKind::all_gather, 1, 0, Phase::forward, 0, 0, kNone, 100, 5 * kNsPerMs, 25 * kNsPerMs}};
+  t.memory = {{0, 10, 20, {}}, {15 * kNsPerMs, 50, 60, {}}, {40 * kNsPerMs, 5, 60, {}}};
+  const auto r = summarize_range(t, 0, 30 * kNsPerMs);
+  EXPECT_EQ(r.ops, 3);
+  EXPECT_EQ(r.compute, 20 * kNsPerMs);
+  EXPECT_EQ(r.communication, 20 * kNsPerMs);
+  EXPECT_EQ(r.exposed_communication, 10 * kNsPerMs);
+  EXPECT_DOUBLE_EQ(r.overlap, 0.5);
+  EXPECT_EQ(r.peak_allocated, 50);
+  const auto part = summarize_range(t, 12 * kNsPerMs, 18 * kNsPerMs);  // only communication
+  EXPECT_EQ(part.exposed_communication, 6 * kNsPerMs);
+  EXPECT_EQ(part.peak_allocated, 50);  // the sample in force from 15 ms
+}
+
+}  // namespace
+}  // namespace shardscope::gui
