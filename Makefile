@@ -36,7 +36,7 @@ screenshots: build
 	@mkdir -p docs/screenshots
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --screenshot docs/screenshots/default.png
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --zoom 1600:1800 --screenshot docs/screenshots/backward-zoom.png
-	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/llama3-70b-fsdp1-hybrid.yaml --set fsdp.backward_prefetch=BACKWARD_PRE \
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/llama2-13b-fsdp1-hybrid.yaml --set fsdp.backward_prefetch=BACKWARD_PRE \
 	  --baseline-set fsdp.backward_prefetch=none --screenshot docs/screenshots/compare-prefetch.png
 
 format:

@@ -62,6 +62,7 @@ MainWindow::MainWindow(QWidget* parent)
   baseline_box->setVisible(false);
 
   auto* right = new QSplitter(Qt::Vertical);
+  right_ = right;
   right->addWidget(baseline_box);
   right->addWidget(timeline_);
   right->addWidget(memory_);
@@ -186,6 +187,7 @@ void MainWindow::request_simulation() {
 
 void MainWindow::simulate_now() {
   if (file_.empty()) return;
+  runner_.cancel();  // this result supersedes any background run
   try {
     show_result(run_scenario(current_tree(), file_));
     settings_->show_problems({});
@@ -239,6 +241,7 @@ void MainWindow::pin_baseline() {
   baseline_label_->setText(QString::fromStdString(fmt::format("baseline: {} — step {}", baseline_->scenario.model.name,
                                                               format_duration(baseline_->summary.step_time))));
   baseline_view_->parentWidget()->setVisible(true);
+  right_->setSizes({230, 230, 330, 190});
   update_metrics();
 }
 

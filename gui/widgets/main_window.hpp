@@ -12,6 +12,7 @@
 
 QT_BEGIN_NAMESPACE
 class QLabel;
+class QSplitter;
 class QTableView;
 class QTabWidget;
 QT_END_NAMESPACE
@@ -57,6 +58,7 @@ class MainWindow : public QMainWindow {
   QLabel* baseline_label_;
   MemoryChart* memory_;
   QTabWidget* tabs_;
+  QSplitter* right_ = nullptr;
   QTableView* metrics_view_;
   QTableView* ops_view_;
   QLabel* selection_;

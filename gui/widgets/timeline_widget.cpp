@@ -115,7 +115,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     for (const auto& item : layout_.visible(lane, axis_)) {
       const QRectF r(kLabelWidth + item.x0, top + 3, std::max(1.0, item.x1 - item.x0), kLaneHeight - 6);
       if (item.op < 0) {
-        p.fillRect(r, QColor(160, 160, 160));
+        // A folded block: its ops' colour when they share a kind, striped to show it is folded.
+        const QColor base = item.mixed ? QColor(160, 160, 160) : color_of(item.kind).lighter(115);
+        p.fillRect(r, base);
+        p.fillRect(r, QBrush(base.darker(125), Qt::BDiagPattern));
         if (r.width() > fm.horizontalAdvance("999") + 4) {
           p.setPen(Qt::white);
           p.drawText(r, Qt::AlignCenter, QString::number(item.count));

@@ -67,6 +67,17 @@ TEST(SimulationRunner, DropsSupersededRequestsAndDeliversTheNewest) {
   EXPECT_EQ(result->schedule.iterations, 3);
 }
 
+TEST(SimulationRunner, CancelDropsTheRunInFlight) {
+  const std::string file = kExamples + "/fsdp2-overlap-oracle.yaml";
+  SimulationRunner runner;
+  QSignalSpy finished(&runner, &SimulationRunner::finished);
+  runner.request(load_config_file(file), file);
+  runner.cancel();
+  for (int i = 0; i < 40 && runner.busy(); ++i) finished.wait(50);
+  finished.wait(100);
+  EXPECT_EQ(finished.count(), 0);
+}
+
 TEST(SimulationRunner, ReportsValidationProblems) {
   const std::string file = kExamples + "/fsdp2-overlap-oracle.yaml";
   ConfigTree tree = load_config_file(file);

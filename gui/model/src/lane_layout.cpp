@@ -50,6 +50,7 @@ std::vector<DrawItem> LaneLayout::visible(int lane, const TimeAxis& axis, double
     if (narrow && !out.empty() && out.back().x1 + min_px > x0 && (out.back().op < 0 || out.back().x1 - out.back().x0 < min_px)) {
       // Fold into the previous narrow item or block.
       DrawItem& prev = out.back();
+      prev.mixed |= prev.kind != op.kind;
       prev.count += 1;
       prev.op = -1;
       prev.x1 = std::max(prev.x1, x1);

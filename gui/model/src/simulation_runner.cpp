@@ -53,6 +53,12 @@ SimulationRunner::~SimulationRunner() {
   pool_.waitForDone();
 }
 
+void SimulationRunner::cancel() {
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  pending_.reset();
+}
+
 bool SimulationRunner::busy() const {
   std::lock_guard lock(mutex_);
   return running_ || pending_.has_value();

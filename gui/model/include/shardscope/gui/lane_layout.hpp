@@ -16,6 +16,7 @@ struct DrawItem {
   int op = -1;    // index into Timeline::ops, or -1 for a folded block
   int count = 1;  // ops in a folded block
   OpKind kind = OpKind::forward;  // the kind of the (first) op
+  bool mixed = false;             // a folded block of several kinds
 };
 
 class LaneLayout {

@@ -42,6 +42,8 @@ class SimulationRunner : public QObject {
   /// Starts (or queues, replacing any queued request) a run; returns its generation.
   quint64 request(ConfigTree tree, std::string file);
   quint64 latest() const { return generation_; }
+  /// Drops the queued request and the result of the one in flight.
+  void cancel();
   bool busy() const;
 
  signals:
