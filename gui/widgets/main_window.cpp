@@ -156,9 +156,9 @@ void MainWindow::open_timeline(const QString& path) {
     QMessageBox::warning(this, "Invalid timeline", QString::fromStdString(e.what()));
     return;
   }
-  result_.reset();
+  memory_->set_timeline(loaded_timeline_.get());  // before the timeline widget, as in show_result
   timeline_->set_timeline(loaded_timeline_.get());
-  memory_->set_timeline(loaded_timeline_.get());
+  result_.reset();
   ops_.set_timeline(loaded_timeline_.get());
   std::vector<std::pair<QString, QString>> rows;
   for (const auto& [k, v] : loaded_timeline_->metrics) rows.emplace_back(QString::fromStdString(k), QString::number(v, 'g', 6));
@@ -202,12 +202,13 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   result_ = std::move(result);
   loaded_timeline_.reset();
   const auto& s = result_->summary;
+  // The chart first: the timeline widget's view change makes the chart rebuild from its timeline.
+  memory_->set_timeline(&result_->timeline,
+                        QString::fromStdString(fmt::format("peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
   timeline_->set_timeline(&result_->timeline);
   std::set<OpId> path;
   for (OpId op : s.critical_path.ops) path.insert(op);
   timeline_->set_critical_path(std::move(path));
-  memory_->set_timeline(&result_->timeline,
-                        QString::fromStdString(fmt::format("peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
   ops_.set_timeline(&result_->timeline);
   update_metrics();
   statusBar()->showMessage(QString::fromStdString(fmt::format("{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})",

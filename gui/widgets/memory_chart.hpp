@@ -30,6 +30,11 @@ class MemoryChart : public QChartView {
   void set_left_margin(int px);
 
  private:
+  void build(TimeNs from, TimeNs to);
+
+  const Timeline* timeline_ = nullptr;
+  QString peak_label_;
+  TimeNs built_from_ = 0, built_to_ = 0;  // the window the series cover
   QValueAxis* x_ = nullptr;
   QValueAxis* y_ = nullptr;
   QLineSeries* cursor_ = nullptr;
