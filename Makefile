@@ -38,6 +38,8 @@ screenshots: build
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --zoom 1600:1800 --screenshot docs/screenshots/backward-zoom.png
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/llama2-13b-fsdp1-hybrid.yaml --set fsdp.backward_prefetch=BACKWARD_PRE \
 	  --baseline-set fsdp.backward_prefetch=none --screenshot docs/screenshots/compare-prefetch.png
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --budget 80GiB --screenshot docs/screenshots/sweep.png \
+	  --sweep "fsdp.reshard_after_forward=true,false;training.activation_checkpointing=none,selective_op,full;training.micro_batch=1,2,4"
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

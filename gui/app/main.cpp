@@ -9,6 +9,7 @@
 
 #include "main_window.hpp"
 #include "settings_panel.hpp"
+#include "sweep_view.hpp"
 #include "shardscope/core/error.hpp"
 #include "timeline_widget.hpp"
 
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit", "file");
   QCommandLineOption baseline("baseline-set", "pin a baseline run with these overrides, then show the input (compare)", "key=value");
   QCommandLineOption zoom("zoom", "show only this time range", "start_ms:end_ms");
-  parser.addOptions({set, screenshot, baseline, zoom});
+  QCommandLineOption sweep("sweep", "run a sweep in the Sweep tab: axes separated by ';'", "key=v1,v2;...");
+  QCommandLineOption budget("budget", "memory budget of --sweep", "size", "80GiB");
+  parser.addOptions({set, screenshot, baseline, zoom, sweep, budget});
   parser.process(app);
 
   shardscope::gui::MainWindow window;
@@ -72,6 +75,11 @@ int main(int argc, char** argv) {
     if (parts.size() == 2) {
       window.timeline()->set_view(static_cast<qint64>(parts[0].toDouble() * 1e6), static_cast<qint64>(parts[1].toDouble() * 1e6));
     }
+  }
+  if (parser.isSet(sweep)) {
+    window.sweep_view()->set_grid(parser.value(sweep).split(';').join('\n'), parser.value(budget));
+    window.show_sweep_tab();
+    if (shot) window.sweep_view()->run_now();
   }
   if (shot) {
     window.show();

@@ -20,6 +20,7 @@
 #include "shardscope/core/schedule_io.hpp"
 #include "shardscope/gui/range_summary.hpp"
 #include "shardscope/traces/chrome_trace.hpp"
+#include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
 namespace shardscope::gui {
@@ -34,7 +35,8 @@ MainWindow::MainWindow(QWidget* parent)
       tabs_(new QTabWidget),
       metrics_view_(new QTableView),
       ops_view_(new QTableView),
-      selection_(new QLabel("Shift-drag on the timeline to summarize a range.")) {
+      selection_(new QLabel("Shift-drag on the timeline to summarize a range.")),
+      sweep_(new SweepView([this] { return std::pair{current_tree(), file_}; })) {
   setWindowTitle("shardscope");
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings_);
@@ -53,6 +55,14 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(metrics_view_, "Metrics");
   tabs_->addTab(ops_view_, "Ops");
   tabs_->addTab(selection_, "Selection");
+  tabs_->addTab(sweep_, "Sweep");
+  connect(sweep_, &SweepView::load_settings, this, [this](const std::vector<std::pair<std::string, std::string>>& settings) {
+    QStringList unknown;
+    for (const auto& [key, value] : settings) {
+      if (!settings_->set_value(key, QString::fromStdString(value))) unknown << QString::fromStdString(key);
+    }
+    if (!unknown.isEmpty()) statusBar()->showMessage("not a panel setting, left as it is: " + unknown.join(", "));
+  });
 
   auto* baseline_box = new QWidget;
   auto* baseline_layout = new QVBoxLayout(baseline_box);
@@ -232,6 +242,11 @@ void MainWindow::update_metrics() {
     rows.emplace_back("Δ exposed communication", QString::fromStdString(fmt::format("{} → {}", format_duration(a.comm_exposed), format_duration(b.comm_exposed))));
   }
   metrics_.set_rows(std::move(rows));
+}
+
+void MainWindow::show_sweep_tab() {
+  tabs_->setCurrentWidget(sweep_);
+  right_->setSizes({0, 150, 250, 600});
 }
 
 void MainWindow::pin_baseline() {

@@ -21,6 +21,7 @@ namespace shardscope::gui {
 
 class MemoryChart;
 class SettingsPanel;
+class SweepView;
 class TimelineWidget;
 
 class MainWindow : public QMainWindow {
@@ -42,6 +43,8 @@ class MainWindow : public QMainWindow {
   TimelineWidget* baseline_timeline() const { return baseline_view_; }
   MemoryChart* memory_chart() const { return memory_; }
   SettingsPanel* settings() const { return settings_; }
+  SweepView* sweep_view() const { return sweep_; }
+  void show_sweep_tab();
   const RunResult* result() const { return result_.get(); }
 
  private:
@@ -62,6 +65,7 @@ class MainWindow : public QMainWindow {
   QTableView* metrics_view_;
   QTableView* ops_view_;
   QLabel* selection_;
+  SweepView* sweep_;
   MetricsModel metrics_;
   OpTableModel ops_;
   SimulationRunner runner_;

@@ -8,6 +8,7 @@
 #include "main_window.hpp"
 #include "memory_chart.hpp"
 #include "settings_panel.hpp"
+#include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
 namespace shardscope::gui {
@@ -110,6 +111,25 @@ TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {
   QApplication::processEvents();
   EXPECT_TRUE(win.w.baseline_timeline()->isVisible());
   EXPECT_NE(win.w.result()->summary.step_time, 0);
+}
+
+TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  SweepView* view = win.w.sweep_view();
+  view->set_grid("fsdp.reshard_after_forward=true,false\ntraining.optimizer=adamw,sgd", "1GiB");
+  view->run_now();
+  ASSERT_EQ(view->rows().size(), 4u);
+  int pareto = 0;
+  for (const auto& r : view->rows()) {
+    EXPECT_TRUE(r.fits);
+    pareto += r.pareto;
+  }
+  EXPECT_GE(pareto, 1);
+  // Loading the best configuration puts its settings into the panel and re-simulates to its step time.
+  const auto& best = view->rows().front();
+  emit view->load_settings(best.settings);
+  win.w.simulate_now();
+  EXPECT_NEAR(ns_to_s(win.w.result()->summary.step_time), best.step_time_s, 1e-6);
 }
 
 }  // namespace
