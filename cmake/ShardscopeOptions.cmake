@@ -39,13 +39,13 @@ macro(shardscope_resolve_qt)
   _shardscope_check_tristate(SHARDSCOPE_WITH_QT)
   set(SHARDSCOPE_HAVE_QT OFF)
   if(NOT SHARDSCOPE_WITH_QT STREQUAL "OFF")
-    find_package(Qt6 6.2 QUIET COMPONENTS Core Gui Widgets Charts Test)
+    find_package(Qt6 6.2 QUIET COMPONENTS Core Gui Widgets Charts Svg Test)
     if(Qt6_FOUND)
       set(SHARDSCOPE_HAVE_QT ON)
     elseif(SHARDSCOPE_WITH_QT STREQUAL "ON")
       message(FATAL_ERROR
-        "SHARDSCOPE_WITH_QT=ON but Qt6 Widgets/Charts were not found. "
-        "Run scripts/install-deps (Debian: qt6-base-dev qt6-charts-dev), "
+        "SHARDSCOPE_WITH_QT=ON but Qt6 Widgets/Charts/Svg were not found. "
+        "Run scripts/install-deps (Debian: qt6-base-dev qt6-charts-dev qt6-svg-dev), "
         "or configure with -DSHARDSCOPE_WITH_QT=AUTO or OFF.")
     endif()
   endif()

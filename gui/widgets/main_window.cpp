@@ -9,7 +9,9 @@
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QPainter>
 #include <QStatusBar>
+#include <QSvgGenerator>
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -101,6 +103,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   file->addAction("Save scenario…", this, [this] { save_scenario(); });
   file->addAction("Export view as PNG…", this, [this] { export_png(); });
+  file->addAction("Export view as SVG…", this, [this] { export_svg(); });
   file->addAction("Export Perfetto trace…", this, [this] { export_trace(); });
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, qApp, &QApplication::quit);
@@ -264,6 +267,18 @@ void MainWindow::pin_baseline() {
 void MainWindow::export_png() {
   const QString path = QFileDialog::getSaveFileName(this, "Export view", "shardscope.png", "PNG (*.png)");
   if (!path.isEmpty() && !grab().save(path)) QMessageBox::warning(this, "Export", "Could not write " + path);
+}
+
+void MainWindow::export_svg() {
+  const QString path = QFileDialog::getSaveFileName(this, "Export view", "shardscope.svg", "SVG (*.svg)");
+  if (path.isEmpty()) return;
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setSize(size());
+  svg.setViewBox(rect());
+  svg.setTitle(windowTitle());
+  QPainter painter(&svg);
+  render(&painter);
 }
 
 void MainWindow::export_trace() {

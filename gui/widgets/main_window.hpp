@@ -51,6 +51,7 @@ class MainWindow : public QMainWindow {
   ConfigTree current_tree() const;
   void request_simulation();
   void export_png();
+  void export_svg();
   void export_trace();
   void save_scenario();
   void update_metrics();
