@@ -6,6 +6,7 @@
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/schedule_io.hpp"
+#include "json_lines.hpp"
 
 namespace shardscope {
 namespace {
@@ -38,17 +39,6 @@ Json op_json(const Op& op, std::size_t index) {
   j["frees"] = ids(op.frees);
   j["uses"] = ids(op.uses);
   return j;
-}
-
-template <typename T, typename F>
-void emit_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json, bool last) {
-  out += fmt::format("  \"{}\": [", key);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    out += i == 0 ? "\n    " : ",\n    ";
-    out += to_json(items[i], i).dump();
-  }
-  out += items.empty() ? "]" : "\n  ]";
-  out += last ? "\n" : ",\n";
 }
 
 // Strict field access that records problems instead of throwing.
@@ -161,20 +151,20 @@ std::string schedule_to_json(const Schedule& s) {
   out += fmt::format("  \"world_size\": {},\n", s.world_size);
   out += fmt::format("  \"iterations\": {},\n", s.iterations);
   out += fmt::format("  \"tokens_per_iteration\": {},\n", s.tokens_per_iteration);
-  emit_array(out, "streams", s.streams, [](const Stream& x, std::size_t) {
+  detail::emit_json_array(out, "streams", s.streams, [](const Stream& x, std::size_t) {
     Json j;
     j["name"] = x.name;
     j["kind"] = to_string(x.kind);
     return j;
   }, false);
-  emit_array(out, "communicators", s.communicators, [](const Communicator& x, std::size_t) {
+  detail::emit_json_array(out, "communicators", s.communicators, [](const Communicator& x, std::size_t) {
     Json j;
     j["name"] = x.name;
     j["size"] = x.size;
     j["nodes"] = x.nodes;
     return j;
   }, false);
-  emit_array(out, "groups", s.groups, [](const ParamGroup& x, std::size_t) {
+  detail::emit_json_array(out, "groups", s.groups, [](const ParamGroup& x, std::size_t) {
     Json j;
     j["name"] = x.name;
     j["numel"] = x.numel;
@@ -183,7 +173,7 @@ std::string schedule_to_json(const Schedule& s) {
     j["is_root"] = x.is_root;
     return j;
   }, false);
-  emit_array(out, "buffers", s.buffers, [](const Buffer& x, std::size_t) {
+  detail::emit_json_array(out, "buffers", s.buffers, [](const Buffer& x, std::size_t) {
     Json j;
     j["name"] = x.name;
     j["size"] = x.size;
@@ -194,7 +184,7 @@ std::string schedule_to_json(const Schedule& s) {
     j["live_at_start"] = x.live_at_start;
     return j;
   }, false);
-  emit_array(out, "ops", s.ops, op_json, true);
+  detail::emit_json_array(out, "ops", s.ops, op_json, true);
   out += "}\n";
   return out;
 }

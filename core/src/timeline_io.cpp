@@ -5,6 +5,7 @@
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/timeline.hpp"
+#include "json_lines.hpp"
 
 namespace shardscope {
 
@@ -18,16 +19,6 @@ TimeNs Timeline::end_time() const {
 namespace {
 using Json = nlohmann::ordered_json;
 
-template <typename T, typename F>
-void emit_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json, bool last) {
-  out += fmt::format("  \"{}\": [", key);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    out += i == 0 ? "\n    " : ",\n    ";
-    out += to_json(items[i]).dump();
-  }
-  out += items.empty() ? "]" : "\n  ]";
-  out += last ? "\n" : ",\n";
-}
 }  // namespace
 
 std::string timeline_to_json(const Timeline& t) {
@@ -42,11 +33,11 @@ std::string timeline_to_json(const Timeline& t) {
   Json categories = Json::array();
   for (auto c : all_buffer_categories()) categories.push_back(to_string(c));
   out += fmt::format("  \"categories\": {},\n", categories.dump());
-  emit_array(out, "streams", t.streams, [](const Stream& s) { return Json{{"name", s.name}, {"kind", to_string(s.kind)}}; }, false);
-  emit_array(out, "groups", t.groups, [](const std::string& g) { return Json(g); }, false);
-  emit_array(out, "communicators", t.communicators,
-             [](const Communicator& c) { return Json{{"name", c.name}, {"size", c.size}, {"nodes", c.nodes}}; }, false);
-  emit_array(out, "ops", t.ops, [](const TimelineOp& o) {
+  detail::emit_json_array(out, "streams", t.streams, [](const Stream& s, std::size_t) { return Json{{"name", s.name}, {"kind", to_string(s.kind)}}; }, false);
+  detail::emit_json_array(out, "groups", t.groups, [](const std::string& g, std::size_t) { return Json(g); }, false);
+  detail::emit_json_array(out, "communicators", t.communicators,
+             [](const Communicator& c, std::size_t) { return Json{{"name", c.name}, {"size", c.size}, {"nodes", c.nodes}}; }, false);
+  detail::emit_json_array(out, "ops", t.ops, [](const TimelineOp& o, std::size_t) {
     Json j;
     j["op"] = o.op;
     j["kind"] = to_string(o.kind);
@@ -61,7 +52,7 @@ std::string timeline_to_json(const Timeline& t) {
     j["end_ns"] = o.end;
     return j;
   }, false);
-  emit_array(out, "memory", t.memory, [](const MemorySample& m) {
+  detail::emit_json_array(out, "memory", t.memory, [](const MemorySample& m, std::size_t) {
     Json j;
     j["time_ns"] = m.time;
     j["allocated"] = m.allocated;

@@ -56,29 +56,36 @@ int CachingAllocator::find_free(int pool, Bytes size) const {
   return it == list.end() ? -1 : std::get<3>(*it);
 }
 
+// Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
+int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
+  Block tail;
+  {
+    const Block& head = blocks_[static_cast<std::size_t>(b)];
+    tail.offset = head.offset + head_size;
+    tail.size = head.size - head_size;
+    tail.segment = head.segment;
+    tail.prev = b;
+    tail.next = head.next;
+    tail.mapped = tail_mapped;
+  }
+  blocks_.push_back(tail);
+  const int t = static_cast<int>(blocks_.size() - 1);
+  Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: push_back may reallocate
+  if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
+  if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
+  head.next = t;
+  head.size = head_size;
+  insert_free(t);
+  return t;
+}
+
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
 int CachingAllocator::take(int b, Bytes size) {
   erase_free(b);
-  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
   const bool small = pool_small_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
-  if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) {
-    Block tail;
-    tail.offset = blk.offset + size;
-    tail.size = rest;
-    tail.segment = blk.segment;
-    tail.prev = b;
-    tail.next = blk.next;
-    tail.mapped = blk.mapped;
-    blocks_.push_back(tail);
-    const int t = static_cast<int>(blocks_.size() - 1);
-    Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: push_back may reallocate
-    if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
-    if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
-    head.next = t;
-    head.size = size;
-    insert_free(t);
-  }
+  if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) split_tail(b, size, blk.mapped);
   blocks_[static_cast<std::size_t>(b)].allocated = true;
   return b;
 }
@@ -156,25 +163,10 @@ bool CachingAllocator::map_block(int b, Bytes size) {
   if (reserved_ + need > capacity_) return false;
   reserved_ += need;
   Block& blk = blocks_[static_cast<std::size_t>(b)];
-  const Bytes rest = blk.size - need;
-  if (rest > 0) {
+  if (blk.size > need) {
     erase_free(b);
-    Block tail;
-    tail.offset = blk.offset + need;
-    tail.size = rest;
-    tail.segment = blk.segment;
-    tail.prev = b;
-    tail.next = blk.next;
-    tail.mapped = false;
-    blocks_.push_back(tail);
-    const int t = static_cast<int>(blocks_.size() - 1);
-    Block& head = blocks_[static_cast<std::size_t>(b)];
-    if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
-    if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
-    head.next = t;
-    head.size = need;
+    split_tail(b, need, false);  // the rest stays unmapped address space
     insert_free(b);
-    insert_free(t);
   }
   blocks_[static_cast<std::size_t>(b)].mapped = true;
   return true;

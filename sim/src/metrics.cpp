@@ -5,51 +5,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "shardscope/core/intervals.hpp"
+
 namespace shardscope::sim {
 namespace {
-
-using Interval = std::pair<TimeNs, TimeNs>;
-
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& [a, b] : v) {
-    if (b <= a) continue;
-    if (!out.empty() && a <= out.back().second) {
-      out.back().second = std::max(out.back().second, b);
-    } else {
-      out.emplace_back(a, b);
-    }
-  }
-  return out;
-}
-
-TimeNs length(const std::vector<Interval>& v) {
-  TimeNs total = 0;
-  for (const auto& [a, b] : v) total += b - a;
-  return total;
-}
-
-// |a \ b| for merged interval lists.
-TimeNs difference(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  TimeNs total = 0;
-  std::size_t j = 0;
-  for (const auto& [s, e] : a) {
-    TimeNs cur = s;
-    while (j < b.size() && b[j].second <= cur) ++j;
-    std::size_t k = j;
-    while (cur < e) {
-      if (k >= b.size() || b[k].first >= e) {
-        total += e - cur;
-        break;
-      }
-      if (b[k].first > cur) total += b[k].first - cur;
-      cur = std::max(cur, b[k].second);
-      ++k;
-    }
-  }
-  return total;
-}
 
 std::string op_name(const Schedule& s, OpId id) {
   const Op& op = s.ops[static_cast<std::size_t>(id)];
@@ -125,9 +84,9 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
     if (key.second == static_cast<int>(Phase::backward)) out.backward_time += len;
     if (key.second == static_cast<int>(Phase::optimizer)) out.optimizer_time += len;
   }
-  const auto comm_union = merged(comm);
-  out.comm_total = length(comm_union);
-  out.comm_exposed = difference(comm_union, merged(compute));
+  const auto comm_union = merge_intervals(comm);
+  out.comm_total = total_length(comm_union);
+  out.comm_exposed = uncovered_length(comm_union, merge_intervals(compute));
   out.overlap_fraction = out.comm_total > 0 ? 1.0 - static_cast<double>(out.comm_exposed) / static_cast<double>(out.comm_total) : 1.0;
   for (std::size_t st = 0; st < s.streams.size(); ++st) {
     // The CPU lane is busy issuing ops (launch and hook overheads), not only running CPU ops.

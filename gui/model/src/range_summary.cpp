@@ -2,29 +2,9 @@
 
 #include <algorithm>
 
+#include "shardscope/core/intervals.hpp"
+
 namespace shardscope::gui {
-namespace {
-
-using Interval = std::pair<TimeNs, TimeNs>;
-
-std::vector<Interval> merge(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
-}
-
-TimeNs total(const std::vector<Interval>& v) {
-  TimeNs t = 0;
-  for (const auto& [a, b] : v) t += b - a;
-  return t;
-}
-
-}  // namespace
-
 RangeSummary summarize_range(const Timeline& t, TimeNs start, TimeNs end) {
   RangeSummary r;
   r.start = std::min(start, end);
@@ -40,15 +20,11 @@ RangeSummary summarize_range(const Timeline& t, TimeNs start, TimeNs end) {
       compute.emplace_back(a, b);
     }
   }
-  const auto c = merge(compute), m = merge(comm);
-  r.compute = total(c);
-  r.communication = total(m);
-  // Communication minus compute, interval by interval.
-  TimeNs hidden = 0;
-  for (const auto& [a, b] : m) {
-    for (const auto& [x, y] : c) hidden += std::max<TimeNs>(0, std::min(b, y) - std::max(a, x));
-  }
-  r.exposed_communication = r.communication - hidden;
+  const auto c = merge_intervals(compute), m = merge_intervals(comm);
+  r.compute = total_length(c);
+  r.communication = total_length(m);
+  r.exposed_communication = uncovered_length(m, c);
+  const TimeNs hidden = r.communication - r.exposed_communication;
   r.overlap = r.communication > 0 ? static_cast<double>(hidden) / static_cast<double>(r.communication) : 1.0;
   // Memory: the sample in force at the range start, and every sample inside it.
   const auto first = std::upper_bound(t.memory.begin(), t.memory.end(), r.start,

@@ -64,6 +64,7 @@ class CachingAllocator {
   int pool_of(StreamId stream, bool small);
   int find_free(int pool, Bytes size) const;
   int take(int block, Bytes size);
+  int split_tail(int block, Bytes head_size, bool tail_mapped);
   int new_segment(int pool, Bytes size);
   bool grow_expandable(int pool, Bytes size, int& block_out);
   bool map_block(int block, Bytes size);
