@@ -1,5 +1,7 @@
 #include "shardscope/core/hf_config.hpp"
 
+#include "json_lines.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -97,12 +99,7 @@ TransformerConfig load_hf_config(const std::filesystem::path& path) {
   if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  ConfigTree tree;
-  try {
-    tree = ConfigTree::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ValidationError({Problem{path.string(), "", fmt::format("invalid JSON: {}", e.what()), ""}});
-  }
+  const ConfigTree tree = detail::parse_json(buffer.str(), path.string());
   std::vector<Problem> problems;
   auto config = transformer_from_hf_config(tree, path.string(), problems);
   throw_if_any(std::move(problems));

@@ -190,12 +190,7 @@ std::string schedule_to_json(const Schedule& s) {
 }
 
 Schedule schedule_from_json(std::string_view text, const std::string& origin) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ValidationError({Problem{origin, "", fmt::format("invalid JSON: {}", e.what()), ""}});
-  }
+  const nlohmann::json root = detail::parse_json(text, origin);
   std::vector<Problem> problems;
   Fields f(origin, problems);
   Schedule s;

@@ -65,12 +65,7 @@ std::string timeline_to_json(const Timeline& t) {
 }
 
 Timeline timeline_from_json(std::string_view text, const std::string& origin) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ValidationError({Problem{origin, "", fmt::format("invalid JSON: {}", e.what()), ""}});
-  }
+  const nlohmann::json root = detail::parse_json(text, origin);
   std::vector<Problem> problems;
   auto problem = [&](std::string key, std::string message, std::string allowed = {}) {
     problems.push_back({origin, std::move(key), std::move(message), std::move(allowed)});
