@@ -37,7 +37,7 @@ SweepView::SweepView(BaseProvider base, QWidget* parent)
   grid_->setPlainText("fsdp.reshard_after_forward=true,false\ntraining.activation_checkpointing=selective_op,full\ntraining.micro_batch=1,2,4");
   grid_->setMaximumHeight(90);
   grid_->setToolTip("one axis per line: key=v1,v2,...");
-  auto* load = new QPushButton("Load sweep JSON…");
+  auto* load = new QPushButton("Load sweep CSV/JSON…");
   auto* controls = new QHBoxLayout;
   controls->addWidget(grid_, 3);
   auto* side = new QVBoxLayout;
@@ -150,10 +150,12 @@ void SweepView::start_sweep() {
 }
 
 void SweepView::load_json() {
-  const QString path = QFileDialog::getOpenFileName(this, "Load sweep", {}, "Sweep JSON (*.json)");
+  const QString path = QFileDialog::getOpenFileName(this, "Load sweep", {}, "Sweep results (*.csv *.json)");
   if (path.isEmpty()) return;
   try {
-    set_rows(sweep_rows_from_json(read_text_file(path.toStdString()), path.toStdString()), parse_bytes(budget_->text().toStdString()));
+    const std::string text = read_text_file(path.toStdString());
+    auto rows = path.endsWith(".csv") ? sweep_rows_from_csv(text, path.toStdString()) : sweep_rows_from_json(text, path.toStdString());
+    set_rows(std::move(rows), parse_bytes(budget_->text().toStdString()));
   } catch (const Error& e) {
     status_->setText(QString::fromStdString(e.what()));
   }

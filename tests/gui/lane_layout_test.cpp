@@ -117,3 +117,37 @@ TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
 
 }  // namespace
 }  // namespace shardscope::gui
+
+#include "shardscope/gui/sweep_table.hpp"
+
+namespace shardscope::gui {
+namespace {
+
+TEST(SweepTable, CsvAndJsonFromTheSameSweepAgree) {
+  const std::vector<sim::SweepAxis> axes{{"fsdp.reshard_after_forward", {"true", "false"}}};
+  std::vector<sim::SweepPoint> points(2);
+  for (int i = 0; i < 2; ++i) {
+    points[static_cast<std::size_t>(i)].values = {i == 0 ? "true" : "false"};
+    points[static_cast<std::size_t>(i)].summary.step_time = (250 + i) * kNsPerMs;
+    points[static_cast<std::size_t>(i)].summary.tokens_per_s_per_gpu = 1000.5 + i;
+    points[static_cast<std::size_t>(i)].summary.peak_reserved = (i + 1) * kGiB;
+    points[static_cast<std::size_t>(i)].fits = true;
+    points[static_cast<std::size_t>(i)].pareto = i == 1;
+  }
+  points[1].error = "a, \"quoted\" problem";
+  const auto from_csv = sweep_rows_from_csv(sim::sweep_csv(axes, points), "s.csv");
+  const auto from_json = sweep_rows_from_json(sim::sweep_json(axes, points), "s.json");
+  ASSERT_EQ(from_csv.size(), 2u);
+  ASSERT_EQ(from_json.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(from_csv[i].label(), from_json[i].label());
+    EXPECT_DOUBLE_EQ(from_csv[i].step_time_s, from_json[i].step_time_s);
+    EXPECT_EQ(from_csv[i].peak_reserved, from_json[i].peak_reserved);
+    EXPECT_EQ(from_csv[i].pareto, from_json[i].pareto);
+  }
+  EXPECT_EQ(from_csv[1].error, "a, \"quoted\" problem");
+  EXPECT_THROW(sweep_rows_from_csv("a,b\n1,2\n", "bad.csv"), ValidationError);
+}
+
+}  // namespace
+}  // namespace shardscope::gui

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "shardscope/core/error.hpp"
 
 namespace shardscope::gui {
@@ -48,6 +50,69 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
     }
   } catch (const nlohmann::json::exception& e) {
     throw ValidationError({Problem{origin, "", std::string("malformed sweep JSON: ") + e.what(), "the output of shardscope sweep --json"}});
+  }
+  return rows;
+}
+
+namespace {
+
+// One CSV record: fields split on commas outside double quotes, "" inside quotes is a quote.
+std::vector<std::string> csv_fields(std::string_view line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::string& origin) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    const auto end = text.find('\n', start);
+    lines.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    start = end == std::string_view::npos ? text.size() : end + 1;
+  }
+  if (lines.empty()) throw ValidationError({Problem{origin, "", "empty file", "the output of shardscope sweep --csv"}});
+  const auto header = csv_fields(lines[0]);
+  const auto metrics = std::find(header.begin(), header.end(), "step_time_s");
+  if (metrics == header.end() || header.end() - metrics < 10) {
+    throw ValidationError({Problem{origin, "header", "not a shardscope sweep CSV", "columns ..., step_time_s, tokens_per_s_per_gpu, ..."}});
+  }
+  const auto axes = static_cast<std::size_t>(metrics - header.begin());
+  std::vector<SweepRow> rows;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    const auto f = csv_fields(lines[i]);
+    if (f.size() != header.size()) {
+      throw ValidationError({Problem{origin, "line " + std::to_string(i + 1), "has " + std::to_string(f.size()) + " fields",
+                                     std::to_string(header.size()) + " like the header"}});
+    }
+    SweepRow r;
+    for (std::size_t a = 0; a < axes; ++a) r.settings.emplace_back(header[a], f[a]);
+    try {
+      r.step_time_s = std::stod(f[axes]);
+      r.tokens_per_s_per_gpu = std::stod(f[axes + 1]);
+      r.peak_reserved = std::stoll(f[axes + 4]);
+    } catch (const std::exception&) {
+      throw ValidationError({Problem{origin, "line " + std::to_string(i + 1), "a metric is not a number", ""}});
+    }
+    r.fits = f[axes + 6] == "true";
+    r.pareto = f[axes + 7] == "true";
+    r.error = f[axes + 9];
+    rows.push_back(std::move(r));
   }
   return rows;
 }
