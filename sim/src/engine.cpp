@@ -311,7 +311,8 @@ class Engine {
   void advance(TimeNs t) {
     const double dt = static_cast<double>(t - now_);
     now_ = t;
-    std::vector<OpId> finished;
+    auto& finished = finished_;  // reused: one event per op would otherwise allocate each time
+    finished.clear();
     for (auto& a : active_) {
       if (a.finish <= t) {
         finished.push_back(a.op);
@@ -372,6 +373,7 @@ class Engine {
   std::vector<std::size_t> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
+  std::vector<OpId> finished_;
   std::vector<Bytes> by_category_;
   std::vector<std::pair<OpId, SampleAt>> sample_ops_;  // the op behind each memory sample (kNone: start)
   bool rates_dirty_ = true;
