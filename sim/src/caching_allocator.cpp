@@ -26,34 +26,54 @@ Bytes CachingAllocator::segment_size(Bytes rounded) {
 }
 
 int CachingAllocator::pool_of(StreamId stream, bool small) {
-  auto [it, inserted] = pools_.try_emplace({stream, small}, static_cast<int>(free_.size()));
-  if (inserted) {
+  const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
+  if (key >= pool_index_.size()) pool_index_.resize(key + 1, -1);
+  int& pool = pool_index_[key];
+  if (pool < 0) {
+    pool = static_cast<int>(free_.size());
     free_.emplace_back();
     pool_small_.push_back(small);
     expandable_segment_.push_back(-1);
   }
-  return it->second;
+  return pool;
+}
+
+// Blocks live in one vector; slots of blocks merged away are reused, so it stops growing.
+int CachingAllocator::new_block(const Block& block) {
+  if (!dead_blocks_.empty()) {
+    const int b = dead_blocks_.back();
+    dead_blocks_.pop_back();
+    blocks_[static_cast<std::size_t>(b)] = block;
+    return b;
+  }
+  blocks_.push_back(block);
+  return static_cast<int>(blocks_.size() - 1);
+}
+
+void CachingAllocator::retire_block(int b) {
+  blocks_[static_cast<std::size_t>(b)].size = 0;
+  dead_blocks_.push_back(b);
 }
 
 void CachingAllocator::insert_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
-  const FreeKey key{blk.size, blk.segment, blk.offset, b};
+  const FreeKey key{blk.size, address_of(blk), b};
   list.insert(std::lower_bound(list.begin(), list.end(), key), key);
 }
 
 void CachingAllocator::erase_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
-  const FreeKey key{blk.size, blk.segment, blk.offset, b};
+  const FreeKey key{blk.size, address_of(blk), b};
   const auto it = std::lower_bound(list.begin(), list.end(), key);
-  if (it != list.end() && *it == key) list.erase(it);
+  if (it != list.end() && it->block == b) list.erase(it);
 }
 
 int CachingAllocator::find_free(int pool, Bytes size) const {
   const auto& list = free_[static_cast<std::size_t>(pool)];
-  const auto it = std::lower_bound(list.begin(), list.end(), FreeKey{size, -1, -1, -1});
-  return it == list.end() ? -1 : std::get<3>(*it);
+  const auto it = std::lower_bound(list.begin(), list.end(), FreeKey{size, -1, -1});
+  return it == list.end() ? -1 : it->block;
 }
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
@@ -68,9 +88,8 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
     tail.next = head.next;
     tail.mapped = tail_mapped;
   }
-  blocks_.push_back(tail);
-  const int t = static_cast<int>(blocks_.size() - 1);
-  Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: push_back may reallocate
+  const int t = new_block(tail);
+  Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: new_block may reallocate
   if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
   if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
   head.next = t;
@@ -92,14 +111,13 @@ int CachingAllocator::take(int b, Bytes size) {
 
 int CachingAllocator::new_segment(int pool, Bytes size) {
   segments_.push_back({pool, size, true});
-  segment_tail_.push_back(static_cast<int>(blocks_.size()));
   Block blk;
   blk.size = size;
   blk.segment = static_cast<int>(segments_.size() - 1);
-  blocks_.push_back(blk);
+  const int b = new_block(blk);
+  segment_tail_.push_back(b);
   reserved_ += size;
   ++live_segments_;
-  const int b = static_cast<int>(blocks_.size() - 1);
   insert_free(b);
   return b;
 }
@@ -123,8 +141,7 @@ bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
     segments_[static_cast<std::size_t>(seg)].size += blk.size;
   }
   blk.segment = seg;
-  blocks_.push_back(blk);
-  const int b = static_cast<int>(blocks_.size() - 1);
+  const int b = new_block(blk);
   if (blk.prev >= 0) blocks_[static_cast<std::size_t>(blk.prev)].next = b;
   segment_tail_[static_cast<std::size_t>(seg)] = b;
   insert_free(b);
@@ -217,7 +234,7 @@ void CachingAllocator::free(BufferId id) {
     prev.next = blk->next;
     if (blk->next >= 0) blocks_[static_cast<std::size_t>(blk->next)].prev = p;
     if (segment_tail_[static_cast<std::size_t>(blk->segment)] == b) segment_tail_[static_cast<std::size_t>(blk->segment)] = p;
-    blk->size = 0;
+    retire_block(b);
     b = p;
     blk = &blocks_[static_cast<std::size_t>(b)];
   }
@@ -230,7 +247,7 @@ void CachingAllocator::free(BufferId id) {
     blk->next = next.next;
     if (next.next >= 0) blocks_[static_cast<std::size_t>(next.next)].prev = b;
     if (segment_tail_[static_cast<std::size_t>(blk->segment)] == n) segment_tail_[static_cast<std::size_t>(blk->segment)] = b;
-    next.size = 0;
+    retire_block(n);
   }
   insert_free(b);
 }

@@ -204,7 +204,10 @@ void Lowerer::backward_part(int g, std::size_t p) {
 void Lowerer::add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] <= 0) continue;
-    const BufferId ws = b_.add_buffer(buffer_name(g, fmt::format("{}.{}", what, i)), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
+    std::string name = what;
+    name.push_back('.');
+    name.push_back(static_cast<char>('0' + i % 10));
+    const BufferId ws = b_.add_buffer(buffer_name(g, name), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
     op.allocs.push_back(ws);
     op.frees.push_back(ws);
   }

@@ -26,7 +26,7 @@ BufferId ScheduleBuilder::add_buffer(std::string name, Bytes size, DType dtype, 
   return static_cast<BufferId>(schedule_.buffers.size() - 1);
 }
 
-OpId ScheduleBuilder::emit(Op op) {
+OpId ScheduleBuilder::emit(Op&& op) {
   op.iteration = iteration_;
   op.microbatch = microbatch_;
   op.phase = phase_;

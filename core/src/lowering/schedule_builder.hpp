@@ -29,7 +29,7 @@ class ScheduleBuilder {
   int microbatch() const { return microbatch_; }
 
   /// Appends `op` (its iteration, micro-batch and phase are taken from the builder).
-  OpId emit(Op op);
+  OpId emit(Op&& op);
   /// The last op issued on `stream`, or kNone.
   OpId last_on(StreamId stream) const;
   Op& op(OpId id) { return schedule_.ops[static_cast<std::size_t>(id)]; }

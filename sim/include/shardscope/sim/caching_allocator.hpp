@@ -59,12 +59,21 @@ class CachingAllocator {
     Bytes size = 0;
     bool live = true;
   };
-  using FreeKey = std::tuple<Bytes, int, Bytes, int>;  // size, segment, offset, block
+  // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
+  struct FreeKey {
+    Bytes size;
+    std::int64_t address;
+    int block;
+    bool operator<(const FreeKey& o) const { return size < o.size || (size == o.size && address < o.address); }
+  };
+  static std::int64_t address_of(const Block& b) { return (static_cast<std::int64_t>(b.segment) << 40) | b.offset; }
 
   int pool_of(StreamId stream, bool small);
   int find_free(int pool, Bytes size) const;
   int take(int block, Bytes size);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
+  int new_block(const Block& block);
+  void retire_block(int block);
   int new_segment(int pool, Bytes size);
   bool grow_expandable(int pool, Bytes size, int& block_out);
   bool map_block(int block, Bytes size);
@@ -78,7 +87,8 @@ class CachingAllocator {
   std::vector<Segment> segments_;
   std::vector<std::vector<FreeKey>> free_;          // per pool, sorted (few entries: flat beats a tree)
   std::vector<bool> pool_small_;
-  std::map<std::pair<StreamId, bool>, int> pools_;
+  std::vector<int> pool_index_;                       // (stream · 2 + small) → pool, -1 if none
+  std::vector<int> dead_blocks_;                      // slots of coalesced blocks, reused by splits
   std::vector<int> expandable_segment_;               // per pool, -1 if none
   std::vector<int> segment_tail_;                     // per segment, its last block
   std::vector<int> live_;                             // buffer → block, -1 when not allocated
