@@ -54,12 +54,9 @@ int run_sweep(const SweepArgs& args) {
     if (!budget || *budget <= 0) problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
   }
   throw_if_any(std::move(problems));
-  // Validate the base scenario first, so a broken file fails once and clearly.
-  const Scenario base_scenario = load_scenario_args(args.scenario);
-  (void)base_scenario;
-  ConfigTree tree = load_config_file(args.scenario.path);
-  for (const auto& o : args.scenario.overrides) apply_override(tree, o, problems);
-  throw_if_any(std::move(problems));
+  const ConfigTree tree = load_scenario_tree(args.scenario);
+  // A broken base scenario fails here, once and clearly, rather than at every grid point.
+  read_scenario(tree, args.scenario.path, std::filesystem::path(args.scenario.path).parent_path());
 
   std::size_t total = 1;
   for (const auto& a : axes) total *= a.values.size();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope::cli {
@@ -22,7 +23,9 @@ struct ScenarioArgs {
   int gpus_per_node = 0;               // --gpus-per-node
 };
 
-/// Loads the scenario file with the shortcuts and overrides applied.
+/// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
+ConfigTree load_scenario_tree(const ScenarioArgs& args);
+/// Loads the scenario file with the shortcuts and overrides applied, validated.
 Scenario load_scenario_args(const ScenarioArgs& args);
 
 struct SimulateArgs {

@@ -5,7 +5,7 @@
 
 namespace shardscope::cli {
 
-Scenario load_scenario_args(const ScenarioArgs& args) {
+ConfigTree load_scenario_tree(const ScenarioArgs& args) {
   ConfigTree tree = load_config_file(args.path);
   // Shortcuts replace whole presets before --set overrides refine them.
   if (!args.model_preset.empty()) tree["model"] = ConfigTree{{"preset", args.model_preset}};
@@ -15,7 +15,11 @@ Scenario load_scenario_args(const ScenarioArgs& args) {
   std::vector<Problem> problems;
   for (const auto& o : args.overrides) apply_override(tree, o, problems);
   throw_if_any(std::move(problems));
-  return read_scenario(tree, args.path, std::filesystem::path(args.path).parent_path());
+  return tree;
+}
+
+Scenario load_scenario_args(const ScenarioArgs& args) {
+  return read_scenario(load_scenario_tree(args), args.path, std::filesystem::path(args.path).parent_path());
 }
 
 }  // namespace shardscope::cli
