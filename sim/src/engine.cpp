@@ -134,34 +134,29 @@ class Engine {
       }
     }
     for (std::size_t b = 0; b < s_.buffers.size(); ++b) {
-      const Buffer& buf = s_.buffers[b];
-      if (!buf.live_at_start || buf.location != Location::gpu) continue;
-      if (!allocator_.allocate(static_cast<BufferId>(b), buf.size, compute)) {
-        if (!result_.out_of_memory) {
-          result_.out_of_memory = OutOfMemory{kNone, static_cast<BufferId>(b), buf.size, allocator_.reserved(), allocator_.allocated()};
-        }
-        continue;
-      }
-      by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
-      note_peaks(kNone, Phase::forward);
+      if (s_.buffers[b].live_at_start) allocate_buffer(static_cast<BufferId>(b), compute, kNone, Phase::forward);
     }
+  }
+
+  // A GPU buffer through the allocator model; the first that does not fit is reported and the
+  // simulation goes on, so the rest of the timeline is still there to inspect.
+  void allocate_buffer(BufferId b, StreamId stream, OpId op, Phase phase) {
+    const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
+    if (buf.location != Location::gpu) return;
+    if (!allocator_.allocate(b, buf.size, stream)) {
+      if (!result_.out_of_memory) {
+        result_.out_of_memory = OutOfMemory{op, b, buf.size, allocator_.reserved(), allocator_.allocated()};
+      }
+      return;
+    }
+    by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
+    note_peaks(op, phase);
   }
 
   // ---- memory at issue time: allocations, then frees
   void memory(std::size_t i) {
     const Op& op = s_.ops[i];
-    for (BufferId b : op.allocs) {
-      const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
-      if (buf.location != Location::gpu) continue;
-      if (!allocator_.allocate(b, buf.size, op.stream)) {
-        if (!result_.out_of_memory) {
-          result_.out_of_memory = OutOfMemory{static_cast<OpId>(i), b, buf.size, allocator_.reserved(), allocator_.allocated()};
-        }
-        continue;  // keep simulating; the report names the first buffer that did not fit
-      }
-      by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
-      note_peaks(static_cast<OpId>(i), op.phase);
-    }
+    for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);
     if (!op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];

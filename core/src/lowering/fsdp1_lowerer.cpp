@@ -58,14 +58,6 @@ class Fsdp1Lowerer final : public Lowerer {
     return st.full_param != kNone ? st.full_param : sharded_params_[static_cast<std::size_t>(g)];
   }
 
-  OpId stream_wait(StreamId stream, OpId event, std::string label = {}) {
-    if (event == kNone) return kNone;
-    Op op = make_op(OpKind::stream_wait, stream, kNone);
-    op.deps.push_back(event);
-    op.label = std::move(label);
-    return b_.emit(std::move(op));
-  }
-
   // _unshard: pre-unshard (cast / host copy), rate limiter, all-gather on the unshard stream.
   void unshard(int g, bool prefetch) {
     auto& st = st_[static_cast<std::size_t>(g)];
@@ -266,8 +258,8 @@ class Fsdp1Lowerer final : public Lowerer {
     // _post_backward_final_callback: the default stream waits for the post-backward (and
     // all-reduce) streams; with CPU offload the CPU synchronises.
     if (!sync_gradients()) return;
-    OpId last = stream_wait(compute_stream_, b_.last_on(post_backward_), "post-backward stream");
-    if (all_reduce_ != kNone) last = stream_wait(compute_stream_, b_.last_on(all_reduce_), "all-reduce stream");
+    OpId last = stream_wait(compute_stream_, b_.last_on(post_backward_), {}, "post-backward stream");
+    if (all_reduce_ != kNone) last = stream_wait(compute_stream_, b_.last_on(all_reduce_), {}, "all-reduce stream");
     if (offload_) {
       Op sync = make_op(OpKind::cpu_wait, cpu_, kNone);
       sync.label = "synchronize";

@@ -63,15 +63,6 @@ class Fsdp2Lowerer final : public Lowerer {
   }
   bool to_smaller_mesh() const { return post_forward_ != kNone; }
 
-  // A zero-work op: `stream` waits for `event`; it may carry frees that the wait makes safe.
-  OpId stream_wait(StreamId stream, OpId event, std::vector<BufferId> frees = {}, std::string label = {}) {
-    Op op = make_op(OpKind::stream_wait, stream, kNone);
-    if (event != kNone) op.deps.push_back(event);
-    op.frees = std::move(frees);
-    op.label = std::move(label);
-    return b_.emit(std::move(op));
-  }
-
   // ---- FSDPParamGroup.unshard
   void unshard(int g, bool prefetch) {
     auto& st = st_[static_cast<std::size_t>(g)];

@@ -201,6 +201,15 @@ void Lowerer::backward_part(int g, std::size_t p) {
   b_.emit(std::move(op));
 }
 
+OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string label) {
+  if (event == kNone) return kNone;
+  Op op = make_op(OpKind::stream_wait, stream, kNone);
+  op.deps.push_back(event);
+  op.frees = std::move(frees);
+  op.label = std::move(label);
+  return b_.emit(std::move(op));
+}
+
 void Lowerer::add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] <= 0) continue;

@@ -53,6 +53,9 @@ class Lowerer {
   void forward_part(int g, std::size_t part);
   /// Recompute (if checkpointed) and backward of one part; frees its activations.
   void backward_part(int g, std::size_t part);
+  /// A zero-work op: `stream` waits for `event` (PyTorch's wait_event / wait_stream); it may carry
+  /// frees the wait makes safe. Nothing is emitted for a missing event.
+  OpId stream_wait(StreamId stream, OpId event, IdList frees = {}, std::string label = {});
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// Transient tensors allocated and freed by one op.
