@@ -5,23 +5,44 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <limits>
 
 namespace shardscope {
 namespace {
 
-// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name"
-std::string normalise(std::string_view path) {
-  std::string out;
-  for (const auto& part : split_key_path(path)) {
-    const bool index = std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (index) {
+// Calls f(part) for each part of "a.b[3].c" / "a.b.3.c", without allocating.
+template <typename F>
+void for_each_key_part(std::string_view path, F&& f) {
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '.' || path[i] == '[' || path[i] == ']') {
+      if (i > begin) f(path.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+}
+
+bool is_index_part(std::string_view part) {
+  return std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name", into `out`
+void normalise_into(std::string_view path, std::string& out) {
+  out.clear();
+  for_each_key_part(path, [&](std::string_view part) {
+    if (is_index_part(part)) {
       out += "[]";
     } else {
       if (!out.empty()) out += '.';
       out += part;
     }
-  }
+  });
+}
+
+std::string normalise(std::string_view path) {
+  std::string out;
+  normalise_into(path, out);
   return out;
 }
 
@@ -78,29 +99,34 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
 ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {}
 
 const ConfigTree* ConfigReader::find(std::string_view path) {
-  // The key and every mapping above it are known.
-  std::string norm = normalise(path);
-  while (!norm.empty()) {
-    known_.insert(norm);
-    const auto cut = std::max(norm.rfind('.') == std::string::npos ? 0 : norm.rfind('.'),
-                              norm.size() >= 2 && norm.ends_with("[]") ? norm.size() - 2 : 0);
-    norm = norm.substr(0, cut);
-  }
+  // The key (and so every mapping above it) is known. Readers ask for the same keys again and
+  // again: look before inserting, so a known key costs no allocation.
+  normalise_into(path, scratch_);
+  if (known_.find(std::string_view(scratch_)) == known_.end()) known_.emplace(scratch_);
   const ConfigTree* node = &root_;
-  for (const auto& part : split_key_path(path)) {
+  bool found = true;
+  for_each_key_part(path, [&](std::string_view part) {
+    if (!found) return;
     if (node->is_object()) {
-      auto it = node->find(part);
-      if (it == node->end()) return nullptr;
+      const auto it = node->find(part);
+      if (it == node->end()) {
+        found = false;
+        return;
+      }
       node = &*it;
     } else if (node->is_array()) {
-      const auto index = std::stoull(part);
-      if (index >= node->size()) return nullptr;
+      std::size_t index = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc() || end != part.data() + part.size() || index >= node->size()) {
+        found = false;
+        return;
+      }
       node = &(*node)[index];
     } else {
-      return nullptr;
+      found = false;
     }
-  }
-  return node->is_null() ? nullptr : node;
+  });
+  return !found || node->is_null() ? nullptr : node;
 }
 
 bool ConfigReader::has(std::string_view path) { return find(path) != nullptr; }
@@ -176,6 +202,10 @@ std::optional<std::string> ConfigReader::get_string(std::string_view path) {
 std::optional<std::string> ConfigReader::get_enum(std::string_view path, std::span<const std::string_view> allowed) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
+  if (v->is_string()) {
+    const auto& value = v->get_ref<const std::string&>();
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+  }
   const std::string allowed_text = fmt::format("allowed: {}", fmt::join(allowed, ", "));
   if (!v->is_string()) {
     add_problem(path, fmt::format("expected one of the names, got {}", type_name(*v)), allowed_text);
@@ -254,18 +284,23 @@ void ConfigReader::reject_if_present(std::string_view path, std::string_view why
   if (find(path)) add_problem(path, std::string(why), std::string(instead));
 }
 
-void ConfigReader::collect_unknown(const ConfigTree& node, const std::string& path) {
-  if (!path.empty() && known_subtrees_.count(normalise(path))) return;
+// `path` is the key as the user wrote it ("model.groups[2].name"), `norm` its normalised form;
+// both grow and shrink in place while walking the tree.
+void ConfigReader::collect_unknown(const ConfigTree& node, std::string& path, std::string& norm) {
+  if (!norm.empty() && known_subtrees_.count(norm)) return;
+  const std::size_t path_size = path.size(), norm_size = norm.size();
   if (node.is_object()) {
     for (const auto& [key, value] : node.items()) {
-      const std::string child = path.empty() ? key : path + "." + key;
-      const std::string norm = normalise(child);
-      if (!known_.count(norm)) {
+      if (!path.empty()) path += '.';
+      path += key;
+      if (!norm.empty()) norm += '.';
+      norm += key;
+      if (!is_known(norm)) {
         // Candidates: known siblings first, then the same leaf anywhere.
         const std::string parent = parent_of(norm);
         std::vector<std::string> siblings;
         std::vector<std::string> elsewhere;
-        for (const auto& k : known_) {
+        for (const auto& k : known_with_parents()) {
           if (parent_of(k) == parent) siblings.push_back(leaf_of(k));
           if (leaf_of(k) == key && k != norm) elsewhere.push_back(k);
         }
@@ -278,16 +313,51 @@ void ConfigReader::collect_unknown(const ConfigTree& node, const std::string& pa
           std::sort(siblings.begin(), siblings.end());
           hint = fmt::format("keys here: {}", fmt::join(siblings, ", "));
         }
-        add_problem(child, "unknown key", hint);
-        continue;
+        add_problem(path, "unknown key", hint);
+      } else {
+        collect_unknown(value, path, norm);
       }
-      collect_unknown(value, child);
+      path.resize(path_size);
+      norm.resize(norm_size);
     }
   } else if (node.is_array()) {
-    for (std::size_t i = 0; i < node.size(); ++i) collect_unknown(node[i], fmt::format("{}[{}]", path, i));
+    norm += "[]";
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      fmt::format_to(std::back_inserter(path), "[{}]", i);
+      collect_unknown(node[i], path, norm);
+      path.resize(path_size);
+    }
+    norm.resize(norm_size);
   }
 }
 
-void ConfigReader::finish() { collect_unknown(root_, ""); }
+// A key is known when it was read or lies above one that was ("model" above "model.layers").
+bool ConfigReader::is_known(std::string_view norm) const {
+  for (auto it = std::lower_bound(known_sorted_.begin(), known_sorted_.end(), norm); it != known_sorted_.end() && it->starts_with(norm); ++it) {
+    if (it->size() == norm.size() || (*it)[norm.size()] == '.' || (*it)[norm.size()] == '[') return true;
+  }
+  return false;
+}
+
+// Every known key and every mapping above it, sorted: the candidates for "did you mean".
+std::set<std::string, std::less<>> ConfigReader::known_with_parents() const {
+  std::set<std::string, std::less<>> out;
+  for (const auto& key : known_) {
+    std::string_view norm = key;
+    while (!norm.empty() && out.emplace(norm).second) {
+      const auto dot = norm.rfind('.');
+      const auto cut = std::max(dot == std::string_view::npos ? 0 : dot, norm.size() >= 2 && norm.ends_with("[]") ? norm.size() - 2 : 0);
+      norm = norm.substr(0, cut);
+    }
+  }
+  return out;
+}
+
+void ConfigReader::finish() {
+  known_sorted_.assign(known_.begin(), known_.end());
+  std::sort(known_sorted_.begin(), known_sorted_.end());
+  std::string path, norm;
+  collect_unknown(root_, path, norm);
+}
 
 }  // namespace shardscope

@@ -57,24 +57,15 @@ void CachingAllocator::retire_block(int b) {
 
 void CachingAllocator::insert_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
-  const FreeKey key{blk.size, address_of(blk), b};
-  list.insert(std::lower_bound(list.begin(), list.end(), key), key);
+  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].insert({blk.size, address_of(blk), b});
 }
 
 void CachingAllocator::erase_free(int b) {
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  auto& list = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
-  const FreeKey key{blk.size, address_of(blk), b};
-  const auto it = std::lower_bound(list.begin(), list.end(), key);
-  if (it != list.end() && it->block == b) list.erase(it);
+  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase(blk.size, address_of(blk));
 }
 
-int CachingAllocator::find_free(int pool, Bytes size) const {
-  const auto& list = free_[static_cast<std::size_t>(pool)];
-  const auto it = std::lower_bound(list.begin(), list.end(), FreeKey{size, -1, -1});
-  return it == list.end() ? -1 : it->block;
-}
+int CachingAllocator::find_free(int pool, Bytes size) const { return free_[static_cast<std::size_t>(pool)].best_fit(size); }
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
 int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {

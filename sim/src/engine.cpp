@@ -38,6 +38,7 @@ class Engine {
     done_.assign(n_, false);
     queued_.assign(s_.streams.size(), {});
     running_.assign(s_.streams.size(), kNone);
+    stream_marked_.assign(s_.streams.size(), 0);
     last_end_on_stream_.assign(s_.streams.size(), kNone);
     comm_queue_.assign(s_.communicators.size(), {});
     by_category_.assign(all_buffer_categories().size(), 0);
@@ -109,6 +110,7 @@ class Engine {
         memory(i);
         rec_[i].issue = now_;
         queued_[static_cast<std::size_t>(op.stream)].push_back(static_cast<OpId>(i));
+        mark_stream(static_cast<std::size_t>(op.stream));
         if (op.comm != kNone) comm_queue_[static_cast<std::size_t>(op.comm)].push_back(static_cast<OpId>(i));
         cpu_free_ = now_ + cost_[i].cpu;
         cpu_busy(op.iteration, cost_[i].cpu);
@@ -200,21 +202,29 @@ class Engine {
   }
 
   // ---- GPU streams
+  // Only streams whose head may have become startable are looked at: one that was just issued to,
+  // whose running op completed, whose head's dependency completed, or whose head reached the front
+  // of its communicator. Every op that can start at `now_` does, whatever order streams are visited
+  // in: what `start` records depends only on completed ops.
+  void mark_stream(std::size_t st) {
+    if (stream_marked_[st]) return;
+    stream_marked_[st] = 1;
+    marked_streams_.push_back(static_cast<StreamId>(st));
+  }
+
   void start_ready() {
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (std::size_t st = 0; st < queued_.size(); ++st) {
-        auto& q = queued_[st];
-        while (!q.empty() && running_[st] == kNone) {
-          const OpId id = q.front();
-          const Op& op = s_.ops[static_cast<std::size_t>(id)];
-          if (!deps_done(static_cast<std::size_t>(id))) break;
-          if (op.comm != kNone && comm_queue_[static_cast<std::size_t>(op.comm)].front() != id) break;
-          q.pop_front();
-          start(id, st);
-          progress = true;
-        }
+    while (!marked_streams_.empty()) {
+      const auto st = static_cast<std::size_t>(marked_streams_.back());
+      marked_streams_.pop_back();
+      stream_marked_[st] = 0;
+      auto& q = queued_[st];
+      while (!q.empty() && running_[st] == kNone) {
+        const OpId id = q.front();
+        const Op& op = s_.ops[static_cast<std::size_t>(id)];
+        if (!deps_done(static_cast<std::size_t>(id))) break;
+        if (op.comm != kNone && comm_queue_[static_cast<std::size_t>(op.comm)].front() != id) break;
+        q.pop_front();
+        start(id, st);
       }
     }
   }
@@ -268,13 +278,20 @@ class Engine {
     const auto st = static_cast<std::size_t>(op.stream);
     if (running_[st] == id) running_[st] = kNone;
     last_end_on_stream_[st] = id;
+    mark_stream(st);
     if (op.comm != kNone) {
       auto& q = comm_queue_[static_cast<std::size_t>(op.comm)];
-      if (!q.empty() && q.front() == id) q.pop_front();
+      if (!q.empty() && q.front() == id) {
+        q.pop_front();
+        if (!q.empty()) mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(q.front())].stream));
+      }
       last_on_comm_[static_cast<std::size_t>(op.comm)] = id;
     }
     for (std::size_t k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
-      --pending_deps_[static_cast<std::size_t>(dependents_[k])];
+      const auto waiter = static_cast<std::size_t>(dependents_[k]);
+      if (--pending_deps_[waiter] == 0 && !stream_is_cpu_[static_cast<std::size_t>(s_.ops[waiter].stream)]) {
+        mark_stream(static_cast<std::size_t>(s_.ops[waiter].stream));
+      }
     }
   }
 
@@ -361,6 +378,8 @@ class Engine {
   std::vector<bool> stream_is_cpu_;
   std::vector<std::deque<OpId>> queued_;
   std::vector<OpId> running_;
+  std::vector<char> stream_marked_;     // in marked_streams_
+  std::vector<StreamId> marked_streams_;  // streams whose head may start now
   std::vector<OpId> last_end_on_stream_;
   std::vector<std::deque<OpId>> comm_queue_;
   std::vector<OpId> last_on_comm_;

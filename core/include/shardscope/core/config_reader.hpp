@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "shardscope/core/config_tree.hpp"
@@ -57,12 +58,20 @@ class ConfigReader {
  private:
   const ConfigTree* find(std::string_view path);
   void wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value);
-  void collect_unknown(const ConfigTree& node, const std::string& path);
+  bool is_known(std::string_view norm) const;
+  std::set<std::string, std::less<>> known_with_parents() const;
+  void collect_unknown(const ConfigTree& node, std::string& path, std::string& norm);
 
   const ConfigTree& root_;
   std::string file_;
-  std::set<std::string> known_;         // normalised paths ("model.groups[].name")
-  std::set<std::string> known_subtrees_;
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> known_;  // normalised keys read ("model.groups[].name")
+  std::vector<std::string_view> known_sorted_;                      // known_, sorted (in finish)
+  std::set<std::string, std::less<>> known_subtrees_;
+  std::string scratch_;                       // find()'s normalised path, reused
   std::vector<Problem> problems_;
 };
 

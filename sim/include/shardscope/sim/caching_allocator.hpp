@@ -10,12 +10,10 @@
 //     (cudaFree) and the allocation retried; then it is out of memory. Expandable segments instead
 //     unmap their free pages, which are mapped again when reused.
 
-#include <map>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "shardscope/core/schedule.hpp"
+#include "shardscope/sim/free_block_index.hpp"
 
 namespace shardscope::sim {
 
@@ -60,12 +58,6 @@ class CachingAllocator {
     bool live = true;
   };
   // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
-  struct FreeKey {
-    Bytes size;
-    std::int64_t address;
-    int block;
-    bool operator<(const FreeKey& o) const { return size < o.size || (size == o.size && address < o.address); }
-  };
   static std::int64_t address_of(const Block& b) { return (static_cast<std::int64_t>(b.segment) << 40) | b.offset; }
 
   int pool_of(StreamId stream, bool small);
@@ -85,7 +77,7 @@ class CachingAllocator {
   AllocatorParams params_;
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
-  std::vector<std::vector<FreeKey>> free_;          // per pool, sorted (few entries: flat beats a tree)
+  std::vector<FreeBlockIndex> free_;                 // per pool
   std::vector<bool> pool_small_;
   std::vector<int> pool_index_;                       // (stream · 2 + small) → pool, -1 if none
   std::vector<int> dead_blocks_;                      // slots of coalesced blocks, reused by splits
