@@ -97,7 +97,7 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
   // Buffers: one allocation (or live at start), at most one free, uses inside the lifetime.
   for (std::size_t b = 0; b < s.buffers.size(); ++b) {
     const Buffer& buf = s.buffers[b];
-    const std::string key = fmt::format("buffers[{}] ({})", b, buf.name);
+    const std::string key = fmt::format("buffers[{}] ({})", b, buffer_name(s, static_cast<BufferId>(b)));
     if (buf.live_at_start && alloc_count[b] > 0) add(key, "is live at start and allocated again");
     if (!buf.live_at_start && alloc_count[b] == 0) add(key, "is never allocated", "allocate it in an op or mark live_at_start");
     if (alloc_count[b] > 1) add(key, fmt::format("is allocated {} times", alloc_count[b]), "once");
@@ -110,10 +110,10 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
       const auto bi = static_cast<std::size_t>(b);
       const auto at = static_cast<std::int64_t>(i);
       if (!s.buffers[bi].live_at_start && (alloc_at[bi] < 0 || at < alloc_at[bi])) {
-        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) before it is allocated", b, s.buffers[bi].name));
+        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) before it is allocated", b, buffer_name(s, b)));
       }
       if (free_at[bi] >= 0 && at > free_at[bi]) {
-        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) after op {} freed it", b, s.buffers[bi].name, free_at[bi]));
+        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) after op {} freed it", b, buffer_name(s, b), free_at[bi]));
       }
     }
   }

@@ -173,9 +173,9 @@ std::string schedule_to_json(const Schedule& s) {
     j["is_root"] = x.is_root;
     return j;
   }, false);
-  detail::emit_json_array(out, "buffers", s.buffers, [](const Buffer& x, std::size_t) {
+  detail::emit_json_array(out, "buffers", s.buffers, [&s](const Buffer& x, std::size_t i) {
     Json j;
-    j["name"] = x.name;
+    j["name"] = buffer_name(s, static_cast<BufferId>(i));
     j["size"] = x.size;
     j["dtype"] = to_string(x.dtype);
     j["category"] = to_string(x.category);
@@ -231,7 +231,9 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     const std::string p = fmt::format("buffers[{}]", i);
     Buffer b;
-    b.name = f.text(buffers[i], p, "name");
+    // A name read back is kept whole (it need not follow the lowering's pattern).
+    b.name.label = static_cast<std::int32_t>(s.buffer_labels.size());
+    s.buffer_labels.push_back(f.text(buffers[i], p, "name"));
     b.size = f.integer(buffers[i], p, "size", 0, std::numeric_limits<std::int64_t>::max());
     b.dtype = f.enumeration(buffers[i], p, "dtype", parse_dtype, DType::fp32, kDTypeNames);
     b.category = f.enumeration(buffers[i], p, "category", parse_buffer_category, BufferCategory::workspace,

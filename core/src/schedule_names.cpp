@@ -67,6 +67,7 @@ constexpr std::array<E, N> values_of(const EnumNames<E, N>& names) {
 
 constexpr auto kAllOpKinds = values_of(kOpKinds);
 constexpr auto kAllCategories = values_of(kCategories);
+static_assert(kAllOpKinds.size() == kOpKindCount, "kOpKindCount must count every OpKind");
 
 }  // namespace
 

@@ -25,16 +25,14 @@ Bytes CachingAllocator::segment_size(Bytes rounded) {
   return round_up(rounded, kRoundLarge);
 }
 
-int CachingAllocator::pool_of(StreamId stream, bool small) {
+int CachingAllocator::add_pool(StreamId stream, bool small) {
   const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
   if (key >= pool_index_.size()) pool_index_.resize(key + 1, -1);
-  int& pool = pool_index_[key];
-  if (pool < 0) {
-    pool = static_cast<int>(free_.size());
-    free_.emplace_back();
-    pool_small_.push_back(small);
-    expandable_segment_.push_back(-1);
-  }
+  const int pool = static_cast<int>(free_.size());
+  pool_index_[key] = pool;
+  free_.emplace_back();
+  pool_small_.push_back(small);
+  expandable_segment_.push_back(-1);
   return pool;
 }
 
@@ -65,8 +63,6 @@ void CachingAllocator::erase_free(int b) {
   free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase(blk.size, address_of(blk));
 }
 
-int CachingAllocator::find_free(int pool, Bytes size) const { return free_[static_cast<std::size_t>(pool)].best_fit(size); }
-
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
 int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
   Block tail;
@@ -91,7 +87,6 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
 
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
 int CachingAllocator::take(int b, Bytes size) {
-  erase_free(b);
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
   const bool small = pool_small_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
@@ -185,21 +180,32 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const bool small = rounded <= kSmallSize;
   const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
-  int b = find_free(pool, rounded);
-  if (b < 0 && expandable) grow_expandable(pool, rounded, b);
-  if (b < 0) {
-    const Bytes seg = segment_size(rounded);
-    if (reserved_ + seg > capacity_) {
+  const auto fit = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
+  int b = fit.block;
+  if (b >= 0) {
+    free_[static_cast<std::size_t>(pool)].erase(fit);
+  } else {
+    if (expandable) grow_expandable(pool, rounded, b);
+    if (b < 0) {
+      const Bytes seg = segment_size(rounded);
+      if (reserved_ + seg > capacity_) {
+        ++retries_;
+        release_cached();
+        if (reserved_ + seg > capacity_) return false;
+      }
+      b = new_segment(pool, seg);
+    }
+    erase_free(b);
+  }
+  if (!blocks_[static_cast<std::size_t>(b)].mapped) {
+    // map_block works on listed blocks; list it again while pages are mapped.
+    insert_free(b);
+    if (!map_block(b, rounded)) {
       ++retries_;
       release_cached();
-      if (reserved_ + seg > capacity_) return false;
+      if (!map_block(b, rounded)) return false;
     }
-    b = new_segment(pool, seg);
-  }
-  if (!blocks_[static_cast<std::size_t>(b)].mapped && !map_block(b, rounded)) {
-    ++retries_;
-    release_cached();
-    if (!map_block(b, rounded)) return false;
+    erase_free(b);
   }
   take(b, rounded);
   if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);

@@ -32,6 +32,7 @@ class Engine {
         options_(options),
         allocator_(costs.cluster().gpu.memory, options.allocator),
         n_(s.ops.size()) {
+    allocator_.reserve_buffers(s_.buffers.size());
     cost_.reserve(n_);
     for (const auto& op : s_.ops) cost_.push_back(costs_.cost(s_, op));
     rec_.assign(n_, {});

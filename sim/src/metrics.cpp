@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/intervals.hpp"
@@ -52,12 +53,19 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
   const double peak = sc.cluster.gpu.peak_flops.for_dtype(sc.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
   out.mfu = out.tokens_per_s_per_gpu * out.model_flops_per_token / peak;
 
-  // Phases, busy time, communication: ops of the last iteration.
-  std::map<std::pair<int, int>, Interval> phase_span;  // (microbatch, phase) → span
+  // Phases, busy time, communication: ops of the last iteration. Flat tables, not maps: a sweep
+  // summarizes thousands of runs.
+  constexpr std::size_t kPhases = 4;
+  const auto first_of_last = static_cast<std::size_t>(
+      std::find_if(s.ops.begin(), s.ops.end(), [&](const Op& op) { return op.iteration == last; }) - s.ops.begin());
+  std::vector<Interval> phase_span;  // by microbatch · kPhases + phase; empty interval: no op
   std::vector<Interval> comm, compute;
+  comm.reserve(s.ops.size() - first_of_last);
+  compute.reserve(s.ops.size() - first_of_last);
   std::vector<TimeNs> busy(s.streams.size(), 0);
+  std::array<int, kOpKindCount> collectives{};
   double flops = 0;
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+  for (std::size_t i = first_of_last; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     if (op.iteration != last) continue;
     const auto& rec = r.ops[i];
@@ -65,24 +73,33 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
     busy[static_cast<std::size_t>(op.stream)] += d;
     flops += op.flops;
     if (op.kind != OpKind::stream_wait && op.kind != OpKind::cpu_wait && d > 0) {
-      auto key = std::pair{op.phase == Phase::optimizer ? 0 : op.microbatch, static_cast<int>(op.phase)};
-      auto [it, inserted] = phase_span.try_emplace(key, Interval{rec.start, rec.end});
-      if (!inserted) it->second = {std::min(it->second.first, rec.start), std::max(it->second.second, rec.end)};
+      const auto mb = static_cast<std::size_t>(op.phase == Phase::optimizer ? 0 : op.microbatch);
+      const auto key = mb * kPhases + static_cast<std::size_t>(op.phase);
+      if (key >= phase_span.size()) phase_span.resize(key + 1, Interval{0, -1});
+      auto& span = phase_span[key];
+      span = span.second < span.first ? Interval{rec.start, rec.end}
+                                       : Interval{std::min(span.first, rec.start), std::max(span.second, rec.end)};
     }
     if (is_collective(op.kind)) {
-      if (op.phase != Phase::checkpoint) ++out.collectives[std::string(to_string(op.kind))];
+      if (op.phase != Phase::checkpoint) ++collectives[static_cast<std::size_t>(op.kind)];
       comm.emplace_back(rec.start, rec.end);
     } else if (s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::compute && d > 0) {
       compute.emplace_back(rec.start, rec.end);
     }
   }
+  for (auto kind : all_op_kinds()) {
+    if (collectives[static_cast<std::size_t>(kind)] > 0) out.collectives[std::string(to_string(kind))] = collectives[static_cast<std::size_t>(kind)];
+  }
   for (const char* k : {"all_gather", "reduce_scatter", "all_reduce"}) out.collectives.try_emplace(k, 0);
   out.hfu = flops / step_s / peak;
-  for (const auto& [key, span] : phase_span) {
+  for (std::size_t key = 0; key < phase_span.size(); ++key) {
+    const auto& span = phase_span[key];
+    if (span.second < span.first) continue;
     const TimeNs len = span.second - span.first;
-    if (key.second == static_cast<int>(Phase::forward)) out.forward_time += len;
-    if (key.second == static_cast<int>(Phase::backward)) out.backward_time += len;
-    if (key.second == static_cast<int>(Phase::optimizer)) out.optimizer_time += len;
+    const auto phase = static_cast<Phase>(key % kPhases);
+    if (phase == Phase::forward) out.forward_time += len;
+    if (phase == Phase::backward) out.backward_time += len;
+    if (phase == Phase::optimizer) out.optimizer_time += len;
   }
   const auto comm_union = merge_intervals(comm);
   out.comm_total = total_length(comm_union);
@@ -104,16 +121,27 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
       cur = static_cast<OpId>(i);
     }
   }
+  std::array<TimeNs, kOpKindCount> path_by_kind{};
+  std::array<bool, kOpKindCount> on_path{};
+  TimeNs path_cpu = 0;
+  bool cpu_on_path = false;
   while (cur != kNone && s.ops[static_cast<std::size_t>(cur)].iteration == last) {
     const auto& rec = r.ops[static_cast<std::size_t>(cur)];
+    const auto kind = static_cast<std::size_t>(s.ops[static_cast<std::size_t>(cur)].kind);
     out.critical_path.ops.push_back(cur);
-    out.critical_path.by_kind[std::string(to_string(s.ops[static_cast<std::size_t>(cur)].kind))] += rec.end - rec.start;
+    path_by_kind[kind] += rec.end - rec.start;
+    on_path[kind] = true;
     const OpId pred = rec.predecessor;
     if (pred != kNone && rec.binding == Binding::issue) {
-      out.critical_path.by_kind["cpu"] += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
+      path_cpu += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
+      cpu_on_path = true;
     }
     cur = pred;
   }
+  for (auto kind : all_op_kinds()) {
+    if (on_path[static_cast<std::size_t>(kind)]) out.critical_path.by_kind[std::string(to_string(kind))] = path_by_kind[static_cast<std::size_t>(kind)];
+  }
+  if (cpu_on_path) out.critical_path.by_kind["cpu"] = path_cpu;
 
   out.peak_allocated = r.peak_allocated.bytes;
   out.peak_reserved = r.peak_reserved.bytes;
@@ -125,7 +153,7 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
   if (r.out_of_memory) {
     const auto& oom = *r.out_of_memory;
     const Buffer& buf = s.buffers[static_cast<std::size_t>(oom.buffer)];
-    out.out_of_memory = fmt::format("{} ({}, {}) does not fit at {}: {} reserved of {}", buf.name, to_string(buf.category),
+    out.out_of_memory = fmt::format("{} ({}, {}) does not fit at {}: {} reserved of {}", buffer_name(s, oom.buffer), to_string(buf.category),
                                     format_bytes(buf.size), oom.op == kNone ? "start" : op_name(s, oom.op),
                                     format_bytes(oom.reserved), format_bytes(r.capacity));
   }

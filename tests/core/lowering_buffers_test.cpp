@@ -171,7 +171,7 @@ TEST(LoweringProperties, RandomValidScenariosLowerToValidLeakFreeSchedules) {
       if (cat == BufferCategory::sharded_params && s.buffers[b].live_at_start) continue;
       if (cat == BufferCategory::optimizer_states) continue;
       if (cat == BufferCategory::unsharded_params && keeps_unsharded) continue;
-      EXPECT_NE(life[b].free, kNone) << s.buffers[b].name;
+      EXPECT_NE(life[b].free, kNone) << buffer_name(s, static_cast<BufferId>(b));
     }
     // Each all-gather moves the group's padded unsharded bytes in the gather dtype; so the bytes of
     // all-gathers per iteration are those bytes × the number of gathers.

@@ -38,7 +38,8 @@ TEST(ScheduleCheck, BufferLifetimeViolations) {
   s.ops[5].uses.push_back(3);   // unsharded params used after reshard freed them
   s.ops[6].frees.push_back(3);  // and freed a second time
   s.buffers[1].live_at_start = true;  // all-gather input allocated although live at start
-  s.buffers.push_back({"orphan", 8, DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
+  s.buffer_labels.push_back("orphan");
+  s.buffers.push_back({BufferName{static_cast<std::int32_t>(s.buffer_labels.size() - 1)}, 8, DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
   s.ops[0].uses.push_back(2);   // all-gather output used before it exists
   const auto p = check_schedule(s);
   EXPECT_TRUE(mentions(p, "after op 4 freed it"));

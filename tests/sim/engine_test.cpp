@@ -144,8 +144,9 @@ TEST(Engine, ReportsTheFirstBufferThatDoesNotFit) {
   sc.cluster.gpu.memory = 100 * kMiB;
   const CostModel costs(sc);
   Builder b;
-  b.s.buffers = {{"big", 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false},
-                 {"bigger", 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false}};
+  b.s.buffer_labels = {"big", "bigger"};
+  b.s.buffers = {{BufferName{0}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false},
+                 {BufferName{1}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false}};
   b.add(OpKind::forward, kCompute, kNone, 0, kNsPerMs);
   b.s.ops[0].allocs = {0};
   b.add(OpKind::forward, kCompute, kNone, 0, kNsPerMs);

@@ -70,7 +70,7 @@ class Fsdp1Lowerer final : public Lowerer {
       Op h2d = make_op(OpKind::h2d, pre_unshard_, gid(g));
       h2d.bytes = elems(shard, orig_dtype_);
       h2d.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
-      low_precision = b_.add_buffer(buffer_name(g, "device_shard"), elems(shard, param_dtype_), param_dtype_,
+      low_precision = b_.add_buffer(buffer_name("device_shard"), elems(shard, param_dtype_), param_dtype_,
                                     BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(low_precision);
       h2d.uses.push_back(input);
@@ -79,7 +79,7 @@ class Fsdp1Lowerer final : public Lowerer {
       Op cast = make_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
       cast.bytes = elems(shard, param_dtype_);
       cast.label = fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_));
-      low_precision = b_.add_buffer(buffer_name(g, "mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
+      low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
       pre = b_.emit(std::move(cast));
@@ -97,7 +97,7 @@ class Fsdp1Lowerer final : public Lowerer {
     ag.bytes = elems(padded_numel(g), param_dtype_);
     if (pre != kNone) ag.deps.push_back(pre);  // unshard_stream.wait_stream(pre_unshard_stream)
     ag.uses.push_back(low_precision != kNone ? low_precision : input);
-    st.full_param = b_.add_buffer(buffer_name(g, "unsharded_flat_param"), ag.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
+    st.full_param = b_.add_buffer(buffer_name("unsharded_flat_param"), ag.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
     ag.allocs.push_back(st.full_param);
     if (low_precision != kNone) ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
     ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
@@ -171,7 +171,7 @@ class Fsdp1Lowerer final : public Lowerer {
   void on_backward_op(int g, Op& op) override {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.grad == kNone) {
-      st.grad = b_.add_buffer(buffer_name(g, "unsharded_flat_grad"), elems(padded_numel(g), param_dtype_), param_dtype_,
+      st.grad = b_.add_buffer(buffer_name("unsharded_flat_grad"), elems(padded_numel(g), param_dtype_), param_dtype_,
                               BufferCategory::unsharded_grads, gid(g));
       op.allocs.push_back(st.grad);
     } else {
@@ -197,7 +197,7 @@ class Fsdp1Lowerer final : public Lowerer {
       Op cast = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
       cast.bytes = elems(padded_numel(g), reduce_dtype_);
       cast.label = fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_));
-      const BufferId cast_grad = b_.add_buffer(buffer_name(g, "reduce_dtype_grad"), cast.bytes, reduce_dtype_,
+      const BufferId cast_grad = b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
                                                BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
       cast.frees.push_back(grad);
@@ -222,7 +222,7 @@ class Fsdp1Lowerer final : public Lowerer {
       rs.deps.push_back(compute_done);  // post_backward_stream.wait_stream(current_stream)
       rs.uses.push_back(grad);
       rs.fixed_time = compute_[static_cast<std::size_t>(g)].reduce_scatter_time;
-      reduced = b_.add_buffer(buffer_name(g, "new_sharded_grad"), elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
+      reduced = b_.add_buffer(buffer_name("new_sharded_grad"), elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                               BufferCategory::reduce_scatter_output, gid(g));
       rs.allocs.push_back(reduced);
       rs.frees.push_back(grad);  // record_stream on the post-backward stream, freed now

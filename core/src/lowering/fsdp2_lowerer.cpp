@@ -83,7 +83,7 @@ class Fsdp2Lowerer final : public Lowerer {
       Op h2d = make_op(OpKind::h2d, copy_in_, gid(g));
       h2d.bytes = elems(per_rank, orig_dtype_);
       h2d.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
-      staging = b_.add_buffer(buffer_name(g, "h2d_params"), h2d.bytes, orig_dtype_, BufferCategory::sharded_params, gid(g));
+      staging = b_.add_buffer(buffer_name("h2d_params"), h2d.bytes, orig_dtype_, BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(staging);
       h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
       b_.emit(std::move(h2d));
@@ -92,7 +92,7 @@ class Fsdp2Lowerer final : public Lowerer {
     copy_in.bytes = elems(per_rank, param_dtype_);
     copy_in.uses.push_back(post_forward ? st.post_forward_shard : staging != kNone ? staging : sharded_params_[static_cast<std::size_t>(g)]);
     // The all-gather input is a view into the output (all_gather_copy_in allocates only the output).
-    st.ag_output = b_.add_buffer(buffer_name(g, "all_gather_output"), elems(padded, param_dtype_), param_dtype_,
+    st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_), param_dtype_,
                                  BufferCategory::all_gather_output, gid(g));
     copy_in.allocs.push_back(st.ag_output);
     if (staging != kNone) copy_in.frees.push_back(staging);
@@ -118,7 +118,7 @@ class Fsdp2Lowerer final : public Lowerer {
     copy_out.bytes = elems(layout(g).numel, param_dtype_);
     copy_out.deps.push_back(st.ag_op);  // current stream waits on the all-gather event
     copy_out.uses.push_back(st.ag_output);
-    st.unsharded = b_.add_buffer(buffer_name(g, "unsharded_params"), copy_out.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
+    st.unsharded = b_.add_buffer(buffer_name("unsharded_params"), copy_out.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
     copy_out.allocs.push_back(st.unsharded);
     if (st.post_forward_shard != kNone) {
       copy_out.frees.push_back(st.post_forward_shard);
@@ -148,7 +148,7 @@ class Fsdp2Lowerer final : public Lowerer {
       // _to_sharded_post_forward: keep this rank's 1/size slice of the unsharded parameters.
       const int size = static_cast<int>(s_.fsdp.reshard_after_forward.size);
       const std::int64_t numel = layout(g).sharded_numel * world() / size;
-      st.post_forward_shard = b_.add_buffer(buffer_name(g, "post_forward_shard"), elems(numel, param_dtype_), param_dtype_,
+      st.post_forward_shard = b_.add_buffer(buffer_name("post_forward_shard"), elems(numel, param_dtype_), param_dtype_,
                                             BufferCategory::sharded_params, gid(g));
       op.allocs.push_back(st.post_forward_shard);
       op.bytes = elems(numel, param_dtype_);
@@ -213,7 +213,7 @@ class Fsdp2Lowerer final : public Lowerer {
   void on_backward_op(int g, Op& op) override {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.grad == kNone) {
-      st.grad = b_.add_buffer(buffer_name(g, "unsharded_grad"), elems(layout(g).numel, param_dtype_), param_dtype_,
+      st.grad = b_.add_buffer(buffer_name("unsharded_grad"), elems(layout(g).numel, param_dtype_), param_dtype_,
                               BufferCategory::unsharded_grads, gid(g));
       op.allocs.push_back(st.grad);
     } else {
@@ -233,7 +233,7 @@ class Fsdp2Lowerer final : public Lowerer {
         acc.label = "accumulate";
         acc.bytes = elems(layout(g).numel, reduce_dtype_);
         if (st.accumulated == kNone) {
-          st.accumulated = b_.add_buffer(buffer_name(g, "accumulated_grad"), acc.bytes, reduce_dtype_, BufferCategory::unsharded_grads, gid(g));
+          st.accumulated = b_.add_buffer(buffer_name("accumulated_grad"), acc.bytes, reduce_dtype_, BufferCategory::unsharded_grads, gid(g));
           acc.allocs.push_back(st.accumulated);
         } else {
           acc.uses.push_back(st.accumulated);
@@ -254,7 +254,7 @@ class Fsdp2Lowerer final : public Lowerer {
     // foreach_reduce: copy-in on the current stream, then the reduce-scatter stream waits for it.
     Op copy_in = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
     copy_in.bytes = elems(padded, reduce_dtype_);
-    const BufferId rs_input = b_.add_buffer(buffer_name(g, "reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
+    const BufferId rs_input = b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
                                             BufferCategory::reduce_scatter_input, gid(g));
     copy_in.allocs.push_back(rs_input);
     for (BufferId grad : {st.grad, st.accumulated}) {
@@ -271,7 +271,7 @@ class Fsdp2Lowerer final : public Lowerer {
     rs.fixed_time = compute_[static_cast<std::size_t>(g)].reduce_scatter_time;
     const bool becomes_grad = reduce_dtype_ == orig_dtype_ && sharded_grads_[static_cast<std::size_t>(g)] == kNone &&
                               !offload_ && !s_.fsdp.is_hybrid();
-    const BufferId rs_output = b_.add_buffer(buffer_name(g, becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
+    const BufferId rs_output = b_.add_buffer(buffer_name(becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
                                              elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                                              becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output, gid(g));
     rs.allocs.push_back(rs_output);

@@ -24,17 +24,22 @@ int Lowerer::nodes_spanned(int ranks) const {
   return std::max(1, (ranks + per_node - 1) / per_node);
 }
 
-std::string Lowerer::buffer_name(int g, std::string_view what) const {
-  // "<group>/<what>@i<iteration>m<microbatch>", built by hand: lowering makes thousands.
-  const std::string& group = layout(g).name;
-  std::string out;
-  out.reserve(group.size() + what.size() + 16);
-  out.append(group).push_back('/');
-  out.append(what).append("@i");
-  char digits[16];
-  out.append(digits, std::to_chars(digits, digits + sizeof digits, b_.iteration()).ptr).push_back('m');
-  out.append(digits, std::to_chars(digits, digits + sizeof digits, b_.microbatch()).ptr);
-  return out;
+const Lowerer::PartLabels& Lowerer::part_labels(const ComputePart& part) {
+  for (const auto& l : part_labels_) {
+    if (l.part == part.label) return l;
+  }
+  PartLabels l;
+  l.part = part.label;
+  l.saved = b_.label(part.label + ".saved");
+  l.recomputed = b_.label(part.label + ".recomputed");
+  for (std::size_t i = 0; i < part.forward_workspace.size(); ++i) {
+    l.forward_workspace.push_back(b_.label(fmt::format("{}.forward_workspace.{}", part.label, i % 10)));
+  }
+  for (std::size_t i = 0; i < part.backward_workspace.size(); ++i) {
+    l.backward_workspace.push_back(b_.label(fmt::format("{}.backward_workspace.{}", part.label, i % 10)));
+  }
+  part_labels_.push_back(std::move(l));
+  return part_labels_.back();
 }
 
 void Lowerer::plan_groups() {
@@ -62,7 +67,7 @@ void Lowerer::plan_groups() {
   for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
     BufferId id = kNone;
     if (has_params(g)) {
-      id = b_.add_buffer(fmt::format("{}/sharded_params", layout(g).name), elems(layout(g).sharded_numel, orig_dtype_),
+      id = b_.add_buffer(BufferName{b_.label("sharded_params"), true}, elems(layout(g).sharded_numel, orig_dtype_),
                          orig_dtype_, BufferCategory::sharded_params, gid(g), offload_ ? Location::host : Location::gpu, true);
     }
     sharded_params_.push_back(id);
@@ -159,10 +164,10 @@ void Lowerer::forward_part(int g, std::size_t p) {
   auto& saved = saved_[static_cast<std::size_t>(g)];
   saved.resize(compute_[static_cast<std::size_t>(g)].parts.size(), kNone);
   if (part.saved_bytes > 0) {
-    saved[p] = b_.add_buffer(buffer_name(g, part.label + ".saved"), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
+    saved[p] = b_.add_buffer(b_.step_name(part_labels(part).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
     op.allocs.push_back(saved[p]);
   }
-  add_workspace(g, part.label + ".forward_workspace", part.forward_workspace, op);
+  add_workspace(g, part_labels(part).forward_workspace, part.forward_workspace, op);
   b_.emit(std::move(op));
 }
 
@@ -177,7 +182,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
     re.label = part.label;
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
-      recompute = b_.add_buffer(buffer_name(g, part.label + ".recomputed"), part.recompute_bytes, param_dtype_,
+      recompute = b_.add_buffer(b_.step_name(part_labels(part).recomputed), part.recompute_bytes, param_dtype_,
                                 BufferCategory::recompute, gid(g));
       re.allocs.push_back(recompute);
     }
@@ -197,7 +202,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   }
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);
-  add_workspace(g, part.label + ".backward_workspace", part.backward_workspace, op);
+  add_workspace(g, part_labels(part).backward_workspace, part.backward_workspace, op);
   b_.emit(std::move(op));
 }
 
@@ -210,13 +215,10 @@ OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string
   return b_.emit(std::move(op));
 }
 
-void Lowerer::add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op) {
+void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels, const std::vector<Bytes>& tensors, Op& op) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] <= 0) continue;
-    std::string name = what;
-    name.push_back('.');
-    name.push_back(static_cast<char>('0' + i % 10));
-    const BufferId ws = b_.add_buffer(buffer_name(g, name), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
+    const BufferId ws = b_.add_buffer(b_.step_name(labels[i]), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
     op.allocs.push_back(ws);
     op.frees.push_back(ws);
   }
@@ -225,7 +227,7 @@ void Lowerer::add_workspace(int g, const std::string& what, const std::vector<By
 BufferId Lowerer::sharded_grad(int g, Op& op) {
   auto& grad = sharded_grads_[static_cast<std::size_t>(g)];
   if (grad == kNone) {
-    grad = b_.add_buffer(fmt::format("{}/sharded_grad@i{}", layout(g).name, b_.iteration()),
+    grad = b_.add_buffer(BufferName{b_.label("sharded_grad"), true, b_.iteration()},
                          elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_, BufferCategory::sharded_grads, gid(g),
                          offload_ ? Location::host : Location::gpu);
     op.allocs.push_back(grad);
@@ -251,7 +253,7 @@ void Lowerer::optimizer_step() {
   }
   if (optimizer_states_.empty() && shard_numel > 0) {
     for (int i = 0; i < states; ++i) {
-      optimizer_states_.push_back(b_.add_buffer(fmt::format("optimizer/state{}", i), elems(shard_numel, orig_dtype_), orig_dtype_,
+      optimizer_states_.push_back(b_.add_buffer(BufferName{b_.label(fmt::format("optimizer/state{}", i))}, elems(shard_numel, orig_dtype_), orig_dtype_,
                                                 BufferCategory::optimizer_states, kNone, offload_ ? Location::host : Location::gpu));
       step.allocs.push_back(optimizer_states_.back());
     }
@@ -260,7 +262,7 @@ void Lowerer::optimizer_step() {
   }
   if (!offload_ && shard_numel > 0 && states == 2) {
     // _multi_tensor_adam keeps one fp32 temporary per parameter (sqrt of exp_avg_sq).
-    const BufferId tmp = b_.add_buffer(fmt::format("optimizer/foreach_temp@i{}", b_.iteration()), elems(shard_numel, orig_dtype_),
+    const BufferId tmp = b_.add_buffer(BufferName{b_.label("optimizer/foreach_temp"), false, b_.iteration()}, elems(shard_numel, orig_dtype_),
                                        orig_dtype_, BufferCategory::workspace, kNone);
     step.allocs.push_back(tmp);
     step.frees.push_back(tmp);
@@ -301,7 +303,7 @@ void Lowerer::checkpoint_state_dict() {
       // rank0_only; this schedule is rank 0's).
       for (int k = 0; k <= states; ++k) {
         const Bytes full = elems(numel * world(), orig_dtype_);
-        const BufferId buf = b_.add_buffer(buffer_name(g, k == 0 ? "full_state_dict" : fmt::format("full_optim_state{}", k - 1)),
+        const BufferId buf = b_.add_buffer(buffer_name(k == 0 ? "full_state_dict" : fmt::format("full_optim_state{}", k - 1)),
                                            full, orig_dtype_, BufferCategory::workspace, gid(g));
         Op ag = make_op(OpKind::all_gather, compute_stream_, gid(g));
         ag.comm = 0;  // the shard communicator is always created first

@@ -44,7 +44,8 @@ class Lowerer {
   bool is_root(int g) const { return g == root_; }
   GroupId gid(int g) const { return ids_[static_cast<std::size_t>(g)]; }
   const GroupLayout& layout(int g) const { return layouts_[static_cast<std::size_t>(g)]; }
-  std::string buffer_name(int g, std::string_view what) const;
+  /// "<group>/<what>@i<iteration>m<microbatch>" at the current step.
+  BufferName buffer_name(std::string_view what) { return b_.step_name(b_.label(what)); }
   Bytes elems(std::int64_t numel, DType dtype) const { return numel * bytes_per_element(dtype); }
   int world() const { return static_cast<int>(s_.fsdp.mesh_shard); }
   int nodes_spanned(int ranks) const;
@@ -59,7 +60,16 @@ class Lowerer {
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// Transient tensors allocated and freed by one op.
-  void add_workspace(int g, const std::string& what, const std::vector<Bytes>& tensors, Op& op);
+  void add_workspace(int g, const std::vector<std::int32_t>& labels, const std::vector<Bytes>& tensors, Op& op);
+
+  /// Buffer-name labels of a compute part, made once per distinct part label ("block", "embed").
+  struct PartLabels {
+    std::string part;
+    std::int32_t saved = kNone, recomputed = kNone;
+    std::vector<std::int32_t> forward_workspace, backward_workspace;  // "<part>.<pass>_workspace.<i>"
+  };
+  const PartLabels& part_labels(const ComputePart& part);
+  std::vector<PartLabels> part_labels_;
 
   const Scenario& s_;
   ScheduleBuilder b_;

@@ -20,10 +20,18 @@ GroupId ScheduleBuilder::add_group(ParamGroup group) {
   return static_cast<GroupId>(schedule_.groups.size() - 1);
 }
 
-BufferId ScheduleBuilder::add_buffer(std::string name, Bytes size, DType dtype, BufferCategory category, GroupId group,
+BufferId ScheduleBuilder::add_buffer(BufferName name, Bytes size, DType dtype, BufferCategory category, GroupId group,
                                      Location location, bool live_at_start) {
-  schedule_.buffers.push_back({std::move(name), size, dtype, category, group, location, live_at_start});
+  schedule_.buffers.push_back({name, size, dtype, category, group, location, live_at_start});
   return static_cast<BufferId>(schedule_.buffers.size() - 1);
+}
+
+std::int32_t ScheduleBuilder::label(std::string_view text) {
+  if (const auto it = labels_.find(text); it != labels_.end()) return it->second;
+  const auto id = static_cast<std::int32_t>(schedule_.buffer_labels.size());
+  schedule_.buffer_labels.emplace_back(text);
+  labels_.emplace(std::string(text), id);
+  return id;
 }
 
 OpId ScheduleBuilder::emit(Op&& op) {

@@ -3,6 +3,8 @@
 // each op with the current iteration, micro-batch and phase.
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "shardscope/core/schedule.hpp"
@@ -16,7 +18,7 @@ class ScheduleBuilder {
   StreamId add_stream(std::string name, StreamKind kind);
   CommId add_communicator(std::string name, int size, int nodes);
   GroupId add_group(ParamGroup group);
-  BufferId add_buffer(std::string name, Bytes size, DType dtype, BufferCategory category, GroupId group,
+  BufferId add_buffer(BufferName name, Bytes size, DType dtype, BufferCategory category, GroupId group,
                       Location location = Location::gpu, bool live_at_start = false);
 
   void set_step(int iteration, int microbatch) {
@@ -27,6 +29,11 @@ class ScheduleBuilder {
   Phase phase() const { return phase_; }
   int iteration() const { return iteration_; }
   int microbatch() const { return microbatch_; }
+
+  /// The index of a buffer-name label (cached: lowering asks for the same few labels thousands of times).
+  std::int32_t label(std::string_view text);
+  /// Name parts "<group>/<label>@i<iteration>m<microbatch>" at the current step.
+  BufferName step_name(std::int32_t label) const { return {label, true, iteration_, microbatch_}; }
 
   /// Appends `op` (its iteration, micro-batch and phase are taken from the builder).
   OpId emit(Op&& op);
@@ -41,6 +48,11 @@ class ScheduleBuilder {
  private:
   Schedule schedule_;
   std::vector<OpId> last_on_stream_;
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> labels_;  // text → Schedule::buffer_labels index
   int iteration_ = 0;
   int microbatch_ = 0;
   Phase phase_ = Phase::forward;

@@ -52,6 +52,7 @@ enum class OpKind {
   cpu_wait,        // the CPU blocks on an event (FSDP1 rate limiter, synchronisation)
   state_dict,      // state-dict (checkpoint) work
 };
+inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::state_dict) + 1;
 
 enum class Phase { forward, backward, optimizer, checkpoint };
 
@@ -111,8 +112,18 @@ struct Op {
   IdList uses;
 };
 
+/// A buffer's name, kept as parts (lowering names thousands of buffers; a string each cost more
+/// than the rest of the buffer): "<group>/<label>@i<iteration>m<microbatch>", each part only when
+/// set. buffer_name() spells it out.
+struct BufferName {
+  std::int32_t label = kNone;       // index into Schedule::buffer_labels
+  bool group_prefix = false;        // "<group name>/" first
+  std::int32_t iteration = kNone;   // "@i<iteration>"
+  std::int32_t microbatch = kNone;  // "m<microbatch>"
+};
+
 struct Buffer {
-  std::string name;
+  BufferName name;
   Bytes size = 0;
   DType dtype = DType::fp32;
   BufferCategory category = BufferCategory::workspace;
@@ -131,7 +142,11 @@ struct Schedule {
   std::vector<ParamGroup> groups;
   std::vector<Op> ops;
   std::vector<Buffer> buffers;
+  std::vector<std::string> buffer_labels;  // name labels, see BufferName
 };
+
+/// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".
+std::string buffer_name(const Schedule& schedule, BufferId id);
 
 inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/1";
 

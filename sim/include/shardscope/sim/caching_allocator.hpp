@@ -25,6 +25,10 @@ class CachingAllocator {
  public:
   CachingAllocator(Bytes capacity, AllocatorParams params = {});
 
+  /// Room for buffer ids below `n` (optional: ids grow the table as they come).
+  void reserve_buffers(std::size_t n) {
+    if (live_.size() < n) live_.resize(n, -1);
+  }
   /// Allocates `size` bytes for `stream`; returns false (and changes nothing) when out of memory.
   bool allocate(BufferId id, Bytes size, StreamId stream);
   void free(BufferId id);
@@ -60,8 +64,11 @@ class CachingAllocator {
   // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
   static std::int64_t address_of(const Block& b) { return (static_cast<std::int64_t>(b.segment) << 40) | b.offset; }
 
-  int pool_of(StreamId stream, bool small);
-  int find_free(int pool, Bytes size) const;
+  int pool_of(StreamId stream, bool small) {
+    const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
+    return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key] : add_pool(stream, small);
+  }
+  int add_pool(StreamId stream, bool small);
   int take(int block, Bytes size);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
   int new_block(const Block& block);

@@ -43,14 +43,28 @@ class FreeBlockIndex {
     if (list.empty()) clear_bit(c);
   }
 
-  /// The smallest block of at least `size` bytes (lowest address among equals); -1 if none.
-  int best_fit(Bytes size) const {
+  /// Where best_fit found its block, to erase it without searching again.
+  struct Position {
+    int size_class = -1;
+    std::size_t index = 0;
+    int block = -1;  // -1: no block fits
+  };
+
+  /// The smallest block of at least `size` bytes (lowest address among equals).
+  Position best_fit(Bytes size) const {
     int c = size_class(size);
     const auto& list = classes_[static_cast<std::size_t>(c)];
     const auto it = lower_bound(list, size, -1);
-    if (it != list.end()) return it->block;
+    if (it != list.end()) return {c, static_cast<std::size_t>(it - list.begin()), it->block};
     c = next_class(c + 1);
-    return c < 0 ? -1 : classes_[static_cast<std::size_t>(c)].front().block;
+    if (c < 0) return {};
+    return {c, 0, classes_[static_cast<std::size_t>(c)].front().block};
+  }
+
+  void erase(const Position& at) {
+    auto& list = classes_[static_cast<std::size_t>(at.size_class)];
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(at.index));
+    if (list.empty()) clear_bit(at.size_class);
   }
 
  private:
