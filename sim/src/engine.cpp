@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <map>
 
@@ -24,6 +25,49 @@ struct Active {
   TimeNs finish = 0;
 };
 
+// Ops repeat (every layer, every iteration): their costs are looked up by the fields that decide
+// them instead of being recomputed (collective and roofline models call log, pow and ceil).
+class OpCostCache {
+ public:
+  OpCost cost(const CostModel& model, const Schedule& s, const Op& op) {
+    const Key key{op.kind, op.stream, op.comm, op.bytes, op.flops, op.attention_flops, op.fixed_time.value_or(-1), op.fixed_time.has_value()};
+    // Sizes are multiples of large powers of two: mix, then take the high bits.
+    const std::uint64_t mixed = (static_cast<std::uint64_t>(op.bytes) ^ std::bit_cast<std::uint64_t>(op.flops) * std::uint64_t{0xC2B2AE3D27D4EB4F} ^
+                                 static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
+                                std::uint64_t{0x9E3779B97F4A7C15};
+    const auto h = static_cast<std::size_t>(mixed >> 57);  // 7 bits: kSlots = 128
+    for (std::size_t probe = 0; probe < kSlots; ++probe) {
+      Slot& slot = slots_[(h + probe) % kSlots];
+      if (!slot.used) {
+        slot = {key, model.cost(s, op), true};
+        return slot.cost;
+      }
+      if (slot.key == key) return slot.cost;
+    }
+    return model.cost(s, op);  // full: distinct costs beyond the table are computed each time
+  }
+
+ private:
+  struct Key {
+    OpKind kind;
+    StreamId stream;
+    CommId comm;
+    Bytes bytes;
+    Flops flops;
+    Flops attention_flops;
+    TimeNs fixed;
+    bool has_fixed;
+    bool operator==(const Key&) const = default;
+  };
+  struct Slot {
+    Key key{};
+    OpCost cost;
+    bool used = false;
+  };
+  static constexpr std::size_t kSlots = 128;
+  std::array<Slot, kSlots> slots_{};
+};
+
 class Engine {
  public:
   Engine(const Schedule& s, const CostModel& costs, const SimOptions& options)
@@ -34,14 +78,19 @@ class Engine {
         n_(s.ops.size()) {
     allocator_.reserve_buffers(s_.buffers.size());
     cost_.reserve(n_);
-    for (const auto& op : s_.ops) cost_.push_back(costs_.cost(s_, op));
+    OpCostCache cache;
+    for (const auto& op : s_.ops) cost_.push_back(cache.cost(costs_, s_, op));
     rec_.assign(n_, {});
-    done_.assign(n_, false);
-    queued_.assign(s_.streams.size(), {});
+    // Each stream's and communicator's ops, in issue order (CSR): a queue is a range of it.
+    // (The CPU runs its own ops as it issues them: they queue on no stream.)
+    build_index(s_.streams.size(), [&](const Op& op) { return s_.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu ? kNone : op.stream; },
+                stream_ops_start_, stream_ops_);
+    build_index(s_.communicators.size(), [](const Op& op) { return op.comm; }, comm_ops_start_, comm_ops_);
+    stream_head_.assign(stream_ops_start_.begin(), stream_ops_start_.end() - 1);
+    comm_head_.assign(comm_ops_start_.begin(), comm_ops_start_.end() - 1);
     running_.assign(s_.streams.size(), kNone);
     stream_marked_.assign(s_.streams.size(), 0);
     last_end_on_stream_.assign(s_.streams.size(), kNone);
-    comm_queue_.assign(s_.communicators.size(), {});
     by_category_.assign(all_buffer_categories().size(), 0);
     result_.peak_allocated_by_phase.assign(4, 0);
     result_.peak_allocated.by_category = by_category_;
@@ -81,6 +130,21 @@ class Engine {
   }
 
  private:
+  // CSR of op ids by key(op) (kNone: none), in op order.
+  template <typename Key>
+  void build_index(std::size_t keys, Key key, std::vector<std::size_t>& start, std::vector<OpId>& ids) const {
+    start.assign(keys + 1, 0);
+    for (const auto& op : s_.ops) {
+      if (const auto k = key(op); k != kNone) ++start[static_cast<std::size_t>(k) + 1];
+    }
+    for (std::size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
+    ids.resize(start[keys]);
+    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (const auto k = key(s_.ops[i]); k != kNone) ids[fill[static_cast<std::size_t>(k)]++] = static_cast<OpId>(i);
+    }
+  }
+
   // ---- CPU
   bool deps_done(std::size_t op) const { return pending_deps_[op] == 0; }
 
@@ -110,9 +174,7 @@ class Engine {
       } else {
         memory(i);
         rec_[i].issue = now_;
-        queued_[static_cast<std::size_t>(op.stream)].push_back(static_cast<OpId>(i));
-        mark_stream(static_cast<std::size_t>(op.stream));
-        if (op.comm != kNone) comm_queue_[static_cast<std::size_t>(op.comm)].push_back(static_cast<OpId>(i));
+        mark_stream(static_cast<std::size_t>(op.stream));  // it joined the stream's queue
         cpu_free_ = now_ + cost_[i].cpu;
         cpu_busy(op.iteration, cost_[i].cpu);
       }
@@ -218,13 +280,15 @@ class Engine {
       const auto st = static_cast<std::size_t>(marked_streams_.back());
       marked_streams_.pop_back();
       stream_marked_[st] = 0;
-      auto& q = queued_[st];
-      while (!q.empty() && running_[st] == kNone) {
-        const OpId id = q.front();
+      std::size_t& head = stream_head_[st];
+      const std::size_t end = stream_ops_start_[st + 1];
+      // The queue: the stream's ops from `head` that the CPU has issued.
+      while (head < end && static_cast<std::size_t>(stream_ops_[head]) < next_issue_ && running_[st] == kNone) {
+        const OpId id = stream_ops_[head];
         const Op& op = s_.ops[static_cast<std::size_t>(id)];
         if (!deps_done(static_cast<std::size_t>(id))) break;
-        if (op.comm != kNone && comm_queue_[static_cast<std::size_t>(op.comm)].front() != id) break;
-        q.pop_front();
+        if (op.comm != kNone && comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]] != id) break;
+        ++head;
         start(id, st);
       }
     }
@@ -273,7 +337,6 @@ class Engine {
   void complete(OpId id) {
     auto& r = rec_[static_cast<std::size_t>(id)];
     r.end = now_;
-    done_[static_cast<std::size_t>(id)] = true;
     ++completed_;
     const Op& op = s_.ops[static_cast<std::size_t>(id)];
     const auto st = static_cast<std::size_t>(op.stream);
@@ -281,12 +344,13 @@ class Engine {
     last_end_on_stream_[st] = id;
     mark_stream(st);
     if (op.comm != kNone) {
-      auto& q = comm_queue_[static_cast<std::size_t>(op.comm)];
-      if (!q.empty() && q.front() == id) {
-        q.pop_front();
-        if (!q.empty()) mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(q.front())].stream));
+      const auto c = static_cast<std::size_t>(op.comm);
+      std::size_t& head = comm_head_[c];
+      if (head < comm_ops_start_[c + 1] && comm_ops_[head] == id) {
+        ++head;
+        if (head < comm_ops_start_[c + 1]) mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(comm_ops_[head])].stream));
       }
-      last_on_comm_[static_cast<std::size_t>(op.comm)] = id;
+      last_on_comm_[c] = id;
     }
     for (std::size_t k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
       const auto waiter = static_cast<std::size_t>(dependents_[k]);
@@ -375,14 +439,14 @@ class Engine {
   std::size_t n_;
   std::vector<OpCost> cost_;
   std::vector<OpRecord> rec_;
-  std::vector<bool> done_;
-  std::vector<bool> stream_is_cpu_;
-  std::vector<std::deque<OpId>> queued_;
+  std::vector<char> stream_is_cpu_;
+  std::vector<std::size_t> stream_ops_start_, comm_ops_start_;  // CSR over stream_ops_ / comm_ops_
+  std::vector<OpId> stream_ops_, comm_ops_;                      // ops of each stream / communicator, issue order
+  std::vector<std::size_t> stream_head_, comm_head_;             // next op to start / to run
   std::vector<OpId> running_;
   std::vector<char> stream_marked_;     // in marked_streams_
   std::vector<StreamId> marked_streams_;  // streams whose head may start now
   std::vector<OpId> last_end_on_stream_;
-  std::vector<std::deque<OpId>> comm_queue_;
   std::vector<OpId> last_on_comm_;
   std::vector<int> pending_deps_;
   std::vector<std::size_t> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
