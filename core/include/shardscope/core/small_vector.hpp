@@ -101,7 +101,7 @@ class SmallVector {
       other.heap_ = nullptr;
       other.capacity_ = N;
     } else {
-      std::memcpy(inline_, other.inline_, other.size_ * sizeof(T));
+      std::memcpy(inline_, other.inline_, sizeof inline_);  // fixed size: inlined, no call
     }
     size_ = other.size_;
     other.size_ = 0;
