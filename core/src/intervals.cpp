@@ -5,17 +5,21 @@
 namespace shardscope {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& [a, b] : v) {
+  // Only starts need ordering (ties merge whatever their order); ops of one stream come sorted.
+  const auto by_start = [](const Interval& x, const Interval& y) { return x.first < y.first; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
+  std::size_t n = 0;  // merged in place: v[0, n) is the union so far
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto [a, b] = v[i];
     if (b <= a) continue;
-    if (!out.empty() && a <= out.back().second) {
-      out.back().second = std::max(out.back().second, b);
+    if (n > 0 && a <= v[n - 1].second) {
+      v[n - 1].second = std::max(v[n - 1].second, b);
     } else {
-      out.emplace_back(a, b);
+      v[n++] = {a, b};
     }
   }
-  return out;
+  v.resize(n);
+  return v;
 }
 
 TimeNs total_length(const std::vector<Interval>& merged) {
