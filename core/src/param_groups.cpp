@@ -87,6 +87,8 @@ std::vector<GroupLayout> param_groups(const Scenario& s) {
     std::int64_t block_numel = 0;
     for (const auto& p : block) block_numel += p.numel();
     const std::int64_t per = std::max<std::int64_t>(1, s.fsdp.blocks_per_group);
+    groups.reserve(static_cast<std::size_t>(1 + (c.layers + per - 1) / per));
+    std::int64_t shards_of = 0, shards = 0;  // sharded numel of the last block count seen
     for (std::int64_t first = 0; first < c.layers; first += per) {
       GroupLayout g;
       g.first_block = first;
@@ -94,9 +96,13 @@ std::vector<GroupLayout> param_groups(const Scenario& s) {
       g.name = g.block_count == 1 ? fmt::format("layers.{}", first)
                                   : fmt::format("layers.{}-{}", first, first + g.block_count - 1);
       g.numel = block_numel * g.block_count;
-      std::vector<ParamShape> shapes;
-      for (std::int64_t b = 0; b < g.block_count; ++b) shapes.insert(shapes.end(), block.begin(), block.end());
-      g.sharded_numel = sharded_numel(shapes, world, api);
+      if (g.block_count != shards_of) {
+        std::vector<ParamShape> shapes;
+        for (std::int64_t b = 0; b < g.block_count; ++b) shapes.insert(shapes.end(), block.begin(), block.end());
+        shards = sharded_numel(shapes, world, api);
+        shards_of = g.block_count;
+      }
+      g.sharded_numel = shards;
       groups.push_back(std::move(g));
     }
     return groups;
