@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -25,17 +24,19 @@ struct Active {
   TimeNs finish = 0;
 };
 
-// Ops repeat (every layer, every iteration): their costs are looked up by the fields that decide
-// them instead of being recomputed (collective and roofline models call log, pow and ceil).
+// Collectives repeat (every layer, every iteration) and their model is the costly one (log, pow,
+// protocol choice): their costs are looked up by what decides them. Other ops cost a few
+// arithmetic operations and are computed directly.
 class OpCostCache {
  public:
   OpCost cost(const CostModel& model, const Schedule& s, const Op& op) {
-    const Key key{op.kind, op.stream, op.comm, op.bytes, op.flops, op.attention_flops, op.fixed_time.value_or(-1), op.fixed_time.has_value()};
+    if (!is_collective(op.kind) || op.fixed_time) return model.cost(s, op);
+    const Key key{op.bytes, op.kind, op.stream, op.comm};
     // Sizes are multiples of large powers of two: mix, then take the high bits.
-    const std::uint64_t mixed = (static_cast<std::uint64_t>(op.bytes) ^ std::bit_cast<std::uint64_t>(op.flops) * std::uint64_t{0xC2B2AE3D27D4EB4F} ^
-                                 static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
-                                std::uint64_t{0x9E3779B97F4A7C15};
-    const auto h = static_cast<std::size_t>(mixed >> 57);  // 7 bits: kSlots = 128
+    const std::uint64_t mixed =
+        (static_cast<std::uint64_t>(op.bytes) ^ static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
+        std::uint64_t{0x9E3779B97F4A7C15};
+    const auto h = static_cast<std::size_t>(mixed >> 58);  // 6 bits: kSlots = 64
     for (std::size_t probe = 0; probe < kSlots; ++probe) {
       Slot& slot = slots_[(h + probe) % kSlots];
       if (!slot.used) {
@@ -44,19 +45,15 @@ class OpCostCache {
       }
       if (slot.key == key) return slot.cost;
     }
-    return model.cost(s, op);  // full: distinct costs beyond the table are computed each time
+    return model.cost(s, op);  // full: more distinct collectives than slots are computed each time
   }
 
  private:
   struct Key {
+    Bytes bytes;
     OpKind kind;
     StreamId stream;
     CommId comm;
-    Bytes bytes;
-    Flops flops;
-    Flops attention_flops;
-    TimeNs fixed;
-    bool has_fixed;
     bool operator==(const Key&) const = default;
   };
   struct Slot {
@@ -64,7 +61,7 @@ class OpCostCache {
     OpCost cost;
     bool used = false;
   };
-  static constexpr std::size_t kSlots = 128;
+  static constexpr std::size_t kSlots = 64;
   std::array<Slot, kSlots> slots_{};
 };
 
@@ -83,7 +80,9 @@ class Engine {
     rec_.assign(n_, {});
     // Each stream's and communicator's ops, in issue order (CSR): a queue is a range of it.
     // (The CPU runs its own ops as it issues them: they queue on no stream.)
-    build_index(s_.streams.size(), [&](const Op& op) { return s_.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu ? kNone : op.stream; },
+    stream_is_cpu_.reserve(s_.streams.size());
+    for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
+    build_index(s_.streams.size(), [&](const Op& op) { return stream_is_cpu_[static_cast<std::size_t>(op.stream)] ? kNone : op.stream; },
                 stream_ops_start_, stream_ops_);
     build_index(s_.communicators.size(), [](const Op& op) { return op.comm; }, comm_ops_start_, comm_ops_);
     stream_head_.assign(stream_ops_start_.begin(), stream_ops_start_.end() - 1);
@@ -96,8 +95,6 @@ class Engine {
     result_.peak_allocated.by_category = by_category_;
     result_.peak_reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
-    stream_is_cpu_.reserve(s_.streams.size());
-    for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
     // Outstanding dependencies per op, and who to tell when an op completes.
     pending_deps_.assign(n_, 0);
     dependents_start_.assign(n_ + 1, 0);
