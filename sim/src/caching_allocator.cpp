@@ -54,13 +54,16 @@ void CachingAllocator::retire_block(int b) {
 }
 
 void CachingAllocator::insert_free(int b) {
-  const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].insert({blk.size, address_of(blk), b});
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  blk.free_slot = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].insert({blk.size, address_of(blk), b});
 }
 
 void CachingAllocator::erase_free(int b) {
-  const Block& blk = blocks_[static_cast<std::size_t>(b)];
-  free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase(blk.size, address_of(blk));
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  if (blk.free_slot.size_class < 0) return;
+  const int moved = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase(blk.free_slot);
+  if (moved >= 0) blocks_[static_cast<std::size_t>(moved)].free_slot = blk.free_slot;
+  blk.free_slot = {};
 }
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
@@ -180,10 +183,9 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const bool small = rounded <= kSmallSize;
   const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
-  const auto fit = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
-  int b = fit.block;
+  int b = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
   if (b >= 0) {
-    free_[static_cast<std::size_t>(pool)].erase(fit);
+    erase_free(b);
   } else {
     if (expandable) grow_expandable(pool, rounded, b);
     if (b < 0) {

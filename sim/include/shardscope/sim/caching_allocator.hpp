@@ -55,6 +55,7 @@ class CachingAllocator {
     int next = -1;
     bool allocated = false;
     bool mapped = true;  // expandable segments unmap free pages when memory runs short
+    FreeBlockIndex::Slot free_slot;  // where the block sits in its pool's free list, if free
   };
   struct Segment {
     int pool = 0;

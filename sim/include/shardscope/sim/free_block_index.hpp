@@ -1,14 +1,15 @@
 #pragma once
-// The caching-allocator model's free blocks of one pool, ordered as PyTorch's
-// std::set<Block*, BlockComparatorSize>: by size, then address. best_fit(size) is the first block
-// not smaller than `size` (PyTorch's pool.blocks.lower_bound).
+// The caching-allocator model's free blocks of one pool. best_fit(size) answers as PyTorch's
+// std::set<Block*, BlockComparatorSize>::lower_bound does: the smallest block of at least `size`
+// bytes, the lowest address among equals.
 //
-// Segregated fit, as in TLSF: blocks sit in size classes (four per power of two of 512-byte units),
-// each class a short sorted vector, and a bitmap of the non-empty classes finds the next class with
-// a block in one instruction. Classes are ordered by size, so the first block of the next
-// non-empty class is the overall successor: the answer is exactly the ordered set's, at a cost
-// that does not grow with the number of free blocks. (A single sorted vector moved ~40 entries
-// per insert and erase; a red-black tree cost more still.)
+// Segregated fit, as in TLSF: blocks sit in size classes (four per power of two of 512-byte units)
+// and a bitmap of the non-empty classes finds the next class with a block in one instruction.
+// Classes are ordered by size, so the answer lies in the request's class or is the smallest block
+// of the next non-empty class. Within a class blocks are not kept in order: insert appends, erase
+// moves the last entry into the hole (the caller keeps each block's slot), and best_fit scans the
+// one or two classes it needs, which hold a dozen blocks or so. Keeping each class sorted cost
+// more: allocations and frees outnumber fits four to one.
 
 #include <array>
 #include <bit>
@@ -26,69 +27,54 @@ class FreeBlockIndex {
     std::int64_t address;
     int block;
   };
-
-  void insert(const Entry& e) {
-    const int c = size_class(e.size);
-    auto& list = classes_[static_cast<std::size_t>(c)];
-    list.insert(lower_bound(list, e.size, e.address), e);
-    set_bit(c);
-  }
-
-  void erase(Bytes size, std::int64_t address) {
-    const int c = size_class(size);
-    auto& list = classes_[static_cast<std::size_t>(c)];
-    const auto it = lower_bound(list, size, address);
-    if (it == list.end() || it->address != address) return;
-    list.erase(it);
-    if (list.empty()) clear_bit(c);
-  }
-
-  /// Where best_fit found its block, to erase it without searching again.
-  struct Position {
-    int size_class = -1;
-    std::size_t index = 0;
-    int block = -1;  // -1: no block fits
+  /// Where an entry sits; valid until the entry is erased or another entry moves into it.
+  struct Slot {
+    int size_class = -1;  // -1: not listed
+    std::uint32_t index = 0;
   };
 
-  /// The smallest block of at least `size` bytes (lowest address among equals).
-  Position best_fit(Bytes size) const {
-    int c = size_class(size);
-    const auto& list = classes_[static_cast<std::size_t>(c)];
-    const auto it = lower_bound(list, size, -1);
-    if (it != list.end()) return {c, static_cast<std::size_t>(it - list.begin()), it->block};
-    c = next_class(c + 1);
-    if (c < 0) return {};
-    return {c, 0, classes_[static_cast<std::size_t>(c)].front().block};
+  Slot insert(const Entry& e) {
+    const int c = size_class(e.size);
+    auto& list = classes_[static_cast<std::size_t>(c)];
+    list.push_back(e);
+    set_bit(c);
+    return {c, static_cast<std::uint32_t>(list.size() - 1)};
   }
 
-  void erase(const Position& at) {
-    auto& list = classes_[static_cast<std::size_t>(at.size_class)];
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(at.index));
-    if (list.empty()) clear_bit(at.size_class);
+  /// Removes the entry at `slot`. Returns the block whose entry moved into `slot` (its slot is now
+  /// `slot`), or -1 when none moved.
+  int erase(Slot slot) {
+    auto& list = classes_[static_cast<std::size_t>(slot.size_class)];
+    int moved = -1;
+    if (slot.index + 1 < list.size()) {
+      list[slot.index] = list.back();
+      moved = list[slot.index].block;
+    }
+    list.pop_back();
+    if (list.empty()) clear_bit(slot.size_class);
+    return moved;
+  }
+
+  /// The smallest block of at least `size` bytes (lowest address among equals); -1 if none.
+  int best_fit(Bytes size) const {
+    const int c = size_class(size);
+    if (const int b = smallest(classes_[static_cast<std::size_t>(c)], size); b >= 0) return b;
+    const int next = next_class(c + 1);
+    return next < 0 ? -1 : smallest(classes_[static_cast<std::size_t>(next)], 0);
   }
 
  private:
   static constexpr int kClasses = 192;  // covers blocks below 2^57 bytes
   using List = std::vector<Entry>;
 
-  static List::const_iterator lower_bound(const List& list, Bytes size, std::int64_t address) {
-    auto first = list.begin();
-    auto n = list.size();
-    while (n > 0) {  // hand-written: the comparator inlines, and lists are short
-      const auto half = n / 2;
-      const auto mid = first + static_cast<std::ptrdiff_t>(half);
-      if (mid->size < size || (mid->size == size && mid->address < address)) {
-        first = mid + 1;
-        n -= half + 1;
-      } else {
-        n = half;
-      }
+  // The block of least (size, address) among those of at least `size` bytes; -1 if none.
+  static int smallest(const List& list, Bytes size) {
+    const Entry* best = nullptr;
+    for (const Entry& e : list) {
+      if (e.size < size) continue;
+      if (!best || e.size < best->size || (e.size == best->size && e.address < best->address)) best = &e;
     }
-    return first;
-  }
-  static List::iterator lower_bound(List& list, Bytes size, std::int64_t address) {
-    const auto it = lower_bound(static_cast<const List&>(list), size, address);
-    return list.begin() + (it - list.cbegin());
+    return best ? best->block : -1;
   }
 
   // Four classes per power of two of 512-byte units; monotonic in size.
