@@ -22,8 +22,8 @@ using CommId = std::int32_t;
 using OpId = std::int32_t;
 using BufferId = std::int32_t;
 inline constexpr std::int32_t kNone = -1;
-/// Ids an op refers to: one or two almost always, so they live inline.
-using IdList = SmallVector<std::int32_t, 3>;
+/// Ids an op refers to: one to four almost always, so they live inline.
+using IdList = SmallVector<std::int32_t, 4>;  // 4 ids inline: the same 32 bytes as 3
 
 enum class StreamKind {
   cpu,            // the Python thread that issues everything (and runs CPU work)

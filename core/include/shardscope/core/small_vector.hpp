@@ -89,9 +89,11 @@ class SmallVector {
     capacity_ = capacity;
   }
   void release() {
-    delete[] heap_;
-    heap_ = nullptr;
-    capacity_ = N;
+    if (heap_) {  // the common inline case makes no call
+      delete[] heap_;
+      heap_ = nullptr;
+      capacity_ = N;
+    }
     size_ = 0;
   }
   void take(SmallVector& other) {
