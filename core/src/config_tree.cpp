@@ -112,6 +112,15 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
   return tree;
 }
 
+ConfigTree parse_override_value(std::string_view text) {
+  try {
+    YAML::Node node = YAML::Load(std::string(text));
+    return yaml_to_json(node);
+  } catch (const YAML::Exception&) {
+    return ConfigTree(std::string(text));
+  }
+}
+
 void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -119,15 +128,11 @@ void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<P
                         "e.g. --set fsdp.reshard_after_forward=false"});
     return;
   }
-  const std::string key(assignment.substr(0, eq));
-  const std::string value_text(assignment.substr(eq + 1));
-  ConfigTree value;
-  try {
-    YAML::Node node = YAML::Load(value_text);
-    value = yaml_to_json(node);
-  } catch (const YAML::Exception&) {
-    value = value_text;
-  }
+  set_override(tree, assignment.substr(0, eq), parse_override_value(assignment.substr(eq + 1)), problems);
+}
+
+void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree& value, std::vector<Problem>& problems) {
+  const std::string key(key_text);
   const auto parts = split_key_path(key);
   if (parts.empty()) {
     problems.push_back({"--set", key, "empty key path", "e.g. --set training.micro_batch=2"});

@@ -41,19 +41,24 @@ std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Pro
 
 namespace {
 
-SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes, std::size_t index,
-                    const SweepOptions& options) {
+// Axis values parsed once for the whole grid: [axis][value].
+using ParsedAxes = std::vector<std::vector<ConfigTree>>;
+
+SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes, const ParsedAxes& parsed,
+                    std::size_t index, const SweepOptions& options) {
   SweepPoint p;
   p.index = index;
   std::size_t rest = index;
   p.values.resize(axes.size());
+  std::vector<std::size_t> pick(axes.size());
   for (std::size_t a = axes.size(); a-- > 0;) {
-    p.values[a] = axes[a].values[rest % axes[a].values.size()];
+    pick[a] = rest % axes[a].values.size();
+    p.values[a] = axes[a].values[pick[a]];
     rest /= axes[a].values.size();
   }
   ConfigTree tree = base;
   std::vector<Problem> problems;
-  for (std::size_t a = 0; a < axes.size(); ++a) apply_override(tree, axes[a].key + "=" + p.values[a], problems);
+  for (std::size_t a = 0; a < axes.size(); ++a) set_override(tree, axes[a].key, parsed[a][pick[a]], problems);
   try {
     throw_if_any(std::move(problems));
     const Scenario scenario = read_scenario(tree, file);
@@ -95,28 +100,33 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
   std::size_t total = 1;
   for (const auto& a : axes) total *= a.values.size();
   std::vector<SweepPoint> points(total);
+  ParsedAxes parsed;
+  for (const auto& a : axes) {
+    auto& values = parsed.emplace_back();
+    for (const auto& v : a.values) values.push_back(parse_override_value(v));
+  }
   std::atomic<std::size_t> next{0}, done{0};
   const unsigned threads = std::max(1u, std::min<unsigned>(options.threads ? options.threads : std::thread::hardware_concurrency(),
                                                             static_cast<unsigned>(total)));
-  std::vector<std::thread> pool;
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      while (!(options.cancel && options.cancel->load())) {
-        const std::size_t i = next.fetch_add(1);
-        if (i >= total) break;
-        try {
-          points[i] = evaluate(base, file, axes, i, options);
-        } catch (...) {
-          std::lock_guard lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
-        }
-        const std::size_t d = done.fetch_add(1) + 1;
-        if (options.progress) options.progress(d, total);
+  const auto work = [&] {
+    while (!(options.cancel && options.cancel->load())) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= total) break;
+      try {
+        points[i] = evaluate(base, file, axes, parsed, i, options);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
       }
-    });
-  }
+      const std::size_t d = done.fetch_add(1) + 1;
+      if (options.progress) options.progress(d, total);
+    }
+  };
+  std::vector<std::thread> pool;  // the calling thread is the last worker
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
   for (auto& th : pool) th.join();
   if (failure) std::rethrow_exception(failure);
   if (options.cancel && options.cancel->load()) {

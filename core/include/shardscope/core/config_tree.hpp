@@ -28,6 +28,12 @@ ConfigTree load_config_file(const std::filesystem::path& path);
 /// The value is parsed as YAML, so `true`, `2`, `bf16`, `[1, 2]` keep their types.
 /// A malformed assignment adds a Problem instead of throwing.
 void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems);
+/// The value of an override as YAML reads it ("2" → 2, "true" → true, "[1, 2]" → a list); text
+/// that is not YAML stays a string.
+ConfigTree parse_override_value(std::string_view text);
+/// Sets `key` (dotted, with list indices) to an already parsed value; adds a Problem when the path
+/// cannot be set.
+void set_override(ConfigTree& tree, std::string_view key, const ConfigTree& value, std::vector<Problem>& problems);
 
 /// Splits "a.b[2].c" or "a.b.2.c" into {"a", "b", "2", "c"}.
 std::vector<std::string> split_key_path(std::string_view path);

@@ -37,7 +37,7 @@ struct SweepPoint {
 struct SweepOptions {
   unsigned threads = 0;                  // 0: all hardware threads
   std::optional<Bytes> memory_budget;    // default: each point's GPU capacity
-  std::function<void(std::size_t done, std::size_t total)> progress;  // called from worker threads
+  std::function<void(std::size_t done, std::size_t total)> progress;  // called from the workers (the calling thread is one)
   const std::atomic<bool>* cancel = nullptr;
 };
 
