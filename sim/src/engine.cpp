@@ -232,12 +232,17 @@ class Engine {
   void note_peaks(OpId op, Phase phase) {
     auto& by_phase = result_.peak_allocated_by_phase[static_cast<std::size_t>(phase)];
     by_phase = std::max(by_phase, allocator_.allocated());
-    if (allocator_.allocated() > result_.peak_allocated.bytes) {
-      result_.peak_allocated = {allocator_.allocated(), now_, op, by_category_};
-    }
-    if (allocator_.reserved() > result_.peak_reserved.bytes) {
-      result_.peak_reserved = {allocator_.reserved(), now_, op, by_category_};
-    }
+    if (allocator_.allocated() > result_.peak_allocated.bytes) record_peak(result_.peak_allocated, allocator_.allocated(), op);
+    if (allocator_.reserved() > result_.peak_reserved.bytes) record_peak(result_.peak_reserved, allocator_.reserved(), op);
+  }
+
+  // In place: while memory grows every allocation is a new peak, and a fresh copy of the category
+  // table each time was a heap allocation.
+  void record_peak(MemoryPeak& peak, Bytes bytes, OpId op) {
+    peak.bytes = bytes;
+    peak.time = now_;
+    peak.op = op;
+    std::copy(by_category_.begin(), by_category_.end(), peak.by_category.begin());
   }
 
   // Samples are taken in issue order and later placed on the GPU timeline: what an op allocates
