@@ -9,6 +9,7 @@ namespace shardscope::lowering {
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
+  part_label_index_.resize(compute_.size());
   const auto& mp = s_.fsdp.mixed_precision;
   param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
   reduce_dtype_ = mp.reduce_dtype.value_or(param_dtype_);
@@ -24,10 +25,18 @@ int Lowerer::nodes_spanned(int ranks) const {
   return std::max(1, (ranks + per_node - 1) / per_node);
 }
 
-const Lowerer::PartLabels& Lowerer::part_labels(const ComputePart& part) {
-  for (const auto& l : part_labels_) {
-    if (l.part == part.label) return l;
+const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
+  auto& index = part_label_index_[static_cast<std::size_t>(g)];
+  if (index.size() <= p) index.resize(p + 1, -1);
+  if (index[p] >= 0) return part_labels_[static_cast<std::size_t>(index[p])];
+  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  for (std::size_t i = 0; i < part_labels_.size(); ++i) {
+    if (part_labels_[i].part == part.label) {
+      index[p] = static_cast<int>(i);
+      return part_labels_[i];
+    }
   }
+  index[p] = static_cast<int>(part_labels_.size());
   PartLabels l;
   l.part = part.label;
   l.saved = b_.label(part.label + ".saved");
@@ -164,10 +173,10 @@ void Lowerer::forward_part(int g, std::size_t p) {
   auto& saved = saved_[static_cast<std::size_t>(g)];
   saved.resize(compute_[static_cast<std::size_t>(g)].parts.size(), kNone);
   if (part.saved_bytes > 0) {
-    saved[p] = b_.add_buffer(b_.step_name(part_labels(part).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
+    saved[p] = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
     op.allocs.push_back(saved[p]);
   }
-  add_workspace(g, part_labels(part).forward_workspace, part.forward_workspace, op);
+  add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
   b_.emit(std::move(op));
 }
 
@@ -182,7 +191,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
     re.label = part.label;
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
-      recompute = b_.add_buffer(b_.step_name(part_labels(part).recomputed), part.recompute_bytes, param_dtype_,
+      recompute = b_.add_buffer(b_.step_name(part_labels(g, p).recomputed), part.recompute_bytes, param_dtype_,
                                 BufferCategory::recompute, gid(g));
       re.allocs.push_back(recompute);
     }
@@ -202,7 +211,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   }
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);
-  add_workspace(g, part_labels(part).backward_workspace, part.backward_workspace, op);
+  add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);
   b_.emit(std::move(op));
 }
 

@@ -68,8 +68,9 @@ class Lowerer {
     std::int32_t saved = kNone, recomputed = kNone;
     std::vector<std::int32_t> forward_workspace, backward_workspace;  // "<part>.<pass>_workspace.<i>"
   };
-  const PartLabels& part_labels(const ComputePart& part);
+  const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;
+  std::vector<std::vector<int>> part_label_index_;  // [group][part] → part_labels_ index, -1 until asked
 
   const Scenario& s_;
   ScheduleBuilder b_;

@@ -2,6 +2,8 @@
 // Appends streams, communicators, groups, buffers and ops to a Schedule in issue order, stamping
 // each op with the current iteration, micro-batch and phase.
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -53,6 +55,11 @@ class ScheduleBuilder {
     std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
   };
   std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> labels_;  // text → Schedule::buffer_labels index
+  struct RecentLabel {
+    const char* data = nullptr;
+    std::int32_t id = -1;
+  };
+  std::array<RecentLabel, 32> recent_labels_{};  // label() by the address of the text
   int iteration_ = 0;
   int microbatch_ = 0;
   Phase phase_ = Phase::forward;
