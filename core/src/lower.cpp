@@ -25,7 +25,7 @@ std::string describe_op(const Schedule& s, const Op& op) {
     out += " waits";
     for (OpId d : op.deps) out += fmt::format(" #{}", d);
   }
-  if (!op.label.empty()) out += fmt::format(" [{}]", op.label);
+  if (const auto label = op_label(s, op); !label.empty()) out += fmt::format(" [{}]", label);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/schedule_io.hpp"
@@ -19,7 +20,7 @@ Json ids(const IdList& v) {
   return out;
 }
 
-Json op_json(const Op& op, std::size_t index) {
+Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   Json j;
   j["id"] = index;
   j["kind"] = to_string(op.kind);
@@ -33,7 +34,7 @@ Json op_json(const Op& op, std::size_t index) {
   j["flops"] = op.flops;
   if (op.attention_flops > 0) j["attention_flops"] = op.attention_flops;
   if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;
-  if (!op.label.empty()) j["label"] = op.label;
+  if (const auto label = op_label(s, op); !label.empty()) j["label"] = label;
   j["deps"] = ids(op.deps);
   j["allocs"] = ids(op.allocs);
   j["frees"] = ids(op.frees);
@@ -184,7 +185,7 @@ std::string schedule_to_json(const Schedule& s) {
     j["live_at_start"] = x.live_at_start;
     return j;
   }, false);
-  detail::emit_json_array(out, "ops", s.ops, op_json, true);
+  detail::emit_json_array(out, "ops", s.ops, [&s](const Op& op, std::size_t i) { return op_json(s, op, i); }, true);
   out += "}\n";
   return out;
 }
@@ -244,6 +245,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     s.buffers.push_back(std::move(b));
   }
   const auto& ops = f.array(root, "ops");
+  std::unordered_map<std::string, std::int32_t> op_label_ids;  // label text → Schedule::op_labels index
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const std::string p = fmt::format("ops[{}]", i);
     const auto& j = ops[i];
@@ -264,7 +266,12 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     if (j.is_object() && j.contains("fixed_time_ns")) {
       op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
     }
-    if (j.is_object() && j.contains("label")) op.label = f.text(j, p, "label");
+    if (j.is_object() && j.contains("label")) {
+      const std::string label = f.text(j, p, "label");
+      auto [it, added] = op_label_ids.try_emplace(label, static_cast<std::int32_t>(s.op_labels.size()));
+      if (added) s.op_labels.push_back(label);
+      op.label = it->second;
+    }
     op.deps = f.id_list(j, p, "deps");
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");

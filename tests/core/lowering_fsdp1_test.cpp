@@ -79,7 +79,7 @@ std::string twelve_units(const std::string& prefetch) {
 std::vector<std::string> prefetched(const Schedule& s) {
   std::vector<std::string> out;
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::all_gather && op.phase == Phase::backward && op.label == "prefetch") {
+    if (op.kind == OpKind::all_gather && op.phase == Phase::backward && op_label(s, op) == "prefetch") {
       out.push_back(s.groups[static_cast<std::size_t>(op.group)].name);
     }
   }
@@ -132,7 +132,7 @@ TEST(Fsdp1BackwardPrefetch, PreIssuesTheNextGatherBeforeTheCurrentGradientComput
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       const auto& op = s.ops[i];
       const auto& name = op.group == kNone ? std::string() : s.groups[static_cast<std::size_t>(op.group)].name;
-      if (op.kind == OpKind::all_gather && op.label == "prefetch" && name == "decoder.layers.3") prefetch_of_3 = static_cast<int>(i);
+      if (op.kind == OpKind::all_gather && op_label(s, op) == "prefetch" && name == "decoder.layers.3") prefetch_of_3 = static_cast<int>(i);
       if (op.kind == OpKind::reduce_scatter && name == "decoder.layers.4") rs_of_4 = static_cast<int>(i);
     }
     if (std::string(mode) == "BACKWARD_PRE") {
@@ -150,7 +150,7 @@ TEST(Fsdp1RateLimiter, CpuWaitsOnceTwoAllGathersAreInFlight) {
   EXPECT_GT(count(limited, OpKind::cpu_wait, Phase::forward, 0) + count(limited, OpKind::cpu_wait, Phase::backward, 0), 0);
   EXPECT_EQ(count(unlimited, OpKind::cpu_wait, Phase::forward, 0), 0);
   for (const auto& op : limited.ops) {
-    if (op.kind != OpKind::cpu_wait || op.label != "rate limiter") continue;
+    if (op.kind != OpKind::cpu_wait || op_label(limited, op) != "rate limiter") continue;
     ASSERT_EQ(op.deps.size(), 1u);
     EXPECT_EQ(limited.ops[static_cast<std::size_t>(op.deps[0])].kind, OpKind::reshard);
   }
@@ -174,7 +174,7 @@ TEST(Fsdp1ForwardPrefetch, StartsAfterTheFirstIteration) {
   const auto s = lower_text(fsdp1(3, "FULL_SHARD", ", forward_prefetch: true"));
   int prefetches[2] = {0, 0};
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::all_gather && op.phase == Phase::forward && op.label == "prefetch") ++prefetches[op.iteration];
+    if (op.kind == OpKind::all_gather && op.phase == Phase::forward && op_label(s, op) == "prefetch") ++prefetches[op.iteration];
   }
   EXPECT_EQ(prefetches[0], 0);
   EXPECT_EQ(prefetches[1], 3);  // root prefetches layers.0, layers.0 → 1, layers.1 → 2

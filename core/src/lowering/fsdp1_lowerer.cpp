@@ -69,7 +69,7 @@ class Fsdp1Lowerer final : public Lowerer {
     if (offload_) {
       Op h2d = make_op(OpKind::h2d, pre_unshard_, gid(g));
       h2d.bytes = elems(shard, orig_dtype_);
-      h2d.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
+      h2d.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
       low_precision = b_.add_buffer(buffer_name("device_shard"), elems(shard, param_dtype_), param_dtype_,
                                     BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(low_precision);
@@ -78,7 +78,7 @@ class Fsdp1Lowerer final : public Lowerer {
     } else if (param_dtype_ != orig_dtype_) {
       Op cast = make_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
       cast.bytes = elems(shard, param_dtype_);
-      cast.label = fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_));
+      cast.label = b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
       low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
@@ -88,7 +88,7 @@ class Fsdp1Lowerer final : public Lowerer {
       // _FreeEventQueue.dequeue_if_needed: the CPU blocks on the free event two reshards back.
       Op wait = make_op(OpKind::cpu_wait, cpu_, gid(g));
       wait.deps.push_back(free_events_.front());
-      wait.label = "rate limiter";
+      wait.label = b_.op_label("rate limiter");
       free_events_.pop_front();
       b_.emit(std::move(wait));
     }
@@ -101,7 +101,7 @@ class Fsdp1Lowerer final : public Lowerer {
     ag.allocs.push_back(st.full_param);
     if (low_precision != kNone) ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
     ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
-    if (prefetch) ag.label = "prefetch";
+    if (prefetch) ag.label = b_.op_label("prefetch");
     b_.emit(std::move(ag));
     st.unsharded = true;
   }
@@ -196,7 +196,7 @@ class Fsdp1Lowerer final : public Lowerer {
       // flat_param.grad.data = flat_param.grad.to(reduce_dtype), on the default stream
       Op cast = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
       cast.bytes = elems(padded_numel(g), reduce_dtype_);
-      cast.label = fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_));
+      cast.label = b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
       const BufferId cast_grad = b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
                                                BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
@@ -239,7 +239,7 @@ class Fsdp1Lowerer final : public Lowerer {
     // _post_reduce_grad: divide, cast to the parameter dtype and accumulate into _saved_grad_shard.
     Op div = make_op(OpKind::grad_div, hybrid() ? all_reduce_ : post_backward_, gid(g));
     div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
-    div.label = s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision" : "accumulate";
+    div.label = b_.op_label(s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision" : "accumulate");
     div.uses.push_back(reduced);
     if (!offload_) sharded_grad(g, div);
     if (reduced != grad || !no_shard()) div.frees.push_back(reduced);
@@ -248,7 +248,7 @@ class Fsdp1Lowerer final : public Lowerer {
     if (offload_) {
       Op d2h = make_op(OpKind::d2h, hybrid() ? all_reduce_ : post_backward_, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
-      d2h.label = "_offload_grad";
+      d2h.label = b_.op_label("_offload_grad");
       sharded_grad(g, d2h);
       st.post_reduce = b_.emit(std::move(d2h));
     }
@@ -262,7 +262,7 @@ class Fsdp1Lowerer final : public Lowerer {
     if (all_reduce_ != kNone) last = stream_wait(compute_stream_, b_.last_on(all_reduce_), {}, "all-reduce stream");
     if (offload_) {
       Op sync = make_op(OpKind::cpu_wait, cpu_, kNone);
-      sync.label = "synchronize";
+      sync.label = b_.op_label("synchronize");
       if (last != kNone) sync.deps.push_back(last);
       b_.emit(std::move(sync));
     }

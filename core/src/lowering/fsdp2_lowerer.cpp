@@ -82,7 +82,7 @@ class Fsdp2Lowerer final : public Lowerer {
       // CPUOffloadPolicy: the sharded parameters are copied host → device on the copy-in stream.
       Op h2d = make_op(OpKind::h2d, copy_in_, gid(g));
       h2d.bytes = elems(per_rank, orig_dtype_);
-      h2d.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
+      h2d.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
       staging = b_.add_buffer(buffer_name("h2d_params"), h2d.bytes, orig_dtype_, BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(staging);
       h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
@@ -103,7 +103,7 @@ class Fsdp2Lowerer final : public Lowerer {
     ag.deps.push_back(copy_in_id);  // all_gather_stream.wait_stream(all_gather_copy_in_stream)
     ag.uses.push_back(st.ag_output);
     ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
-    if (prefetch) ag.label = "prefetch";
+    if (prefetch) ag.label = b_.op_label("prefetch");
     st.ag_op = b_.emit(std::move(ag));
   }
 
@@ -152,7 +152,7 @@ class Fsdp2Lowerer final : public Lowerer {
                                             BufferCategory::sharded_params, gid(g));
       op.allocs.push_back(st.post_forward_shard);
       op.bytes = elems(numel, param_dtype_);
-      op.label = fmt::format("to {} ranks", size);
+      op.label = b_.op_label(fmt::format("to {} ranks", size));
       st.reshard_event = b_.emit(std::move(op));
       st.state = Sharded::sharded_post_forward;
     } else {
@@ -190,10 +190,10 @@ class Fsdp2Lowerer final : public Lowerer {
   }
 
   // comm_ctx.all_gather_state: the all-gather streams wait on the kept copy-out, then its output is freed.
-  void free_deferred_all_gather(std::string label) {
+  void free_deferred_all_gather(std::string_view label) {
     if (deferred_ag_output_ == kNone) return;
     stream_wait(copy_in_, deferred_copy_out_);
-    stream_wait(all_gather_, deferred_copy_out_, {deferred_ag_output_}, std::move(label));
+    stream_wait(all_gather_, deferred_copy_out_, {deferred_ag_output_}, label);
     deferred_ag_output_ = kNone;
     deferred_copy_out_ = kNone;
   }
@@ -230,7 +230,7 @@ class Fsdp2Lowerer final : public Lowerer {
       if (!keeps_low_precision) {
         // accumulate_unsharded_grad_if_needed: accumulate in the reduce dtype
         Op acc = make_op(OpKind::grad_div, compute_stream_, gid(g));
-        acc.label = "accumulate";
+        acc.label = b_.op_label("accumulate");
         acc.bytes = elems(layout(g).numel, reduce_dtype_);
         if (st.accumulated == kNone) {
           st.accumulated = b_.add_buffer(buffer_name("accumulated_grad"), acc.bytes, reduce_dtype_, BufferCategory::unsharded_grads, gid(g));
@@ -285,7 +285,7 @@ class Fsdp2Lowerer final : public Lowerer {
       if (!all_reduce_now) {
         // Accumulate the partial reduce output in the reduce-scatter stream; no all-reduce yet.
         Op acc = make_op(OpKind::grad_div, reduce_scatter_, gid(g));
-        acc.label = "partial reduce";
+        acc.label = b_.op_label("partial reduce");
         acc.bytes = elems(layout(g).sharded_numel, reduce_dtype_);
         if (st.partial_reduce == kNone) {
           st.partial_reduce = rs_output;
@@ -313,7 +313,7 @@ class Fsdp2Lowerer final : public Lowerer {
     // Divide (when not averaged by NCCL) and view or cast into the sharded gradient.
     Op div = make_op(OpKind::grad_div, post_stream, gid(g));
     div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
-    div.label = reduce_dtype_ == orig_dtype_ ? "view" : fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_));
+    div.label = b_.op_label(reduce_dtype_ == orig_dtype_ ? "view" : fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
     if (becomes_grad) {
       sharded_grads_[static_cast<std::size_t>(g)] = rs_output;
       div.uses.push_back(rs_output);
@@ -328,7 +328,7 @@ class Fsdp2Lowerer final : public Lowerer {
     if (offload_) {
       Op d2h = make_op(OpKind::d2h, post_stream, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
-      d2h.label = s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable";
+      d2h.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
       sharded_grad(g, d2h);
       d2h.uses.push_back(rs_output);
       d2h.frees.push_back(rs_output);
@@ -340,9 +340,9 @@ class Fsdp2Lowerer final : public Lowerer {
   void finalize_backward() override {
     // _root_post_backward_final_callback → FSDPParamGroup.finalize_backward for every group.
     Op wait = make_op(OpKind::stream_wait, compute_stream_, kNone);
-    wait.label = "post-reduce events";
+    wait.label = b_.op_label("post-reduce events");
     Op cpu = make_op(OpKind::cpu_wait, cpu_, kNone);
-    cpu.label = "gradient offload";
+    cpu.label = b_.op_label("gradient offload");
     for (auto& st : st_) {
       if (st.post_reduce != kNone) wait.deps.push_back(st.post_reduce);
       if (st.grad_offload != kNone) cpu.deps.push_back(st.grad_offload);

@@ -168,7 +168,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
   op.attention_flops = part.forward_attention_flops;
   op.bytes = part.forward_memory_bytes;
   op.fixed_time = part.forward_time;
-  op.label = part.label;
+  op.label = b_.op_label(part.label);
   if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
   auto& saved = saved_[static_cast<std::size_t>(g)];
   saved.resize(compute_[static_cast<std::size_t>(g)].parts.size(), kNone);
@@ -188,7 +188,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
     Op re = make_op(OpKind::recompute, compute_stream_, gid(g));
     re.flops = part.recompute_flops;
     re.bytes = part.recompute_memory_bytes;
-    re.label = part.label;
+    re.label = b_.op_label(part.label);
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
       recompute = b_.add_buffer(b_.step_name(part_labels(g, p).recomputed), part.recompute_bytes, param_dtype_,
@@ -202,7 +202,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   op.attention_flops = part.backward_attention_flops;
   op.bytes = part.backward_memory_bytes;
   op.fixed_time = part.backward_time;
-  op.label = part.label;
+  op.label = b_.op_label(part.label);
   if (params != kNone) op.uses.push_back(params);
   auto& saved = saved_[static_cast<std::size_t>(g)];
   if (p < saved.size() && saved[p] != kNone) {
@@ -215,12 +215,12 @@ void Lowerer::backward_part(int g, std::size_t p) {
   b_.emit(std::move(op));
 }
 
-OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string label) {
+OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string_view label) {
   if (event == kNone) return kNone;
   Op op = make_op(OpKind::stream_wait, stream, kNone);
   op.deps.push_back(event);
   op.frees = std::move(frees);
-  op.label = std::move(label);
+  if (!label.empty()) op.label = b_.op_label(label);
   return b_.emit(std::move(op));
 }
 
@@ -252,7 +252,7 @@ void Lowerer::optimizer_step() {
   const int states = optimizer_states_per_param(s_.training.optimizer);
   const StreamId stream = offload_ ? cpu_ : compute_stream_;
   Op step = make_op(OpKind::optimizer_step, stream, kNone);
-  step.label = std::string(to_string(s_.training.optimizer));
+  step.label = b_.op_label(to_string(s_.training.optimizer));
   std::int64_t shard_numel = 0;
   for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
     if (!has_params(g)) continue;
@@ -290,10 +290,10 @@ void Lowerer::optimizer_step() {
   b_.emit(std::move(zero));
 }
 
-void Lowerer::synchronize_device(std::string label) {
+void Lowerer::synchronize_device(std::string_view label) {
   // torch.cuda.synchronize(): the CPU waits for the last op of every GPU stream.
   Op wait = make_op(OpKind::cpu_wait, cpu_, kNone);
-  wait.label = std::move(label);
+  wait.label = b_.op_label(label);
   for (StreamId st = 0; st < static_cast<StreamId>(b_.schedule().streams.size()); ++st) {
     if (st != cpu_ && b_.last_on(st) != kNone) wait.deps.push_back(b_.last_on(st));
   }
@@ -317,14 +317,14 @@ void Lowerer::checkpoint_state_dict() {
         Op ag = make_op(OpKind::all_gather, compute_stream_, gid(g));
         ag.comm = 0;  // the shard communicator is always created first
         ag.bytes = full;
-        ag.label = k == 0 ? "state_dict" : "optim_state_dict";
+        ag.label = b_.op_label(k == 0 ? "state_dict" : "optim_state_dict");
         ag.allocs.push_back(buf);
         if (!ck.offload_to_cpu) ag.frees.push_back(buf);
         b_.emit(std::move(ag));
         if (ck.offload_to_cpu) {
           Op d2h = make_op(OpKind::d2h, compute_stream_, gid(g));
           d2h.bytes = full;
-          d2h.label = "state_dict";
+          d2h.label = b_.op_label("state_dict");
           d2h.uses.push_back(buf);
           d2h.frees.push_back(buf);
           b_.emit(std::move(d2h));
@@ -333,14 +333,14 @@ void Lowerer::checkpoint_state_dict() {
     } else if (ck.offload_to_cpu) {
       Op d2h = make_op(OpKind::d2h, compute_stream_, gid(g));
       d2h.bytes = elems(numel, orig_dtype_) * (1 + states);
-      d2h.label = "state_dict";
+      d2h.label = b_.op_label("state_dict");
       d2h.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
       b_.emit(std::move(d2h));
     }
   }
   // Writing the state dict waits for the device (tensor.cpu() synchronises).
   Op wait = make_op(OpKind::state_dict, cpu_, kNone);
-  wait.label = std::string(to_string(ck.state_dict_type));
+  wait.label = b_.op_label(to_string(ck.state_dict_type));
   if (const OpId last = b_.last_on(compute_stream_); last != kNone) wait.deps.push_back(last);
   b_.emit(std::move(wait));
 }

@@ -56,7 +56,7 @@ class Lowerer {
   void backward_part(int g, std::size_t part);
   /// A zero-work op: `stream` waits for `event` (PyTorch's wait_event / wait_stream); it may carry
   /// frees the wait makes safe. Nothing is emitted for a missing event.
-  OpId stream_wait(StreamId stream, OpId event, IdList frees = {}, std::string label = {});
+  OpId stream_wait(StreamId stream, OpId event, IdList frees = {}, std::string_view label = {});
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// Transient tensors allocated and freed by one op.
@@ -99,7 +99,7 @@ class Lowerer {
   void backward_pass();
   void optimizer_step();
   void checkpoint_state_dict();
-  void synchronize_device(std::string label);
+  void synchronize_device(std::string_view label);
   void plan_groups();
 };
 

@@ -26,23 +26,6 @@ BufferId ScheduleBuilder::add_buffer(BufferName name, Bytes size, DType dtype, B
   return static_cast<BufferId>(schedule_.buffers.size() - 1);
 }
 
-std::int32_t ScheduleBuilder::label(std::string_view text) {
-  // Most labels are string literals asked for again and again: a small cache by address answers
-  // without hashing (the text is compared too, so any string is safe).
-  auto& hit = recent_labels_[(reinterpret_cast<std::uintptr_t>(text.data()) >> 3) % recent_labels_.size()];
-  if (hit.id >= 0 && hit.data == text.data() && schedule_.buffer_labels[static_cast<std::size_t>(hit.id)] == text) return hit.id;
-  std::int32_t id;
-  if (const auto it = labels_.find(text); it != labels_.end()) {
-    id = it->second;
-  } else {
-    id = static_cast<std::int32_t>(schedule_.buffer_labels.size());
-    schedule_.buffer_labels.emplace_back(text);
-    labels_.emplace(std::string(text), id);
-  }
-  hit = {text.data(), id};
-  return id;
-}
-
 OpId ScheduleBuilder::emit(Op&& op) {
   op.iteration = iteration_;
   op.microbatch = microbatch_;

@@ -2,13 +2,12 @@
 // Appends streams, communicators, groups, buffers and ops to a Schedule in issue order, stamping
 // each op with the current iteration, micro-batch and phase.
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "label_table.hpp"
 #include "shardscope/core/schedule.hpp"
 
 namespace shardscope::lowering {
@@ -32,8 +31,10 @@ class ScheduleBuilder {
   int iteration() const { return iteration_; }
   int microbatch() const { return microbatch_; }
 
-  /// The index of a buffer-name label (cached: lowering asks for the same few labels thousands of times).
-  std::int32_t label(std::string_view text);
+  /// The index of a buffer-name label in Schedule::buffer_labels.
+  std::int32_t label(std::string_view text) { return buffer_labels_.id(schedule_.buffer_labels, text); }
+  /// The index of an op label ("prefetch", "rate limiter") in Schedule::op_labels.
+  std::int32_t op_label(std::string_view text) { return op_labels_.id(schedule_.op_labels, text); }
   /// Name parts "<group>/<label>@i<iteration>m<microbatch>" at the current step.
   BufferName step_name(std::int32_t label) const { return {label, true, iteration_, microbatch_}; }
 
@@ -50,16 +51,7 @@ class ScheduleBuilder {
  private:
   Schedule schedule_;
   std::vector<OpId> last_on_stream_;
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-  };
-  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> labels_;  // text → Schedule::buffer_labels index
-  struct RecentLabel {
-    const char* data = nullptr;
-    std::int32_t id = -1;
-  };
-  std::array<RecentLabel, 32> recent_labels_{};  // label() by the address of the text
+  LabelTable buffer_labels_, op_labels_;
   int iteration_ = 0;
   int microbatch_ = 0;
   Phase phase_ = Phase::forward;

@@ -101,11 +101,11 @@ struct Op {
   int iteration = 0;
   int microbatch = 0;
   CommId comm = kNone;
+  std::int32_t label = kNone;  // index into Schedule::op_labels: what PyTorch calls it, e.g. "prefetch", "embed"
   Bytes bytes = 0;          // collective: gathered/pre-scatter size; copy: bytes moved
   Flops flops = 0;
   Flops attention_flops = 0;  // the part of `flops` in attention kernels (flash attention), ≤ flops
   std::optional<TimeNs> fixed_time;  // overrides every cost model
-  std::string label;        // what PyTorch calls it, e.g. "prefetch", "embed", "head+loss"
   IdList deps;    // ops this one waits for (cross-stream events, CPU waits)
   IdList allocs;  // buffers
   IdList frees;
@@ -143,7 +143,13 @@ struct Schedule {
   std::vector<Op> ops;
   std::vector<Buffer> buffers;
   std::vector<std::string> buffer_labels;  // name labels, see BufferName
+  std::vector<std::string> op_labels;      // Op::label texts
 };
+
+/// The op's label ("" when it has none).
+inline std::string_view op_label(const Schedule& s, const Op& op) {
+  return op.label == kNone ? std::string_view() : std::string_view(s.op_labels[static_cast<std::size_t>(op.label)]);
+}
 
 /// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".
 std::string buffer_name(const Schedule& schedule, BufferId id);
