@@ -101,8 +101,12 @@ ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(roo
 const ConfigTree* ConfigReader::find(std::string_view path) {
   // The key (and so every mapping above it) is known. Readers ask for the same keys again and
   // again: look before inserting, so a known key costs no allocation.
-  normalise_into(path, scratch_);
-  if (known_.find(std::string_view(scratch_)) == known_.end()) known_.emplace(scratch_);
+  // A path without brackets or digits ("fsdp.mixed_precision.param_dtype", most of them) is its
+  // own normal form.
+  const bool plain = std::none_of(path.begin(), path.end(), [](char c) { return c == '[' || (c >= '0' && c <= '9'); });
+  if (!plain) normalise_into(path, scratch_);
+  const std::string_view norm = plain ? path : std::string_view(scratch_);
+  if (known_.find(norm) == known_.end()) known_.emplace(norm);
   const ConfigTree* node = &root_;
   bool found = true;
   for_each_key_part(path, [&](std::string_view part) {
