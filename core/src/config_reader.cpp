@@ -11,27 +11,11 @@
 namespace shardscope {
 namespace {
 
-// Calls f(part) for each part of "a.b[3].c" / "a.b.3.c", without allocating.
-template <typename F>
-void for_each_key_part(std::string_view path, F&& f) {
-  std::size_t begin = 0;
-  for (std::size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '.' || path[i] == '[' || path[i] == ']') {
-      if (i > begin) f(path.substr(begin, i - begin));
-      begin = i + 1;
-    }
-  }
-}
-
-bool is_index_part(std::string_view part) {
-  return std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
-}
-
 // "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name", into `out`
 void normalise_into(std::string_view path, std::string& out) {
   out.clear();
   for_each_key_part(path, [&](std::string_view part) {
-    if (is_index_part(part)) {
+    if (is_key_index(part)) {
       out += "[]";
     } else {
       if (!out.empty()) out += '.';

@@ -57,25 +57,16 @@ ConfigTree yaml_to_json(const YAML::Node& node) {
   return nullptr;
 }
 
-bool is_index(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
 }  // namespace
 
 std::vector<std::string> split_key_path(std::string_view path) {
   std::vector<std::string> parts;
-  std::string current;
-  for (char c : path) {
-    if (c == '.' || c == '[' || c == ']') {
-      if (!current.empty()) parts.push_back(std::move(current));
-      current.clear();
-    } else {
-      current += c;
-    }
-  }
-  if (!current.empty()) parts.push_back(std::move(current));
+  for_each_key_part(path, [&](std::string_view part) { parts.emplace_back(part); });
   return parts;
+}
+
+bool is_key_index(std::string_view part) {
+  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
@@ -143,7 +134,7 @@ void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree&
     const std::string& part = parts[i];
     const bool last = i + 1 == parts.size();
     if (node->is_array()) {
-      if (!is_index(part) || std::stoull(part) >= node->size()) {
+      if (!is_key_index(part) || std::stoull(part) >= node->size()) {
         problems.push_back({"--set", key, fmt::format("'{}' is not an index of the list (it has {} items)", part, node->size()),
                             fmt::format("0..{}", node->size() == 0 ? 0 : node->size() - 1)});
         return;

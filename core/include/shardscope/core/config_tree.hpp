@@ -35,7 +35,22 @@ ConfigTree parse_override_value(std::string_view text);
 /// cannot be set.
 void set_override(ConfigTree& tree, std::string_view key, const ConfigTree& value, std::vector<Problem>& problems);
 
+/// Calls f(part) for each part of "a.b[2].c" or "a.b.2.c" ("a", "b", "2", "c"), without allocating.
+template <typename F>
+void for_each_key_part(std::string_view path, F&& f) {
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '.' || path[i] == '[' || path[i] == ']') {
+      if (i > begin) f(path.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+}
+
 /// Splits "a.b[2].c" or "a.b.2.c" into {"a", "b", "2", "c"}.
 std::vector<std::string> split_key_path(std::string_view path);
+
+/// Whether a key part is a list index (digits only).
+bool is_key_index(std::string_view part);
 
 }  // namespace shardscope
