@@ -3,11 +3,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unordered_map>
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/schedule_io.hpp"
 #include "json_lines.hpp"
+#include "label_table.hpp"
 
 namespace shardscope {
 namespace {
@@ -245,7 +245,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     s.buffers.push_back(std::move(b));
   }
   const auto& ops = f.array(root, "ops");
-  std::unordered_map<std::string, std::int32_t> op_label_ids;  // label text → Schedule::op_labels index
+  LabelTable op_labels;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const std::string p = fmt::format("ops[{}]", i);
     const auto& j = ops[i];
@@ -266,12 +266,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     if (j.is_object() && j.contains("fixed_time_ns")) {
       op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
     }
-    if (j.is_object() && j.contains("label")) {
-      const std::string label = f.text(j, p, "label");
-      auto [it, added] = op_label_ids.try_emplace(label, static_cast<std::int32_t>(s.op_labels.size()));
-      if (added) s.op_labels.push_back(label);
-      op.label = it->second;
-    }
+    if (j.is_object() && j.contains("label")) op.label = op_labels.id(s.op_labels, f.text(j, p, "label"));
     op.deps = f.id_list(j, p, "deps");
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");

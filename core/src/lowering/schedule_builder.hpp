@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "label_table.hpp"
+#include "../label_table.hpp"
 #include "shardscope/core/schedule.hpp"
 
 namespace shardscope::lowering {

@@ -1,6 +1,7 @@
 #pragma once
 // Interns label texts into one of the schedule's label lists (Schedule::buffer_labels,
-// Schedule::op_labels): lowering asks for the same few dozen texts thousands of times. A small cache
+// Schedule::op_labels), for lowering and for reading a schedule back: the same few dozen texts
+// come thousands of times. A small cache
 // by the address of the text (string literals, mostly) answers before any hashing; the text is
 // compared too, so any string is safe to pass.
 
@@ -11,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace shardscope::lowering {
+namespace shardscope {
 
 class LabelTable {
  public:
@@ -44,4 +45,4 @@ class LabelTable {
   std::array<Recent, 32> recent_{};
 };
 
-}  // namespace shardscope::lowering
+}  // namespace shardscope
