@@ -102,14 +102,10 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
   const auto& c = s.model.transformer;
   const double td = static_cast<double>(t);
   // Every block is the same: its costs once (a sweep lowers thousands of 126-block models).
-  struct {
-    Flops attn, fwd;
-    Bytes all, elementwise;
-  } per_block{};
-  per_block.attn = block_attention_flops(c, t, s.training.seq_len);
-  per_block.fwd = block_matmul_flops(c, t) + per_block.attn;
-  per_block.all = block_activation_bytes(c, t, elem);
-  per_block.elementwise = block_elementwise_bytes(c, t, elem);
+  const Flops attn = block_attention_flops(c, t, s.training.seq_len);
+  const Flops fwd = block_matmul_flops(c, t) + attn;
+  const Bytes all = block_activation_bytes(c, t, elem);
+  const Bytes elementwise = block_elementwise_bytes(c, t, elem);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
@@ -136,10 +132,6 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
     ComputePart part;
     part.label = g.block_count == 1 ? "block" : "blocks";
     for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b) {
-      const Flops attn = per_block.attn;
-      const Flops fwd = per_block.fwd;
-      const Bytes all = per_block.all;
-      const Bytes elementwise = per_block.elementwise;
       part.forward_flops += fwd;
       part.forward_attention_flops += attn;
       part.backward_flops += 2 * (fwd - attn) + 2.5 * attn;
