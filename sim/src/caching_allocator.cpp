@@ -90,6 +90,7 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
 
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
 int CachingAllocator::take(int b, Bytes size) {
+  erase_free(b);
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
   const bool small = pool_small_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
@@ -183,31 +184,22 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const bool small = rounded <= kSmallSize;
   const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
+  // `b` stays listed until take(): map_block and release_cached work on listed free blocks.
   int b = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
-  if (b >= 0) {
-    erase_free(b);
-  } else {
-    if (expandable) grow_expandable(pool, rounded, b);
-    if (b < 0) {
-      const Bytes seg = segment_size(rounded);
-      if (reserved_ + seg > capacity_) {
-        ++retries_;
-        release_cached();
-        if (reserved_ + seg > capacity_) return false;
-      }
-      b = new_segment(pool, seg);
-    }
-    erase_free(b);
-  }
-  if (!blocks_[static_cast<std::size_t>(b)].mapped) {
-    // map_block works on listed blocks; list it again while pages are mapped.
-    insert_free(b);
-    if (!map_block(b, rounded)) {
+  if (b < 0 && expandable) grow_expandable(pool, rounded, b);
+  if (b < 0) {
+    const Bytes seg = segment_size(rounded);
+    if (reserved_ + seg > capacity_) {
       ++retries_;
       release_cached();
-      if (!map_block(b, rounded)) return false;
+      if (reserved_ + seg > capacity_) return false;
     }
-    erase_free(b);
+    b = new_segment(pool, seg);
+  }
+  if (!blocks_[static_cast<std::size_t>(b)].mapped && !map_block(b, rounded)) {
+    ++retries_;
+    release_cached();
+    if (!map_block(b, rounded)) return false;
   }
   take(b, rounded);
   if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);

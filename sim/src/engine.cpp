@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "shardscope/core/error.hpp"
 
