@@ -10,6 +10,7 @@
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/engine.hpp"
+#include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
 
@@ -124,10 +125,7 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
       if (options.progress) options.progress(d, total);
     }
   };
-  std::vector<std::thread> pool;  // the calling thread is the last worker
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  WorkerPool::shared().run(threads - 1, work);  // the calling thread is one of the workers
   if (failure) std::rethrow_exception(failure);
   if (options.cancel && options.cancel->load()) {
     points.erase(std::remove_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.values.empty(); }), points.end());
