@@ -83,14 +83,13 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
 ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {}
 
 const ConfigTree* ConfigReader::find(std::string_view path) {
-  // The key (and so every mapping above it) is known. Readers ask for the same keys again and
-  // again: look before inserting, so a known key costs no allocation.
-  // A path without brackets or digits ("fsdp.mixed_precision.param_dtype", most of them) is its
-  // own normal form.
+  // The key (and so every mapping above it) is known. A path without brackets or digits
+  // ("fsdp.mixed_precision.param_dtype", most of them) is its own normal form.
   const bool plain = std::none_of(path.begin(), path.end(), [](char c) { return c == '[' || (c >= '0' && c <= '9'); });
   if (!plain) normalise_into(path, scratch_);
   const std::string_view norm = plain ? path : std::string_view(scratch_);
-  if (known_.find(norm) == known_.end()) known_.emplace(norm);
+  known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()), static_cast<std::uint32_t>(norm.size()));
+  known_text_.append(norm);
   const ConfigTree* node = &root_;
   bool found = true;
   for_each_key_part(path, [&](std::string_view part) {
@@ -330,7 +329,7 @@ bool ConfigReader::is_known(std::string_view norm) const {
 // Every known key and every mapping above it, sorted: the candidates for "did you mean".
 std::set<std::string, std::less<>> ConfigReader::known_with_parents() const {
   std::set<std::string, std::less<>> out;
-  for (const auto& key : known_) {
+  for (const auto& key : known_sorted_) {
     std::string_view norm = key;
     while (!norm.empty() && out.emplace(norm).second) {
       const auto dot = norm.rfind('.');
@@ -342,8 +341,10 @@ std::set<std::string, std::less<>> ConfigReader::known_with_parents() const {
 }
 
 void ConfigReader::finish() {
-  known_sorted_.assign(known_.begin(), known_.end());
+  known_sorted_.clear();
+  for (const auto& [offset, length] : known_spans_) known_sorted_.emplace_back(known_text_.data() + offset, length);
   std::sort(known_sorted_.begin(), known_sorted_.end());
+  known_sorted_.erase(std::unique(known_sorted_.begin(), known_sorted_.end()), known_sorted_.end());
   std::string path, norm;
   collect_unknown(root_, path, norm);
 }

@@ -1,23 +1,26 @@
 #include "shardscope/core/group_compute.hpp"
 
+#include <array>
+
 namespace shardscope {
 namespace {
 
 struct BlockMatmuls {
-  std::vector<std::int64_t> out_dims;  // output features of each matmul in forward order
-  std::vector<std::int64_t> in_dims;
+  std::array<std::int64_t, 7> out_dims;  // output features of each matmul in forward order
+  std::array<std::int64_t, 7> in_dims;
+  std::size_t count;
 };
 
 BlockMatmuls block_matmuls(const TransformerConfig& c) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
-  if (c.mlp == MlpKind::swiglu) return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}};  // wq wk wv wo w1 w3 w2
-  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}};                                      // wq wk wv wo fc1 fc2
+  if (c.mlp == MlpKind::swiglu) return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}, 7};  // wq wk wv wo w1 w3 w2
+  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}, 6};                                      // wq wk wv wo fc1 fc2
 }
 
 Flops block_matmul_flops(const TransformerConfig& c, std::int64_t tokens) {
   const auto mm = block_matmuls(c);
   Flops flops = 0;
-  for (std::size_t i = 0; i < mm.out_dims.size(); ++i) {
+  for (std::size_t i = 0; i < mm.count; ++i) {
     flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
   }
   return flops;
@@ -40,7 +43,7 @@ Bytes block_elementwise_bytes(const TransformerConfig& c, std::int64_t tokens, B
 Flops sac_recompute_flops(const TransformerConfig& c, std::int64_t tokens) {
   const auto mm = block_matmuls(c);
   Flops flops = 0;
-  for (std::size_t i = 1; i < mm.out_dims.size(); i += 2) {
+  for (std::size_t i = 1; i < mm.count; i += 2) {
     flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
   }
   return flops;
@@ -106,6 +109,11 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
   const Flops fwd = block_matmul_flops(c, t) + attn;
   const Bytes all = block_activation_bytes(c, t, elem);
   const Bytes elementwise = block_elementwise_bytes(c, t, elem);
+  const Bytes sac_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
+  const Flops sac_recompute = sac_recompute_flops(c, t);
+  const Bytes full_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
+  // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
+  const std::vector<Bytes> block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
@@ -139,23 +147,21 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
       part.forward_memory_bytes += elementwise;
       part.backward_memory_bytes += 2 * elementwise;
       if (block_fully_checkpointed(s.training, b)) {
-        part.saved_bytes += block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
+        part.saved_bytes += full_saved;
         part.recompute_flops += fwd;
         part.recompute_memory_bytes += elementwise;
         part.recompute_bytes += all;
       } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
-        const Bytes saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
-        part.saved_bytes += saved;
-        part.recompute_flops += sac_recompute_flops(c, t);
+        part.saved_bytes += sac_saved;
+        part.recompute_flops += sac_recompute;
         part.recompute_memory_bytes += elementwise;  // norms, RoPE and activations are not kept
-        part.recompute_bytes += all - saved;
+        part.recompute_bytes += all - sac_saved;
       } else {
         part.saved_bytes += all;
       }
-      // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
-      part.backward_workspace = {t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
     }
-    out[i].parts.push_back(part);
+    if (g.block_count > 0) part.backward_workspace = block_workspace;
+    out[i].parts.push_back(std::move(part));
   }
   return out;
 }
