@@ -31,13 +31,12 @@ int CachingAllocator::add_pool(StreamId stream, bool small) {
   const int pool = static_cast<int>(free_.size());
   pool_index_[key] = pool;
   free_.emplace_back();
-  pool_small_.push_back(small);
   expandable_segment_.push_back(-1);
   return pool;
 }
 
 // Blocks live in one vector; slots of blocks merged away are reused, so it stops growing.
-int CachingAllocator::new_block(const Block& block) {
+inline int CachingAllocator::new_block(const Block& block) {
   if (!dead_blocks_.empty()) {
     const int b = dead_blocks_.back();
     dead_blocks_.pop_back();
@@ -48,20 +47,20 @@ int CachingAllocator::new_block(const Block& block) {
   return static_cast<int>(blocks_.size() - 1);
 }
 
-void CachingAllocator::retire_block(int b) {
+inline void CachingAllocator::retire_block(int b) {
   blocks_[static_cast<std::size_t>(b)].size = 0;
   dead_blocks_.push_back(b);
 }
 
-void CachingAllocator::insert_free(int b) {
+inline void CachingAllocator::insert_free(int b) {
   Block& blk = blocks_[static_cast<std::size_t>(b)];
-  blk.free_slot = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].insert({blk.size, address_of(blk), b});
+  blk.free_slot = free_[static_cast<std::size_t>(blk.pool)].insert({blk.size, address_of(blk), b});
 }
 
-void CachingAllocator::erase_free(int b) {
+inline void CachingAllocator::erase_free(int b) {
   Block& blk = blocks_[static_cast<std::size_t>(b)];
   if (blk.free_slot.size_class < 0) return;
-  const int moved = free_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)].erase(blk.free_slot);
+  const int moved = free_[static_cast<std::size_t>(blk.pool)].erase(blk.free_slot);
   if (moved >= 0) blocks_[static_cast<std::size_t>(moved)].free_slot = blk.free_slot;
   blk.free_slot = {};
 }
@@ -74,6 +73,7 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
     tail.offset = head.offset + head_size;
     tail.size = head.size - head_size;
     tail.segment = head.segment;
+    tail.pool = head.pool;
     tail.prev = b;
     tail.next = head.next;
     tail.mapped = tail_mapped;
@@ -89,11 +89,10 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
 }
 
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
-int CachingAllocator::take(int b, Bytes size) {
+int CachingAllocator::take(int b, Bytes size, bool small) {
   erase_free(b);
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
-  const bool small = pool_small_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(blk.segment)].pool)];
   if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) split_tail(b, size, blk.mapped);
   blocks_[static_cast<std::size_t>(b)].allocated = true;
   return b;
@@ -104,6 +103,7 @@ int CachingAllocator::new_segment(int pool, Bytes size) {
   Block blk;
   blk.size = size;
   blk.segment = static_cast<int>(segments_.size() - 1);
+  blk.pool = pool;
   const int b = new_block(blk);
   segment_tail_.push_back(b);
   reserved_ += size;
@@ -131,6 +131,7 @@ bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
     segments_[static_cast<std::size_t>(seg)].size += blk.size;
   }
   blk.segment = seg;
+  blk.pool = pool;
   const int b = new_block(blk);
   if (blk.prev >= 0) blocks_[static_cast<std::size_t>(blk.prev)].next = b;
   segment_tail_[static_cast<std::size_t>(seg)] = b;
@@ -201,7 +202,7 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
     release_cached();
     if (!map_block(b, rounded)) return false;
   }
-  take(b, rounded);
+  take(b, rounded, small);
   if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);
   live_[static_cast<std::size_t>(id)] = b;
   allocated_ += rounded;

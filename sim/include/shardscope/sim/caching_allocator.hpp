@@ -51,6 +51,7 @@ class CachingAllocator {
     Bytes offset = 0;
     Bytes size = 0;
     int segment = 0;
+    int pool = 0;  // its segment's pool, kept here: every free-list update needs it
     int prev = -1;
     int next = -1;
     bool allocated = false;
@@ -70,7 +71,7 @@ class CachingAllocator {
     return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key] : add_pool(stream, small);
   }
   int add_pool(StreamId stream, bool small);
-  int take(int block, Bytes size);
+  int take(int block, Bytes size, bool small);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
   int new_block(const Block& block);
   void retire_block(int block);
@@ -86,7 +87,6 @@ class CachingAllocator {
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
   std::vector<FreeBlockIndex> free_;                 // per pool
-  std::vector<bool> pool_small_;
   std::vector<int> pool_index_;                       // (stream · 2 + small) → pool, -1 if none
   std::vector<int> dead_blocks_;                      // slots of coalesced blocks, reused by splits
   std::vector<int> expandable_segment_;               // per pool, -1 if none

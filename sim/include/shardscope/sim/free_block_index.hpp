@@ -81,12 +81,12 @@ class FreeBlockIndex {
   static int size_class(Bytes size) {
     const auto units = static_cast<std::uint64_t>(size >> 9);
     if (units < 4) return static_cast<int>(units);
-    const int e = static_cast<int>(std::bit_width(units)) - 1;
-    return 4 * (e - 1) + static_cast<int>((units >> (e - 2)) & 3);
+    const auto e = static_cast<unsigned>(std::bit_width(units)) - 1;
+    return static_cast<int>(4 * (e - 1) + ((units >> (e - 2)) & 3));
   }
 
-  void set_bit(int c) { bits_[static_cast<std::size_t>(c) / 64] |= std::uint64_t{1} << (c % 64); }
-  void clear_bit(int c) { bits_[static_cast<std::size_t>(c) / 64] &= ~(std::uint64_t{1} << (c % 64)); }
+  void set_bit(int c) { bits_[static_cast<unsigned>(c) / 64] |= std::uint64_t{1} << (static_cast<unsigned>(c) % 64); }
+  void clear_bit(int c) { bits_[static_cast<unsigned>(c) / 64] &= ~(std::uint64_t{1} << (static_cast<unsigned>(c) % 64)); }
 
   int next_class(int from) const {
     for (int w = from / 64; w < kClasses / 64; ++w) {
