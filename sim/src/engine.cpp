@@ -73,40 +73,58 @@ class Engine {
         allocator_(costs.cluster().gpu.memory, options.allocator),
         n_(s.ops.size()) {
     allocator_.reserve_buffers(s_.buffers.size());
-    cost_.reserve(n_);
-    OpCostCache cache;
-    for (const auto& op : s_.ops) cost_.push_back(cache.cost(costs_, s_, op));
-    rec_.assign(n_, {});
-    // Each stream's and communicator's ops, in issue order (CSR): a queue is a range of it.
-    // (The CPU runs its own ops as it issues them: they queue on no stream.)
     stream_is_cpu_.reserve(s_.streams.size());
     for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
-    build_index(s_.streams.size(), [&](const Op& op) { return stream_is_cpu_[static_cast<std::size_t>(op.stream)] ? kNone : op.stream; },
-                stream_ops_start_, stream_ops_);
-    build_index(s_.communicators.size(), [](const Op& op) { return op.comm; }, comm_ops_start_, comm_ops_);
+    // Two passes over the ops. The first costs each op and counts, for the CSR tables below, the
+    // ops of each stream and communicator and who waits on each op; the second fills them in
+    // issue order. A stream's or communicator's queue is a range of its table; the CPU runs its
+    // own ops as it issues them, so they queue on no stream.
+    const std::size_t streams = s_.streams.size(), comms = s_.communicators.size();
+    cost_.reserve(n_);
+    stream_ops_start_.assign(streams + 1, 0);
+    comm_ops_start_.assign(comms + 1, 0);
+    dependents_start_.assign(n_ + 1, 0);
+    pending_deps_.resize(n_);
+    OpCostCache cache;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const Op& op = s_.ops[i];
+      cost_.push_back(cache.cost(costs_, s_, op));
+      if (!stream_is_cpu_[static_cast<std::size_t>(op.stream)]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
+      if (op.comm != kNone) ++comm_ops_start_[static_cast<std::size_t>(op.comm) + 1];
+      pending_deps_[i] = static_cast<int>(op.deps.size());
+      for (OpId d : op.deps) ++dependents_start_[static_cast<std::size_t>(d) + 1];
+    }
+    const auto prefix_sums = [](std::vector<std::size_t>& start) {
+      for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+    };
+    prefix_sums(stream_ops_start_);
+    prefix_sums(comm_ops_start_);
+    prefix_sums(dependents_start_);
+    stream_ops_.resize(stream_ops_start_.back());
+    comm_ops_.resize(comm_ops_start_.back());
+    dependents_.resize(dependents_start_.back());
+    // The queue heads serve as fill cursors here, then start at the front of each queue.
     stream_head_.assign(stream_ops_start_.begin(), stream_ops_start_.end() - 1);
     comm_head_.assign(comm_ops_start_.begin(), comm_ops_start_.end() - 1);
-    running_.assign(s_.streams.size(), kNone);
-    stream_marked_.assign(s_.streams.size(), 0);
-    last_end_on_stream_.assign(s_.streams.size(), kNone);
+    std::vector<std::size_t> fill(dependents_start_.begin(), dependents_start_.end() - 1);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const Op& op = s_.ops[i];
+      const auto id = static_cast<OpId>(i);
+      if (!stream_is_cpu_[static_cast<std::size_t>(op.stream)]) stream_ops_[stream_head_[static_cast<std::size_t>(op.stream)]++] = id;
+      if (op.comm != kNone) comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]++] = id;
+      for (OpId d : op.deps) dependents_[fill[static_cast<std::size_t>(d)]++] = id;
+    }
+    stream_head_.assign(stream_ops_start_.begin(), stream_ops_start_.end() - 1);
+    comm_head_.assign(comm_ops_start_.begin(), comm_ops_start_.end() - 1);
+    rec_.assign(n_, {});
+    running_.assign(streams, kNone);
+    stream_marked_.assign(streams, 0);
+    last_end_on_stream_.assign(streams, kNone);
     by_category_.assign(all_buffer_categories().size(), 0);
     result_.peak_allocated_by_phase.assign(4, 0);
     result_.peak_allocated.by_category = by_category_;
     result_.peak_reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
-    // Outstanding dependencies per op, and who to tell when an op completes.
-    pending_deps_.assign(n_, 0);
-    dependents_start_.assign(n_ + 1, 0);
-    for (const auto& op : s_.ops) {
-      for (OpId d : op.deps) ++dependents_start_[static_cast<std::size_t>(d) + 1];
-    }
-    for (std::size_t i = 0; i < n_; ++i) dependents_start_[i + 1] += dependents_start_[i];
-    dependents_.resize(dependents_start_[n_]);
-    std::vector<std::size_t> fill(dependents_start_.begin(), dependents_start_.end() - 1);
-    for (std::size_t i = 0; i < n_; ++i) {
-      pending_deps_[i] = static_cast<int>(s_.ops[i].deps.size());
-      for (OpId d : s_.ops[i].deps) dependents_[fill[static_cast<std::size_t>(d)]++] = static_cast<OpId>(i);
-    }
     last_on_comm_.assign(s_.communicators.size(), kNone);
   }
 
@@ -126,21 +144,6 @@ class Engine {
   }
 
  private:
-  // CSR of op ids by key(op) (kNone: none), in op order.
-  template <typename Key>
-  void build_index(std::size_t keys, Key key, std::vector<std::size_t>& start, std::vector<OpId>& ids) const {
-    start.assign(keys + 1, 0);
-    for (const auto& op : s_.ops) {
-      if (const auto k = key(op); k != kNone) ++start[static_cast<std::size_t>(k) + 1];
-    }
-    for (std::size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
-    ids.resize(start[keys]);
-    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (const auto k = key(s_.ops[i]); k != kNone) ids[fill[static_cast<std::size_t>(k)]++] = static_cast<OpId>(i);
-    }
-  }
-
   // ---- CPU
   bool deps_done(std::size_t op) const { return pending_deps_[op] == 0; }
 
