@@ -85,8 +85,4 @@ std::optional<Location> parse_location(std::string_view text) { return kLocation
 std::span<const OpKind> all_op_kinds() { return kAllOpKinds; }
 std::span<const BufferCategory> all_buffer_categories() { return kAllCategories; }
 
-bool is_collective(OpKind kind) {
-  return kind == OpKind::all_gather || kind == OpKind::reduce_scatter || kind == OpKind::all_reduce;
-}
-
 }  // namespace shardscope

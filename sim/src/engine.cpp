@@ -402,7 +402,7 @@ class Engine {
       }
     }
     if (finished.empty()) return;
-    std::sort(finished.begin(), finished.end());
+    if (finished.size() > 1) std::sort(finished.begin(), finished.end());  // one finishes, mostly
     active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Active& a) { return a.finish <= t; }), active_.end());
     for (OpId id : finished) complete(id);
     rates_dirty_ = true;

@@ -171,6 +171,8 @@ std::optional<Location> parse_location(std::string_view text);
 std::span<const OpKind> all_op_kinds();
 std::span<const BufferCategory> all_buffer_categories();
 
-bool is_collective(OpKind kind);
+inline bool is_collective(OpKind kind) {  // inline: asked for every op in every simulation
+  return kind == OpKind::all_gather || kind == OpKind::reduce_scatter || kind == OpKind::all_reduce;
+}
 
 }  // namespace shardscope
