@@ -55,7 +55,7 @@ class LabelTable {
     const char* data = nullptr;
     std::int32_t id = -1;
   };
-  std::array<Recent, 32> recent_{};
+  std::array<Recent, 64> recent_{};
 };
 
 }  // namespace shardscope

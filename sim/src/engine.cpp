@@ -125,7 +125,7 @@ class Engine {
     result_.peak_allocated.by_category = by_category_;
     result_.peak_reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
-    last_on_comm_.assign(s_.communicators.size(), kNone);
+    last_on_comm_.assign(comms, kNone);
   }
 
   SimulationResult run() {

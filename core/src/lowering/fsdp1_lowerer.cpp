@@ -78,8 +78,7 @@ class Fsdp1Lowerer final : public Lowerer {
     } else if (param_dtype_ != orig_dtype_) {
       Op cast = make_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
       cast.bytes = elems(shard, param_dtype_);
-      if (param_cast_label_ == kNone) param_cast_label_ = b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
-      cast.label = param_cast_label_;
+      cast.label = b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
       low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
@@ -197,8 +196,7 @@ class Fsdp1Lowerer final : public Lowerer {
       // flat_param.grad.data = flat_param.grad.to(reduce_dtype), on the default stream
       Op cast = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
       cast.bytes = elems(padded_numel(g), reduce_dtype_);
-      if (grad_cast_label_ == kNone) grad_cast_label_ = b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
-      cast.label = grad_cast_label_;
+      cast.label = b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
       const BufferId cast_grad = b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
                                                BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
@@ -273,8 +271,6 @@ class Fsdp1Lowerer final : public Lowerer {
 
   StreamId pre_unshard_ = kNone, unshard_ = kNone, post_backward_ = kNone, all_reduce_ = kNone;
   CommId shard_ = kNone, replicate_ = kNone;
-  std::int32_t param_cast_label_ = kNone;  // op labels built from text, interned on first use
-  std::int32_t grad_cast_label_ = kNone;
   std::vector<HandleState> st_;
   std::deque<OpId> free_events_;
   int pre_backward_hooks_ = 0;

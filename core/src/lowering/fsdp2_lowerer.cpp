@@ -152,8 +152,7 @@ class Fsdp2Lowerer final : public Lowerer {
                                             BufferCategory::sharded_params, gid(g));
       op.allocs.push_back(st.post_forward_shard);
       op.bytes = elems(numel, param_dtype_);
-      if (to_ranks_label_ == kNone) to_ranks_label_ = b_.op_label(fmt::format("to {} ranks", size));
-      op.label = to_ranks_label_;
+      op.label = b_.op_label(fmt::format("to {} ranks", size));
       st.reshard_event = b_.emit(std::move(op));
       st.state = Sharded::sharded_post_forward;
     } else {
@@ -314,11 +313,8 @@ class Fsdp2Lowerer final : public Lowerer {
     // Divide (when not averaged by NCCL) and view or cast into the sharded gradient.
     Op div = make_op(OpKind::grad_div, post_stream, gid(g));
     div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
-    if (grad_div_label_ == kNone) {  // the same for every group: interned once, when first used
-      grad_div_label_ = b_.op_label(reduce_dtype_ == orig_dtype_ ? std::string("view")
-                                                                 : fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
-    }
-    div.label = grad_div_label_;
+    div.label = reduce_dtype_ == orig_dtype_ ? b_.op_label("view")  // a literal: the label table's address cache answers
+                                             : b_.op_label(fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
     if (becomes_grad) {
       sharded_grads_[static_cast<std::size_t>(g)] = rs_output;
       div.uses.push_back(rs_output);
@@ -374,8 +370,6 @@ class Fsdp2Lowerer final : public Lowerer {
   BufferId rs_state_input_ = kNone;      // comm_ctx.reduce_scatter_state
   OpId rs_state_event_ = kNone;
   OpId post_optim_event_ = kNone;
-  std::int32_t grad_div_label_ = kNone;  // op labels built from text, interned on first use
-  std::int32_t to_ranks_label_ = kNone;
 };
 
 }  // namespace
