@@ -141,27 +141,27 @@ bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
 }
 
 void CachingAllocator::release_cached() {
-  // A segment is releasable when it is a single free block: one pass over the blocks. Free blocks
-  // of expandable segments are unmapped in place.
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    Block& b = blocks_[i];
-    if (b.size == 0 || b.allocated) continue;
-    Segment& seg = segments_[static_cast<std::size_t>(b.segment)];
-    if (!seg.live) continue;
-    if (expandable_segment_[static_cast<std::size_t>(seg.pool)] == b.segment) {
-      if (b.mapped) {
-        b.mapped = false;
-        reserved_ -= b.size;
-      }
-      continue;
-    }
-    if (b.prev >= 0 || b.next >= 0) continue;
-    erase_free(static_cast<int>(i));
-    b.size = 0;
+  // Segments that became one free block since the last release are the candidates: a candidate
+  // that has been allocated from again since is skipped (it is listed again when it next empties).
+  for (const int s : whole_free_segments_) {
+    Segment& seg = segments_[static_cast<std::size_t>(s)];
+    const int b = segment_tail_[static_cast<std::size_t>(s)];
+    Block& blk = blocks_[static_cast<std::size_t>(b)];
+    if (!seg.live || blk.allocated || blk.prev >= 0 || blk.next >= 0) continue;
+    erase_free(b);
+    retire_block(b);
     seg.live = false;
     reserved_ -= seg.size;
     --live_segments_;
-    if (expandable_segment_[static_cast<std::size_t>(seg.pool)] == b.segment) expandable_segment_[static_cast<std::size_t>(seg.pool)] = -1;
+  }
+  whole_free_segments_.clear();
+  if (!params_.expandable_segments) return;
+  // Free blocks of expandable segments are unmapped in place.
+  for (Block& b : blocks_) {
+    if (b.size == 0 || b.allocated || !b.mapped) continue;
+    if (expandable_segment_[static_cast<std::size_t>(b.pool)] != b.segment) continue;
+    b.mapped = false;
+    reserved_ -= b.size;
   }
 }
 
@@ -242,6 +242,9 @@ void CachingAllocator::free(BufferId id) {
     retire_block(n);
   }
   insert_free(b);
+  if (blk->prev < 0 && blk->next < 0 && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
+    whole_free_segments_.push_back(blk->segment);
+  }
 }
 
 }  // namespace shardscope::sim

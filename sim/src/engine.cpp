@@ -17,7 +17,8 @@ constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 struct Active {
   OpId op;
   Resource resource;
-  double remaining;  // ns of work at full rate
+  double remaining;  // ns of work at full rate left at time `since`
+  TimeNs since = 0;
   bool fixed = false;  // a fixed time is a measured fact: never stretched by sharing
   double rate = 1.0;
   TimeNs finish = 0;
@@ -334,7 +335,7 @@ class Engine {
   }
 
   void activate(OpId id, Resource resource, double work) {
-    active_.push_back({id, resource, work, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
+    active_.push_back({id, resource, work, now_, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
     rates_dirty_ = true;
   }
 
@@ -365,23 +366,30 @@ class Engine {
   }
 
   // ---- time
+  // Rates change only when an activity starts or ends; in between every activity progresses
+  // linearly, so its remaining work is brought up to date here, not at every event.
   void update_rates() {
     int counts[7] = {0, 0, 0, 0, 0, 0, 0};
     for (const auto& a : active_) ++counts[static_cast<int>(a.resource)];
     const bool comm = counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] > 0;
     const double slow = comm ? 1.0 - costs_.interference().compute_slowdown : 1.0;
+    next_finish_ = kNever;
     for (auto& a : active_) {
+      if (a.since != now_) {
+        a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now_ - a.since));
+        a.since = now_;
+      }
       const int k = std::max(1, counts[static_cast<int>(a.resource)]);
       a.rate = a.fixed || a.resource == Resource::host ? 1.0 : a.resource == Resource::gpu ? slow / k : 1.0 / k;
       a.finish = now_ + static_cast<TimeNs>(std::ceil(a.remaining / a.rate - 1e-6));
+      next_finish_ = std::min(next_finish_, a.finish);
     }
     rates_dirty_ = false;
   }
 
   TimeNs next_event() {
     if (rates_dirty_) update_rates();
-    TimeNs next = kNever;
-    for (const auto& a : active_) next = std::min(next, a.finish);
+    TimeNs next = next_finish_;
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
     const bool blocked = next_issue_ < n_ && stream_is_cpu_[static_cast<std::size_t>(s_.ops[next_issue_].stream)] &&
                          !deps_done(next_issue_);
@@ -390,18 +398,13 @@ class Engine {
   }
 
   void advance(TimeNs t) {
-    const double dt = static_cast<double>(t - now_);
     now_ = t;
+    if (t < next_finish_) return;  // a CPU issue: nothing finishes
     auto& finished = finished_;  // reused: one event per op would otherwise allocate each time
     finished.clear();
-    for (auto& a : active_) {
-      if (a.finish <= t) {
-        finished.push_back(a.op);
-      } else {
-        a.remaining = std::max(0.0, a.remaining - a.rate * dt);
-      }
+    for (const auto& a : active_) {
+      if (a.finish <= t) finished.push_back(a.op);
     }
-    if (finished.empty()) return;
     if (finished.size() > 1) std::sort(finished.begin(), finished.end());  // one finishes, mostly
     active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Active& a) { return a.finish <= t; }), active_.end());
     for (OpId id : finished) complete(id);
@@ -460,6 +463,7 @@ class Engine {
   std::vector<Bytes> by_category_;
   std::vector<std::pair<OpId, SampleAt>> sample_ops_;  // the op behind each memory sample (kNone: start)
   bool rates_dirty_ = true;
+  TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)
   std::size_t next_issue_ = 0;
   std::size_t completed_ = 0;
   TimeNs now_ = 0;

@@ -92,6 +92,7 @@ class CachingAllocator {
   std::vector<int> expandable_segment_;               // per pool, -1 if none
   std::vector<int> segment_tail_;                     // per segment, its last block
   std::vector<int> live_;                             // buffer → block, -1 when not allocated
+  std::vector<int> whole_free_segments_;              // segments that emptied since the last release
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
   int live_segments_ = 0;
