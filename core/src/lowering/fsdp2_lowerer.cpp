@@ -88,7 +88,7 @@ class Fsdp2Lowerer final : public Lowerer {
       h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
       b_.emit(std::move(h2d));
     }
-    Op copy_in = make_op(OpKind::copy_in, copy_in_, gid(g));
+    Op& copy_in = b_.add_op(OpKind::copy_in, copy_in_, gid(g));
     copy_in.bytes = elems(per_rank, param_dtype_);
     copy_in.uses.push_back(post_forward ? st.post_forward_shard : staging != kNone ? staging : sharded_params_[static_cast<std::size_t>(g)]);
     // The all-gather input is a view into the output (all_gather_copy_in allocates only the output).
@@ -96,15 +96,15 @@ class Fsdp2Lowerer final : public Lowerer {
                                  BufferCategory::all_gather_output, gid(g));
     copy_in.allocs.push_back(st.ag_output);
     if (staging != kNone) copy_in.frees.push_back(staging);
-    const OpId copy_in_id = b_.emit(std::move(copy_in));
-    Op ag = make_op(OpKind::all_gather, all_gather_, gid(g));
+    const OpId copy_in_id = b_.last_op();
+    Op& ag = b_.add_op(OpKind::all_gather, all_gather_, gid(g));
     ag.comm = comm;
     ag.bytes = elems(padded, param_dtype_);
     ag.deps.push_back(copy_in_id);  // all_gather_stream.wait_stream(all_gather_copy_in_stream)
     ag.uses.push_back(st.ag_output);
     ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
-    st.ag_op = b_.emit(std::move(ag));
+    st.ag_op = b_.last_op();
   }
 
   // ---- FSDPParamGroup.wait_for_unshard
@@ -114,7 +114,7 @@ class Fsdp2Lowerer final : public Lowerer {
     const bool forward = b_.phase() == Phase::forward;
     // Free the previous group's all-gather output, kept to overlap its copy-out with this all-gather.
     if (forward) free_deferred_all_gather("free previous all-gather output");
-    Op copy_out = make_op(OpKind::copy_out, compute_stream_, gid(g));
+    Op& copy_out = b_.add_op(OpKind::copy_out, compute_stream_, gid(g));
     copy_out.bytes = elems(layout(g).numel, param_dtype_);
     copy_out.deps.push_back(st.ag_op);  // current stream waits on the all-gather event
     copy_out.uses.push_back(st.ag_output);
@@ -124,7 +124,7 @@ class Fsdp2Lowerer final : public Lowerer {
       copy_out.frees.push_back(st.post_forward_shard);
       st.post_forward_shard = kNone;
     }
-    const OpId copy_out_id = b_.emit(std::move(copy_out));
+    const OpId copy_out_id = b_.last_op();
     if (forward) {
       deferred_ag_output_ = st.ag_output;
       deferred_copy_out_ = copy_out_id;
@@ -142,7 +142,7 @@ class Fsdp2Lowerer final : public Lowerer {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.state != Sharded::unsharded) return;
     const bool forward = b_.phase() == Phase::forward;
-    Op op = make_op(OpKind::reshard, compute_stream_, gid(g));
+    Op& op = b_.add_op(OpKind::reshard, compute_stream_, gid(g));
     op.frees.push_back(st.unsharded);
     if (forward && to_smaller_mesh() && !is_root(g)) {
       // _to_sharded_post_forward: keep this rank's 1/size slice of the unsharded parameters.
@@ -153,10 +153,9 @@ class Fsdp2Lowerer final : public Lowerer {
       op.allocs.push_back(st.post_forward_shard);
       op.bytes = elems(numel, param_dtype_);
       op.label = b_.op_label(fmt::format("to {} ranks", size));
-      st.reshard_event = b_.emit(std::move(op));
+      st.reshard_event = b_.last_op();
       st.state = Sharded::sharded_post_forward;
     } else {
-      b_.emit(std::move(op));
       st.state = Sharded::sharded;
     }
     st.unsharded = kNone;
@@ -252,7 +251,7 @@ class Fsdp2Lowerer final : public Lowerer {
     }
     const std::int64_t padded = layout(g).sharded_numel * world();
     // foreach_reduce: copy-in on the current stream, then the reduce-scatter stream waits for it.
-    Op copy_in = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
+    Op& copy_in = b_.add_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
     copy_in.bytes = elems(padded, reduce_dtype_);
     const BufferId rs_input = b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
                                             BufferCategory::reduce_scatter_input, gid(g));
@@ -261,9 +260,9 @@ class Fsdp2Lowerer final : public Lowerer {
       if (grad != kNone) copy_in.frees.push_back(grad);
     }
     st.grad = st.accumulated = kNone;
-    const OpId copy_in_id = b_.emit(std::move(copy_in));
+    const OpId copy_in_id = b_.last_op();
 
-    Op rs = make_op(OpKind::reduce_scatter, reduce_scatter_, gid(g));
+    Op& rs = b_.add_op(OpKind::reduce_scatter, reduce_scatter_, gid(g));
     rs.comm = rs_comm_;
     rs.bytes = elems(padded, reduce_dtype_);
     rs.deps.push_back(copy_in_id);
@@ -275,7 +274,7 @@ class Fsdp2Lowerer final : public Lowerer {
                                              elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                                              becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output, gid(g));
     rs.allocs.push_back(rs_output);
-    const OpId rs_id = b_.emit(std::move(rs));
+    const OpId rs_id = b_.last_op();
     rs_state_input_ = rs_input;  // comm_ctx.reduce_scatter_state keeps the input alive
     rs_state_event_ = rs_id;
 
@@ -311,7 +310,7 @@ class Fsdp2Lowerer final : public Lowerer {
       post_stream = all_reduce_;
     }
     // Divide (when not averaged by NCCL) and view or cast into the sharded gradient.
-    Op div = make_op(OpKind::grad_div, post_stream, gid(g));
+    Op& div = b_.add_op(OpKind::grad_div, post_stream, gid(g));
     div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
     div.label = reduce_dtype_ == orig_dtype_ ? b_.op_label("view")  // a literal: the label table's address cache answers
                                              : b_.op_label(fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
@@ -325,7 +324,7 @@ class Fsdp2Lowerer final : public Lowerer {
       div.uses.push_back(rs_output);
       div.frees.push_back(rs_output);
     }
-    st.post_reduce = b_.emit(std::move(div));
+    st.post_reduce = b_.last_op();
     if (offload_) {
       Op d2h = make_op(OpKind::d2h, post_stream, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);

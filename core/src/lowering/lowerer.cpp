@@ -163,7 +163,7 @@ void Lowerer::backward_pass() {
 
 void Lowerer::forward_part(int g, std::size_t p) {
   const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
-  Op op = make_op(OpKind::forward, compute_stream_, gid(g));
+  Op& op = b_.add_op(OpKind::forward, compute_stream_, gid(g));
   op.flops = part.forward_flops;
   op.attention_flops = part.forward_attention_flops;
   op.bytes = part.forward_memory_bytes;
@@ -177,7 +177,6 @@ void Lowerer::forward_part(int g, std::size_t p) {
     op.allocs.push_back(saved[p]);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
-  b_.emit(std::move(op));
 }
 
 void Lowerer::backward_part(int g, std::size_t p) {
@@ -185,7 +184,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   const BufferId params = unsharded_params(g);
   BufferId recompute = kNone;
   if (part.recompute_flops > 0 || part.recompute_bytes > 0) {
-    Op re = make_op(OpKind::recompute, compute_stream_, gid(g));
+    Op& re = b_.add_op(OpKind::recompute, compute_stream_, gid(g));
     re.flops = part.recompute_flops;
     re.bytes = part.recompute_memory_bytes;
     re.label = b_.op_label(part.label);
@@ -195,9 +194,8 @@ void Lowerer::backward_part(int g, std::size_t p) {
                                 BufferCategory::recompute, gid(g));
       re.allocs.push_back(recompute);
     }
-    b_.emit(std::move(re));
   }
-  Op op = make_op(OpKind::backward, compute_stream_, gid(g));
+  Op& op = b_.add_op(OpKind::backward, compute_stream_, gid(g));
   op.flops = part.backward_flops;
   op.attention_flops = part.backward_attention_flops;
   op.bytes = part.backward_memory_bytes;
@@ -212,16 +210,15 @@ void Lowerer::backward_part(int g, std::size_t p) {
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);
   add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);
-  b_.emit(std::move(op));
 }
 
 OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string_view label) {
   if (event == kNone) return kNone;
-  Op op = make_op(OpKind::stream_wait, stream, kNone);
+  Op& op = b_.add_op(OpKind::stream_wait, stream, kNone);
   op.deps.push_back(event);
   op.frees = std::move(frees);
   if (!label.empty()) op.label = b_.op_label(label);
-  return b_.emit(std::move(op));
+  return b_.last_op();
 }
 
 void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels, const std::vector<Bytes>& tensors, Op& op) {

@@ -38,6 +38,18 @@ OpId ScheduleBuilder::emit(Op&& op) {
 
 OpId ScheduleBuilder::last_on(StreamId stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
 
+Op& ScheduleBuilder::add_op(OpKind kind, StreamId stream, GroupId group) {
+  Op& op = schedule_.ops.emplace_back();
+  op.kind = kind;
+  op.stream = stream;
+  op.group = group;
+  op.iteration = iteration_;
+  op.microbatch = microbatch_;
+  op.phase = phase_;
+  last_on_stream_[static_cast<std::size_t>(stream)] = last_op();
+  return op;
+}
+
 Op make_op(OpKind kind, StreamId stream, GroupId group) {
   Op op;
   op.kind = kind;

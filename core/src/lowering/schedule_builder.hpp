@@ -40,6 +40,12 @@ class ScheduleBuilder {
 
   /// Appends `op` (its iteration, micro-batch and phase are taken from the builder).
   OpId emit(Op&& op);
+  /// Appends an op of `kind`, stamped as emit() would, to be filled in place: lowering fills
+  /// thousands of ops, and building each in a temporary to move it in cost as much as filling it.
+  /// The reference is good until the next op is added, which takes the next id.
+  Op& add_op(OpKind kind, StreamId stream, GroupId group);
+  /// The id of the op added last.
+  OpId last_op() const { return static_cast<OpId>(schedule_.ops.size()) - 1; }
   /// The last op issued on `stream`, or kNone.
   OpId last_on(StreamId stream) const;
   Op& op(OpId id) { return schedule_.ops[static_cast<std::size_t>(id)]; }
