@@ -76,13 +76,13 @@ class Fsdp1Lowerer final : public Lowerer {
       h2d.uses.push_back(input);
       pre = b_.emit(std::move(h2d));
     } else if (param_dtype_ != orig_dtype_) {
-      Op cast = make_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
+      Op& cast = b_.add_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
       cast.bytes = elems(shard, param_dtype_);
       cast.label = b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
       low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
-      pre = b_.emit(std::move(cast));
+      pre = b_.last_op();
     }
     if (s_.fsdp.limit_all_gathers && free_events_.size() >= 2) {
       // _FreeEventQueue.dequeue_if_needed: the CPU blocks on the free event two reshards back.
@@ -92,7 +92,7 @@ class Fsdp1Lowerer final : public Lowerer {
       free_events_.pop_front();
       b_.emit(std::move(wait));
     }
-    Op ag = make_op(OpKind::all_gather, unshard_, gid(g));
+    Op& ag = b_.add_op(OpKind::all_gather, unshard_, gid(g));
     ag.comm = shard_;
     ag.bytes = elems(padded_numel(g), param_dtype_);
     if (pre != kNone) ag.deps.push_back(pre);  // unshard_stream.wait_stream(pre_unshard_stream)
@@ -102,16 +102,14 @@ class Fsdp1Lowerer final : public Lowerer {
     if (low_precision != kNone) ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
     ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
-    b_.emit(std::move(ag));
     st.unsharded = true;
   }
 
   void reshard(int g) {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (!st.unsharded || st.full_param == kNone) return;
-    Op op = make_op(OpKind::reshard, compute_stream_, gid(g));
-    op.frees.push_back(st.full_param);
-    const OpId id = b_.emit(std::move(op));
+    b_.add_op(OpKind::reshard, compute_stream_, gid(g)).frees.push_back(st.full_param);
+    const OpId id = b_.last_op();
     if (s_.fsdp.limit_all_gathers) free_events_.push_back(id);
     st.full_param = kNone;
     st.unsharded = false;
@@ -194,14 +192,13 @@ class Fsdp1Lowerer final : public Lowerer {
     st.grad = kNone;
     if (reduce_dtype_ != param_dtype_) {
       // flat_param.grad.data = flat_param.grad.to(reduce_dtype), on the default stream
-      Op cast = make_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
+      Op& cast = b_.add_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
       cast.bytes = elems(padded_numel(g), reduce_dtype_);
       cast.label = b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
       const BufferId cast_grad = b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
                                                BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
       cast.frees.push_back(grad);
-      b_.emit(std::move(cast));
       grad = cast_grad;
     }
     const OpId compute_done = b_.last_on(compute_stream_);
@@ -216,7 +213,7 @@ class Fsdp1Lowerer final : public Lowerer {
       reduced = grad;
       last = b_.emit(std::move(ar));
     } else {
-      Op rs = make_op(OpKind::reduce_scatter, post_backward_, gid(g));
+      Op& rs = b_.add_op(OpKind::reduce_scatter, post_backward_, gid(g));
       rs.comm = shard_;
       rs.bytes = elems(padded_numel(g), reduce_dtype_);
       rs.deps.push_back(compute_done);  // post_backward_stream.wait_stream(current_stream)
@@ -226,7 +223,7 @@ class Fsdp1Lowerer final : public Lowerer {
                               BufferCategory::reduce_scatter_output, gid(g));
       rs.allocs.push_back(reduced);
       rs.frees.push_back(grad);  // record_stream on the post-backward stream, freed now
-      last = b_.emit(std::move(rs));
+      last = b_.last_op();
       if (hybrid()) {
         Op ar = make_op(OpKind::all_reduce, all_reduce_, gid(g));
         ar.comm = replicate_;
@@ -237,14 +234,14 @@ class Fsdp1Lowerer final : public Lowerer {
       }
     }
     // _post_reduce_grad: divide, cast to the parameter dtype and accumulate into _saved_grad_shard.
-    Op div = make_op(OpKind::grad_div, hybrid() ? all_reduce_ : post_backward_, gid(g));
+    Op& div = b_.add_op(OpKind::grad_div, hybrid() ? all_reduce_ : post_backward_, gid(g));
     div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
     div.label = b_.op_label(s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision" : "accumulate");
     div.uses.push_back(reduced);
     if (!offload_) sharded_grad(g, div);
     if (reduced != grad || !no_shard()) div.frees.push_back(reduced);
     if (no_shard()) div.frees.push_back(reduced);
-    st.post_reduce = b_.emit(std::move(div));
+    st.post_reduce = b_.last_op();
     if (offload_) {
       Op d2h = make_op(OpKind::d2h, hybrid() ? all_reduce_ : post_backward_, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
