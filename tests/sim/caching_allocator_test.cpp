@@ -48,6 +48,30 @@ TEST(CachingAllocator, ReleasesCachedSegmentsBeforeReportingOutOfMemory) {
   EXPECT_EQ(a.allocated(), 70 * kMiB);  // a failed allocation changes nothing
 }
 
+TEST(CachingAllocator, ReleasesOnlySegmentsThatAreFreeWhenMemoryRunsShort) {
+  // Segment A empties, then is used again: the retry must keep it. Segment B empties twice.
+  CachingAllocator a(100 * kMiB);
+  ASSERT_TRUE(a.allocate(1, 30 * kMiB, 0));  // segment A
+  ASSERT_TRUE(a.allocate(2, 30 * kMiB, 1));  // segment B (another stream)
+  a.free(1);
+  ASSERT_TRUE(a.allocate(3, 30 * kMiB, 0));  // A again
+  a.free(2);
+  ASSERT_TRUE(a.allocate(4, 30 * kMiB, 1));  // B again
+  a.free(4);
+  EXPECT_EQ(a.reserved(), 60 * kMiB);
+  EXPECT_EQ(a.retries(), 0);
+  ASSERT_TRUE(a.allocate(5, 60 * kMiB, 2));  // fits only once B is released
+  EXPECT_EQ(a.retries(), 1);
+  EXPECT_EQ(a.reserved(), 90 * kMiB);  // A (in use) and the new segment
+  EXPECT_EQ(a.segments(), 2);
+  EXPECT_FALSE(a.allocate(6, 20 * kMiB, 2));  // A is in use: nothing to release
+  EXPECT_EQ(a.reserved(), 90 * kMiB);
+  a.free(3);
+  ASSERT_TRUE(a.allocate(7, 20 * kMiB, 2));  // now A goes
+  EXPECT_EQ(a.reserved(), 80 * kMiB);
+  EXPECT_EQ(a.segments(), 2);
+}
+
 TEST(CachingAllocator, ExpandableSegmentsGrowInPlaceInsteadOfFragmenting) {
   // A growing sequence of large requests: classic segments keep every size, expandable grows one.
   CachingAllocator classic(8 * kGiB), expandable(8 * kGiB, {true});
