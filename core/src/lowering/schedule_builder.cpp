@@ -27,13 +27,9 @@ BufferId ScheduleBuilder::add_buffer(BufferName name, Bytes size, DType dtype, B
 }
 
 OpId ScheduleBuilder::emit(Op&& op) {
-  op.iteration = iteration_;
-  op.microbatch = microbatch_;
-  op.phase = phase_;
   schedule_.ops.push_back(std::move(op));
-  const auto id = static_cast<OpId>(schedule_.ops.size() - 1);
-  last_on_stream_[static_cast<std::size_t>(schedule_.ops.back().stream)] = id;
-  return id;
+  stamp_last();
+  return last_op();
 }
 
 OpId ScheduleBuilder::last_on(StreamId stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
@@ -43,11 +39,17 @@ Op& ScheduleBuilder::add_op(OpKind kind, StreamId stream, GroupId group) {
   op.kind = kind;
   op.stream = stream;
   op.group = group;
+  stamp_last();
+  return op;
+}
+
+// The op just appended gets the current step and phase and becomes its stream's last.
+void ScheduleBuilder::stamp_last() {
+  Op& op = schedule_.ops.back();
   op.iteration = iteration_;
   op.microbatch = microbatch_;
   op.phase = phase_;
-  last_on_stream_[static_cast<std::size_t>(stream)] = last_op();
-  return op;
+  last_on_stream_[static_cast<std::size_t>(op.stream)] = last_op();
 }
 
 Op make_op(OpKind kind, StreamId stream, GroupId group) {

@@ -55,6 +55,8 @@ class ScheduleBuilder {
   Schedule take() { return std::move(schedule_); }
 
  private:
+  void stamp_last();
+
   Schedule schedule_;
   std::vector<OpId> last_on_stream_;
   LabelTable buffer_labels_, op_labels_;
