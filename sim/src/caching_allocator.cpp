@@ -147,7 +147,7 @@ void CachingAllocator::release_cached() {
     Segment& seg = segments_[static_cast<std::size_t>(s)];
     const int b = segment_tail_[static_cast<std::size_t>(s)];
     Block& blk = blocks_[static_cast<std::size_t>(b)];
-    if (!seg.live || blk.allocated || blk.prev >= 0 || blk.next >= 0) continue;
+    if (!seg.live || blk.allocated || !spans_segment(blk)) continue;
     erase_free(b);
     retire_block(b);
     seg.live = false;
@@ -242,7 +242,7 @@ void CachingAllocator::free(BufferId id) {
     retire_block(n);
   }
   insert_free(b);
-  if (blk->prev < 0 && blk->next < 0 && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
+  if (spans_segment(*blk) && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);
   }
 }

@@ -65,6 +65,8 @@ class CachingAllocator {
   };
   // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
   static std::int64_t address_of(const Block& b) { return (static_cast<std::int64_t>(b.segment) << 40) | b.offset; }
+  // The block is its segment's only block (so, when free, the segment can be released).
+  static bool spans_segment(const Block& b) { return b.prev < 0 && b.next < 0; }
 
   int pool_of(StreamId stream, bool small) {
     const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
