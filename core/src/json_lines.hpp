@@ -1,6 +1,7 @@
 #pragma once
 // What the schedule, timeline and config readers and writers share (private to core): the
-// one-item-per-line array layout, and parsing with errors that name the file.
+// one-item-per-line array layout, the names of an op's placement, and parsing with errors that
+// name the file.
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/schedule.hpp"
 
 namespace shardscope::detail {
 
@@ -24,6 +26,20 @@ void emit_json_array(std::string& out, std::string_view key, const std::vector<T
   }
   out += items.empty() ? "]" : "\n  ]";
   out += last ? "\n" : ",\n";
+}
+
+/// Writes where an op runs and how much it moves, under the names the schedule and timeline
+/// formats share; `op` is an Op or a TimelineOp.
+template <typename OpLike>
+void put_op_placement(nlohmann::ordered_json& j, const OpLike& op) {
+  j["kind"] = to_string(op.kind);
+  j["stream"] = op.stream;
+  j["group"] = op.group;
+  j["phase"] = to_string(op.phase);
+  j["iteration"] = op.iteration;
+  j["microbatch"] = op.microbatch;
+  j["comm"] = op.comm;
+  j["bytes"] = op.bytes;
 }
 
 /// Parses JSON; a syntax error becomes a ValidationError naming `origin`.

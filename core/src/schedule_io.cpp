@@ -23,14 +23,7 @@ Json ids(const IdList& v) {
 Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   Json j;
   j["id"] = index;
-  j["kind"] = to_string(op.kind);
-  j["stream"] = op.stream;
-  j["group"] = op.group;
-  j["phase"] = to_string(op.phase);
-  j["iteration"] = op.iteration;
-  j["microbatch"] = op.microbatch;
-  j["comm"] = op.comm;
-  j["bytes"] = op.bytes;
+  detail::put_op_placement(j, op);
   j["flops"] = op.flops;
   if (op.attention_flops > 0) j["attention_flops"] = op.attention_flops;
   if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;

@@ -40,14 +40,7 @@ std::string timeline_to_json(const Timeline& t) {
   detail::emit_json_array(out, "ops", t.ops, [](const TimelineOp& o, std::size_t) {
     Json j;
     j["op"] = o.op;
-    j["kind"] = to_string(o.kind);
-    j["stream"] = o.stream;
-    j["group"] = o.group;
-    j["phase"] = to_string(o.phase);
-    j["iteration"] = o.iteration;
-    j["microbatch"] = o.microbatch;
-    j["comm"] = o.comm;
-    j["bytes"] = o.bytes;
+    detail::put_op_placement(j, o);
     j["start_ns"] = o.start;
     j["end_ns"] = o.end;
     return j;
