@@ -1,7 +1,7 @@
 #pragma once
 // What the schedule, timeline and config readers and writers share (private to core): the
-// one-item-per-line array layout, the names of an op's placement, and parsing with errors that
-// name the file.
+// one-item-per-line array layout, how streams, communicators and an op's placement are written,
+// and parsing with errors that name the file.
 
 #include <fmt/format.h>
 
@@ -26,6 +26,15 @@ void emit_json_array(std::string& out, std::string_view key, const std::vector<T
   }
   out += items.empty() ? "]" : "\n  ]";
   out += last ? "\n" : ",\n";
+}
+
+// The unused index lets emit_json_array take these as they are.
+inline nlohmann::ordered_json stream_json(const Stream& s, std::size_t = 0) {
+  return nlohmann::ordered_json{{"name", s.name}, {"kind", to_string(s.kind)}};
+}
+
+inline nlohmann::ordered_json communicator_json(const Communicator& c, std::size_t = 0) {
+  return nlohmann::ordered_json{{"name", c.name}, {"size", c.size}, {"nodes", c.nodes}};
 }
 
 /// Writes where an op runs and how much it moves, under the names the schedule and timeline

@@ -145,19 +145,8 @@ std::string schedule_to_json(const Schedule& s) {
   out += fmt::format("  \"world_size\": {},\n", s.world_size);
   out += fmt::format("  \"iterations\": {},\n", s.iterations);
   out += fmt::format("  \"tokens_per_iteration\": {},\n", s.tokens_per_iteration);
-  detail::emit_json_array(out, "streams", s.streams, [](const Stream& x, std::size_t) {
-    Json j;
-    j["name"] = x.name;
-    j["kind"] = to_string(x.kind);
-    return j;
-  }, false);
-  detail::emit_json_array(out, "communicators", s.communicators, [](const Communicator& x, std::size_t) {
-    Json j;
-    j["name"] = x.name;
-    j["size"] = x.size;
-    j["nodes"] = x.nodes;
-    return j;
-  }, false);
+  detail::emit_json_array(out, "streams", s.streams, detail::stream_json, false);
+  detail::emit_json_array(out, "communicators", s.communicators, detail::communicator_json, false);
   detail::emit_json_array(out, "groups", s.groups, [](const ParamGroup& x, std::size_t) {
     Json j;
     j["name"] = x.name;

@@ -33,10 +33,9 @@ std::string timeline_to_json(const Timeline& t) {
   Json categories = Json::array();
   for (auto c : all_buffer_categories()) categories.push_back(to_string(c));
   out += fmt::format("  \"categories\": {},\n", categories.dump());
-  detail::emit_json_array(out, "streams", t.streams, [](const Stream& s, std::size_t) { return Json{{"name", s.name}, {"kind", to_string(s.kind)}}; }, false);
+  detail::emit_json_array(out, "streams", t.streams, detail::stream_json, false);
   detail::emit_json_array(out, "groups", t.groups, [](const std::string& g, std::size_t) { return Json(g); }, false);
-  detail::emit_json_array(out, "communicators", t.communicators,
-             [](const Communicator& c, std::size_t) { return Json{{"name", c.name}, {"size", c.size}, {"nodes", c.nodes}}; }, false);
+  detail::emit_json_array(out, "communicators", t.communicators, detail::communicator_json, false);
   detail::emit_json_array(out, "ops", t.ops, [](const TimelineOp& o, std::size_t) {
     Json j;
     j["op"] = o.op;
