@@ -101,6 +101,7 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
         return;
       }
       node = &*it;
+      visited_.push_back(node);
     } else if (node->is_array()) {
       std::size_t index = 0;
       const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
@@ -109,6 +110,7 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
         return;
       }
       node = &(*node)[index];
+      visited_.push_back(node);
     } else {
       found = false;
     }
@@ -282,7 +284,7 @@ void ConfigReader::collect_unknown(const ConfigTree& node, std::string& path, st
       path += key;
       if (!norm.empty()) norm += '.';
       norm += key;
-      if (!is_known(norm)) {
+      if (!std::binary_search(visited_.begin(), visited_.end(), &value) && !is_known(norm)) {
         // Candidates: known siblings first, then the same leaf anywhere.
         const std::string parent = parent_of(norm);
         std::vector<std::string> siblings;
@@ -319,7 +321,8 @@ void ConfigReader::collect_unknown(const ConfigTree& node, std::string& path, st
 }
 
 // A key is known when it was read or lies above one that was ("model" above "model.layers").
-bool ConfigReader::is_known(std::string_view norm) const {
+bool ConfigReader::is_known(std::string_view norm) {
+  sort_known_keys();
   for (auto it = std::lower_bound(known_sorted_.begin(), known_sorted_.end(), norm); it != known_sorted_.end() && it->starts_with(norm); ++it) {
     if (it->size() == norm.size() || (*it)[norm.size()] == '.' || (*it)[norm.size()] == '[') return true;
   }
@@ -327,7 +330,8 @@ bool ConfigReader::is_known(std::string_view norm) const {
 }
 
 // Every known key and every mapping above it, sorted: the candidates for "did you mean".
-std::set<std::string, std::less<>> ConfigReader::known_with_parents() const {
+std::set<std::string, std::less<>> ConfigReader::known_with_parents() {
+  sort_known_keys();
   std::set<std::string, std::less<>> out;
   for (const auto& key : known_sorted_) {
     std::string_view norm = key;
@@ -340,11 +344,16 @@ std::set<std::string, std::less<>> ConfigReader::known_with_parents() const {
   return out;
 }
 
-void ConfigReader::finish() {
-  known_sorted_.clear();
+void ConfigReader::sort_known_keys() {
+  if (known_sorted_ready_) return;
+  known_sorted_ready_ = true;
   for (const auto& [offset, length] : known_spans_) known_sorted_.emplace_back(known_text_.data() + offset, length);
   std::sort(known_sorted_.begin(), known_sorted_.end());
   known_sorted_.erase(std::unique(known_sorted_.begin(), known_sorted_.end()), known_sorted_.end());
+}
+
+void ConfigReader::finish() {
+  std::sort(visited_.begin(), visited_.end());
   std::string path, norm;
   collect_unknown(root_, path, norm);
 }

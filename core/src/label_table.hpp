@@ -20,27 +20,27 @@ class LabelTable {
   std::int32_t id(std::vector<std::string>& texts, std::string_view text) {
     auto& hit = recent_[(reinterpret_cast<std::uintptr_t>(text.data()) >> 3) % recent_.size()];
     if (hit.id >= 0 && hit.data == text.data() && texts[static_cast<std::size_t>(hit.id)] == text) return hit.id;
-    if (slots_.empty()) slots_.assign(64, -1);
-    std::int32_t id = -1;
-    for (std::size_t h = std::hash<std::string_view>{}(text) & (slots_.size() - 1);; h = (h + 1) & (slots_.size() - 1)) {
-      const std::int32_t slot = slots_[h];
-      if (slot < 0) {
-        id = static_cast<std::int32_t>(texts.size());
-        texts.emplace_back(text);
-        slots_[h] = id;
-        if (2 * texts.size() > slots_.size()) rehash(texts);  // at most half full: probes stay short
-        break;
-      }
-      if (texts[static_cast<std::size_t>(slot)] == text) {
-        id = slot;
-        break;
-      }
-    }
-    hit = {text.data(), id};
-    return id;
+    hit = {text.data(), lookup(texts, text)};
+    return hit.id;
   }
 
  private:
+  // Kept out of line so that the cache hit above, nearly every call, inlines small.
+  [[gnu::noinline]] std::int32_t lookup(std::vector<std::string>& texts, std::string_view text) {
+    if (slots_.empty()) slots_.assign(64, -1);
+    for (std::size_t h = std::hash<std::string_view>{}(text) & (slots_.size() - 1);; h = (h + 1) & (slots_.size() - 1)) {
+      const std::int32_t slot = slots_[h];
+      if (slot < 0) {
+        const auto id = static_cast<std::int32_t>(texts.size());
+        texts.emplace_back(text);
+        slots_[h] = id;
+        if (2 * texts.size() > slots_.size()) rehash(texts);  // at most half full: probes stay short
+        return id;
+      }
+      if (texts[static_cast<std::size_t>(slot)] == text) return slot;
+    }
+  }
+
   void rehash(const std::vector<std::string>& texts) {
     slots_.assign(slots_.size() * 2, -1);
     for (std::size_t i = 0; i < texts.size(); ++i) {

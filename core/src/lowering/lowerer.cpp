@@ -9,7 +9,10 @@ namespace shardscope::lowering {
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
-  part_label_index_.resize(compute_.size());
+  part_label_first_.reserve(compute_.size() + 1);
+  part_label_first_.push_back(0);
+  for (const auto& c : compute_) part_label_first_.push_back(part_label_first_.back() + c.parts.size());
+  part_label_index_.assign(part_label_first_.back(), -1);
   const auto& mp = s_.fsdp.mixed_precision;
   param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
   reduce_dtype_ = mp.reduce_dtype.value_or(param_dtype_);
@@ -26,17 +29,16 @@ int Lowerer::nodes_spanned(int ranks) const {
 }
 
 const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
-  auto& index = part_label_index_[static_cast<std::size_t>(g)];
-  if (index.size() <= p) index.resize(p + 1, -1);
-  if (index[p] >= 0) return part_labels_[static_cast<std::size_t>(index[p])];
+  int& index = part_label_index_[part_label_first_[static_cast<std::size_t>(g)] + p];
+  if (index >= 0) return part_labels_[static_cast<std::size_t>(index)];
   const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
     if (part_labels_[i].part == part.label) {
-      index[p] = static_cast<int>(i);
+      index = static_cast<int>(i);
       return part_labels_[i];
     }
   }
-  index[p] = static_cast<int>(part_labels_.size());
+  index = static_cast<int>(part_labels_.size());
   PartLabels l;
   l.part = part.label;
   l.saved = b_.label(part.label + ".saved");

@@ -70,7 +70,8 @@ class Lowerer {
   };
   const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;
-  std::vector<std::vector<int>> part_label_index_;  // [group][part] → part_labels_ index, -1 until asked
+  std::vector<std::size_t> part_label_first_;  // [group] → first entry of the group's parts in part_label_index_
+  std::vector<int> part_label_index_;          // [first + part] → part_labels_ index, -1 until asked
 
   const Scenario& s_;
   ScheduleBuilder b_;

@@ -58,8 +58,9 @@ class ConfigReader {
  private:
   const ConfigTree* find(std::string_view path);
   void wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value);
-  bool is_known(std::string_view norm) const;
-  std::set<std::string, std::less<>> known_with_parents() const;
+  void sort_known_keys();
+  bool is_known(std::string_view norm);
+  std::set<std::string, std::less<>> known_with_parents();
   void collect_unknown(const ConfigTree& node, std::string& path, std::string& norm);
 
   const ConfigTree& root_;
@@ -68,7 +69,11 @@ class ConfigReader {
   // ~90 keys, some twice; appending costs no allocation per key, and finish() sorts them once.
   std::string known_text_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> known_spans_;  // (offset, length) in known_text_
-  std::vector<std::string_view> known_sorted_;                         // distinct known keys, sorted (in finish)
+  std::vector<std::string_view> known_sorted_;                         // distinct known keys, sorted (sort_known_keys)
+  bool known_sorted_ready_ = false;
+  // Every node find() walked through, sorted in finish(): such a node is known (it was read or lies
+  // above a key that was), which finish() tells by its address without comparing key text.
+  std::vector<const ConfigTree*> visited_;
   std::set<std::string, std::less<>> known_subtrees_;
   std::string scratch_;                       // find()'s normalised path, reused
   std::vector<Problem> problems_;
