@@ -205,7 +205,9 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   take(b, rounded, small);
   if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);
   live_[static_cast<std::size_t>(id)] = b;
-  allocated_ += rounded;
+  // The whole block counts, a remainder too small to split off included (PyTorch's
+  // allocated_bytes grows by block->size after the split decision); free() takes the same back.
+  allocated_ += blocks_[static_cast<std::size_t>(b)].size;
   return true;
 }
 

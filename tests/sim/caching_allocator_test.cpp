@@ -38,6 +38,20 @@ TEST(CachingAllocator, SplitsLargeSegmentsAndCoalescesOnFree) {
   EXPECT_EQ(a.reserved(), 20 * kMiB);
 }
 
+// PyTorch counts allocated_bytes by block->size after deciding whether to split: a large block's
+// remainder of at most 1 MiB stays with the allocation, and the free gives the same amount back.
+TEST(CachingAllocator, AllocatedCountsTheUnsplitRemainderOfALargeBlock) {
+  CachingAllocator a(kGiB);
+  ASSERT_TRUE(a.allocate(1, 19 * kMiB + kMiB / 2, 0));  // a 20 MiB segment; 0.5 MiB left, not split
+  EXPECT_EQ(a.allocated(), 20 * kMiB);
+  ASSERT_TRUE(a.allocate(2, 3 * kMiB, 0));  // needs a new segment: nothing was split off the first
+  EXPECT_EQ(a.segments(), 2);
+  EXPECT_EQ(a.allocated(), 20 * kMiB + 3 * kMiB);  // the second block was split: only its 3 MiB
+  a.free(1);
+  a.free(2);
+  EXPECT_EQ(a.allocated(), 0);
+}
+
 TEST(CachingAllocator, ReleasesCachedSegmentsBeforeReportingOutOfMemory) {
   CachingAllocator a(100 * kMiB);
   ASSERT_TRUE(a.allocate(1, 60 * kMiB, 0));

@@ -36,7 +36,7 @@ class CachingAllocator {
     return id >= 0 && static_cast<std::size_t>(id) < live_.size() && live_[static_cast<std::size_t>(id)] >= 0;
   }
 
-  Bytes allocated() const { return allocated_; }  // rounded block sizes, as torch.cuda.memory_allocated
+  Bytes allocated() const { return allocated_; }  // sizes of allocated blocks, as torch.cuda.memory_allocated
   Bytes reserved() const { return reserved_; }    // segments, as torch.cuda.memory_reserved
   Bytes capacity() const { return capacity_; }
   int segments() const { return live_segments_; }
