@@ -9,10 +9,10 @@ namespace shardscope::lowering {
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
-  part_label_first_.reserve(compute_.size() + 1);
-  part_label_first_.push_back(0);
-  for (const auto& c : compute_) part_label_first_.push_back(part_label_first_.back() + c.parts.size());
-  part_label_index_.assign(part_label_first_.back(), -1);
+  part_first_.reserve(compute_.size() + 1);
+  part_first_.push_back(0);
+  for (const auto& c : compute_) part_first_.push_back(part_first_.back() + c.parts.size());
+  part_label_index_.assign(part_first_.back(), -1);
   const auto& mp = s_.fsdp.mixed_precision;
   param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
   reduce_dtype_ = mp.reduce_dtype.value_or(param_dtype_);
@@ -29,7 +29,7 @@ int Lowerer::nodes_spanned(int ranks) const {
 }
 
 const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
-  int& index = part_label_index_[part_label_first_[static_cast<std::size_t>(g)] + p];
+  int& index = part_label_index_[part_first_[static_cast<std::size_t>(g)] + p];
   if (index >= 0) return part_labels_[static_cast<std::size_t>(index)];
   const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
@@ -73,7 +73,7 @@ void Lowerer::plan_groups() {
     if (has_params(c)) post_forward_order_.push_back(c);
   }
   if (has_params(root_)) post_forward_order_.push_back(root_);  // the root's post-forward runs last
-  saved_.assign(layouts_.size(), {});
+  saved_.assign(part_first_.back(), kNone);
   sharded_grads_.assign(layouts_.size(), kNone);
   for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
     BufferId id = kNone;
@@ -172,11 +172,10 @@ void Lowerer::forward_part(int g, std::size_t p) {
   op.fixed_time = part.forward_time;
   op.label = b_.op_label(part.label);
   if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
-  auto& saved = saved_[static_cast<std::size_t>(g)];
-  saved.resize(compute_[static_cast<std::size_t>(g)].parts.size(), kNone);
   if (part.saved_bytes > 0) {
-    saved[p] = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
-    op.allocs.push_back(saved[p]);
+    BufferId& saved = saved_[part_first_[static_cast<std::size_t>(g)] + p];
+    saved = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
+    op.allocs.push_back(saved);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
 }
@@ -204,10 +203,9 @@ void Lowerer::backward_part(int g, std::size_t p) {
   op.fixed_time = part.backward_time;
   op.label = b_.op_label(part.label);
   if (params != kNone) op.uses.push_back(params);
-  auto& saved = saved_[static_cast<std::size_t>(g)];
-  if (p < saved.size() && saved[p] != kNone) {
-    op.frees.push_back(saved[p]);
-    saved[p] = kNone;
+  if (BufferId& saved = saved_[part_first_[static_cast<std::size_t>(g)] + p]; saved != kNone) {
+    op.frees.push_back(saved);
+    saved = kNone;
   }
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);

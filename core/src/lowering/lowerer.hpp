@@ -70,8 +70,8 @@ class Lowerer {
   };
   const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;
-  std::vector<std::size_t> part_label_first_;  // [group] → first entry of the group's parts in part_label_index_
-  std::vector<int> part_label_index_;          // [first + part] → part_labels_ index, -1 until asked
+  std::vector<std::size_t> part_first_;  // [group] → where the group's parts start in per-part tables
+  std::vector<int> part_label_index_;    // [part_first_[group] + part] → part_labels_ index, -1 until asked
 
   const Scenario& s_;
   ScheduleBuilder b_;
@@ -92,7 +92,7 @@ class Lowerer {
 
   std::vector<BufferId> sharded_params_;   // per group, live at start (host under offload)
   std::vector<BufferId> sharded_grads_;    // per group, this iteration (kNone until reduced)
-  std::vector<std::vector<BufferId>> saved_;  // [group][part] saved activations of this micro-batch
+  std::vector<BufferId> saved_;  // [part_first_[group] + part] saved activations of this micro-batch
   std::vector<BufferId> optimizer_states_; // allocated lazily by the first step
 
  private:

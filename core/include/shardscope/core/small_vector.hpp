@@ -63,8 +63,8 @@ class SmallVector {
   }
   void clear() { size_ = 0; }
 
-  T* data() { return heap_ ? heap_ : inline_; }
-  const T* data() const { return heap_ ? heap_ : inline_; }
+  T* data() { return on_heap() ? heap_ : inline_; }
+  const T* data() const { return on_heap() ? heap_ : inline_; }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
@@ -81,26 +81,25 @@ class SmallVector {
   }
 
  private:
+  bool on_heap() const { return capacity_ > N; }
   void grow(std::uint32_t capacity) {
     T* bigger = new T[capacity];
     std::memcpy(bigger, data(), size_ * sizeof(T));
-    delete[] heap_;
+    if (on_heap()) delete[] heap_;
     heap_ = bigger;
     capacity_ = capacity;
   }
   void release() {
-    if (heap_) {  // the common inline case makes no call
+    if (on_heap()) {  // the common inline case makes no call
       delete[] heap_;
-      heap_ = nullptr;
       capacity_ = N;
     }
     size_ = 0;
   }
   void take(SmallVector& other) {
-    if (other.heap_) {
+    if (other.on_heap()) {
       heap_ = other.heap_;
       capacity_ = other.capacity_;
-      other.heap_ = nullptr;
       other.capacity_ = N;
     } else {
       std::memcpy(inline_, other.inline_, sizeof inline_);  // fixed size: inlined, no call
@@ -109,8 +108,11 @@ class SmallVector {
     other.size_ = 0;
   }
 
-  T inline_[N]{};
-  T* heap_ = nullptr;
+  // The inline ids and the heap pointer share their bytes: capacity_ > N says which is in use.
+  union {
+    T inline_[N]{};
+    T* heap_;
+  };
   std::uint32_t size_ = 0;
   std::uint32_t capacity_ = N;
 };
