@@ -113,7 +113,7 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
   const Flops sac_recompute = sac_recompute_flops(c, t);
   const Bytes full_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
-  const std::vector<Bytes> block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
+  const WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {

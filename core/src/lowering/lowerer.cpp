@@ -221,7 +221,7 @@ OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string
   return b_.last_op();
 }
 
-void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels, const std::vector<Bytes>& tensors, Op& op) {
+void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors, Op& op) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] <= 0) continue;
     const BufferId ws = b_.add_buffer(b_.step_name(labels[i]), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));

@@ -60,7 +60,7 @@ class Lowerer {
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// Transient tensors allocated and freed by one op.
-  void add_workspace(int g, const std::vector<std::int32_t>& labels, const std::vector<Bytes>& tensors, Op& op);
+  void add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors, Op& op);
 
   /// Buffer-name labels of a compute part, made once per distinct part label ("block", "embed").
   struct PartLabels {

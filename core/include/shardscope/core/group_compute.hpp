@@ -28,6 +28,7 @@
 
 #include "shardscope/core/param_groups.hpp"
 #include "shardscope/core/schedule.hpp"
+#include "shardscope/core/small_vector.hpp"
 
 namespace shardscope {
 
@@ -35,6 +36,9 @@ enum class ComputePosition {
   before_children,  // runs right after the group's pre-forward (root "embed", custom root)
   after_children,   // runs after the children's forward (root "head+loss")
 };
+
+/// Sizes of an op's transient tensors: a few per op, kept inline (no allocation per group).
+using WorkspaceSizes = SmallVector<Bytes, 4>;
 
 struct ComputePart {
   std::string label;
@@ -47,9 +51,9 @@ struct ComputePart {
   Bytes backward_memory_bytes = 0;     // HBM traffic of memory-bound backward kernels
   Bytes recompute_memory_bytes = 0;
   Bytes saved_bytes = 0;         // kept from forward to backward
-  std::vector<Bytes> forward_workspace;   // tensors transient during the forward op
+  WorkspaceSizes forward_workspace;   // tensors transient during the forward op
   Bytes recompute_bytes = 0;     // rematerialised before backward, freed by it
-  std::vector<Bytes> backward_workspace;  // tensors transient during the backward op
+  WorkspaceSizes backward_workspace;  // tensors transient during the backward op
   Bytes forward_memory_bytes = 0;  // HBM traffic, for memory-bound parts
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
