@@ -88,6 +88,19 @@ int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
   return t;
 }
 
+// Block `left` takes in its right neighbour (the reverse of split_tail); the neighbour's slot is retired.
+// Forced inline: free() calls it at two sites on every free, and as a call it cost 0.6 % of a sweep point.
+[[gnu::always_inline]] inline void CachingAllocator::merge_with_next(int left) {
+  Block& l = blocks_[static_cast<std::size_t>(left)];
+  const int r = l.next;
+  const Block& right = blocks_[static_cast<std::size_t>(r)];
+  l.size += right.size;
+  l.next = right.next;
+  if (right.next >= 0) blocks_[static_cast<std::size_t>(right.next)].prev = left;
+  if (segment_tail_[static_cast<std::size_t>(l.segment)] == r) segment_tail_[static_cast<std::size_t>(l.segment)] = left;
+  retire_block(r);
+}
+
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
 int CachingAllocator::take(int b, Bytes size, bool small) {
   erase_free(b);
@@ -114,7 +127,7 @@ int CachingAllocator::new_segment(int pool, Bytes size) {
 
 // Expandable segments: a segment is address space; only mapped pages count as reserved. Growing
 // appends unmapped address space at the end; allocations map what they use.
-bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
+int CachingAllocator::grow_expandable(int pool, Bytes size) {
   int& seg = expandable_segment_[static_cast<std::size_t>(pool)];
   Block blk;
   blk.size = round_up(size, kPage);
@@ -136,8 +149,7 @@ bool CachingAllocator::grow_expandable(int pool, Bytes size, int& block_out) {
   if (blk.prev >= 0) blocks_[static_cast<std::size_t>(blk.prev)].next = b;
   segment_tail_[static_cast<std::size_t>(seg)] = b;
   insert_free(b);
-  block_out = b;
-  return true;
+  return b;
 }
 
 void CachingAllocator::release_cached() {
@@ -187,7 +199,7 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const int pool = pool_of(stream, small);
   // `b` stays listed until take(): map_block and release_cached work on listed free blocks.
   int b = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
-  if (b < 0 && expandable) grow_expandable(pool, rounded, b);
+  if (b < 0 && expandable) b = grow_expandable(pool, rounded);
   if (b < 0) {
     const Bytes seg = segment_size(rounded);
     if (reserved_ + seg > capacity_) {
@@ -219,29 +231,18 @@ void CachingAllocator::free(BufferId id) {
   allocated_ -= blk->size;
   blk->allocated = false;
   // Coalesce with free neighbours in the same segment.
-  if (blk->prev >= 0 && !blocks_[static_cast<std::size_t>(blk->prev)].allocated &&
-      blocks_[static_cast<std::size_t>(blk->prev)].mapped == blk->mapped) {
-    const int p = blk->prev;
+  const auto joins = [&](int n) {
+    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated && blocks_[static_cast<std::size_t>(n)].mapped == blk->mapped;
+  };
+  if (const int p = blk->prev; joins(p)) {
     erase_free(p);
-    Block& prev = blocks_[static_cast<std::size_t>(p)];
-    prev.size += blk->size;
-    prev.next = blk->next;
-    if (blk->next >= 0) blocks_[static_cast<std::size_t>(blk->next)].prev = p;
-    if (segment_tail_[static_cast<std::size_t>(blk->segment)] == b) segment_tail_[static_cast<std::size_t>(blk->segment)] = p;
-    retire_block(b);
+    merge_with_next(p);
     b = p;
     blk = &blocks_[static_cast<std::size_t>(b)];
   }
-  if (blk->next >= 0 && !blocks_[static_cast<std::size_t>(blk->next)].allocated &&
-      blocks_[static_cast<std::size_t>(blk->next)].mapped == blk->mapped) {
-    const int n = blk->next;
+  if (const int n = blk->next; joins(n)) {
     erase_free(n);
-    Block& next = blocks_[static_cast<std::size_t>(n)];
-    blk->size += next.size;
-    blk->next = next.next;
-    if (next.next >= 0) blocks_[static_cast<std::size_t>(next.next)].prev = b;
-    if (segment_tail_[static_cast<std::size_t>(blk->segment)] == n) segment_tail_[static_cast<std::size_t>(blk->segment)] = b;
-    retire_block(n);
+    merge_with_next(b);
   }
   insert_free(b);
   if (spans_segment(*blk) && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {

@@ -75,10 +75,11 @@ class CachingAllocator {
   int add_pool(StreamId stream, bool small);
   int take(int block, Bytes size, bool small);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
+  void merge_with_next(int block);
   int new_block(const Block& block);
   void retire_block(int block);
   int new_segment(int pool, Bytes size);
-  bool grow_expandable(int pool, Bytes size, int& block_out);
+  int grow_expandable(int pool, Bytes size);
   bool map_block(int block, Bytes size);
   void release_cached();
   void insert_free(int block);
