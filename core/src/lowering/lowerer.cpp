@@ -29,7 +29,7 @@ int Lowerer::nodes_spanned(int ranks) const {
 }
 
 const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
-  int& index = part_label_index_[part_first_[static_cast<std::size_t>(g)] + p];
+  int& index = part_label_index_[part_slot(g, p)];
   if (index >= 0) return part_labels_[static_cast<std::size_t>(index)];
   const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
@@ -173,7 +173,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
   op.label = b_.op_label(part.label);
   if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
   if (part.saved_bytes > 0) {
-    BufferId& saved = saved_[part_first_[static_cast<std::size_t>(g)] + p];
+    BufferId& saved = saved_[part_slot(g, p)];
     saved = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
     op.allocs.push_back(saved);
   }
@@ -203,7 +203,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
   op.fixed_time = part.backward_time;
   op.label = b_.op_label(part.label);
   if (params != kNone) op.uses.push_back(params);
-  if (BufferId& saved = saved_[part_first_[static_cast<std::size_t>(g)] + p]; saved != kNone) {
+  if (BufferId& saved = saved_[part_slot(g, p)]; saved != kNone) {
     op.frees.push_back(saved);
     saved = kNone;
   }

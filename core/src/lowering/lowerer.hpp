@@ -71,7 +71,9 @@ class Lowerer {
   const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;
   std::vector<std::size_t> part_first_;  // [group] → where the group's parts start in per-part tables
-  std::vector<int> part_label_index_;    // [part_first_[group] + part] → part_labels_ index, -1 until asked
+  /// Part `p` of group `g` in the per-part tables (part_label_index_, saved_).
+  std::size_t part_slot(int g, std::size_t p) const { return part_first_[static_cast<std::size_t>(g)] + p; }
+  std::vector<int> part_label_index_;    // [part_slot(group, part)] → part_labels_ index, -1 until asked
 
   const Scenario& s_;
   ScheduleBuilder b_;
@@ -92,7 +94,7 @@ class Lowerer {
 
   std::vector<BufferId> sharded_params_;   // per group, live at start (host under offload)
   std::vector<BufferId> sharded_grads_;    // per group, this iteration (kNone until reduced)
-  std::vector<BufferId> saved_;  // [part_first_[group] + part] saved activations of this micro-batch
+  std::vector<BufferId> saved_;  // [part_slot(group, part)] saved activations of this micro-batch
   std::vector<BufferId> optimizer_states_; // allocated lazily by the first step
 
  private:
