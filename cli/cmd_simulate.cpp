@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "shardscope/core/lower.hpp"
-#include "shardscope/core/schedule_io.hpp"
+#include "shardscope/core/timeline.hpp"
 #include "shardscope/sim/engine.hpp"
 #include "shardscope/sim/metrics.hpp"
 #include "shardscope/traces/chrome_trace.hpp"
@@ -18,10 +18,7 @@ int run_simulate(const SimulateArgs& args) {
   const auto result = sim::simulate(schedule, costs, options);
   const auto summary = sim::summarize(scenario, schedule, result);
   fmt::print("{}", sim::summary_table(summary));
-  if (!args.json_path.empty()) {
-    write_text_file_atomic(args.json_path, sim::summary_to_json(summary));
-    fmt::print("wrote {}\n", args.json_path);
-  }
+  if (!args.json_path.empty()) write_output(args.json_path, sim::summary_to_json(summary));
   if (!args.timeline_path.empty()) {
     auto timeline = result.timeline;
     timeline.metrics = {{"step_time_s", ns_to_s(summary.step_time)},
@@ -30,13 +27,9 @@ int run_simulate(const SimulateArgs& args) {
                         {"peak_allocated_bytes", static_cast<double>(summary.peak_allocated)},
                         {"peak_reserved_bytes", static_cast<double>(summary.peak_reserved)},
                         {"comm_exposed_s", ns_to_s(summary.comm_exposed)}};
-    write_text_file_atomic(args.timeline_path, timeline_to_json(timeline));
-    fmt::print("wrote {}\n", args.timeline_path);
+    write_output(args.timeline_path, timeline_to_json(timeline));
   }
-  if (!args.trace_path.empty()) {
-    write_text_file_atomic(args.trace_path, traces::chrome_trace_json(result.timeline, &schedule));
-    fmt::print("wrote {} (open it in ui.perfetto.dev)\n", args.trace_path);
-  }
+  if (!args.trace_path.empty()) write_output(args.trace_path, traces::chrome_trace_json(result.timeline, &schedule), " (open it in ui.perfetto.dev)");
   return kExitOk;
 }
 

@@ -6,7 +6,6 @@
 #include <mutex>
 
 #include "commands.hpp"
-#include "shardscope/core/schedule_io.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::cli {
@@ -91,14 +90,8 @@ int run_sweep(const SweepArgs& args) {
   }
   fmt::print("{} configurations, {} fit{}, {} on the Pareto front (throughput vs reserved memory)\n", points.size(), fitting,
              budget ? fmt::format(" in {}", format_bytes(*budget)) : std::string(), pareto);
-  if (!args.csv_path.empty()) {
-    write_text_file_atomic(args.csv_path, sim::sweep_csv(axes, points));
-    fmt::print("wrote {}\n", args.csv_path);
-  }
-  if (!args.json_path.empty()) {
-    write_text_file_atomic(args.json_path, sim::sweep_json(axes, points));
-    fmt::print("wrote {}\n", args.json_path);
-  }
+  if (!args.csv_path.empty()) write_output(args.csv_path, sim::sweep_csv(axes, points));
+  if (!args.json_path.empty()) write_output(args.json_path, sim::sweep_json(axes, points));
   return g_cancel.load() ? kExitFailure : kExitOk;
 }
 

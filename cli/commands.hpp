@@ -3,6 +3,7 @@
 // 0 success, 2 bad input (problems printed to stderr), 1 unexpected failure.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardscope/core/config_tree.hpp"
@@ -50,6 +51,9 @@ struct SweepArgs {
   std::string json_path;
   unsigned threads = 0;
 };
+
+/// Writes an output file the user asked for, atomically, and says so: "wrote PATH<note>".
+void write_output(const std::string& path, std::string_view text, std::string_view note = {});
 
 int run_presets();
 int run_sweep(const SweepArgs& args);
