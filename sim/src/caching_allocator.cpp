@@ -54,15 +54,14 @@ inline void CachingAllocator::retire_block(int b) {
 
 inline void CachingAllocator::insert_free(int b) {
   Block& blk = blocks_[static_cast<std::size_t>(b)];
-  blk.free_slot = free_[static_cast<std::size_t>(blk.pool)].insert({blk.size, address_of(blk), b});
+  blk.free_entry = free_[static_cast<std::size_t>(blk.pool)].insert({blk.size, address_of(blk), b});
 }
 
 inline void CachingAllocator::erase_free(int b) {
   Block& blk = blocks_[static_cast<std::size_t>(b)];
-  if (blk.free_slot.size_class < 0) return;
-  const int moved = free_[static_cast<std::size_t>(blk.pool)].erase(blk.free_slot);
-  if (moved >= 0) blocks_[static_cast<std::size_t>(moved)].free_slot = blk.free_slot;
-  blk.free_slot = {};
+  if (blk.free_entry < 0) return;
+  free_[static_cast<std::size_t>(blk.pool)].erase(blk.free_entry);
+  blk.free_entry = -1;
 }
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.

@@ -33,14 +33,14 @@ TEST(FreeBlockIndex, BestFitMatchesAnOrderedSetUnderRandomInsertsAndErases) {
   };
   FreeBlockIndex index;
   std::set<Key> reference;
-  std::vector<FreeBlockIndex::Slot> slot_of;   // by block id
+  std::vector<FreeBlockIndex::Handle> handle_of;  // by block id
   std::vector<FreeBlockIndex::Entry> entry_of;
   std::vector<int> listed;
   for (int step = 0; step < 20000; ++step) {
     if (listed.empty() || rng() % 3 != 0) {
-      const int block = static_cast<int>(slot_of.size());
+      const int block = static_cast<int>(handle_of.size());
       const FreeBlockIndex::Entry e{random_size(), static_cast<std::int64_t>(rng() % (1ULL << 50)), block};
-      slot_of.push_back(index.insert(e));
+      handle_of.push_back(index.insert(e));
       entry_of.push_back(e);
       reference.insert({e.size, e.address, e.block});
       listed.push_back(block);
@@ -49,8 +49,7 @@ TEST(FreeBlockIndex, BestFitMatchesAnOrderedSetUnderRandomInsertsAndErases) {
       const int block = listed[k];
       listed[k] = listed.back();
       listed.pop_back();
-      const int moved = index.erase(slot_of[static_cast<std::size_t>(block)]);
-      if (moved >= 0) slot_of[static_cast<std::size_t>(moved)] = slot_of[static_cast<std::size_t>(block)];
+      index.erase(handle_of[static_cast<std::size_t>(block)]);
       const auto& e = entry_of[static_cast<std::size_t>(block)];
       reference.erase({e.size, e.address, e.block});
     }

@@ -56,7 +56,7 @@ class CachingAllocator {
     int next = -1;
     bool allocated = false;
     bool mapped = true;  // expandable segments unmap free pages when memory runs short
-    FreeBlockIndex::Slot free_slot;  // where the block sits in its pool's free list, if free
+    FreeBlockIndex::Handle free_entry = -1;  // its entry in its pool's free list, if listed
   };
   struct Segment {
     int pool = 0;

@@ -6,10 +6,11 @@
 // Segregated fit, as in TLSF: blocks sit in size classes (four per power of two of 512-byte units)
 // and a bitmap of the non-empty classes finds the next class with a block in one instruction.
 // Classes are ordered by size, so the answer lies in the request's class or is the smallest block
-// of the next non-empty class. Within a class blocks are not kept in order: insert appends, erase
-// moves the last entry into the hole (the caller keeps each block's slot), and best_fit scans the
-// one or two classes it needs, which hold a dozen blocks or so. Keeping each class sorted cost
-// more: allocations and frees outnumber fits four to one.
+// of the next non-empty class. A class is an unordered doubly linked list of entries in one node
+// table per pool (nodes of erased entries are reused), so insert and erase are O(1), nothing moves,
+// and a pool allocates only when its table grows; best_fit scans the one or two classes it needs,
+// which hold a dozen blocks or so. Keeping each class sorted cost more: allocations and frees
+// outnumber fits four to one. (A vector per class cost a heap allocation each time one grew.)
 
 #include <array>
 #include <bit>
@@ -27,50 +28,59 @@ class FreeBlockIndex {
     std::int64_t address;
     int block;
   };
-  /// Where an entry sits; valid until the entry is erased or another entry moves into it.
-  struct Slot {
-    int size_class = -1;  // -1: not listed
-    std::uint32_t index = 0;
-  };
+  /// Where an entry sits: valid until that entry is erased. -1: none.
+  using Handle = int;
 
-  Slot insert(const Entry& e) {
+  FreeBlockIndex() { head_.fill(-1); }
+
+  Handle insert(const Entry& e) {
     const int c = size_class(e.size);
-    auto& list = classes_[static_cast<std::size_t>(c)];
-    list.push_back(e);
-    set_bit(c);
-    return {c, static_cast<std::uint32_t>(list.size() - 1)};
+    int n = spare_;
+    if (n >= 0) {
+      spare_ = nodes_[static_cast<std::size_t>(n)].next;
+    } else {
+      n = static_cast<int>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    int& head = head_[static_cast<std::size_t>(c)];
+    nodes_[static_cast<std::size_t>(n)] = {e, -1, head, c};
+    if (head >= 0) nodes_[static_cast<std::size_t>(head)].prev = n;
+    else set_bit(c);
+    head = n;
+    return n;
   }
 
-  /// Removes the entry at `slot`. Returns the block whose entry moved into `slot` (its slot is now
-  /// `slot`), or -1 when none moved.
-  int erase(Slot slot) {
-    auto& list = classes_[static_cast<std::size_t>(slot.size_class)];
-    int moved = -1;
-    if (slot.index + 1 < list.size()) {
-      list[slot.index] = list.back();
-      moved = list[slot.index].block;
-    }
-    list.pop_back();
-    if (list.empty()) clear_bit(slot.size_class);
-    return moved;
+  void erase(Handle n) {
+    Node& node = nodes_[static_cast<std::size_t>(n)];
+    if (node.prev >= 0) nodes_[static_cast<std::size_t>(node.prev)].next = node.next;
+    else if ((head_[static_cast<std::size_t>(node.size_class)] = node.next) < 0) clear_bit(node.size_class);
+    if (node.next >= 0) nodes_[static_cast<std::size_t>(node.next)].prev = node.prev;
+    node.next = spare_;
+    spare_ = n;
   }
 
   /// The smallest block of at least `size` bytes (lowest address among equals); -1 if none.
   int best_fit(Bytes size) const {
     const int c = size_class(size);
-    if (const int b = smallest(classes_[static_cast<std::size_t>(c)], size); b >= 0) return b;
+    if (const int b = smallest(c, size); b >= 0) return b;
     const int next = next_class(c + 1);
-    return next < 0 ? -1 : smallest(classes_[static_cast<std::size_t>(next)], 0);
+    return next < 0 ? -1 : smallest(next, 0);
   }
 
  private:
   static constexpr int kClasses = 192;  // covers blocks below 2^57 bytes
-  using List = std::vector<Entry>;
+  struct Node {
+    Entry entry;
+    int prev;
+    int next;  // in its class, or in the spare list once erased
+    int size_class;
+  };
 
-  // The block of least (size, address) among those of at least `size` bytes; -1 if none.
-  static int smallest(const List& list, Bytes size) {
+  // The block of least (size, address) in class `c` among those of at least `size` bytes; -1 if none.
+  int smallest(int c, Bytes size) const {
     const Entry* best = nullptr;
-    for (const Entry& e : list) {
+    for (int n = head_[static_cast<std::size_t>(c)]; n >= 0; n = nodes_[static_cast<std::size_t>(n)].next) {
+      const Entry& e = nodes_[static_cast<std::size_t>(n)].entry;
       if (e.size < size) continue;
       if (!best || e.size < best->size || (e.size == best->size && e.address < best->address)) best = &e;
     }
@@ -97,7 +107,9 @@ class FreeBlockIndex {
     return -1;
   }
 
-  std::array<List, kClasses> classes_;
+  std::vector<Node> nodes_;
+  int spare_ = -1;                        // erased nodes, linked through `next`
+  std::array<int, kClasses> head_;        // first node of each class, -1 if empty
   std::array<std::uint64_t, kClasses / 64> bits_{};
 };
 
