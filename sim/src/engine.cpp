@@ -126,6 +126,7 @@ class Engine {
     result_.peak_allocated.by_category = by_category_;
     result_.peak_reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
+    result_.critical_path_recorded = options.record_critical_path;
     last_on_comm_.assign(comms, kNone);
   }
 
@@ -157,16 +158,19 @@ class Engine {
         memory(i);
         rec_[i].issue = now_;
         const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
-        // The CPU ran it once its dependencies were done: bound by the last of them, or by the CPU.
-        OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
-        Binding why = Binding::issue;
-        for (OpId d : op.deps) {
-          if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
-            pred = d;
-            why = Binding::dependency;
+        rec_[i].start = now_;
+        if (options_.record_critical_path) {
+          // The CPU ran it once its dependencies were done: bound by the last of them, or by the CPU.
+          OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
+          Binding why = Binding::issue;
+          for (OpId d : op.deps) {
+            if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
+              pred = d;
+              why = Binding::dependency;
+            }
           }
+          attribute(static_cast<OpId>(i), why, pred);
         }
-        begin(static_cast<OpId>(i), why, pred);
         cpu_free_ = now_ + work + cost_[i].cpu;
         cpu_busy(op.iteration, work + cost_[i].cpu);
         if (work == 0) complete(static_cast<OpId>(i));
@@ -300,8 +304,21 @@ class Engine {
   }
 
   void start(OpId id, std::size_t stream) {
+    rec_[static_cast<std::size_t>(id)].start = now_;
+    if (options_.record_critical_path) attribute_start(id, stream);
+    running_[stream] = id;
+    const auto& c = cost_[static_cast<std::size_t>(id)];
+    if (c.duration <= 0 || c.resource == Resource::none) {
+      complete(id);
+    } else {
+      activate(id, c.resource, static_cast<double>(c.duration));
+    }
+  }
+
+  // What set a GPU op's start: the latest of its issue, its stream predecessor, its dependencies
+  // and its communicator's previous op.
+  void attribute_start(OpId id, std::size_t stream) {
     const Op& op = s_.ops[static_cast<std::size_t>(id)];
-    // What set the start: the latest of issue, stream predecessor, dependencies and communicator.
     Binding why = Binding::issue;  // bound by the CPU: the op issued just before held it
     OpId pred = id > 0 ? id - 1 : kNone;
     TimeNs latest = rec_[static_cast<std::size_t>(id)].issue;
@@ -317,19 +334,11 @@ class Engine {
     consider(last_end_on_stream_[stream], Binding::stream);
     for (OpId d : op.deps) consider(d, Binding::dependency);
     if (op.comm != kNone) consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
-    begin(id, why, pred);
-    running_[stream] = id;
-    const auto& c = cost_[static_cast<std::size_t>(id)];
-    if (c.duration <= 0 || c.resource == Resource::none) {
-      complete(id);
-    } else {
-      activate(id, c.resource, static_cast<double>(c.duration));
-    }
+    attribute(id, why, pred);
   }
 
-  void begin(OpId id, Binding why, OpId pred) {
+  void attribute(OpId id, Binding why, OpId pred) {
     auto& r = rec_[static_cast<std::size_t>(id)];
-    r.start = now_;
     r.binding = why;
     r.predecessor = pred;
   }

@@ -17,6 +17,42 @@ std::string op_name(const Schedule& s, OpId id) {
                      op.group == kNone ? "-" : s.groups[static_cast<std::size_t>(op.group)].name, to_string(op.phase), op.iteration);
 }
 
+// From the op that ended last, follow what bound each start back through the last iteration.
+CriticalPath critical_path(const Schedule& s, const SimulationResult& r) {
+  CriticalPath path;
+  const int last = s.iterations - 1;
+  OpId cur = kNone;
+  TimeNs latest = -1;
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    if (r.ops[i].end > latest) {
+      latest = r.ops[i].end;
+      cur = static_cast<OpId>(i);
+    }
+  }
+  std::array<TimeNs, kOpKindCount> path_by_kind{};
+  std::array<bool, kOpKindCount> on_path{};
+  TimeNs path_cpu = 0;
+  bool cpu_on_path = false;
+  while (cur != kNone && s.ops[static_cast<std::size_t>(cur)].iteration == last) {
+    const auto& rec = r.ops[static_cast<std::size_t>(cur)];
+    const auto kind = static_cast<std::size_t>(s.ops[static_cast<std::size_t>(cur)].kind);
+    path.ops.push_back(cur);
+    path_by_kind[kind] += rec.end - rec.start;
+    on_path[kind] = true;
+    const OpId pred = rec.predecessor;
+    if (pred != kNone && rec.binding == Binding::issue) {
+      path_cpu += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
+      cpu_on_path = true;
+    }
+    cur = pred;
+  }
+  for (auto kind : all_op_kinds()) {
+    if (on_path[static_cast<std::size_t>(kind)]) path.by_kind[std::string(to_string(kind))] = path_by_kind[static_cast<std::size_t>(kind)];
+  }
+  if (cpu_on_path) path.by_kind["cpu"] = path_cpu;
+  return path;
+}
+
 }  // namespace
 
 double model_flops_per_token(const Scenario& sc) {
@@ -112,36 +148,7 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
   }
   out.allocator_retries = r.allocator_retries;
 
-  // Critical path: from the last op to end, follow what bound each start.
-  OpId cur = kNone;
-  TimeNs latest = -1;
-  for (std::size_t i = 0; i < r.ops.size(); ++i) {
-    if (r.ops[i].end > latest) {
-      latest = r.ops[i].end;
-      cur = static_cast<OpId>(i);
-    }
-  }
-  std::array<TimeNs, kOpKindCount> path_by_kind{};
-  std::array<bool, kOpKindCount> on_path{};
-  TimeNs path_cpu = 0;
-  bool cpu_on_path = false;
-  while (cur != kNone && s.ops[static_cast<std::size_t>(cur)].iteration == last) {
-    const auto& rec = r.ops[static_cast<std::size_t>(cur)];
-    const auto kind = static_cast<std::size_t>(s.ops[static_cast<std::size_t>(cur)].kind);
-    out.critical_path.ops.push_back(cur);
-    path_by_kind[kind] += rec.end - rec.start;
-    on_path[kind] = true;
-    const OpId pred = rec.predecessor;
-    if (pred != kNone && rec.binding == Binding::issue) {
-      path_cpu += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
-      cpu_on_path = true;
-    }
-    cur = pred;
-  }
-  for (auto kind : all_op_kinds()) {
-    if (on_path[static_cast<std::size_t>(kind)]) out.critical_path.by_kind[std::string(to_string(kind))] = path_by_kind[static_cast<std::size_t>(kind)];
-  }
-  if (cpu_on_path) out.critical_path.by_kind["cpu"] = path_cpu;
+  if (r.critical_path_recorded) out.critical_path = critical_path(s, r);
 
   out.peak_allocated = r.peak_allocated.bytes;
   out.peak_reserved = r.peak_reserved.bytes;

@@ -68,6 +68,7 @@ SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::
     SimOptions sim_options;
     sim_options.record_memory_samples = false;
     sim_options.record_timeline = false;
+    sim_options.record_critical_path = false;  // a sweep reports headline numbers only
     const auto result = simulate(schedule, costs, sim_options);
     p.summary = summarize(scenario, schedule, result);
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity);

@@ -9,8 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "shardscope/core/config_tree.hpp"
-#include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -103,22 +101,6 @@ TEST(WorkerPool, CallerExceptionIsRethrownAfterHelpersStop) {
                std::runtime_error);
   EXPECT_TRUE(caller_seen.load());
   EXPECT_EQ(helpers_running.load(), 0);
-}
-
-// The sweep's results do not depend on how many threads ran it.
-TEST(Sweep, SameResultsOnOneAndManyThreads) {
-  const auto tree = load_config_file(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml");
-  const std::vector<SweepAxis> axes{{"fsdp.reshard_after_forward", {"true", "false"}},
-                                    {"training.micro_batch", {"1", "2", "3"}}};
-  SweepOptions one;
-  one.threads = 1;
-  SweepOptions many;
-  many.threads = 4;
-  const auto a = sweep(tree, "default", axes, one);
-  const auto b = sweep(tree, "default", axes, many);
-  EXPECT_EQ(sweep_csv(axes, a), sweep_csv(axes, b));
-  EXPECT_EQ(sweep_json(axes, a), sweep_json(axes, b));
-  ASSERT_EQ(a.size(), 6U);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ struct Summary {
   TimeNs comm_exposed = 0;
   double overlap_fraction = 1;
   std::vector<std::pair<std::string, TimeNs>> stream_busy;
-  CriticalPath critical_path;
+  CriticalPath critical_path;               // empty when the run did not record it (sweeps)
   Bytes peak_allocated = 0;
   Bytes peak_reserved = 0;
   Bytes capacity = 0;

@@ -1,0 +1,90 @@
+// The sweep: results independent of the thread count, and each point the same numbers that
+// simulating its configuration alone gives (a sweep only leaves out the critical path).
+#include "shardscope/sim/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+const std::string kDefaultScenario = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
+
+TEST(Sweep, SameResultsOnOneAndManyThreads) {
+  const auto tree = load_config_file(kDefaultScenario);
+  const std::vector<SweepAxis> axes{{"fsdp.reshard_after_forward", {"true", "false"}},
+                                    {"training.micro_batch", {"1", "2", "3"}}};
+  SweepOptions one;
+  one.threads = 1;
+  SweepOptions many;
+  many.threads = 4;
+  const auto a = sweep(tree, "default", axes, one);
+  const auto b = sweep(tree, "default", axes, many);
+  EXPECT_EQ(sweep_csv(axes, a), sweep_csv(axes, b));
+  EXPECT_EQ(sweep_json(axes, a), sweep_json(axes, b));
+  ASSERT_EQ(a.size(), 6U);
+}
+
+// Not recording what bound each start changes no time: every op issues, starts and ends when it
+// does with the record on.
+TEST(Sweep, SkippingTheCriticalPathChangesNoOpTime) {
+  const Scenario scenario = load_scenario(kDefaultScenario, {"training.activation_checkpointing=full"});
+  const Schedule schedule = lower(scenario);
+  const CostModel costs(scenario);
+  SimOptions lean;
+  lean.record_critical_path = false;
+  const auto full = simulate(schedule, costs);
+  const auto fast = simulate(schedule, costs, lean);
+  ASSERT_TRUE(full.critical_path_recorded);
+  ASSERT_FALSE(fast.critical_path_recorded);
+  ASSERT_EQ(full.ops.size(), fast.ops.size());
+  for (std::size_t i = 0; i < full.ops.size(); ++i) {
+    ASSERT_EQ(full.ops[i].issue, fast.ops[i].issue) << "op " << i;
+    ASSERT_EQ(full.ops[i].start, fast.ops[i].start) << "op " << i;
+    ASSERT_EQ(full.ops[i].end, fast.ops[i].end) << "op " << i;
+  }
+  const Summary with_path = summarize(scenario, schedule, full);
+  const Summary without = summarize(scenario, schedule, fast);
+  EXPECT_FALSE(with_path.critical_path.ops.empty());
+  EXPECT_TRUE(without.critical_path.ops.empty());
+  EXPECT_TRUE(without.critical_path.by_kind.empty());
+}
+
+// A sweep point carries the numbers `simulate` gives for its configuration alone.
+TEST(Sweep, EachPointMatchesSimulatingItsConfigurationAlone) {
+  const auto tree = load_config_file(kDefaultScenario);
+  const std::vector<SweepAxis> axes{{"training.activation_checkpointing", {"none", "full"}}};
+  SweepOptions options;
+  options.threads = 1;
+  const auto points = sweep(tree, "default", axes, options);
+  ASSERT_EQ(points.size(), 2U);
+  for (const auto& p : points) {
+    const Scenario scenario = load_scenario(kDefaultScenario, {"training.activation_checkpointing=" + p.values[0]});
+    const Schedule schedule = lower(scenario);
+    const Summary alone = summarize(scenario, schedule, simulate(schedule, CostModel(scenario)));
+    const Summary& s = p.summary;
+    SCOPED_TRACE(p.values[0]);
+    EXPECT_EQ(s.step_time, alone.step_time);
+    EXPECT_EQ(s.tokens_per_s_per_gpu, alone.tokens_per_s_per_gpu);
+    EXPECT_EQ(s.mfu, alone.mfu);
+    EXPECT_EQ(s.forward_time, alone.forward_time);
+    EXPECT_EQ(s.backward_time, alone.backward_time);
+    EXPECT_EQ(s.comm_exposed, alone.comm_exposed);
+    EXPECT_EQ(s.peak_allocated, alone.peak_allocated);
+    EXPECT_EQ(s.peak_reserved, alone.peak_reserved);
+    EXPECT_EQ(s.peak_by_category, alone.peak_by_category);
+    EXPECT_EQ(s.peak_op, alone.peak_op);
+    EXPECT_EQ(s.collectives, alone.collectives);
+    EXPECT_EQ(s.stream_busy, alone.stream_busy);
+    EXPECT_EQ(s.allocator_retries, alone.allocator_retries);
+    EXPECT_EQ(s.out_of_memory, alone.out_of_memory);
+    EXPECT_TRUE(s.critical_path.by_kind.empty());
+    EXPECT_FALSE(alone.critical_path.by_kind.empty());
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::sim
