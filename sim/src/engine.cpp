@@ -178,7 +178,10 @@ class Engine {
       } else {
         memory(i);
         rec_[i].issue = now_;
-        mark_stream(static_cast<std::size_t>(op.stream));  // it joined the stream's queue
+        // It joined its stream's queue. Only the head of an idle stream can start now; an op behind
+        // another starts when that one completes, which marks the stream then.
+        const auto st = static_cast<std::size_t>(op.stream);
+        if (running_[st] == kNone && static_cast<std::size_t>(stream_ops_[stream_head_[st]]) == i) mark_stream(st);
         cpu_free_ = now_ + cost_[i].cpu;
         cpu_busy(op.iteration, cost_[i].cpu);
       }
