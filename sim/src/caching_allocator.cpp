@@ -15,7 +15,14 @@ constexpr Bytes kPage = 2 * kMiB;
 Bytes round_up(Bytes value, Bytes multiple) { return (value + multiple - 1) / multiple * multiple; }
 }  // namespace
 
-CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : capacity_(capacity), params_(params) {}
+CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : capacity_(capacity), params_(params) {
+  // A training step near capacity creates (and releases) a hundred segments or more: start with
+  // room for them rather than regrowing the tables.
+  constexpr std::size_t kTypicalSegments = 256;
+  segments_.reserve(kTypicalSegments);
+  segment_tail_.reserve(kTypicalSegments);
+  blocks_.reserve(kTypicalSegments);
+}
 
 Bytes CachingAllocator::round_size(Bytes size) { return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize); }
 
