@@ -155,7 +155,7 @@ class Engine {
       const Op& op = s_.ops[i];
       if (stream_is_cpu_[static_cast<std::size_t>(op.stream)]) {
         if (!deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
-        memory(i);
+        if (!op.allocs.empty() || !op.frees.empty()) memory(i);
         rec_[i].issue = now_;
         const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
         rec_[i].start = now_;
@@ -176,7 +176,7 @@ class Engine {
         if (work == 0) complete(static_cast<OpId>(i));
         else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
       } else {
-        memory(i);
+        if (!op.allocs.empty() || !op.frees.empty()) memory(i);
         rec_[i].issue = now_;
         // It joined its stream's queue. Only the head of an idle stream can start now; an op behind
         // another starts when that one completes, which marks the stream then.
@@ -211,8 +211,9 @@ class Engine {
   }
 
   // A GPU buffer through the allocator model; the first that does not fit is reported and the
-  // simulation goes on, so the rest of the timeline is still there to inspect.
-  void allocate_buffer(BufferId b, StreamId stream, OpId op, Phase phase) {
+  // simulation goes on, so the rest of the timeline is still there to inspect. Forced inline: it
+  // runs once per allocation, and as a call it cost 0.5 % of a sweep point.
+  [[gnu::always_inline]] void allocate_buffer(BufferId b, StreamId stream, OpId op, Phase phase) {
     const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
     if (buf.location != Location::gpu) return;
     if (!allocator_.allocate(b, buf.size, stream)) {
@@ -226,7 +227,8 @@ class Engine {
   }
 
   // ---- memory at issue time: allocations, then frees
-  void memory(std::size_t i) {
+  // Out of line, and called only for ops that allocate or free (most ops do neither).
+  [[gnu::noinline]] void memory(std::size_t i) {
     const Op& op = s_.ops[i];
     for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);
     if (!op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
