@@ -231,14 +231,14 @@ class Engine {
   [[gnu::noinline]] void memory(std::size_t i) {
     const Op& op = s_.ops[i];
     for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);
-    if (!op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
+    if (options_.record_memory_samples && !op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
       if (allocator_.owns(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
       allocator_.free(b);
     }
-    if (!op.frees.empty()) sample_memory(static_cast<OpId>(i), SampleAt::end);
+    if (options_.record_memory_samples && !op.frees.empty()) sample_memory(static_cast<OpId>(i), SampleAt::end);
   }
 
   void note_peaks(OpId op, Phase phase) {
