@@ -20,7 +20,10 @@ class ScheduleBuilder {
   CommId add_communicator(std::string name, int size, int nodes);
   GroupId add_group(ParamGroup group);
   BufferId add_buffer(BufferName name, Bytes size, DType dtype, BufferCategory category, GroupId group,
-                      Location location = Location::gpu, bool live_at_start = false);
+                      Location location = Location::gpu, bool live_at_start = false) {
+    schedule_.buffers.push_back({name, size, dtype, category, group, location, live_at_start});
+    return static_cast<BufferId>(schedule_.buffers.size() - 1);
+  }
 
   void set_step(int iteration, int microbatch) {
     iteration_ = iteration;
@@ -42,8 +45,16 @@ class ScheduleBuilder {
   OpId emit(Op&& op);
   /// Appends an op of `kind`, stamped as emit() would, to be filled in place: lowering fills
   /// thousands of ops, and building each in a temporary to move it in cost as much as filling it.
-  /// The reference is good until the next op is added, which takes the next id.
-  Op& add_op(OpKind kind, StreamId stream, GroupId group);
+  /// The reference is good until the next op is added, which takes the next id. Inline: lowering
+  /// calls it for every op, from three files.
+  Op& add_op(OpKind kind, StreamId stream, GroupId group) {
+    Op& op = schedule_.ops.emplace_back();
+    op.kind = kind;
+    op.stream = stream;
+    op.group = group;
+    stamp_last();
+    return op;
+  }
   /// The id of the op added last.
   OpId last_op() const { return static_cast<OpId>(schedule_.ops.size()) - 1; }
   /// The last op issued on `stream`, or kNone.
@@ -55,7 +66,14 @@ class ScheduleBuilder {
   Schedule take() { return std::move(schedule_); }
 
  private:
-  void stamp_last();
+  // The op just appended gets the current step and phase and becomes its stream's last.
+  void stamp_last() {
+    Op& op = schedule_.ops.back();
+    op.iteration = iteration_;
+    op.microbatch = microbatch_;
+    op.phase = phase_;
+    last_on_stream_[static_cast<std::size_t>(op.stream)] = last_op();
+  }
 
   Schedule schedule_;
   std::vector<OpId> last_on_stream_;
