@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -24,17 +25,19 @@ struct Active {
   TimeNs finish = 0;
 };
 
-// Collectives repeat (every layer, every iteration) and their model is the costly one (log, pow,
-// protocol choice): their costs are looked up by what decides them. Other ops cost a few
-// arithmetic operations and are computed directly.
+// Ops repeat: every layer and every iteration issues the same kernels, collectives and waits, and
+// an op's cost depends only on what the key below holds (a fixed time bypasses the model). So
+// costs are looked up, not recomputed: a collective's model is the costly one (log, pow, protocol
+// choice), and even a kernel's roofline costs more than the lookup.
 class OpCostCache {
  public:
   OpCost cost(const CostModel& model, const Schedule& s, const Op& op) {
-    if (!is_collective(op.kind) || op.fixed_time) return model.cost(s, op);
-    const Key key{op.bytes, op.kind, op.stream, op.comm};
+    if (op.fixed_time) return model.cost(s, op);
+    const Key key{op.bytes, op.flops, op.attention_flops, op.kind, op.stream, op.comm};
     // Sizes are multiples of large powers of two: mix, then take the high bits.
     const std::uint64_t mixed =
-        (static_cast<std::uint64_t>(op.bytes) ^ static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
+        (static_cast<std::uint64_t>(op.bytes) ^ std::bit_cast<std::uint64_t>(op.flops) ^
+         static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
         std::uint64_t{0x9E3779B97F4A7C15};
     const auto h = static_cast<std::size_t>(mixed >> 58);  // 6 bits: kSlots = 64
     for (std::size_t probe = 0; probe < kSlots; ++probe) {
@@ -45,12 +48,14 @@ class OpCostCache {
       }
       if (slot.key == key) return slot.cost;
     }
-    return model.cost(s, op);  // full: more distinct collectives than slots are computed each time
+    return model.cost(s, op);  // full: more distinct ops than slots are computed each time
   }
 
  private:
   struct Key {
     Bytes bytes;
+    Flops flops;
+    Flops attention_flops;
     OpKind kind;
     StreamId stream;
     CommId comm;
