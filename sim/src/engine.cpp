@@ -137,7 +137,7 @@ class Engine {
 
   SimulationResult run() {
     allocate_live_at_start();
-    sample_memory();
+    if (options_.record_memory_samples) sample_memory();
     while (completed_ < n_) {
       issue_ready();
       start_ready();
@@ -158,31 +158,13 @@ class Engine {
     while (next_issue_ < n_ && cpu_free_ <= now_) {
       const auto i = next_issue_;
       const Op& op = s_.ops[i];
-      if (stream_is_cpu_[static_cast<std::size_t>(op.stream)]) {
-        if (!deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
-        if (!op.allocs.empty() || !op.frees.empty()) memory(i);
-        rec_[i].issue = now_;
-        const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
-        rec_[i].start = now_;
-        if (options_.record_critical_path) {
-          // The CPU ran it once its dependencies were done: bound by the last of them, or by the CPU.
-          OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
-          Binding why = Binding::issue;
-          for (OpId d : op.deps) {
-            if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
-              pred = d;
-              why = Binding::dependency;
-            }
-          }
-          attribute(static_cast<OpId>(i), why, pred);
-        }
-        cpu_free_ = now_ + work + cost_[i].cpu;
-        cpu_busy(op.iteration, work + cost_[i].cpu);
-        if (work == 0) complete(static_cast<OpId>(i));
-        else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
+      const bool on_cpu = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
+      if (on_cpu && !deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
+      if (!op.allocs.empty() || !op.frees.empty()) memory(i);
+      rec_[i].issue = now_;
+      if (on_cpu) {
+        run_on_cpu(i);
       } else {
-        if (!op.allocs.empty() || !op.frees.empty()) memory(i);
-        rec_[i].issue = now_;
         // It joined its stream's queue. Only the head of an idle stream can start now; an op behind
         // another starts when that one completes, which marks the stream then.
         const auto st = static_cast<std::size_t>(op.stream);
@@ -192,6 +174,18 @@ class Engine {
       }
       ++next_issue_;
     }
+  }
+
+  // A CPU op runs as it is issued (its dependencies are done): the CPU is busy for its work and
+  // its issue overhead.
+  void run_on_cpu(std::size_t i) {
+    const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
+    rec_[i].start = now_;
+    if (options_.record_critical_path) attribute_cpu_start(i);
+    cpu_free_ = now_ + work + cost_[i].cpu;
+    cpu_busy(s_.ops[i].iteration, work + cost_[i].cpu);
+    if (work == 0) complete(static_cast<OpId>(i));
+    else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
   }
 
   void cpu_busy(int iteration, TimeNs t) {
@@ -265,9 +259,9 @@ class Engine {
   // Samples are taken in issue order and later placed on the GPU timeline: what an op allocates
   // at its start, what it frees at its end, so the chart lines up with the ops that use the memory
   // (the CPU may run far ahead of the GPU) and an op's transient workspace shows for its duration.
+  // Called only when the run records samples.
   enum class SampleAt { start, end };
   void sample_memory(OpId op = kNone, SampleAt at = SampleAt::start) {
-    if (!options_.record_memory_samples) return;
     result_.timeline.memory.push_back({now_, allocator_.allocated(), allocator_.reserved(), by_category_});
     sample_ops_.emplace_back(op, at);
   }
@@ -284,10 +278,10 @@ class Engine {
   }
 
   // ---- GPU streams
-  // Only streams whose head may have become startable are looked at: one that was just issued to,
-  // whose running op completed, whose head's dependency completed, or whose head reached the front
-  // of its communicator. Every op that can start at `now_` does, whatever order streams are visited
-  // in: what `start` records depends only on completed ops.
+  // Only streams whose head may have become startable are looked at: one whose new op is its head
+  // with nothing running, whose running op completed, whose head's dependency completed, or whose
+  // head reached the front of its communicator. Every op that can start at `now_` does, whatever
+  // order streams are visited in: what `start` records depends only on completed ops.
   void mark_stream(std::size_t st) {
     if (stream_marked_[st]) return;
     stream_marked_[st] = 1;
@@ -345,6 +339,20 @@ class Engine {
     for (OpId d : op.deps) consider(d, Binding::dependency);
     if (op.comm != kNone) consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
     attribute(id, why, pred);
+  }
+
+  // What set a CPU op's start: the last of its dependencies to end, or else the CPU itself (the op
+  // issued just before it).
+  void attribute_cpu_start(std::size_t i) {
+    OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
+    Binding why = Binding::issue;
+    for (OpId d : s_.ops[i].deps) {
+      if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
+        pred = d;
+        why = Binding::dependency;
+      }
+    }
+    attribute(static_cast<OpId>(i), why, pred);
   }
 
   void attribute(OpId id, Binding why, OpId pred) {
