@@ -231,8 +231,8 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   return true;
 }
 
-void CachingAllocator::free(BufferId id) {
-  if (!owns(id)) return;
+bool CachingAllocator::free(BufferId id) {
+  if (!owns(id)) return false;
   int b = live_[static_cast<std::size_t>(id)];
   live_[static_cast<std::size_t>(id)] = -1;
   Block* blk = &blocks_[static_cast<std::size_t>(b)];
@@ -256,6 +256,7 @@ void CachingAllocator::free(BufferId id) {
   if (spans_segment(*blk) && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);
   }
+  return true;
 }
 
 }  // namespace shardscope::sim

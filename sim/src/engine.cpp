@@ -234,8 +234,7 @@ class Engine {
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
-      if (allocator_.owns(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
-      allocator_.free(b);
+      if (allocator_.free(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
     }
     if (options_.record_memory_samples && !op.frees.empty()) sample_memory(static_cast<OpId>(i), SampleAt::end);
   }

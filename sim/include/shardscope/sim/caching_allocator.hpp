@@ -31,7 +31,8 @@ class CachingAllocator {
   }
   /// Allocates `size` bytes for `stream`; returns false (and changes nothing) when out of memory.
   bool allocate(BufferId id, Bytes size, StreamId stream);
-  void free(BufferId id);
+  /// Frees `id`'s block; false (and nothing changes) when `id` holds none.
+  bool free(BufferId id);
   bool owns(BufferId id) const {
     return id >= 0 && static_cast<std::size_t>(id) < live_.size() && live_[static_cast<std::size_t>(id)] >= 0;
   }
