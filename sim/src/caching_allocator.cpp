@@ -22,6 +22,7 @@ CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : cap
   segments_.reserve(kTypicalSegments);
   segment_tail_.reserve(kTypicalSegments);
   blocks_.reserve(kTypicalSegments);
+  free_.reserve(kTypicalSegments);
 }
 
 Bytes CachingAllocator::round_size(Bytes size) { return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize); }
@@ -35,9 +36,8 @@ Bytes CachingAllocator::segment_size(Bytes rounded) {
 int CachingAllocator::add_pool(StreamId stream, bool small) {
   const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
   if (key >= pool_index_.size()) pool_index_.resize(key + 1, -1);
-  const int pool = static_cast<int>(free_.size());
+  const int pool = free_.add_pool();
   pool_index_[key] = pool;
-  free_.emplace_back();
   expandable_segment_.push_back(-1);
   return pool;
 }
@@ -60,16 +60,11 @@ inline void CachingAllocator::retire_block(int b) {
 }
 
 inline void CachingAllocator::insert_free(int b) {
-  Block& blk = blocks_[static_cast<std::size_t>(b)];
-  blk.free_entry = free_[static_cast<std::size_t>(blk.pool)].insert({blk.size, address_of(blk), b});
+  const Block& blk = blocks_[static_cast<std::size_t>(b)];
+  free_.insert(blk.pool, b, blk.size, address_of(blk));
 }
 
-inline void CachingAllocator::erase_free(int b) {
-  Block& blk = blocks_[static_cast<std::size_t>(b)];
-  if (blk.free_entry < 0) return;
-  free_[static_cast<std::size_t>(blk.pool)].erase(blk.free_entry);
-  blk.free_entry = -1;
-}
+inline void CachingAllocator::erase_free(int b) { free_.erase(b); }
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
 // Forced inline, as take() below: nearly every allocation splits, and as calls the two cost 2 % of
@@ -206,7 +201,7 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
   // `b` stays listed until take(): map_block and release_cached work on listed free blocks.
-  int b = free_[static_cast<std::size_t>(pool)].best_fit(rounded);
+  int b = free_.best_fit(pool, rounded);
   if (b < 0 && expandable) b = grow_expandable(pool, rounded);
   if (b < 0) {
     const Bytes seg = segment_size(rounded);

@@ -57,7 +57,6 @@ class CachingAllocator {
     int next = -1;
     bool allocated = false;
     bool mapped = true;  // expandable segments unmap free pages when memory runs short
-    FreeBlockIndex::Handle free_entry = -1;  // its entry in its pool's free list, if listed
   };
   struct Segment {
     int pool = 0;
@@ -90,7 +89,7 @@ class CachingAllocator {
   AllocatorParams params_;
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
-  std::vector<FreeBlockIndex> free_;                 // per pool
+  FreeBlockIndex free_;                              // free blocks of every pool, by block id
   std::vector<int> pool_index_;                       // (stream · 2 + small) → pool, -1 if none
   std::vector<int> dead_blocks_;                      // slots of coalesced blocks, reused by splits
   std::vector<int> expandable_segment_;               // per pool, -1 if none
