@@ -33,17 +33,19 @@ class OpCostCache {
  public:
   OpCost cost(const CostModel& model, const Schedule& s, const Op& op) {
     if (op.fixed_time) return model.cost(s, op);
-    const Key key{op.bytes, op.flops, op.attention_flops, op.kind, op.stream, op.comm};
+    // Compared as bits: equal bits are equal values (values equal in other bits, as -0.0 and 0.0,
+    // only miss the cache).
+    const Key key{static_cast<std::uint64_t>(op.bytes), std::bit_cast<std::uint64_t>(op.flops),
+                  std::bit_cast<std::uint64_t>(op.attention_flops),
+                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stream)) << 32 | static_cast<std::uint32_t>(op.comm),
+                  static_cast<std::uint64_t>(op.kind) + 1};
     // Sizes are multiples of large powers of two: mix, then take the high bits.
-    const std::uint64_t mixed =
-        (static_cast<std::uint64_t>(op.bytes) ^ std::bit_cast<std::uint64_t>(op.flops) ^
-         static_cast<std::uint64_t>(static_cast<int>(op.kind) + 64 * op.stream + 4096 * (op.comm + 1))) *
-        std::uint64_t{0x9E3779B97F4A7C15};
+    const std::uint64_t mixed = (key.bytes ^ key.flops ^ (key.kind + 64 * key.queues)) * std::uint64_t{0x9E3779B97F4A7C15};
     const auto h = static_cast<std::size_t>(mixed >> 58);  // 6 bits: kSlots = 64
     for (std::size_t probe = 0; probe < kSlots; ++probe) {
       Slot& slot = slots_[(h + probe) % kSlots];
-      if (!slot.used) {
-        slot = {key, model.cost(s, op), true};
+      if (slot.key.kind == 0) {
+        slot = {key, model.cost(s, op)};
         return slot.cost;
       }
       if (slot.key == key) return slot.cost;
@@ -53,18 +55,16 @@ class OpCostCache {
 
  private:
   struct Key {
-    Bytes bytes;
-    Flops flops;
-    Flops attention_flops;
-    OpKind kind;
-    StreamId stream;
-    CommId comm;
+    std::uint64_t bytes;
+    std::uint64_t flops;
+    std::uint64_t attention_flops;
+    std::uint64_t queues;  // stream (high half), communicator (low half)
+    std::uint64_t kind;    // OpKind + 1; 0: an empty slot
     bool operator==(const Key&) const = default;
   };
   struct Slot {
     Key key{};
     OpCost cost;
-    bool used = false;
   };
   static constexpr std::size_t kSlots = 64;
   std::array<Slot, kSlots> slots_{};
