@@ -71,6 +71,8 @@ class OpCostCache {
 };
 
 class Engine {
+  using Index = std::uint32_t;  // into the op tables below (ops are counted as OpId, an int32)
+
  public:
   Engine(const Schedule& s, const CostModel& costs, const SimOptions& options)
       : s_(s),
@@ -100,7 +102,7 @@ class Engine {
       pending_deps_[i] = static_cast<int>(op.deps.size());
       for (OpId d : op.deps) ++dependents_start_[static_cast<std::size_t>(d) + 1];
     }
-    const auto prefix_sums = [](std::vector<std::size_t>& start) {
+    const auto prefix_sums = [](std::vector<Index>& start) {
       for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
     };
     prefix_sums(stream_ops_start_);
@@ -112,7 +114,7 @@ class Engine {
     // The queue heads serve as fill cursors here, then start at the front of each queue.
     stream_head_.assign(stream_ops_start_.begin(), stream_ops_start_.end() - 1);
     comm_head_.assign(comm_ops_start_.begin(), comm_ops_start_.end() - 1);
-    std::vector<std::size_t> fill(dependents_start_.begin(), dependents_start_.end() - 1);
+    std::vector<Index> fill(dependents_start_.begin(), dependents_start_.end() - 1);
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       const auto id = static_cast<OpId>(i);
@@ -292,8 +294,8 @@ class Engine {
       const auto st = static_cast<std::size_t>(marked_streams_.back());
       marked_streams_.pop_back();
       stream_marked_[st] = 0;
-      std::size_t& head = stream_head_[st];
-      const std::size_t end = stream_ops_start_[st + 1];
+      Index& head = stream_head_[st];
+      const Index end = stream_ops_start_[st + 1];
       // The queue: the stream's ops from `head` that the CPU has issued.
       while (head < end && static_cast<std::size_t>(stream_ops_[head]) < next_issue_ && running_[st] == kNone) {
         const OpId id = stream_ops_[head];
@@ -376,14 +378,14 @@ class Engine {
     mark_stream(st);
     if (op.comm != kNone) {
       const auto c = static_cast<std::size_t>(op.comm);
-      std::size_t& head = comm_head_[c];
+      Index& head = comm_head_[c];
       if (head < comm_ops_start_[c + 1] && comm_ops_[head] == id) {
         ++head;
         if (head < comm_ops_start_[c + 1]) mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(comm_ops_[head])].stream));
       }
       last_on_comm_[c] = id;
     }
-    for (std::size_t k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
+    for (Index k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
       const auto waiter = static_cast<std::size_t>(dependents_[k]);
       if (--pending_deps_[waiter] == 0 && !stream_is_cpu_[static_cast<std::size_t>(s_.ops[waiter].stream)]) {
         mark_stream(static_cast<std::size_t>(s_.ops[waiter].stream));
@@ -473,16 +475,16 @@ class Engine {
   std::vector<OpCost> cost_;
   std::vector<OpRecord> rec_;
   std::vector<char> stream_is_cpu_;
-  std::vector<std::size_t> stream_ops_start_, comm_ops_start_;  // CSR over stream_ops_ / comm_ops_
+  std::vector<Index> stream_ops_start_, comm_ops_start_;  // CSR over stream_ops_ / comm_ops_
   std::vector<OpId> stream_ops_, comm_ops_;                      // ops of each stream / communicator, issue order
-  std::vector<std::size_t> stream_head_, comm_head_;             // next op to start / to run
+  std::vector<Index> stream_head_, comm_head_;             // next op to start / to run
   std::vector<OpId> running_;
   std::vector<char> stream_marked_;     // in marked_streams_
   std::vector<StreamId> marked_streams_;  // streams whose head may start now
   std::vector<OpId> last_end_on_stream_;
   std::vector<OpId> last_on_comm_;
   std::vector<int> pending_deps_;
-  std::vector<std::size_t> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
+  std::vector<Index> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<OpId> finished_;
