@@ -23,6 +23,8 @@ CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : cap
   segment_tail_.reserve(kTypicalSegments);
   blocks_.reserve(kTypicalSegments);
   free_.reserve(kTypicalSegments);
+  dead_blocks_.reserve(kTypicalSegments);
+  whole_free_segments_.reserve(kTypicalSegments);
 }
 
 Bytes CachingAllocator::round_size(Bytes size) { return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize); }

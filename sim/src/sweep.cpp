@@ -45,7 +45,23 @@ namespace {
 // Axis values parsed once for the whole grid: [axis][value].
 using ParsedAxes = std::vector<std::vector<ConfigTree>>;
 
-SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes, const ParsedAxes& parsed,
+// One axis's key path is another's or lies inside it ("model" and "model.layers"): then a point's
+// overrides do not simply replace the last point's, as one may have replaced what the other set.
+bool axes_overlap(const std::vector<SweepAxis>& axes) {
+  std::vector<std::vector<std::string>> paths;
+  for (const auto& a : axes) paths.push_back(split_key_path(a.key));
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    for (std::size_t j = 0; j < paths.size(); ++j) {
+      if (i != j && paths[i].size() <= paths[j].size() && std::equal(paths[i].begin(), paths[i].end(), paths[j].begin())) return true;
+    }
+  }
+  return false;
+}
+
+// `tree` is the worker's own copy of the base configuration. Every point sets the same keys, so
+// (axes not overlapping) each point's overrides replace the last point's and the copy is made
+// once per worker, not once per point.
+SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector<SweepAxis>& axes, const ParsedAxes& parsed,
                     std::size_t index, const SweepOptions& options) {
   SweepPoint p;
   p.index = index;
@@ -57,7 +73,6 @@ SweepPoint evaluate(const ConfigTree& base, const std::string& file, const std::
     p.values[a] = axes[a].values[pick[a]];
     rest /= axes[a].values.size();
   }
-  ConfigTree tree = base;
   std::vector<Problem> problems;
   for (std::size_t a = 0; a < axes.size(); ++a) set_override(tree, axes[a].key, parsed[a][pick[a]], problems);
   try {
@@ -112,12 +127,15 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
                                                             static_cast<unsigned>(total)));
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  const bool fresh_tree_per_point = axes_overlap(axes);
   const auto work = [&] {
+    ConfigTree tree = base;
     while (!(options.cancel && options.cancel->load())) {
       const std::size_t i = next.fetch_add(1);
       if (i >= total) break;
+      if (fresh_tree_per_point) tree = base;
       try {
-        points[i] = evaluate(base, file, axes, parsed, i, options);
+        points[i] = evaluate(tree, file, axes, parsed, i, options);
       } catch (...) {
         std::lock_guard lock(failure_mutex);
         if (!failure) failure = std::current_exception();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
@@ -84,6 +86,34 @@ TEST(Sweep, EachPointMatchesSimulatingItsConfigurationAlone) {
     EXPECT_TRUE(s.critical_path.by_kind.empty());
     EXPECT_FALSE(alone.critical_path.by_kind.empty());
   }
+}
+
+// A worker reuses its copy of the configuration from point to point. A point's result must not
+// depend on the points before it, overlapping keys included: here the second axis replaces the
+// mapping the first sets a key in, and in the first point with a plain value.
+TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
+  const auto tree = load_config_file(kDefaultScenario);
+  const std::vector<std::vector<SweepAxis>> grids{
+      {{"training.micro_batch", {"1", "2"}}, {"fsdp.reshard_after_forward", {"false", "true"}}},
+      {{"fsdp.mixed_precision.param_dtype", {"fp32"}},
+       {"fsdp.mixed_precision", {"bf16", "{param_dtype: bf16, reduce_dtype: fp32}"}}}};
+  SweepOptions options;
+  options.threads = 1;  // one worker takes every point in order
+  for (const auto& axes : grids) {
+    for (const auto& p : sweep(tree, "default", axes, options)) {
+      std::vector<SweepAxis> alone_axes;
+      for (std::size_t a = 0; a < axes.size(); ++a) alone_axes.push_back({axes[a].key, {p.values[a]}});
+      const auto alone = sweep(tree, "default", alone_axes, options);
+      ASSERT_EQ(alone.size(), 1U);
+      SCOPED_TRACE(axes.back().key + "=" + p.values.back());
+      EXPECT_EQ(p.error, alone[0].error);
+      EXPECT_EQ(p.summary.step_time, alone[0].summary.step_time);
+      EXPECT_EQ(p.summary.peak_reserved, alone[0].summary.peak_reserved);
+    }
+  }
+  // Both points of the overlapping grid are valid configurations ("bf16" is mixed precision's
+  // shorthand): carrying the first point's plain value over would make the second one an error.
+  for (const auto& p : sweep(tree, "default", grids[1], options)) EXPECT_EQ(p.error, "") << p.values.back();
 }
 
 }  // namespace
