@@ -22,8 +22,8 @@ using CommId = std::int32_t;
 using OpId = std::int32_t;
 using BufferId = std::int32_t;
 inline constexpr std::int32_t kNone = -1;
-/// Ids an op refers to: one to four almost always, so they live inline.
-using IdList = SmallVector<std::int32_t, 4>;  // 4 ids inline in 24 bytes
+/// Ids an op refers to: one to five almost always (a backward op frees five), so they live inline.
+using IdList = SmallVector<std::int32_t, 5>;  // 5 ids inline in 24 bytes
 static_assert(sizeof(IdList) == 24, "an op holds four id lists: keep them small");
 
 enum class StreamKind {
