@@ -27,7 +27,10 @@ class LabelTable {
  private:
   // Kept out of line so that the cache hit above, nearly every call, inlines small.
   [[gnu::noinline]] std::int32_t lookup(std::vector<std::string>& texts, std::string_view text) {
-    if (slots_.empty()) slots_.assign(64, -1);
+    if (slots_.empty()) {
+      slots_.assign(64, -1);
+      texts.reserve(32);  // a schedule has a few dozen labels: grow the list once or twice, not five times
+    }
     for (std::size_t h = std::hash<std::string_view>{}(text) & (slots_.size() - 1);; h = (h + 1) & (slots_.size() - 1)) {
       const std::int32_t slot = slots_[h];
       if (slot < 0) {

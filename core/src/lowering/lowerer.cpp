@@ -54,7 +54,10 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
 }
 
 void Lowerer::plan_groups() {
-  for (std::size_t i = 0; i < layouts_.size(); ++i) {
+  const std::size_t groups = layouts_.size();
+  for (auto* list : {&ids_, &outside_, &children_, &post_forward_order_, &sharded_params_}) list->reserve(groups);
+  b_.schedule().groups.reserve(groups);
+  for (std::size_t i = 0; i < groups; ++i) {
     const auto& l = layouts_[i];
     ParamGroup pg;
     pg.name = l.name;
