@@ -93,11 +93,14 @@ class Engine {
     comm_ops_start_.assign(comms + 1, 0);
     dependents_start_.assign(n_ + 1, 0);
     pending_deps_.resize(n_);
+    op_on_cpu_.resize(n_);
+    result_.cpu_busy_by_iteration.assign(static_cast<std::size_t>(std::max(s_.iterations, 1)), 0);
     OpCostCache cache;
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       cost_.push_back(cache.cost(costs_, s_, op));
-      if (!stream_is_cpu_[static_cast<std::size_t>(op.stream)]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
+      op_on_cpu_[i] = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
+      if (!op_on_cpu_[i]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
       if (op.comm != kNone) ++comm_ops_start_[static_cast<std::size_t>(op.comm) + 1];
       pending_deps_[i] = static_cast<int>(op.deps.size());
       for (OpId d : op.deps) ++dependents_start_[static_cast<std::size_t>(d) + 1];
@@ -118,7 +121,7 @@ class Engine {
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       const auto id = static_cast<OpId>(i);
-      if (!stream_is_cpu_[static_cast<std::size_t>(op.stream)]) stream_ops_[stream_head_[static_cast<std::size_t>(op.stream)]++] = id;
+      if (!op_on_cpu_[i]) stream_ops_[stream_head_[static_cast<std::size_t>(op.stream)]++] = id;
       if (op.comm != kNone) comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]++] = id;
       for (OpId d : op.deps) dependents_[fill[static_cast<std::size_t>(d)]++] = id;
     }
@@ -160,7 +163,7 @@ class Engine {
     while (next_issue_ < n_ && cpu_free_ <= now_) {
       const auto i = next_issue_;
       const Op& op = s_.ops[i];
-      const bool on_cpu = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
+      const bool on_cpu = op_on_cpu_[i];
       if (on_cpu && !deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
       if (!op.allocs.empty() || !op.frees.empty()) memory(i);
       rec_[i].issue = now_;
@@ -387,7 +390,7 @@ class Engine {
     }
     for (Index k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
       const auto waiter = static_cast<std::size_t>(dependents_[k]);
-      if (--pending_deps_[waiter] == 0 && !stream_is_cpu_[static_cast<std::size_t>(s_.ops[waiter].stream)]) {
+      if (--pending_deps_[waiter] == 0 && !op_on_cpu_[waiter]) {
         mark_stream(static_cast<std::size_t>(s_.ops[waiter].stream));
       }
     }
@@ -419,7 +422,7 @@ class Engine {
     if (rates_dirty_) update_rates();
     TimeNs next = next_finish_;
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
-    const bool blocked = next_issue_ < n_ && stream_is_cpu_[static_cast<std::size_t>(s_.ops[next_issue_].stream)] &&
+    const bool blocked = next_issue_ < n_ && op_on_cpu_[next_issue_] &&
                          !deps_done(next_issue_);
     if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
     return next;
@@ -475,6 +478,7 @@ class Engine {
   std::vector<OpCost> cost_;
   std::vector<OpRecord> rec_;
   std::vector<char> stream_is_cpu_;
+  std::vector<char> op_on_cpu_;  // per op: it runs on the CPU (read without touching the op)
   std::vector<Index> stream_ops_start_, comm_ops_start_;  // CSR over stream_ops_ / comm_ops_
   std::vector<OpId> stream_ops_, comm_ops_;                      // ops of each stream / communicator, issue order
   std::vector<Index> stream_head_, comm_head_;             // next op to start / to run
