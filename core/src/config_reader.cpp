@@ -80,7 +80,55 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
   return best_distance <= limit ? best : std::string();
 }
 
-ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {}
+ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {
+  if (!root_.is_object()) return;
+  index_.reserve(64);
+  index_text_.reserve(1024);
+  index_mapping(root_, -1);
+  std::size_t slots = 16;
+  while (slots < 2 * index_.size()) slots *= 2;  // at most half full
+  index_slots_.assign(slots, -1);
+  for (std::size_t e = 0; e < index_.size(); ++e) {
+    const std::string_view key(index_text_.data() + index_[e].offset, index_[e].length);
+    std::size_t h = std::hash<std::string_view>{}(key) & (slots - 1);
+    while (index_slots_[h] >= 0) h = (h + 1) & (slots - 1);
+    index_slots_[h] = static_cast<std::int32_t>(e);
+  }
+}
+
+// Indexes the keys of a mapping and, below them, of every mapping they hold. A key with a
+// separator or only digits in it is left out: walk() could not reach it by that path either.
+void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
+  for (const auto& [key, value] : node.get_ref<const ConfigTree::object_t&>()) {
+    bool separator = false, letter = false;
+    for (const char c : key) {
+      separator |= c == '.' || c == '[' || c == ']';
+      letter |= c < '0' || c > '9';
+    }
+    if (separator || !letter) continue;  // also an empty key
+    const auto offset = static_cast<std::uint32_t>(index_text_.size());
+    if (parent >= 0) {
+      const IndexEntry& p = index_[static_cast<std::size_t>(parent)];
+      index_text_.append(index_text_, p.offset, p.length);
+      index_text_ += '.';
+    }
+    index_text_ += key;
+    const auto self = static_cast<std::int32_t>(index_.size());
+    index_.push_back({offset, static_cast<std::uint32_t>(index_text_.size() - offset), &value, parent, false});
+    if (value.is_object()) index_mapping(value, self);
+  }
+}
+
+std::int32_t ConfigReader::indexed(std::string_view path) const {
+  if (index_slots_.empty()) return -1;
+  const std::size_t mask = index_slots_.size() - 1;
+  for (std::size_t h = std::hash<std::string_view>{}(path) & mask;; h = (h + 1) & mask) {
+    const std::int32_t e = index_slots_[h];
+    if (e < 0) return -1;
+    const IndexEntry& entry = index_[static_cast<std::size_t>(e)];
+    if (std::string_view(index_text_.data() + entry.offset, entry.length) == path) return e;
+  }
+}
 
 const ConfigTree* ConfigReader::find(std::string_view path) {
   // The key (and so every mapping above it) is known. A path without brackets or digits
@@ -90,6 +138,23 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
   const std::string_view norm = plain ? path : std::string_view(scratch_);
   known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()), static_cast<std::uint32_t>(norm.size()));
   known_text_.append(norm);
+  // A plain path without empty parts is spelled as the index spells it.
+  if (!plain || path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string_view::npos) {
+    return walk(path);
+  }
+  const std::int32_t e = indexed(path);
+  if (e < 0) return nullptr;  // the nodes above it that exist are known by its text (is_known)
+  // The node and the mappings above it are visited.
+  for (std::int32_t v = e; v >= 0 && !index_[static_cast<std::size_t>(v)].visited; v = index_[static_cast<std::size_t>(v)].parent) {
+    index_[static_cast<std::size_t>(v)].visited = true;
+    visited_.push_back(index_[static_cast<std::size_t>(v)].node);
+  }
+  const ConfigTree* node = index_[static_cast<std::size_t>(e)].node;
+  return node->is_null() ? nullptr : node;
+}
+
+// Part by part, through mappings and lists: for paths with list indices (or odd spellings).
+const ConfigTree* ConfigReader::walk(std::string_view path) {
   const ConfigTree* node = &root_;
   bool found = true;
   for_each_key_part(path, [&](std::string_view part) {

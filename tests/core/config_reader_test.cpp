@@ -45,6 +45,35 @@ TEST(ConfigTree, OverridesCreateKeysAndIndexLists) {
   EXPECT_EQ(problems.size(), 2u);
 }
 
+// Plain key paths are looked up in an index of the mapping keys, paths with list indices are
+// walked: both must find exactly what walking the tree part by part finds.
+TEST(ConfigReader, FindsKeysByIndexAsByWalkingTheTree) {
+  const auto t = parse_config_text(
+      "a: {b: {c: 1, d: ~}, 'e.f': 2, '7': 3, x7: 4}\n"
+      "l: [{n: 5}, {n: 6}]\n"
+      "s: text\n",
+      "f.yaml");
+  ConfigReader r(t, "f.yaml");
+  EXPECT_EQ(r.get_int("a.b.c", 0, 9), 1);
+  EXPECT_FALSE(r.has("a.b.d"));      // null counts as absent
+  EXPECT_EQ(r.get_int("a.7", 0, 9), 3);     // a key of digits, in a mapping
+  EXPECT_EQ(r.get_int("a.x7", 0, 9), 4);
+  EXPECT_EQ(r.get_int("l[1].n", 0, 9), 6);  // list index, both spellings
+  EXPECT_EQ(r.get_int("l.0.n", 0, 9), 5);
+  EXPECT_FALSE(r.has("l.2.n"));
+  EXPECT_EQ(r.get_int("a..b.c", 0, 9), 1);  // empty parts are skipped, as when walking
+  EXPECT_FALSE(r.has("s.t"));              // below a plain value
+  EXPECT_FALSE(r.has("a.b.c.z"));
+  EXPECT_FALSE(r.has("zz"));
+  EXPECT_EQ(r.get_string("s"), "text");
+  r.finish();
+  // Only the dotted key is unknown: everything else was read or lies above a read key.
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].key, "a.e.f");
+  ConfigReader dotted(t, "f.yaml");
+  EXPECT_FALSE(dotted.has("a.e.f"));  // a key with a dot in it is not reachable by a dotted path
+}
+
 TEST(ConfigReader, CollectsEveryProblemAndUnknownKeysWithSuggestions) {
   const auto t = parse_config_text("training: {seq_len: x, micro_bach: 2, optimizer: adamv}\n", "f.yaml");
   ConfigReader r(t, "f.yaml");

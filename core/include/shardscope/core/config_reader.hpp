@@ -57,6 +57,9 @@ class ConfigReader {
 
  private:
   const ConfigTree* find(std::string_view path);
+  const ConfigTree* walk(std::string_view path);
+  void index_mapping(const ConfigTree& node, std::int32_t parent);
+  std::int32_t indexed(std::string_view path) const;
   void wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value);
   void sort_known_keys();
   bool is_known(std::string_view norm);
@@ -75,6 +78,18 @@ class ConfigReader {
   // above a key that was), which finish() tells by its address without comparing key text.
   std::vector<const ConfigTree*> visited_;
   std::set<std::string, std::less<>> known_subtrees_;
+  // Every node reachable through mapping keys alone, by its dotted path ("fsdp.mixed_precision"),
+  // built once: a plain key path is then one hash lookup instead of a map search per part (a
+  // reader asks for ~90 keys, most of them absent). Paths with list indices take walk().
+  struct IndexEntry {
+    std::uint32_t offset, length;  // the path in index_text_
+    const ConfigTree* node;
+    std::int32_t parent;           // entry of the mapping above, -1 at the top
+    bool visited;                  // in visited_ already
+  };
+  std::string index_text_;
+  std::vector<IndexEntry> index_;
+  std::vector<std::int32_t> index_slots_;  // open addressing, power-of-two size: an entry, or -1
   std::string scratch_;                       // find()'s normalised path, reused
   std::vector<Problem> problems_;
 };
