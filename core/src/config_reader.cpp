@@ -130,18 +130,35 @@ std::int32_t ConfigReader::indexed(std::string_view path) const {
   }
 }
 
+namespace {
+// A path of non-empty mapping keys joined by dots ("cluster.gpu.peak_flops.fp32"): no brackets, no
+// part of digits only (a list index), no empty part. Such a path is its own normal form and is
+// spelled as the index spells it.
+bool plain_key_path(std::string_view path) {
+  bool part_empty = true, part_digits = true;
+  for (const char c : path) {
+    if (c == '.') {
+      if (part_empty || part_digits) return false;
+      part_empty = part_digits = true;
+    } else if (c == '[' || c == ']') {
+      return false;
+    } else {
+      part_empty = false;
+      part_digits = part_digits && c >= '0' && c <= '9';
+    }
+  }
+  return !part_empty && !part_digits;
+}
+}  // namespace
+
 const ConfigTree* ConfigReader::find(std::string_view path) {
-  // The key (and so every mapping above it) is known. A path without brackets or digits
-  // ("fsdp.mixed_precision.param_dtype", most of them) is its own normal form.
-  const bool plain = std::none_of(path.begin(), path.end(), [](char c) { return c == '[' || (c >= '0' && c <= '9'); });
+  // The key (and so every mapping above it) is known.
+  const bool plain = plain_key_path(path);
   if (!plain) normalise_into(path, scratch_);
   const std::string_view norm = plain ? path : std::string_view(scratch_);
   known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()), static_cast<std::uint32_t>(norm.size()));
   known_text_.append(norm);
-  // A plain path without empty parts is spelled as the index spells it.
-  if (!plain || path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string_view::npos) {
-    return walk(path);
-  }
+  if (!plain) return walk(path);
   const std::int32_t e = indexed(path);
   if (e < 0) return nullptr;  // the nodes above it that exist are known by its text (is_known)
   // The node and the mappings above it are visited.
