@@ -81,6 +81,10 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
 }
 
 ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {
+  // A scenario reads ~90 keys: room for them up front rather than regrowing as they come.
+  known_text_.reserve(4096);
+  known_spans_.reserve(128);
+  visited_.reserve(64);
   if (!root_.is_object()) return;
   index_.reserve(64);
   index_text_.reserve(1024);
