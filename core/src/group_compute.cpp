@@ -81,8 +81,16 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes e
   return 0;
 }
 
-std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<GroupLayout>& groups) {
-  std::vector<GroupCompute> out(groups.size());
+ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& groups) {
+  ModelCompute out;
+  out.groups.resize(groups.size());
+  out.parts.reserve(groups.size() + 1);  // one part per group, two for a transformer's root
+  // Appends group i's parts (groups come in order, so a group's parts are contiguous).
+  const auto add_part = [&](std::size_t i, ComputePart part) {
+    if (out.groups[i].part_count == 0) out.groups[i].first_part = out.parts.size();
+    ++out.groups[i].part_count;
+    out.parts.push_back(std::move(part));
+  };
   const std::int64_t t = s.training.tokens_per_microbatch();
   const Bytes elem = bytes_per_element(compute_dtype(s));
   if (s.model.family == ModelFamily::custom) {
@@ -96,9 +104,9 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
       part.saved_bytes = cg.activation_bytes;
       part.forward_time = cg.forward_time;
       part.backward_time = cg.backward_time;
-      out[i].parts.push_back(part);
-      out[i].all_gather_time = cg.all_gather_time;
-      out[i].reduce_scatter_time = cg.reduce_scatter_time;
+      add_part(i, std::move(part));
+      out.groups[i].all_gather_time = cg.all_gather_time;
+      out.groups[i].reduce_scatter_time = cg.reduce_scatter_time;
     }
     return out;
   }
@@ -134,7 +142,8 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
       head.backward_workspace = {t * c.vocab * 4, t * c.vocab * 4, t * c.vocab * elem};  // nll, log_softmax grads, cast
       head.forward_memory_bytes = t * c.vocab * (elem + 4 + 4 + 4);  // write logits, cast, log_softmax
       head.backward_memory_bytes = t * c.vocab * (4 + 4 + 4 + 4 + elem);
-      out[i].parts = {embed, head};
+      add_part(i, std::move(embed));
+      add_part(i, std::move(head));
       continue;
     }
     ComputePart part;
@@ -161,7 +170,7 @@ std::vector<GroupCompute> group_compute(const Scenario& s, const std::vector<Gro
       }
     }
     if (g.block_count > 0) part.backward_workspace = block_workspace;
-    out[i].parts.push_back(std::move(part));
+    add_part(i, std::move(part));
   }
   return out;
 }

@@ -100,7 +100,7 @@ class Fsdp1Lowerer final : public Lowerer {
     st.full_param = b_.add_buffer(buffer_name("unsharded_flat_param"), ag.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
     ag.allocs.push_back(st.full_param);
     if (low_precision != kNone) ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
-    ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
+    ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
     st.unsharded = true;
   }
@@ -218,7 +218,7 @@ class Fsdp1Lowerer final : public Lowerer {
       rs.bytes = elems(padded_numel(g), reduce_dtype_);
       rs.deps.push_back(compute_done);  // post_backward_stream.wait_stream(current_stream)
       rs.uses.push_back(grad);
-      rs.fixed_time = compute_[static_cast<std::size_t>(g)].reduce_scatter_time;
+      rs.fixed_time = compute_.groups[static_cast<std::size_t>(g)].reduce_scatter_time;
       reduced = b_.add_buffer(buffer_name("new_sharded_grad"), elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                               BufferCategory::reduce_scatter_output, gid(g));
       rs.allocs.push_back(reduced);

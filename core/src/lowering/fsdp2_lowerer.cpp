@@ -102,7 +102,7 @@ class Fsdp2Lowerer final : public Lowerer {
     ag.bytes = elems(padded, param_dtype_);
     ag.deps.push_back(copy_in_id);  // all_gather_stream.wait_stream(all_gather_copy_in_stream)
     ag.uses.push_back(st.ag_output);
-    ag.fixed_time = compute_[static_cast<std::size_t>(g)].all_gather_time;
+    ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
     st.ag_op = b_.last_op();
   }
@@ -267,7 +267,7 @@ class Fsdp2Lowerer final : public Lowerer {
     rs.bytes = elems(padded, reduce_dtype_);
     rs.deps.push_back(copy_in_id);
     rs.uses.push_back(rs_input);
-    rs.fixed_time = compute_[static_cast<std::size_t>(g)].reduce_scatter_time;
+    rs.fixed_time = compute_.groups[static_cast<std::size_t>(g)].reduce_scatter_time;
     const bool becomes_grad = reduce_dtype_ == orig_dtype_ && sharded_grads_[static_cast<std::size_t>(g)] == kNone &&
                               !offload_ && !s_.fsdp.is_hybrid();
     const BufferId rs_output = b_.add_buffer(buffer_name(becomes_grad ? "sharded_grad" : "reduce_scatter_output"),

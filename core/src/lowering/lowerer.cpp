@@ -9,9 +9,9 @@ namespace shardscope::lowering {
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
-  part_first_.reserve(compute_.size() + 1);
+  part_first_.reserve(compute_.groups.size() + 1);
   part_first_.push_back(0);
-  for (const auto& c : compute_) part_first_.push_back(part_first_.back() + c.parts.size());
+  for (const auto& c : compute_.groups) part_first_.push_back(part_first_.back() + c.part_count);
   part_label_index_.assign(part_first_.back(), -1);
   const auto& mp = s_.fsdp.mixed_precision;
   param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
@@ -31,7 +31,7 @@ int Lowerer::nodes_spanned(int ranks) const {
 const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   int& index = part_label_index_[part_slot(g, p)];
   if (index >= 0) return part_labels_[static_cast<std::size_t>(index)];
-  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
     if (part_labels_[i].part == part.label) {
       index = static_cast<int>(i);
@@ -124,17 +124,17 @@ Schedule Lowerer::run() {
 
 void Lowerer::forward_pass() {
   for (int g : outside_) {
-    for (std::size_t p = 0; p < compute_[static_cast<std::size_t>(g)].parts.size(); ++p) forward_part(g, p);
+    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(g)).size(); ++p) forward_part(g, p);
   }
   root_pre_forward();
   pre_forward(root_);
-  const auto& root_parts = compute_[static_cast<std::size_t>(root_)].parts;
+  const auto& root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
     if (root_parts[p].position == ComputePosition::before_children) forward_part(root_, p);
   }
   for (int c : children_) {
     if (has_params(c)) pre_forward(c);
-    for (std::size_t p = 0; p < compute_[static_cast<std::size_t>(c)].parts.size(); ++p) forward_part(c, p);
+    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(c)).size(); ++p) forward_part(c, p);
     if (has_params(c)) post_forward(c);
   }
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
@@ -145,14 +145,14 @@ void Lowerer::forward_pass() {
 
 void Lowerer::backward_pass() {
   pre_backward(root_);
-  const auto& root_parts = compute_[static_cast<std::size_t>(root_)].parts;
+  const auto& root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = root_parts.size(); p-- > 0;) {
     if (root_parts[p].position == ComputePosition::after_children) backward_part(root_, p);
   }
   for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
     const int c = *it;
     if (has_params(c)) pre_backward(c);
-    const auto& parts = compute_[static_cast<std::size_t>(c)].parts;
+    const auto& parts = compute_.parts_of(static_cast<std::size_t>(c));
     for (std::size_t p = parts.size(); p-- > 0;) backward_part(c, p);
     if (has_params(c)) post_backward(c);
   }
@@ -162,13 +162,13 @@ void Lowerer::backward_pass() {
   post_backward(root_);
   finalize_backward();
   for (auto it = outside_.rbegin(); it != outside_.rend(); ++it) {
-    const auto& parts = compute_[static_cast<std::size_t>(*it)].parts;
+    const auto& parts = compute_.parts_of(static_cast<std::size_t>(*it));
     for (std::size_t p = parts.size(); p-- > 0;) backward_part(*it, p);
   }
 }
 
 void Lowerer::forward_part(int g, std::size_t p) {
-  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   Op& op = b_.add_op(OpKind::forward, compute_stream_, gid(g));
   op.flops = part.forward_flops;
   op.attention_flops = part.forward_attention_flops;
@@ -185,7 +185,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
 }
 
 void Lowerer::backward_part(int g, std::size_t p) {
-  const ComputePart& part = compute_[static_cast<std::size_t>(g)].parts[p];
+  const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   const BufferId params = unsharded_params(g);
   BufferId recompute = kNone;
   if (part.recompute_flops > 0 || part.recompute_bytes > 0) {

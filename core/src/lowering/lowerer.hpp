@@ -78,7 +78,7 @@ class Lowerer {
   const Scenario& s_;
   ScheduleBuilder b_;
   std::vector<GroupLayout> layouts_;
-  std::vector<GroupCompute> compute_;
+  ModelCompute compute_;
   std::vector<GroupId> ids_;
   int root_ = 0;
   std::vector<int> outside_;   // custom groups listed before root (run outside every FSDP module)

@@ -23,6 +23,7 @@
 // log_softmax gradients and their cast to the compute dtype (t·vocab·(8 + p)).
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,16 +62,29 @@ struct ComputePart {
 };
 
 struct GroupCompute {
-  std::vector<ComputePart> parts;  // empty for a group without compute
+  std::size_t first_part = 0;  // its parts are ModelCompute::parts[first_part, first_part + part_count)
+  std::size_t part_count = 0;  // 0 for a group without compute
   std::optional<TimeNs> all_gather_time;
   std::optional<TimeNs> reduce_scatter_time;
+};
+
+/// The compute of every group: the parts of all groups back to back, in group order (one table,
+/// not a vector per group: a sweep builds this for every point).
+struct ModelCompute {
+  std::vector<GroupCompute> groups;
+  std::vector<ComputePart> parts;
+
+  std::span<const ComputePart> parts_of(std::size_t group) const {
+    const GroupCompute& g = groups[group];
+    return {parts.data() + g.first_part, g.part_count};
+  }
 };
 
 /// The dtype compute runs in: mixed_precision.param_dtype, else fp32.
 DType compute_dtype(const Scenario& scenario);
 
 /// One entry per group of `param_groups(scenario)`, same order.
-std::vector<GroupCompute> group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
+ModelCompute group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
 
 /// Saved activation bytes of one transformer block under a policy (exposed for tests and docs).
 Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem, ActivationCheckpointing ac);
