@@ -89,16 +89,16 @@ void Lowerer::plan_groups() {
 }
 
 Schedule Lowerer::run() {
+  auto& sched = b_.schedule();
+  // At most about 24 ops and 14 buffers per group and micro-batch (the examples reach 20 and 13),
+  // and a sharded parameter buffer per group: reserve before the first is added, not regrow.
+  const auto steps = static_cast<std::size_t>(s_.training.iterations * s_.training.grad_accum);
+  sched.ops.reserve(steps * layouts_.size() * 24 + 64);
+  sched.buffers.reserve(steps * layouts_.size() * 14 + layouts_.size() + 64);
   plan_groups();
   cpu_ = b_.add_stream("cpu", StreamKind::cpu);
   compute_stream_ = b_.add_stream("compute", StreamKind::compute);
   setup_streams_and_comms();
-  auto& sched = b_.schedule();
-  // At most about 24 ops and 14 buffers per group and micro-batch (the examples reach 20 and 13):
-  // reserve instead of regrowing.
-  const auto steps = static_cast<std::size_t>(s_.training.iterations * s_.training.grad_accum);
-  sched.ops.reserve(steps * layouts_.size() * 24 + 64);
-  sched.buffers.reserve(steps * layouts_.size() * 14 + layouts_.size() + 64);
   sched.world_size = s_.cluster.world_size();
   sched.iterations = static_cast<int>(s_.training.iterations);
   sched.tokens_per_iteration = s_.training.tokens_per_microbatch() * s_.training.grad_accum;

@@ -2,7 +2,14 @@
 
 namespace shardscope::lowering {
 
-ScheduleBuilder::ScheduleBuilder(std::string name) { schedule_.name = std::move(name); }
+ScheduleBuilder::ScheduleBuilder(std::string name) {
+  schedule_.name = std::move(name);
+  // Lowering adds a handful of streams and communicators: room for them without regrowing.
+  constexpr std::size_t kStreams = 8, kCommunicators = 4;
+  schedule_.streams.reserve(kStreams);
+  last_on_stream_.reserve(kStreams);
+  schedule_.communicators.reserve(kCommunicators);
+}
 
 StreamId ScheduleBuilder::add_stream(std::string name, StreamKind kind) {
   schedule_.streams.push_back({std::move(name), kind});
