@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -21,9 +22,8 @@ bool is_float_text(const std::string& s) {
   return std::regex_match(s, re);
 }
 
-ConfigTree scalar_to_json(const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted: always a string
+// A plain (unquoted) scalar's value: null, a boolean, an integer, a number or the text itself.
+ConfigTree plain_scalar_to_json(const std::string& text) {
   if (text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
@@ -36,6 +36,21 @@ ConfigTree scalar_to_json(const YAML::Node& node) {
   }
   if (is_float_text(text)) return std::stod(text);
   return text;
+}
+
+ConfigTree scalar_to_json(const YAML::Node& node) {
+  if (node.Tag() == "!") return node.Scalar();  // quoted: always a string
+  return plain_scalar_to_json(node.Scalar());
+}
+
+// Text YAML reads as a plain scalar of exactly that text: letters, digits and _ . + - only, not
+// starting with . + or - (so no sequence entry, no .inf, no sign games) — "true", "none", "2",
+// "bf16", "selective_op". The common --set and --grid value; no YAML parse needed.
+bool is_simple_plain_scalar(std::string_view text) {
+  if (text.empty()) return false;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  if (!word(text.front())) return false;
+  return std::all_of(text.begin(), text.end(), [&](char c) { return word(c) || c == '.' || c == '+' || c == '-'; });
 }
 
 ConfigTree yaml_to_json(const YAML::Node& node) {
@@ -104,6 +119,7 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
 }
 
 ConfigTree parse_override_value(std::string_view text) {
+  if (is_simple_plain_scalar(text)) return plain_scalar_to_json(std::string(text));
   try {
     YAML::Node node = YAML::Load(std::string(text));
     return yaml_to_json(node);

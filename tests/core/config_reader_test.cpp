@@ -28,6 +28,24 @@ TEST(ConfigTree, SyntaxErrorsNameTheLine) {
   }
 }
 
+// Override values that are plain words skip the YAML parser: each must come out as YAML reads it.
+TEST(ConfigTree, PlainOverrideValuesReadAsYamlReadsThem) {
+  for (const std::string text : {"true", "True", "FALSE", "null", "Null", "NULL", "12", "007", "1.5", "1e5", "2.5e-3",
+                                 "9223372036854775808", "0x1F", "1_000", "bf16", "selective_op", "80GiB", "a.b",
+                                 "v1.2.3", "x+y", "inf", "nan"}) {
+    const ConfigTree yaml = parse_config_text("v: " + text + "\n", "x")["v"];
+    const ConfigTree value = parse_override_value(text);
+    EXPECT_EQ(value, yaml) << text;
+    EXPECT_EQ(value.type(), yaml.type()) << text;
+  }
+  // Anything else still goes through YAML: lists, mappings, quoted text, signs, spaces.
+  EXPECT_TRUE(parse_override_value("[1, 2]").is_array());
+  EXPECT_TRUE(parse_override_value("{a: 1}").is_object());
+  EXPECT_TRUE(parse_override_value("'12'").is_string());
+  EXPECT_EQ(parse_override_value("-3"), -3);
+  EXPECT_EQ(parse_override_value(" 4 "), 4);
+}
+
 TEST(ConfigTree, OverridesCreateKeysAndIndexLists) {
   auto t = parse_config_text("model: {groups: [{name: a, params: 1}]}\n", "x");
   std::vector<Problem> problems;
