@@ -43,12 +43,16 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   l.part = part.label;
   l.saved = b_.label(part.label + ".saved");
   l.recomputed = b_.label(part.label + ".recomputed");
-  for (std::size_t i = 0; i < part.forward_workspace.size(); ++i) {
-    l.forward_workspace.push_back(b_.label(fmt::format("{}.forward_workspace.{}", part.label, i % 10)));
-  }
-  for (std::size_t i = 0; i < part.backward_workspace.size(); ++i) {
-    l.backward_workspace.push_back(b_.label(fmt::format("{}.backward_workspace.{}", part.label, i % 10)));
-  }
+  // "<part>.forward_workspace.<i>": built by hand, a format call each cost more than the rest.
+  std::string text;
+  const auto workspace_labels = [&](std::string_view kind, std::size_t count, std::vector<std::int32_t>& out) {
+    for (std::size_t i = 0; i < count; ++i) {
+      text.assign(part.label).append(kind).push_back(static_cast<char>('0' + i % 10));
+      out.push_back(b_.label(text));
+    }
+  };
+  workspace_labels(".forward_workspace.", part.forward_workspace.size(), l.forward_workspace);
+  workspace_labels(".backward_workspace.", part.backward_workspace.size(), l.backward_workspace);
   part_labels_.push_back(std::move(l));
   return part_labels_.back();
 }
