@@ -40,6 +40,25 @@ std::string leaf_of(const std::string& normalised) {
   return dot == std::string::npos ? normalised : normalised.substr(dot + 1);
 }
 
+// A path of non-empty mapping keys joined by dots ("cluster.gpu.peak_flops.fp32"): no brackets, no
+// part of digits only (a list index), no empty part. Such a path is its own normal form and is
+// spelled as the index spells it.
+bool plain_key_path(std::string_view path) {
+  bool part_empty = true, part_digits = true;
+  for (const char c : path) {
+    if (c == '.') {
+      if (part_empty || part_digits) return false;
+      part_empty = part_digits = true;
+    } else if (c == '[' || c == ']') {
+      return false;
+    } else {
+      part_empty = false;
+      part_digits = part_digits && c >= '0' && c <= '9';
+    }
+  }
+  return !part_empty && !part_digits;
+}
+
 std::string type_name(const ConfigTree& v) {
   if (v.is_boolean()) return "a boolean";
   if (v.is_number_integer()) return "an integer";
@@ -133,27 +152,6 @@ std::int32_t ConfigReader::indexed(std::string_view path) const {
     if (std::string_view(index_text_.data() + entry.offset, entry.length) == path) return e;
   }
 }
-
-namespace {
-// A path of non-empty mapping keys joined by dots ("cluster.gpu.peak_flops.fp32"): no brackets, no
-// part of digits only (a list index), no empty part. Such a path is its own normal form and is
-// spelled as the index spells it.
-bool plain_key_path(std::string_view path) {
-  bool part_empty = true, part_digits = true;
-  for (const char c : path) {
-    if (c == '.') {
-      if (part_empty || part_digits) return false;
-      part_empty = part_digits = true;
-    } else if (c == '[' || c == ']') {
-      return false;
-    } else {
-      part_empty = false;
-      part_digits = part_digits && c >= '0' && c <= '9';
-    }
-  }
-  return !part_empty && !part_digits;
-}
-}  // namespace
 
 const ConfigTree* ConfigReader::find(std::string_view path) {
   // The key (and so every mapping above it) is known.

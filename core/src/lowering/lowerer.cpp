@@ -132,7 +132,7 @@ void Lowerer::forward_pass() {
   }
   root_pre_forward();
   pre_forward(root_);
-  const auto& root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
+  const auto root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
     if (root_parts[p].position == ComputePosition::before_children) forward_part(root_, p);
   }
@@ -149,14 +149,14 @@ void Lowerer::forward_pass() {
 
 void Lowerer::backward_pass() {
   pre_backward(root_);
-  const auto& root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
+  const auto root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = root_parts.size(); p-- > 0;) {
     if (root_parts[p].position == ComputePosition::after_children) backward_part(root_, p);
   }
   for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
     const int c = *it;
     if (has_params(c)) pre_backward(c);
-    const auto& parts = compute_.parts_of(static_cast<std::size_t>(c));
+    const auto parts = compute_.parts_of(static_cast<std::size_t>(c));
     for (std::size_t p = parts.size(); p-- > 0;) backward_part(c, p);
     if (has_params(c)) post_backward(c);
   }
@@ -166,7 +166,7 @@ void Lowerer::backward_pass() {
   post_backward(root_);
   finalize_backward();
   for (auto it = outside_.rbegin(); it != outside_.rend(); ++it) {
-    const auto& parts = compute_.parts_of(static_cast<std::size_t>(*it));
+    const auto parts = compute_.parts_of(static_cast<std::size_t>(*it));
     for (std::size_t p = parts.size(); p-- > 0;) backward_part(*it, p);
   }
 }
