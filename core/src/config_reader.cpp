@@ -49,7 +49,7 @@ bool plain_key_path(std::string_view path) {
     if (c == '.') {
       if (part_empty || part_digits) return false;
       part_empty = part_digits = true;
-    } else if (c == '[' || c == ']') {
+    } else if (is_key_separator(c)) {  // a bracket
       return false;
     } else {
       part_empty = false;
@@ -108,27 +108,18 @@ ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(roo
   index_.reserve(64);
   index_text_.reserve(1024);
   index_mapping(root_, -1);
-  std::size_t slots = 16;
-  while (slots < 2 * index_.size()) slots *= 2;  // at most half full
-  index_slots_.assign(slots, -1);
-  for (std::size_t e = 0; e < index_.size(); ++e) {
-    const std::string_view key(index_text_.data() + index_[e].offset, index_[e].length);
-    std::size_t h = std::hash<std::string_view>{}(key) & (slots - 1);
-    while (index_slots_[h] >= 0) h = (h + 1) & (slots - 1);
-    index_slots_[h] = static_cast<std::int32_t>(e);
-  }
+}
+
+std::string_view ConfigReader::index_path(std::int32_t entry) const {
+  const IndexEntry& e = index_[static_cast<std::size_t>(entry)];
+  return {index_text_.data() + e.offset, e.length};
 }
 
 // Indexes the keys of a mapping and, below them, of every mapping they hold. A key with a
 // separator or only digits in it is left out: walk() could not reach it by that path either.
 void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
   for (const auto& [key, value] : node.get_ref<const ConfigTree::object_t&>()) {
-    bool separator = false, letter = false;
-    for (const char c : key) {
-      separator |= c == '.' || c == '[' || c == ']';
-      letter |= c < '0' || c > '9';
-    }
-    if (separator || !letter) continue;  // also an empty key
+    if (key.empty() || is_key_index(key) || std::any_of(key.begin(), key.end(), is_key_separator)) continue;
     const auto offset = static_cast<std::uint32_t>(index_text_.size());
     if (parent >= 0) {
       const IndexEntry& p = index_[static_cast<std::size_t>(parent)];
@@ -138,18 +129,8 @@ void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
     index_text_ += key;
     const auto self = static_cast<std::int32_t>(index_.size());
     index_.push_back({offset, static_cast<std::uint32_t>(index_text_.size() - offset), &value, parent, false});
+    index_by_path_.add(self, [this](std::int32_t e) { return index_path(e); });
     if (value.is_object()) index_mapping(value, self);
-  }
-}
-
-std::int32_t ConfigReader::indexed(std::string_view path) const {
-  if (index_slots_.empty()) return -1;
-  const std::size_t mask = index_slots_.size() - 1;
-  for (std::size_t h = std::hash<std::string_view>{}(path) & mask;; h = (h + 1) & mask) {
-    const std::int32_t e = index_slots_[h];
-    if (e < 0) return -1;
-    const IndexEntry& entry = index_[static_cast<std::size_t>(e)];
-    if (std::string_view(index_text_.data() + entry.offset, entry.length) == path) return e;
   }
 }
 
@@ -161,7 +142,7 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
   known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()), static_cast<std::uint32_t>(norm.size()));
   known_text_.append(norm);
   if (!plain) return walk(path);
-  const std::int32_t e = indexed(path);
+  const std::int32_t e = index_by_path_.find(path, [this](std::int32_t entry) { return index_path(entry); });
   if (e < 0) return nullptr;  // the nodes above it that exist are known by its text (is_known)
   // The node and the mappings above it are visited.
   for (std::int32_t v = e; v >= 0 && !index_[static_cast<std::size_t>(v)].visited; v = index_[static_cast<std::size_t>(v)].parent) {

@@ -14,6 +14,7 @@
 
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/text_index.hpp"
 #include "shardscope/core/units.hpp"
 
 namespace shardscope {
@@ -59,7 +60,7 @@ class ConfigReader {
   const ConfigTree* find(std::string_view path);
   const ConfigTree* walk(std::string_view path);
   void index_mapping(const ConfigTree& node, std::int32_t parent);
-  std::int32_t indexed(std::string_view path) const;
+  std::string_view index_path(std::int32_t entry) const;
   void wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value);
   void sort_known_keys();
   bool is_known(std::string_view norm);
@@ -89,7 +90,7 @@ class ConfigReader {
   };
   std::string index_text_;
   std::vector<IndexEntry> index_;
-  std::vector<std::int32_t> index_slots_;  // open addressing, power-of-two size: an entry, or -1
+  TextIndex index_by_path_;  // entries by their path
   std::string scratch_;                       // find()'s normalised path, reused
   std::vector<Problem> problems_;
 };

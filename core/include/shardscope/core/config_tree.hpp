@@ -36,13 +36,16 @@ ConfigTree parse_override_value(std::string_view text);
 /// cannot be set.
 void set_override(ConfigTree& tree, std::string_view key, const ConfigTree& value, std::vector<Problem>& problems);
 
+/// Whether `c` separates the parts of a key path ("a.b[2].c").
+constexpr bool is_key_separator(char c) { return c == '.' || c == '[' || c == ']'; }
+
 /// Calls f(part) for each part of "a.b[2].c" or "a.b.2.c" ("a", "b", "2", "c"), without allocating.
 template <typename F>
 void for_each_key_part(std::string_view path, F&& f) {
   // A table lookup per character: scenario reading splits a few thousand key paths per sweep point.
   static constexpr auto separator = [] {
     std::array<bool, 256> t{};
-    t['.'] = t['['] = t[']'] = true;
+    for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = is_key_separator(static_cast<char>(c));
     return t;
   }();
   std::size_t begin = 0;
