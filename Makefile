@@ -1,13 +1,21 @@
 # The two commands that matter: `make run` and `make test` (see README.md).
 BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+FUZZ_DIR  ?= build-fuzz
 JOBS      ?= $(shell nproc)
 SCENARIO  ?= examples/llama3-8b-h100x8.yaml
+# CI is strict: warnings are errors and the GUI must build, so a missing package fails CI instead
+# of silently shrinking what it tests.
 WERROR    := $(if $(CI),ON,OFF)
+WITH_QT   ?= $(if $(CI),ON,AUTO)
 CMAKE_ARGS ?=
+# Seconds each fuzz target runs under `make fuzz` (CI runs each for FUZZ_SECONDS=20).
+FUZZ_SECONDS ?= 300
 
 SHARDSCOPE := $(BUILD_DIR)/cli/shardscope
 
-.PHONY: all deps configure build run test gui screenshots clean format
+.PHONY: all deps configure build run test test-asan fuzz fuzz-build gui screenshots install-check \
+        clean format format-check tidy
 
 all: build
 
@@ -16,7 +24,7 @@ deps:
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DSHARDSCOPE_WERROR=$(WERROR) $(CMAKE_ARGS)
+	  -DSHARDSCOPE_WERROR=$(WERROR) -DSHARDSCOPE_WITH_QT=$(WITH_QT) $(CMAKE_ARGS)
 
 build: configure
 	@cmake --build $(BUILD_DIR) --parallel $(JOBS)
@@ -26,6 +34,26 @@ run: build
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS)
+	@scripts/optional-parts $(BUILD_DIR)
+
+# The unit, golden and GUI tests under AddressSanitizer and UBSan (any report fails the test).
+test-asan: deps
+	@cmake --preset debug-asan -DSHARDSCOPE_WITH_QT=$(WITH_QT) -DSHARDSCOPE_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	@cmake --build $(ASAN_DIR) --parallel $(JOBS)
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  QT_QPA_PLATFORM=offscreen ctest --output-on-failure --parallel $(JOBS) -L 'unit|golden|gui'
+
+# libFuzzer targets (clang): every reader of user files, each from its seed corpus in fuzz/corpus.
+fuzz-build: deps
+	@CC=clang CXX=clang++ cmake --preset fuzz $(CMAKE_ARGS)
+	@cmake --build $(FUZZ_DIR) --parallel $(JOBS)
+
+fuzz: fuzz-build
+	@scripts/run-fuzzers $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+# Installs into a scratch prefix and builds a consumer with find_package(shardscope).
+install-check: build
+	@scripts/install-check $(BUILD_DIR)
 
 # The desktop GUI on the default scenario (needs a display; Qt is installed by install-deps).
 gui: build
@@ -44,5 +72,13 @@ screenshots: build
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
+# Fails when any tracked C++ file differs from what clang-format would write.
+format-check:
+	@git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+
+# clang-tidy with the checks in .clang-tidy over every translation unit of the build.
+tidy: build
+	@scripts/run-clang-tidy $(BUILD_DIR)
+
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

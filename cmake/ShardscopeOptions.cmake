@@ -2,7 +2,9 @@
 #   AUTO: use the feature when its packages are found, skip it otherwise.
 #   ON:   the feature is required; configuration fails with a clear message when missing.
 #   OFF:  never look for it.
-set(SHARDSCOPE_WITH_CUDA "AUTO" CACHE STRING "Build the CUDA+NCCL GPU executor (AUTO|ON|OFF)")
+# No target uses CUDA yet: the GPU executor (exec/) is still to be written. The toolkit is looked
+# for so the configure summary says whether that executor could be built here.
+set(SHARDSCOPE_WITH_CUDA "AUTO" CACHE STRING "Look for the CUDA toolkit and NCCL (AUTO|ON|OFF)")
 set_property(CACHE SHARDSCOPE_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 set(SHARDSCOPE_WITH_QT "AUTO" CACHE STRING "Build the Qt6 desktop GUI (AUTO|ON|OFF)")
 set_property(CACHE SHARDSCOPE_WITH_QT PROPERTY STRINGS AUTO ON OFF)
@@ -31,7 +33,7 @@ macro(shardscope_resolve_cuda)
         "or configure with -DSHARDSCOPE_WITH_CUDA=AUTO or OFF.")
     endif()
   endif()
-  add_feature_info(CUDA SHARDSCOPE_HAVE_CUDA "GPU executor on CUDA streams and NCCL (SHARDSCOPE_WITH_CUDA=${SHARDSCOPE_WITH_CUDA})")
+  add_feature_info(CUDA SHARDSCOPE_HAVE_CUDA "CUDA toolkit and NCCL; no GPU executor is built yet (SHARDSCOPE_WITH_CUDA=${SHARDSCOPE_WITH_CUDA})")
 endmacro()
 
 # Sets SHARDSCOPE_HAVE_QT (Qt6 Widgets + Charts found and wanted).
@@ -45,7 +47,7 @@ macro(shardscope_resolve_qt)
     elseif(SHARDSCOPE_WITH_QT STREQUAL "ON")
       message(FATAL_ERROR
         "SHARDSCOPE_WITH_QT=ON but Qt6 Widgets/Charts/Svg were not found. "
-        "Run scripts/install-deps (Debian: qt6-base-dev qt6-charts-dev qt6-svg-dev), "
+        "Run scripts/install-deps (Debian: qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev), "
         "or configure with -DSHARDSCOPE_WITH_QT=AUTO or OFF.")
     endif()
   endif()

@@ -63,7 +63,15 @@ std::string type_name(const ConfigTree& v) {
   if (v.is_boolean()) return "a boolean";
   if (v.is_number_integer()) return "an integer";
   if (v.is_number()) return "a number";
-  if (v.is_string()) return fmt::format("the string '{}'", v.get<std::string>());
+  if (v.is_string()) {
+    const auto& text = v.get_ref<const std::string&>();
+    double ignored = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ignored);
+    if (ec == std::errc::result_out_of_range && end == text.data() + text.size()) {
+      return fmt::format("'{}', a number beyond what a double holds", text);
+    }
+    return fmt::format("the string '{}'", text);
+  }
   if (v.is_array()) return "a list";
   if (v.is_object()) return "a mapping";
   return "null";
@@ -213,7 +221,7 @@ std::optional<bool> ConfigReader::get_bool(std::string_view path) {
   return v->get<bool>();
 }
 
-std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min, std::int64_t max) {
+std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min, std::int64_t max, std::string range) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) {
@@ -222,13 +230,13 @@ std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::in
   }
   const auto value = v->get<std::int64_t>();
   if (value < min || value > max) {
-    add_problem(path, fmt::format("{} is out of range", value), fmt::format("{}..{}", min, max));
+    add_problem(path, fmt::format("{} is out of range", value), range.empty() ? fmt::format("{}..{}", min, max) : std::move(range));
     return std::nullopt;
   }
   return value;
 }
 
-std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max) {
+std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max, std::string range) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number()) {
@@ -237,7 +245,7 @@ std::optional<double> ConfigReader::get_number(std::string_view path, double min
   }
   const auto value = v->get<double>();
   if (value < min || value > max) {
-    add_problem(path, fmt::format("{} is out of range", value), fmt::format("{}..{}", min, max));
+    add_problem(path, fmt::format("{:g} is out of range", value), range.empty() ? fmt::format("{:g}..{:g}", min, max) : std::move(range));
     return std::nullopt;
   }
   return value;

@@ -1,11 +1,14 @@
 #include "shardscope/core/config_tree.hpp"
 
+#include "shardscope/core/output_file.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -34,7 +37,13 @@ ConfigTree plain_scalar_to_json(const std::string& text) {
     if (ec == std::errc() && ptr == text.data() + text.size()) return v;
     return text;  // out of range: keep the text, typed readers report it
   }
-  if (is_float_text(text)) return std::stod(text);
+  if (is_float_text(text)) {
+    double v = 0;
+    const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+    auto [ptr, ec] = std::from_chars(begin, text.data() + text.size(), v);
+    if (ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v)) return v;
+    return text;  // beyond a double's range (1e999, 1e-999): typed readers report the text
+  }
   return text;
 }
 
@@ -53,23 +62,51 @@ bool is_simple_plain_scalar(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [&](char c) { return word(c) || c == '.' || c == '+' || c == '-'; });
 }
 
-ConfigTree yaml_to_json(const YAML::Node& node) {
+// Limits on what one document may expand to. YAML aliases let a few hundred bytes name billions
+// of values ("billion laughs"); a scenario has about a hundred keys, a custom model a few thousand.
+constexpr std::size_t kMaxValues = 1'000'000;
+constexpr int kMaxDepth = 64;
+constexpr std::size_t kMaxDocumentBytes = std::size_t{16} << 20;
+
+struct TreeBudget {
+  std::size_t values = 0;
+};
+
+class TooLarge : public std::exception {};
+
+ConfigTree yaml_to_json(const YAML::Node& node, TreeBudget& budget, int depth) {
+  if (++budget.values > kMaxValues || depth > kMaxDepth) throw TooLarge();
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Scalar: return scalar_to_json(node);
     case YAML::NodeType::Sequence: {
       ConfigTree out = ConfigTree::array();
-      for (const auto& item : node) out.push_back(yaml_to_json(item));
+      for (const auto& item : node) out.push_back(yaml_to_json(item, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Map: {
       ConfigTree out = ConfigTree::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) throw YAML::ParserException(kv.first.Mark(), "a key must be a plain name, not a list or mapping");
+        out[kv.first.Scalar()] = yaml_to_json(kv.second, budget, depth + 1);
+      }
       return out;
     }
   }
   return nullptr;
+}
+
+ConfigTree yaml_to_json(const YAML::Node& node, const std::string& origin) {
+  TreeBudget budget;
+  try {
+    return yaml_to_json(node, budget, 0);
+  } catch (const TooLarge&) {
+    throw ValidationError({Problem{origin, "",
+                                   fmt::format("the document expands to more than {} values or nests deeper than {} levels "
+                                               "(YAML aliases repeating a large node?)", kMaxValues, kMaxDepth),
+                                   "a scenario of at most that size"}});
+  }
 }
 
 }  // namespace
@@ -86,8 +123,12 @@ bool is_key_index(std::string_view part) {
 
 ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
   try {
+    if (text.size() > kMaxDocumentBytes) {
+      throw ValidationError({Problem{origin, "", fmt::format("is {} bytes long", text.size()),
+                                     fmt::format("a scenario of at most {} MiB", kMaxDocumentBytes >> 20)}});
+    }
     YAML::Node node = YAML::Load(std::string(text));
-    ConfigTree tree = yaml_to_json(node);
+    ConfigTree tree = yaml_to_json(node, origin);
     if (tree.is_null()) tree = ConfigTree::object();
     return tree;
   } catch (const YAML::Exception& e) {
@@ -99,18 +140,16 @@ ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
 }
 
 ConfigTree load_config_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing .yaml, .yml or .json file"}});
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
   const auto ext = path.extension().string();
   if (ext != ".yaml" && ext != ".yml" && ext != ".json") {
     throw ValidationError({Problem{path.string(), "", fmt::format("unknown file type '{}'", ext),
                                    "a .yaml, .yml or .json file"}});
   }
-  ConfigTree tree = parse_config_text(buffer.str(), path.string());
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::exists(path, ec)) {
+    throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing .yaml, .yml or .json file"}});
+  }
+  ConfigTree tree = parse_config_text(read_text_file(path), path.string());
   if (!tree.is_object()) {
     throw ValidationError({Problem{path.string(), "", "the document is not a mapping of keys",
                                    "top-level keys: model, cluster, training, fsdp"}});
@@ -122,7 +161,7 @@ ConfigTree parse_override_value(std::string_view text) {
   if (is_simple_plain_scalar(text)) return plain_scalar_to_json(std::string(text));
   try {
     YAML::Node node = YAML::Load(std::string(text));
-    return yaml_to_json(node);
+    return yaml_to_json(node, "--set");
   } catch (const YAML::Exception&) {
     return ConfigTree(std::string(text));
   }
@@ -135,7 +174,13 @@ void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<P
                         "e.g. --set fsdp.reshard_after_forward=false"});
     return;
   }
-  set_override(tree, assignment.substr(0, eq), parse_override_value(assignment.substr(eq + 1)), problems);
+  const std::string_view value = assignment.substr(eq + 1);
+  if (value.find_first_not_of(" \t") == std::string_view::npos) {
+    problems.push_back({"--set", std::string(assignment.substr(0, eq)), "has no value",
+                        "key.path=value; to use the default, leave the key out"});
+    return;
+  }
+  set_override(tree, assignment.substr(0, eq), parse_override_value(value), problems);
 }
 
 void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree& value, std::vector<Problem>& problems) {
@@ -150,12 +195,14 @@ void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree&
     const std::string& part = parts[i];
     const bool last = i + 1 == parts.size();
     if (node->is_array()) {
-      if (!is_key_index(part) || std::stoull(part) >= node->size()) {
+      std::size_t index = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (!is_key_index(part) || ec != std::errc() || end != part.data() + part.size() || index >= node->size()) {
         problems.push_back({"--set", key, fmt::format("'{}' is not an index of the list (it has {} items)", part, node->size()),
-                            fmt::format("0..{}", node->size() == 0 ? 0 : node->size() - 1)});
+                            node->empty() ? std::string("no index: the list is empty") : fmt::format("0..{}", node->size() - 1)});
         return;
       }
-      node = &(*node)[std::stoull(part)];
+      node = &(*node)[index];
     } else {
       if (node->is_null()) *node = ConfigTree::object();
       if (!node->is_object()) {
@@ -164,7 +211,15 @@ void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree&
       }
       node = &(*node)[part];
     }
-    if (last) *node = value;
+    if (last) {
+      // A section replaced by a scalar (--set fsdp.mesh=2) would silently drop its keys.
+      if (node->is_object() && !node->empty() && !value.is_object()) {
+        problems.push_back({"--set", key, fmt::format("is a section with keys ({}), not a single value", node->begin().key()),
+                           fmt::format("set one of its keys, e.g. --set {}.{}=...", key, node->begin().key())});
+        return;
+      }
+      *node = value;
+    }
   }
 }
 

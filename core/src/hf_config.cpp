@@ -1,6 +1,8 @@
 #include "shardscope/core/hf_config.hpp"
 
 #include "json_lines.hpp"
+#include "shardscope/core/output_file.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,17 +18,29 @@ class HfKeys {
   HfKeys(const ConfigTree& config, std::string origin, std::vector<Problem>& problems)
       : config_(config), origin_(std::move(origin)), problems_(problems) {}
 
-  std::optional<std::int64_t> integer(std::initializer_list<const char*> names) const {
+  // The first of `names` present as an integer, within the bounds of the scenario key it sets
+  // (`scenario_key`, e.g. "model.hidden"): an HF file gets the same physical limits as a scenario.
+  std::optional<std::int64_t> integer(std::initializer_list<const char*> names, std::string_view scenario_key) const {
     for (const char* name : names) {
       auto it = config_.find(name);
-      if (it != config_.end() && it->is_number_integer()) return it->get<std::int64_t>();
+      if (it == config_.end() || !it->is_number_integer()) continue;
+      const auto value = it->get<std::int64_t>();
+      const ScenarioKey* key = find_scenario_key(scenario_key);
+      if (key && (static_cast<double>(value) < key->min || static_cast<double>(value) > key->max)) {
+        problems_.push_back({origin_, name, fmt::format("{} is out of range", value), key_range_text(*key)});
+        return std::nullopt;
+      }
+      return value;
     }
     return std::nullopt;
   }
-  std::int64_t required(std::initializer_list<const char*> names) const {
-    if (auto v = integer(names); v && *v > 0) return *v;
-    problems_.push_back({origin_, *names.begin(), "missing or not a positive integer",
-                         fmt::format("one of: {}", fmt::join(names, ", "))});
+  std::int64_t required(std::initializer_list<const char*> names, std::string_view scenario_key) const {
+    const std::size_t before = problems_.size();
+    if (auto v = integer(names, scenario_key); v && *v > 0) return *v;
+    if (problems_.size() == before) {
+      problems_.push_back({origin_, *names.begin(), "missing or not a positive integer",
+                           fmt::format("one of: {}", fmt::join(names, ", "))});
+    }
     return 1;
   }
   std::optional<bool> boolean(const char* name) const {
@@ -59,22 +73,22 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
   const bool gpt2_style = config.contains("n_embd");
   const bool neox_style = model_type == "gpt_neox";
 
-  c.hidden = keys.required({"hidden_size", "n_embd", "d_model"});
-  c.layers = keys.required({"num_hidden_layers", "n_layer", "num_layers"});
-  c.heads = keys.required({"num_attention_heads", "n_head"});
-  c.kv_heads = keys.integer({"num_key_value_heads"}).value_or(c.heads);
-  c.vocab = keys.required({"vocab_size"});
-  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}).value_or(2048);
+  c.hidden = keys.required({"hidden_size", "n_embd", "d_model"}, "model.hidden");
+  c.layers = keys.required({"num_hidden_layers", "n_layer", "num_layers"}, "model.layers");
+  c.heads = keys.required({"num_attention_heads", "n_head"}, "model.heads");
+  c.kv_heads = keys.integer({"num_key_value_heads"}, "model.kv_heads").value_or(c.heads);
+  c.vocab = keys.required({"vocab_size"}, "model.vocab");
+  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}, "model.max_seq").value_or(2048);
 
   if (gpt2_style || neox_style) {
-    c.ffn_hidden = keys.integer({"n_inner", "intermediate_size"}).value_or(4 * c.hidden);
+    c.ffn_hidden = keys.integer({"n_inner", "intermediate_size"}, "model.ffn_hidden").value_or(4 * c.hidden);
     c.mlp = MlpKind::gelu;
     c.norm = NormKind::layernorm;
     c.pos_emb = gpt2_style ? PosEmbedding::learned : PosEmbedding::rope;
     c.qkv_bias = c.out_proj_bias = c.mlp_bias = true;
     c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(gpt2_style);
   } else {
-    c.ffn_hidden = keys.required({"intermediate_size"});
+    c.ffn_hidden = keys.required({"intermediate_size"}, "model.ffn_hidden");
     const std::string act = keys.text("hidden_act");
     c.mlp = (act.empty() || act == "silu" || act == "swiglu") ? MlpKind::swiglu : MlpKind::gelu;
     c.norm = NormKind::rmsnorm;
@@ -95,11 +109,11 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
 }
 
 TransformerConfig load_hf_config(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const ConfigTree tree = detail::parse_json(buffer.str(), path.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
+  }
+  const ConfigTree tree = detail::parse_json(read_text_file(path), path.string());
   std::vector<Problem> problems;
   auto config = transformer_from_hf_config(tree, path.string(), problems);
   throw_if_any(std::move(problems));

@@ -55,7 +55,7 @@ void put_op_placement(nlohmann::ordered_json& j, const OpLike& op) {
 inline nlohmann::json parse_json(std::string_view text, const std::string& origin) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw ValidationError({Problem{origin, "", fmt::format("invalid JSON: {}", e.what()), ""}});
   }
 }

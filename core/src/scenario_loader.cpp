@@ -10,6 +10,7 @@
 #include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
@@ -55,16 +56,136 @@ void set_if(std::optional<std::int64_t> v, int& target) {
   if (v) target = static_cast<int>(*v);
 }
 
+// ---------------------------------------------------------------- reading by the key table
+// Each reader takes the key's bounds from scenario_keys.cpp, so the file format, `shardscope keys`
+// and docs/scenario.md agree. A key missing from the table is a programming error.
+const ScenarioKey& key_of(std::string_view path) {
+  const ScenarioKey* key = find_scenario_key(normalise_key_path(path));
+  if (!key) throw std::logic_error(fmt::format("scenario key '{}' is not in the key table", path));
+  return *key;
+}
+
+std::optional<std::int64_t> read_int(ConfigReader& r, std::string_view path) {
+  const ScenarioKey& k = key_of(path);
+  return r.get_int(path, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max), key_range_text(k));
+}
+
+std::optional<double> read_number(ConfigReader& r, std::string_view path) {
+  const ScenarioKey& k = key_of(path);
+  return r.get_number(path, k.min, k.max, key_range_text(k));
+}
+
+// A unit-carrying value (size, duration, bandwidth, FLOP rate) within its key's physical range.
+template <typename T>
+std::optional<T> in_range(ConfigReader& r, std::string_view path, std::optional<T> value, std::string (*format)(T)) {
+  if (!value) return value;
+  const ScenarioKey& k = key_of(path);
+  const auto v = static_cast<double>(*value);
+  if (v < k.min || v > k.max) {
+    r.add_problem(path, fmt::format("{} is out of range", format(*value)), key_range_text(k));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<Bytes> read_bytes(ConfigReader& r, std::string_view path) {
+  return in_range<Bytes>(r, path, r.get_bytes(path), format_bytes);
+}
+std::optional<TimeNs> read_duration(ConfigReader& r, std::string_view path) {
+  return in_range<TimeNs>(r, path, r.get_duration(path), format_duration);
+}
+std::optional<BytesPerSecond> read_bandwidth(ConfigReader& r, std::string_view path) {
+  return in_range<BytesPerSecond>(r, path, r.get_bandwidth(path), format_bandwidth);
+}
+std::optional<FlopsPerSecond> read_flops_rate(ConfigReader& r, std::string_view path) {
+  return in_range<FlopsPerSecond>(r, path, r.get_flops_rate(path), format_flops_rate);
+}
+
+// FSDP mixed precision casts parameters for compute and gradients for reduction; PyTorch has no
+// fp8 path there (fp8 training is torchao's Float8Linear, which shardscope does not model).
+std::optional<DType> read_mp_dtype(ConfigReader& r, std::string_view path) {
+  auto d = r.get_dtype(path);
+  if (d == DType::fp8) {
+    r.add_problem(path, "fp8 is not an FSDP mixed-precision dtype (fp8 training is torchao's Float8Linear, not modelled)",
+                  fmt::format("allowed: {}", key_of(path).choices));
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::string type_word(const ConfigTree& v) {
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return fmt::format("the text '{}'", v.get<std::string>());
+  if (v.is_array()) return "a list";
+  return "a mapping";
+}
+
+std::string keys_below(std::string_view section) {
+  std::string out;
+  for (const auto& k : scenario_keys()) {
+    if (k.path.size() <= section.size() + 1 || !k.path.starts_with(section) || k.path[section.size()] != '.') continue;
+    const auto leaf = k.path.substr(section.size() + 1);
+    if (leaf.find('.') != std::string_view::npos || leaf.find('[') != std::string_view::npos || k.type == KeyType::rejected) continue;
+    if (!out.empty()) out += ", ";
+    out += leaf;
+  }
+  return out;
+}
+
+// Checks the shape of the tree against the key table before any value is read: a scalar where a
+// section belongs (`training: 5`, `fsdp.mixed_precision: bf16`) would otherwise hide every key of
+// that section; a key with no value (`seq_len:`) would silently mean "the default"; a key that
+// PyTorch has but shardscope does not model is rejected with the reason.
+void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std::string& norm) {
+  if (!node.is_object()) return;
+  const std::size_t path_size = path.size(), norm_size = norm.size();
+  for (const auto& [name, value] : node.items()) {
+    if (!path.empty()) path += '.';
+    path += name;
+    if (!norm.empty()) norm += '.';
+    norm += name;
+    if (const ScenarioKey* key = find_scenario_key(norm)) {
+      if (key->type == KeyType::rejected) {
+        r.add_problem(path, std::string(key->models));
+        r.mark_subtree_known(path);
+      } else if (key->type == KeyType::section && !value.is_object() && !value.is_null()) {
+        r.add_problem(path, fmt::format("is {}, but it is a section of keys", type_word(value)), fmt::format("keys: {}", keys_below(norm)));
+        r.mark_subtree_known(path);
+      } else if (key->type == KeyType::list && !value.is_array() && !value.is_null()) {
+        r.add_problem(path, fmt::format("is {}, but it is a list", type_word(value)), std::string(key->models));
+        r.mark_subtree_known(path);
+      } else if (key->type != KeyType::section && key->type != KeyType::list && value.is_null()) {
+        r.add_problem(path, "has no value", "a value, or leave the key out to use the default");
+      } else if (value.is_array()) {
+        norm += "[]";
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          const std::size_t before = path.size();
+          path += fmt::format("[{}]", i);
+          if (!value[i].is_object()) {
+            r.add_problem(path, fmt::format("is {}, but each item is a section of keys", type_word(value[i])), fmt::format("keys: {}", keys_below(norm)));
+          }
+          check_shape(r, value[i], path, norm);
+          path.resize(before);
+        }
+      } else {
+        check_shape(r, value, path, norm);
+      }
+    }
+    path.resize(path_size);
+    norm.resize(norm_size);
+  }
+}
+
 // ---------------------------------------------------------------- model
 void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
-  constexpr std::int64_t kMaxDim = 1'000'000'000;
-  set_if(r.get_int("model.hidden", 1, kMaxDim), c.hidden);
-  set_if(r.get_int("model.layers", 1, 100'000), c.layers);
-  set_if(r.get_int("model.heads", 1, kMaxDim), c.heads);
-  if (auto kv = r.get_int("model.kv_heads", 1, kMaxDim)) c.kv_heads = *kv;
-  set_if(r.get_int("model.ffn_hidden", 1, kMaxDim), c.ffn_hidden);
-  set_if(r.get_int("model.vocab", 1, kMaxDim), c.vocab);
-  set_if(r.get_int("model.max_seq", 1, kMaxDim), c.max_seq);
+  set_if(read_int(r, "model.hidden"), c.hidden);
+  set_if(read_int(r, "model.layers"), c.layers);
+  set_if(read_int(r, "model.heads"), c.heads);
+  if (auto kv = read_int(r, "model.kv_heads")) c.kv_heads = *kv;
+  set_if(read_int(r, "model.ffn_hidden"), c.ffn_hidden);
+  set_if(read_int(r, "model.vocab"), c.vocab);
+  set_if(read_int(r, "model.max_seq"), c.max_seq);
   if (auto v = r.get_enum("model.mlp", kMlp)) c.mlp = *v == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
   if (auto v = r.get_enum("model.norm", kNorm)) c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
   if (auto v = r.get_enum("model.pos_emb", kPosEmb)) c.pos_emb = *v == "rope" ? PosEmbedding::rope : PosEmbedding::learned;
@@ -115,18 +236,18 @@ void read_custom_groups(ConfigReader& r, ModelSpec& m) {
     } else {
       r.add_problem(base + ".name", "every group needs a name", "e.g. root, layers.0");
     }
-    if (auto p = r.get_int(base + ".params", 0, std::int64_t{1} << 50)) {
+    if (auto p = read_int(r, base + ".params")) {
       g.params = *p;
     } else if (!r.has(base + ".params")) {
       r.add_problem(base + ".params", "every group needs a parameter count", "an integer ≥ 0");
     }
-    if (auto v = r.get_number(base + ".forward_flops", 0, 1e24)) g.forward_flops = *v;
-    if (auto v = r.get_number(base + ".backward_flops", 0, 1e24)) g.backward_flops = *v;
-    if (auto v = r.get_bytes(base + ".activation_bytes")) g.activation_bytes = *v;
-    if (auto v = r.get_number(base + ".forward_time_ms", 0, 1e7)) g.forward_time = ms_to_ns(*v);
-    if (auto v = r.get_number(base + ".backward_time_ms", 0, 1e7)) g.backward_time = ms_to_ns(*v);
-    if (auto v = r.get_number(base + ".all_gather_time_ms", 0, 1e7)) g.all_gather_time = ms_to_ns(*v);
-    if (auto v = r.get_number(base + ".reduce_scatter_time_ms", 0, 1e7)) g.reduce_scatter_time = ms_to_ns(*v);
+    if (auto v = read_number(r, base + ".forward_flops")) g.forward_flops = *v;
+    if (auto v = read_number(r, base + ".backward_flops")) g.backward_flops = *v;
+    if (auto v = read_bytes(r, base + ".activation_bytes")) g.activation_bytes = *v;
+    if (auto v = read_number(r, base + ".forward_time_ms")) g.forward_time = ms_to_ns(*v);
+    if (auto v = read_number(r, base + ".backward_time_ms")) g.backward_time = ms_to_ns(*v);
+    if (auto v = read_number(r, base + ".all_gather_time_ms")) g.all_gather_time = ms_to_ns(*v);
+    if (auto v = read_number(r, base + ".reduce_scatter_time_ms")) g.reduce_scatter_time = ms_to_ns(*v);
     if (!g.forward_flops && !g.forward_time) {
       r.add_problem(base, "a group needs forward_flops or forward_time_ms", "one of the two");
     }
@@ -214,29 +335,28 @@ ClusterSpec read_cluster(ConfigReader& r) {
       r.add_problem("cluster.preset", fmt::format("unknown cluster preset '{}'", *preset), "allowed: " + joined_cluster_presets());
     }
   }
-  set_if(r.get_int("cluster.nodes", 1, 1'000'000), c.nodes);
-  set_if(r.get_int("cluster.gpus_per_node", 1, 1024), c.gpus_per_node);
-  set_if(r.get_bytes("cluster.gpu.memory"), c.gpu.memory);
-  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp32"), c.gpu.peak_flops.fp32);
-  set_if(r.get_flops_rate("cluster.gpu.peak_flops.bf16"), c.gpu.peak_flops.bf16);
-  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp16"), c.gpu.peak_flops.fp16);
-  set_if(r.get_flops_rate("cluster.gpu.peak_flops.fp8"), c.gpu.peak_flops.fp8);
-  set_if(r.get_bandwidth("cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
-  set_if(r.get_int("cluster.gpu.sm_count", 1, 10'000), c.gpu.sm_count);
-  set_if(r.get_number("cluster.gpu.tdp_w", 1, 10'000), c.gpu.tdp_w);
-  set_if(r.get_number("cluster.gpu.matmul_efficiency", 0.01, 1.0), c.gpu.matmul_efficiency);
-  set_if(r.get_number("cluster.gpu.attention_efficiency", 0.01, 1.0), c.gpu.attention_efficiency);
-  if (auto cap = r.get_number("cluster.gpu.power_cap_w", 1, 10'000)) c.gpu.power_cap_w = *cap;
-  set_if(r.get_bandwidth("cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
-  set_if(r.get_duration("cluster.nvlink.latency"), c.nvlink.latency);
-  set_if(r.get_bandwidth("cluster.network.bandwidth"), c.network.bandwidth);
-  set_if(r.get_duration("cluster.network.latency"), c.network.latency);
-  set_if(r.get_bandwidth("cluster.pcie.bandwidth"), c.pcie.pinned_bandwidth);
-  set_if(r.get_bandwidth("cluster.pcie.pageable_bandwidth"), c.pcie.pageable_bandwidth);
-  set_if(r.get_duration("cluster.pcie.latency"), c.pcie.latency);
-  set_if(r.get_duration("cluster.cpu.launch_overhead"), c.cpu.launch_overhead);
-  set_if(r.get_duration("cluster.cpu.fsdp_hook_overhead"), c.cpu.fsdp_hook_overhead);
-  set_if(r.get_bandwidth("cluster.cpu.optimizer_bandwidth"), c.cpu.adam_bytes_per_s);
+  set_if(read_int(r, "cluster.nodes"), c.nodes);
+  set_if(read_int(r, "cluster.gpus_per_node"), c.gpus_per_node);
+  set_if(read_bytes(r, "cluster.gpu.memory"), c.gpu.memory);
+  set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp32"), c.gpu.peak_flops.fp32);
+  set_if(read_flops_rate(r, "cluster.gpu.peak_flops.bf16"), c.gpu.peak_flops.bf16);
+  set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp16"), c.gpu.peak_flops.fp16);
+  set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp8"), c.gpu.peak_flops.fp8);
+  set_if(read_bandwidth(r, "cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
+  set_if(read_number(r, "cluster.gpu.tdp_w"), c.gpu.tdp_w);
+  set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
+  set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
+  if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
+  set_if(read_bandwidth(r, "cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
+  set_if(read_duration(r, "cluster.nvlink.latency"), c.nvlink.latency);
+  set_if(read_bandwidth(r, "cluster.network.bandwidth"), c.network.bandwidth);
+  set_if(read_duration(r, "cluster.network.latency"), c.network.latency);
+  set_if(read_bandwidth(r, "cluster.pcie.bandwidth"), c.pcie.pinned_bandwidth);
+  set_if(read_bandwidth(r, "cluster.pcie.pageable_bandwidth"), c.pcie.pageable_bandwidth);
+  set_if(read_duration(r, "cluster.pcie.latency"), c.pcie.latency);
+  set_if(read_duration(r, "cluster.cpu.launch_overhead"), c.cpu.launch_overhead);
+  set_if(read_duration(r, "cluster.cpu.fsdp_hook_overhead"), c.cpu.fsdp_hook_overhead);
+  set_if(read_bandwidth(r, "cluster.cpu.optimizer_bandwidth"), c.cpu.adam_bytes_per_s);
   if (c.gpu.power_cap_w && *c.gpu.power_cap_w > c.gpu.tdp_w) {
     r.add_problem("cluster.gpu.power_cap_w", fmt::format("{} W is above the board limit of {} W", *c.gpu.power_cap_w, c.gpu.tdp_w),
                   fmt::format("at most cluster.gpu.tdp_w ({} W)", c.gpu.tdp_w));
@@ -247,10 +367,10 @@ ClusterSpec read_cluster(ConfigReader& r) {
 // ---------------------------------------------------------------- training
 TrainingSpec read_training(ConfigReader& r) {
   TrainingSpec t;
-  set_if(r.get_int("training.seq_len", 1, 100'000'000), t.seq_len);
-  set_if(r.get_int("training.micro_batch", 1, 1'000'000), t.micro_batch);
-  set_if(r.get_int("training.grad_accum", 1, 1'000'000), t.grad_accum);
-  set_if(r.get_int("training.iterations", 1, 1'000), t.iterations);
+  set_if(read_int(r, "training.seq_len"), t.seq_len);
+  set_if(read_int(r, "training.micro_batch"), t.micro_batch);
+  set_if(read_int(r, "training.grad_accum"), t.grad_accum);
+  set_if(read_int(r, "training.iterations"), t.iterations);
   if (auto opt = r.get_enum("training.optimizer", kOptimizers)) {
     t.optimizer = *opt == "adamw" ? Optimizer::adamw : *opt == "adam" ? Optimizer::adam : Optimizer::sgd;
   }
@@ -308,14 +428,14 @@ FsdpRead read_fsdp(ConfigReader& r) {
     f.sharding_strategy = strategy_from(*s);
     out.strategy_given = true;
   }
-  out.mesh_replicate = r.get_int("fsdp.mesh.replicate", 1, 1'000'000);
-  out.mesh_shard = r.get_int("fsdp.mesh.shard", 1, 1'000'000);
+  out.mesh_replicate = read_int(r, "fsdp.mesh.replicate");
+  out.mesh_shard = read_int(r, "fsdp.mesh.shard");
   if (r.has("fsdp.reshard_after_forward")) {
     if (auto as_bool = r.get_bool("fsdp.reshard_after_forward"); as_bool) {
       f.reshard_after_forward.mode = *as_bool ? ReshardAfterForward::Mode::on : ReshardAfterForward::Mode::off;
     } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
       r.problems().pop_back();  // not a bool: try an int
-      if (auto size = r.get_int("fsdp.reshard_after_forward", 2, 1'000'000)) {
+      if (auto size = read_int(r, "fsdp.reshard_after_forward")) {
         f.reshard_after_forward = {ReshardAfterForward::Mode::to_size, *size};
       } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
         r.problems().back().allowed = "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
@@ -329,25 +449,22 @@ FsdpRead read_fsdp(ConfigReader& r) {
                                                   : BackwardPrefetch::none;
   }
   set_if(r.get_bool("fsdp.forward_prefetch"), f.forward_prefetch);
-  set_if(r.get_int("fsdp.forward_prefetch_modules", 0, 1'000), f.forward_prefetch_modules);
-  set_if(r.get_int("fsdp.backward_prefetch_modules", 0, 1'000), f.backward_prefetch_modules);
+  set_if(read_int(r, "fsdp.forward_prefetch_modules"), f.forward_prefetch_modules);
+  set_if(read_int(r, "fsdp.backward_prefetch_modules"), f.backward_prefetch_modules);
   set_if(r.get_bool("fsdp.limit_all_gathers"), f.limit_all_gathers);
   auto& mp = f.mixed_precision;
-  if (auto d = r.get_dtype("fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;
-  if (auto d = r.get_dtype("fsdp.mixed_precision.reduce_dtype")) mp.reduce_dtype = d;
-  if (auto d = r.get_dtype("fsdp.mixed_precision.output_dtype")) mp.output_dtype = d;
-  if (auto d = r.get_dtype("fsdp.mixed_precision.buffer_dtype")) mp.buffer_dtype = d;
-  set_if(r.get_bool("fsdp.mixed_precision.cast_forward_inputs"), mp.cast_forward_inputs);
+  if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;
+  if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.reduce_dtype")) mp.reduce_dtype = d;
   set_if(r.get_bool("fsdp.mixed_precision.keep_low_precision_grads"), mp.keep_low_precision_grads);
   set_if(r.get_bool("fsdp.cpu_offload.params"), f.cpu_offload.params);
   set_if(r.get_bool("fsdp.cpu_offload.pin_memory"), f.cpu_offload.pin_memory);
-  set_if(r.get_int("fsdp.wrap.blocks_per_group", 1, 100'000), f.blocks_per_group);
+  set_if(read_int(r, "fsdp.wrap.blocks_per_group"), f.blocks_per_group);
   if (auto s = r.get_enum("fsdp.requires_gradient_sync", kSync)) f.requires_gradient_sync = sync_from(*s);
   if (auto s = r.get_enum("fsdp.requires_all_reduce", kSync)) f.requires_all_reduce = sync_from(*s);
   set_if(r.get_bool("fsdp.reshard_after_backward"), f.reshard_after_backward);
   set_if(r.get_bool("fsdp.separate_reduce_scatter_group"), f.separate_reduce_scatter_group);
   set_if(r.get_bool("fsdp.post_optim_event"), f.post_optim_event);
-  set_if(r.get_int("fsdp.checkpoint.every", 0, 1'000'000), f.checkpoint.every);
+  set_if(read_int(r, "fsdp.checkpoint.every"), f.checkpoint.every);
   if (auto s = r.get_enum("fsdp.checkpoint.state_dict_type", kStateDict)) {
     f.checkpoint.state_dict_type = *s == "FULL_STATE_DICT" ? StateDictType::full
                                    : *s == "LOCAL_STATE_DICT" ? StateDictType::local
@@ -451,6 +568,10 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file, const st
     r.add_problem("", "a scenario must be a mapping with model, cluster, training and fsdp", "");
     throw ValidationError(r.take_problems());
   }
+  {
+    std::string path, norm;
+    check_shape(r, tree, path, norm);
+  }
   s.model = read_model(r, base_dir);
   s.cluster = read_cluster(r);
   s.training = read_training(r);
@@ -463,6 +584,15 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file, const st
                   fmt::format("{} is longer than the learned position table ({} positions)", s.training.seq_len,
                               s.model.transformer.max_seq),
                   fmt::format("at most model.max_seq = {}", s.model.transformer.max_seq));
+  }
+  // Each factor is bounded by the key table; their product must also stay within what lowering's
+  // integer arithmetic (tokens × hidden × bytes per element) holds.
+  constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;
+  if (s.training.seq_len * s.training.micro_batch > kMaxTokensPerMicrobatch) {
+    r.add_problem("training.micro_batch",
+                  fmt::format("seq_len {} × micro_batch {} = {} tokens per micro-batch", format_count(s.training.seq_len),
+                              format_count(s.training.micro_batch), format_count(s.training.seq_len * s.training.micro_batch)),
+                  fmt::format("at most {} tokens per micro-batch", format_count(kMaxTokensPerMicrobatch)));
   }
   r.finish();
   throw_if_any(r.take_problems());

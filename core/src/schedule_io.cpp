@@ -259,33 +259,4 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   return s;
 }
 
-void write_text_file_atomic(const std::filesystem::path& path, std::string_view text) {
-  const std::filesystem::path tmp = path.string() + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ValidationError({Problem{path.string(), "", "cannot open for writing", "a path in an existing, writable directory"}});
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw ValidationError({Problem{path.string(), "", "write failed (disk full?)", ""}});
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw ValidationError({Problem{path.string(), "", fmt::format("cannot write ({})", ec.message()), ""}});
-  }
-}
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing readable file"}});
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 }  // namespace shardscope

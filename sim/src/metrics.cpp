@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/intervals.hpp"
@@ -15,6 +16,41 @@ std::string op_name(const Schedule& s, OpId id) {
   const Op& op = s.ops[static_cast<std::size_t>(id)];
   return fmt::format("{} {} ({}, iteration {})", to_string(op.kind),
                      op.group == kNone ? "-" : s.groups[static_cast<std::size_t>(op.group)].name, to_string(op.phase), op.iteration);
+}
+
+// Time per phase within the step window, each instant counted once: where spans overlap (the next
+// micro-batch's forward starting while a backward drains, an optimizer overlapping the last
+// reduce-scatter) the instant belongs to the span that started last, the work the GPU moved on to.
+// So the phases never sum past the step. `spans` is indexed by micro-batch · phases + phase.
+std::array<TimeNs, 4> disjoint_phase_times(const std::vector<Interval>& spans, std::size_t phases, TimeNs window_start,
+                                           TimeNs window_end) {
+  struct Edge {
+    TimeNs at;
+    bool opens;
+    TimeNs start;  // of the span, to rank open spans
+    std::size_t phase;
+  };
+  std::vector<Edge> edges;
+  for (std::size_t key = 0; key < spans.size(); ++key) {
+    const TimeNs begin = std::max(spans[key].first, window_start), end = std::min(spans[key].second, window_end);
+    if (end <= begin) continue;
+    edges.push_back({begin, true, begin, key % phases});
+    edges.push_back({end, false, begin, key % phases});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  std::array<TimeNs, 4> out{};
+  std::multiset<std::pair<TimeNs, std::size_t>> open;  // (start, phase); the last is the latest start
+  TimeNs previous = 0;
+  for (const Edge& e : edges) {
+    if (!open.empty()) out[open.rbegin()->second] += e.at - previous;
+    if (e.opens) {
+      open.emplace(e.start, e.phase);
+    } else {
+      open.erase(open.find({e.start, e.phase}));
+    }
+    previous = e.at;
+  }
+  return out;
 }
 
 // From the op that ended last, follow what bound each start back through the last iteration.
@@ -100,7 +136,7 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
   compute.reserve(s.ops.size() - first_of_last);
   std::vector<TimeNs> busy(s.streams.size(), 0);
   std::array<int, kOpKindCount> collectives{};
-  double flops = 0;
+  double flops = 0, recompute_flops = 0;
   for (std::size_t i = first_of_last; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     if (op.iteration != last) continue;
@@ -108,6 +144,7 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
     const TimeNs d = rec.end - rec.start;
     busy[static_cast<std::size_t>(op.stream)] += d;
     flops += op.flops;
+    if (op.kind == OpKind::recompute) recompute_flops += op.flops;
     if (op.kind != OpKind::stream_wait && op.kind != OpKind::cpu_wait && d > 0) {
       const auto mb = static_cast<std::size_t>(op.phase == Phase::optimizer ? 0 : op.microbatch);
       const auto key = mb * kPhases + static_cast<std::size_t>(op.phase);
@@ -127,16 +164,15 @@ Summary summarize(const Scenario& sc, const Schedule& s, const SimulationResult&
     if (collectives[static_cast<std::size_t>(kind)] > 0) out.collectives[std::string(to_string(kind))] = collectives[static_cast<std::size_t>(kind)];
   }
   for (const char* k : {"all_gather", "reduce_scatter", "all_reduce"}) out.collectives.try_emplace(k, 0);
-  out.hfu = flops / step_s / peak;
-  for (std::size_t key = 0; key < phase_span.size(); ++key) {
-    const auto& span = phase_span[key];
-    if (span.second < span.first) continue;
-    const TimeNs len = span.second - span.first;
-    const auto phase = static_cast<Phase>(key % kPhases);
-    if (phase == Phase::forward) out.forward_time += len;
-    if (phase == Phase::backward) out.backward_time += len;
-    if (phase == Phase::optimizer) out.optimizer_time += len;
-  }
+  // HFU counts the FLOPs MFU counts plus those the hardware repeats (activation recompute), under
+  // MFU's convention (PaLM's 6N + 12·L·H·Q·T): MFU scaled by executed / model FLOPs of the ops.
+  // So HFU ≥ MFU always, equal without checkpointing.
+  const double model_op_flops = flops - recompute_flops;
+  out.hfu = model_op_flops > 0 ? out.mfu * flops / model_op_flops : out.mfu;
+  const auto phase_times = disjoint_phase_times(phase_span, kPhases, window_start, window_end);
+  out.forward_time = phase_times[static_cast<std::size_t>(Phase::forward)];
+  out.backward_time = phase_times[static_cast<std::size_t>(Phase::backward)];
+  out.optimizer_time = phase_times[static_cast<std::size_t>(Phase::optimizer)];
   const auto comm_union = merge_intervals(comm);
   out.comm_total = total_length(comm_union);
   out.comm_exposed = uncovered_length(comm_union, merge_intervals(compute));

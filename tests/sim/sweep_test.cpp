@@ -96,7 +96,7 @@ TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
   const std::vector<std::vector<SweepAxis>> grids{
       {{"training.micro_batch", {"1", "2"}}, {"fsdp.reshard_after_forward", {"false", "true"}}},
       {{"fsdp.mixed_precision.param_dtype", {"fp32"}},
-       {"fsdp.mixed_precision", {"bf16", "{param_dtype: bf16, reduce_dtype: fp32}"}}}};
+       {"fsdp.mixed_precision", {"{param_dtype: bf16}", "{param_dtype: bf16, reduce_dtype: fp32}"}}}};
   SweepOptions options;
   options.threads = 1;  // one worker takes every point in order
   for (const auto& axes : grids) {
@@ -111,8 +111,8 @@ TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
       EXPECT_EQ(p.summary.peak_reserved, alone[0].summary.peak_reserved);
     }
   }
-  // Both points of the overlapping grid are valid configurations ("bf16" is mixed precision's
-  // shorthand): carrying the first point's plain value over would make the second one an error.
+  // Both points of the overlapping grid are valid configurations: carrying the first point's
+  // section over would give the second one the first one's keys.
   for (const auto& p : sweep(tree, "default", grids[1], options)) EXPECT_EQ(p.error, "") << p.values.back();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "shardscope/core/output_file.hpp"  // write_text_file_atomic, read_text_file
 #include "shardscope/core/schedule.hpp"
 
 namespace shardscope {
@@ -14,8 +15,5 @@ std::string schedule_to_json(const Schedule& schedule);
 /// Throws ValidationError listing every malformed field (with its key path).
 Schedule schedule_from_json(std::string_view text, const std::string& origin = "<schedule>");
 
-/// Writes atomically (temporary file, then rename): nothing half-written on failure.
-void write_text_file_atomic(const std::filesystem::path& path, std::string_view text);
-std::string read_text_file(const std::filesystem::path& path);
 
 }  // namespace shardscope
