@@ -11,6 +11,7 @@
 namespace shardscope::cli {
 
 int run_lower(const LowerArgs& args) {
+  check_outputs(args.scenario, {{"--json", args.json_path}});
   const Scenario scenario = load_scenario_args(args.scenario);
   const Schedule schedule = lower(scenario);
   if (auto problems = check_schedule(schedule, "lowered schedule"); !problems.empty()) {

@@ -47,18 +47,19 @@ int run_sweep(const SweepArgs& args) {
   for (const auto& g : args.grid) {
     if (auto axis = sim::parse_sweep_axis(g, problems)) axes.push_back(std::move(*axis));
   }
+  sim::check_sweep_axes(axes, problems);
   std::optional<Bytes> budget;
   if (!args.memory_budget.empty()) {
     budget = parse_bytes(args.memory_budget);
     if (!budget || *budget <= 0) problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
   }
   throw_if_any(std::move(problems));
+  check_outputs(args.scenario, {{"--csv", args.csv_path}, {"--json", args.json_path}});
   const ConfigTree tree = load_scenario_tree(args.scenario);
   // A broken base scenario fails here, once and clearly, rather than at every grid point.
   read_scenario(tree, args.scenario.path, std::filesystem::path(args.scenario.path).parent_path());
 
-  std::size_t total = 1;
-  for (const auto& a : axes) total *= a.values.size();
+  const std::size_t total = sim::grid_size(axes);
   Progress progress(total);
   sim::SweepOptions options;
   options.threads = args.threads;
@@ -91,7 +92,7 @@ int run_sweep(const SweepArgs& args) {
   fmt::print("{} configurations, {} fit{}, {} on the Pareto front (throughput vs reserved memory)\n", points.size(), fitting,
              budget ? fmt::format(" in {}", format_bytes(*budget)) : std::string(), pareto);
   if (!args.csv_path.empty()) write_output(args.csv_path, sim::sweep_csv(axes, points));
-  if (!args.json_path.empty()) write_output(args.json_path, sim::sweep_json(axes, points));
+  if (!args.json_path.empty()) write_output(args.json_path, sim::sweep_json(axes, points, total));
   return g_cancel.load() ? kExitFailure : kExitOk;
 }
 

@@ -1,19 +1,23 @@
 #pragma once
 // The `shardscope` subcommands. Each returns the process exit code:
-// 0 success, 2 bad input (problems printed to stderr), 1 unexpected failure.
+// 0 success, 1 unexpected failure or interrupted, 2 bad input (problems printed to stderr),
+// 3 the simulated step does not fit in GPU memory (simulate; the report says where it ran out).
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/core/schedule.hpp"
 
 namespace shardscope::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitDoesNotFit = 3;
 
 struct ScenarioArgs {
   std::string path;
@@ -52,10 +56,28 @@ struct SweepArgs {
   unsigned threads = 0;
 };
 
+struct KeysArgs {
+  std::string prefix;
+  bool markdown = false;
+};
+
+/// Whether `path` is a schedule IR file (`lower --json`), told by its schema.
+bool is_schedule_file(const std::string& path);
+/// Reads a schedule IR and checks it (check_schedule): every problem at once, as ValidationError.
+Schedule load_schedule_file(const std::string& path);
+/// A scenario to cost and summarize a schedule IR with: the --cluster preset (default
+/// h100-sxm-80gb) laid out as the IR's communicators say; FLOPs as the ops carry them.
+Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& args);
+
+/// Checks every output path before any work (ValidationError listing each problem): none may be
+/// the scenario file, another output, a directory, or in a missing or unwritable directory.
+void check_outputs(const ScenarioArgs& input, std::initializer_list<std::pair<std::string, std::string>> outputs);
+
 /// Writes an output file the user asked for, atomically, and says so: "wrote PATH<note>".
 void write_output(const std::string& path, std::string_view text, std::string_view note = {});
 
 int run_presets();
+int run_keys(const KeysArgs& args);
 int run_sweep(const SweepArgs& args);
 int run_simulate(const SimulateArgs& args);
 int run_lower(const LowerArgs& args);

@@ -14,7 +14,7 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 5> kCommands{"presets", "validate", "lower", "simulate", "sweep"};
+constexpr std::array<std::string_view, 6> kCommands{"presets", "keys", "validate", "lower", "simulate", "sweep"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> names(kCommands.begin(), kCommands.end());
       const auto guess = shardscope::closest_match(cmd, names);
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
-      fmt::print(stderr, "commands: presets, validate, lower, simulate, sweep; see shardscope --help\n");
+      fmt::print(stderr, "commands: presets, keys, validate, lower, simulate, sweep; see shardscope --help\n");
       return kExitBadInput;
     }
   }
@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   app.add_subcommand("presets", "list model and cluster presets with their key numbers");
+  KeysArgs keys_args;
+  auto* keys = app.add_subcommand("keys", "every scenario key: type, unit, range, default and what it models");
+  keys->add_option("prefix", keys_args.prefix, "only keys starting with this (e.g. fsdp.mixed_precision)");
+  keys->add_flag("--markdown", keys_args.markdown, "as Markdown (docs/scenario.md)");
   ScenarioArgs validate_args;
   auto* validate = app.add_subcommand("validate", "check a scenario and print what it describes");
   add_scenario_args(validate, validate_args);
@@ -59,12 +63,12 @@ int main(int argc, char** argv) {
   lower->add_flag("--order", lower_args.order, "print the CPU issue order, one op per line");
 
   SimulateArgs sim_args;
-  auto* simulate = app.add_subcommand("simulate", "simulate a scenario: step time, throughput, memory, overlap");
+  auto* simulate = app.add_subcommand("simulate", "simulate a scenario or a schedule IR (lower --json): step time, throughput, memory, overlap");
   add_scenario_args(simulate, sim_args.scenario);
   simulate->add_option("--model", sim_args.scenario.model_preset, "use this model preset")->type_name("PRESET");
   simulate->add_option("--cluster", sim_args.scenario.cluster_preset, "use this cluster preset")->type_name("PRESET");
-  simulate->add_option("--nodes", sim_args.scenario.nodes, "number of nodes")->check(CLI::PositiveNumber);
-  simulate->add_option("--gpus-per-node", sim_args.scenario.gpus_per_node, "GPUs per node")->check(CLI::PositiveNumber);
+  simulate->add_option("--nodes", sim_args.scenario.nodes, "number of nodes")->check(CLI::Range(1, 100'000));
+  simulate->add_option("--gpus-per-node", sim_args.scenario.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 256));
   simulate->add_option("--json", sim_args.json_path, "write the summary (shardscope.summary/1)")->type_name("FILE");
   simulate->add_option("--timeline", sim_args.timeline_path, "write the timeline (shardscope.timeline/1)")->type_name("FILE");
   simulate->add_option("--trace", sim_args.trace_path, "write a Chrome/Perfetto trace")->type_name("FILE");
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--memory-budget", sweep_args.memory_budget, "reserved memory a configuration may use")->type_name("SIZE");
   sweep->add_option("--csv", sweep_args.csv_path, "write all results as CSV")->type_name("FILE");
   sweep->add_option("--json", sweep_args.json_path, "write all results as JSON (shardscope.sweep/1)")->type_name("FILE");
-  sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
 
   try {
     app.parse(argc, argv);
@@ -93,6 +97,7 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("presets")) return run_presets();
+    if (app.got_subcommand("keys")) return run_keys(keys_args);
     if (app.got_subcommand("validate")) return run_validate(validate_args);
     if (app.got_subcommand("lower")) return run_lower(lower_args);
     if (app.got_subcommand("simulate")) return run_simulate(sim_args);

@@ -33,11 +33,18 @@ int write_all(int fd, std::string_view text) {
   return 0;
 }
 
-// The file a path names once symbolic links are followed (the path itself when it does not exist).
+// The file a path names once symbolic links are followed, dangling ones too (writing through a
+// dangling link creates its target, as the shell's `>` does).
 fs::path resolved(const fs::path& path) {
+  fs::path p = path;
   std::error_code ec;
-  const fs::path target = fs::weakly_canonical(path, ec);
-  return ec ? path : target;
+  for (int hop = 0; hop < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hop) {
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  const fs::path canonical = fs::weakly_canonical(p, ec);
+  return ec ? p : canonical;
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {

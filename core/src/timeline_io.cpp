@@ -118,6 +118,20 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
       if (o.stream < 0 || static_cast<std::size_t>(o.stream) >= t.streams.size()) {
         problem(fmt::format("ops[{}].stream", i), fmt::format("stream {} does not exist", o.stream));
       }
+      // Ids index the tables above; kNone (-1) means "none". Anything else would be drawn from
+      // outside a table.
+      const auto check_id = [&](std::string_view field, std::int64_t id, std::size_t count) {
+        if (id != kNone && (id < 0 || static_cast<std::size_t>(id) >= count)) {
+          problem(fmt::format("ops[{}].{}", i, field), fmt::format("{} does not exist", id),
+                  count == 0 ? std::string("-1 (none)") : fmt::format("-1 (none) or 0..{}", count - 1));
+        }
+      };
+      check_id("group", o.group, t.groups.size());
+      check_id("comm", o.comm, t.communicators.size());
+      if (o.op < 0 && o.op != kNone) problem(fmt::format("ops[{}].op", i), fmt::format("{} is negative", o.op), "an op index ≥ 0");
+      if (o.start < 0) problem(fmt::format("ops[{}].start_ns", i), fmt::format("{} ns is before the run started", o.start), "≥ 0");
+      if (o.bytes < 0) problem(fmt::format("ops[{}].bytes", i), fmt::format("{} B is negative", o.bytes), "≥ 0");
+      if (o.iteration < 0 || o.microbatch < 0) problem(fmt::format("ops[{}]", i), "negative iteration or micro-batch", "≥ 0");
       t.ops.push_back(o);
     });
   }
@@ -125,8 +139,21 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   for (std::size_t i = 0; i < memory.size(); ++i) {
     guarded(fmt::format("memory[{}]", i), [&] {
       const auto& j = memory[i];
-      t.memory.push_back({j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(), j.at("reserved").get<Bytes>(),
-                          j.at("by_category").get<std::vector<Bytes>>()});
+      MemorySample m{j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(), j.at("reserved").get<Bytes>(),
+                     j.at("by_category").get<std::vector<Bytes>>()};
+      if (m.time < 0 || m.allocated < 0 || m.reserved < 0) {
+        problem(fmt::format("memory[{}]", i), "negative time or bytes", "≥ 0");
+      }
+      if (m.by_category.size() > all_buffer_categories().size()) {
+        problem(fmt::format("memory[{}].by_category", i), fmt::format("{} entries", m.by_category.size()),
+                fmt::format("at most {}, one per buffer category", all_buffer_categories().size()));
+      }
+      if (m.allocated > m.reserved) {
+        problem(fmt::format("memory[{}].allocated", i), fmt::format("{} B is more than the {} B reserved", m.allocated, m.reserved),
+                "allocated ≤ reserved");
+      }
+      if (!t.memory.empty() && m.time < t.memory.back().time) problem(fmt::format("memory[{}].time_ns", i), "samples out of time order", "ascending times");
+      t.memory.push_back(std::move(m));
     });
   }
   throw_if_any(std::move(problems));

@@ -132,7 +132,9 @@ std::string format_duration(TimeNs ns) {
 std::string format_bandwidth(BytesPerSecond bps) {
   if (bps >= 1e12) return fmt::format("{:.2f} TB/s", bps / 1e12);
   if (bps >= 1e9) return fmt::format("{:.1f} GB/s", bps / 1e9);
-  return fmt::format("{:.1f} MB/s", bps / 1e6);
+  if (bps >= 1e6) return fmt::format("{:.1f} MB/s", bps / 1e6);
+  if (bps >= 1e3) return fmt::format("{:.1f} KB/s", bps / 1e3);
+  return fmt::format("{:g} B/s", bps);
 }
 
 std::string format_flops_rate(FlopsPerSecond fps) {

@@ -99,7 +99,12 @@ MainWindow::MainWindow(QWidget* parent)
   });
   file->addAction("Open timeline…", this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
-    if (!path.isEmpty()) open_timeline(path);
+    if (path.isEmpty()) return;
+    try {
+      open_timeline(path);
+    } catch (const Error& e) {
+      QMessageBox::warning(this, "Invalid timeline", QString::fromStdString(e.what()));
+    }
   });
   file->addAction("Save scenario…", this, [this] { save_scenario(); });
   file->addAction("Export view as PNG…", this, [this] { export_png(); });
@@ -163,12 +168,8 @@ void MainWindow::open_scenario(const QString& path, const std::vector<std::strin
 }
 
 void MainWindow::open_timeline(const QString& path) {
-  try {
-    loaded_timeline_ = std::make_shared<Timeline>(timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
-  } catch (const Error& e) {
-    QMessageBox::warning(this, "Invalid timeline", QString::fromStdString(e.what()));
-    return;
-  }
+  // Throws before anything is replaced: a bad file leaves the window as it was.
+  loaded_timeline_ = std::make_shared<Timeline>(timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
   memory_->set_timeline(loaded_timeline_.get());  // before the timeline widget, as in show_result
   timeline_->set_timeline(loaded_timeline_.get());
   result_.reset();

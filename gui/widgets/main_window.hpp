@@ -33,6 +33,8 @@ class MainWindow : public QMainWindow {
   /// Loads a scenario file with overrides; throws ValidationError when it is invalid.
   void open_scenario(const QString& path, const std::vector<std::string>& overrides = {});
   /// Shows a timeline file (simulated or measured) without a scenario.
+  /// Shows a saved timeline. Throws ValidationError (every problem of the file) when it is invalid;
+  /// the menu shows that in a dialog, the command line prints it and exits 2.
   void open_timeline(const QString& path);
   /// Simulates now, on this thread (screenshots, tests).
   void simulate_now();

@@ -7,12 +7,52 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/engine.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
+
+namespace {
+
+// Splits "v1,v2,{a: 1, b: 2},[1, 2]" at the commas outside braces, brackets and quotes, so a value
+// may be any YAML flow value. Returns false on unbalanced brackets or an open quote.
+bool split_values(std::string_view text, std::vector<std::string>& out) {
+  std::string cur;
+  int depth = 0;
+  char quote = 0;
+  for (const char c : text) {
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth < 0) return false;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(std::move(cur));
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  out.push_back(std::move(cur));
+  return depth == 0 && quote == 0;
+}
+
+std::vector<std::string> settable_keys() {
+  std::vector<std::string> keys;
+  for (const auto& k : scenario_keys()) {
+    if (k.type != KeyType::rejected && k.path.find('[') == std::string_view::npos) keys.emplace_back(k.path);
+  }
+  return keys;
+}
+
+}  // namespace
 
 std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems) {
   const auto eq = text.find('=');
@@ -23,21 +63,49 @@ std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Pro
   }
   SweepAxis axis;
   axis.key = std::string(text.substr(0, eq));
-  std::string cur;
-  for (char c : text.substr(eq + 1)) {
-    if (c == ',') {
-      axis.values.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
+  // The key must be one a scenario has: an unknown key would make every point invalid.
+  const ScenarioKey* key = find_scenario_key(normalise_key_path(axis.key));
+  if (!key || key->type == KeyType::rejected) {
+    const auto guess = closest_match(axis.key, settable_keys());
+    problems.push_back({"--grid", axis.key,
+                        key ? std::string(key->models) : "not a scenario key",
+                        guess.empty() ? std::string("see shardscope keys") : fmt::format("did you mean '{}'?", guess)});
+    return std::nullopt;
   }
-  axis.values.push_back(cur);
+  if (!split_values(text.substr(eq + 1), axis.values)) {
+    problems.push_back({"--grid", axis.key, "unbalanced braces, brackets or quotes in the values", "v1,v2 or {a: 1},{a: 2}"});
+    return std::nullopt;
+  }
   if (std::any_of(axis.values.begin(), axis.values.end(), [](const std::string& v) { return v.empty(); })) {
     problems.push_back({"--grid", axis.key, "empty value in the list", "v1,v2,... without empty entries"});
     return std::nullopt;
   }
   return axis;
+}
+
+void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& problems) {
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (normalise_key_path(axes[i].key) == normalise_key_path(axes[j].key)) {
+        problems.push_back({"--grid", axes[i].key, "is given twice", "one --grid per key, with all its values"});
+      }
+    }
+  }
+  std::size_t total = 1;
+  for (const auto& a : axes) {
+    if (a.values.size() > kMaxSweepPoints / total) {
+      problems.push_back({"--grid", a.key, fmt::format("the grid has more than {} configurations", format_count(kMaxSweepPoints)),
+                          "fewer values or axes"});
+      return;
+    }
+    total *= a.values.size();
+  }
+}
+
+std::size_t grid_size(const std::vector<SweepAxis>& axes) {
+  std::size_t total = 1;
+  for (const auto& a : axes) total *= a.values.size();
+  return total;
 }
 
 namespace {
@@ -177,9 +245,13 @@ std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<Swee
   return out;
 }
 
-std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points) {
+std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points, std::optional<std::size_t> grid) {
   nlohmann::ordered_json j;
   j["schema"] = "shardscope.sweep/1";
+  // An interrupted sweep says so: readers must not take its rows for the whole grid.
+  const std::size_t configurations = grid.value_or(points.size());
+  j["complete"] = points.size() == configurations;
+  j["configurations"] = configurations;
   nlohmann::ordered_json ax = nlohmann::ordered_json::array();
   for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
   j["axes"] = ax;

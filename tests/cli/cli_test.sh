@@ -68,5 +68,66 @@ expect sweep-bad-grid 2 'key=v1,v2' -- sweep "$examples/llama3-8b-h100x8.yaml" -
 expect sweep-bad-budget 2 'memory-budget' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget lots
 rm -rf "$tmpdir"
 
+# Hostile input: every class gets exit 2 with the file, key and what is allowed; nothing crashes.
+tmpdir=$(mktemp -d)
+default="$examples/llama3-8b-h100x8.yaml"
+expect number-too-large 2 "training.seq_len: expected an integer, got '1e999', a number beyond" -- validate "$default" --set training.seq_len=1e999
+expect number-too-small 2 "training.seq_len: .*'1e-999'" -- validate "$default" --set training.seq_len=1e-999
+expect huge-list-index 2 'model.groups' -- validate "$examples/fsdp2-overlap-oracle.yaml" --set 'model.groups[99999999999999999999].params=1'
+expect list-index-past-end 2 "'7' is not an index of the list \(it has [0-9]+ items\)" -- validate "$examples/fsdp2-overlap-oracle.yaml" --set 'model.groups[7].params=1'
+expect scalar-for-section-set 2 'fsdp.mesh: is a section with keys' -- validate "$examples/llama3-405b-hsdp-128-nodes.yaml" --set fsdp.mesh=2
+expect scalar-for-section-new 2 'cluster.gpu: is the text .h200., but it is a section of keys \(keys: memory' -- validate "$default" --set cluster.gpu=h200
+expect scalar-for-top-section 2 'training: is a section' -- validate "$default" --set training=5
+printf 'model: {preset: llama3.1-8b}\nfsdp:\n  mixed_precision: bf16\n' > "$tmpdir/mp.yaml"
+expect scalar-for-section-file 2 'mp.yaml: fsdp.mixed_precision: is the text .bf16., but it is a section of keys \(keys: param_dtype, reduce_dtype' -- validate "$tmpdir/mp.yaml"
+printf 'model: {preset: llama3.1-8b}\ntraining:\n  seq_len:\n' > "$tmpdir/null.yaml"
+expect key-without-value 2 'training.seq_len: has no value' -- validate "$tmpdir/null.yaml"
+expect empty-set-value 2 'training.seq_len: has no value' -- validate "$default" --set training.seq_len=
+expect bandwidth-too-low 2 'cluster.nvlink.bandwidth: 1 B/s is out of range \(1.0 GB/s\.\.10.00 TB/s\)' -- validate "$default" --set cluster.nvlink.bandwidth=1B/s
+expect latency-of-hours 2 'cluster.network.latency: 7200.000 s is out of range' -- validate "$default" --set cluster.network.latency=7200s
+expect tokens-overflow 2 'seq_len 16,000,000 × micro_batch 60,000' -- validate "$default" --set training.seq_len=16000000 --set training.micro_batch=60000
+expect hidden-out-of-range 2 'model.hidden: 1000000000 is out of range \(1\.\.262,144 elements\)' -- validate "$default" --set model.hidden=1000000000
+expect work-limit 2 'the schedule would have about [0-9,]+ ops' -- simulate "$default" --set model.layers=10000 --set training.grad_accum=100
+expect fp8-params 2 'param_dtype: fp8 is not an FSDP mixed-precision dtype' -- validate "$default" --set fsdp.mixed_precision.param_dtype=fp8
+expect unmodelled-key 2 'fsdp.mixed_precision.output_dtype: not modelled' -- validate "$default" --set fsdp.mixed_precision.output_dtype=bf16
+expect unmodelled-sm-count 2 'cluster.gpu.sm_count: not modelled' -- validate "$default" --set cluster.gpu.sm_count=132
+printf 'a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n' > "$tmpdir/bomb.yaml"
+expect yaml-alias-bomb 2 'expands to more than 1000000 values' -- validate "$tmpdir/bomb.yaml"
+expect cli-range 2 '--nodes: Value 1e999 not in range 1 to 100000' -- simulate "$default" --nodes 1e999
+expect does-not-fit 3 'does not fit: ' -- simulate "$default" --set training.micro_batch=8
+
+# Outputs: checked before the work, never the input, never a special file replaced.
+cp "$default" "$tmpdir/s.yaml"
+expect output-is-input 2 '--json: is the input' -- simulate "$tmpdir/s.yaml" --json "$tmpdir/s.yaml"
+if cmp -s "$default" "$tmpdir/s.yaml"; then echo "ok   output-is-input-untouched"; passed=$((passed + 1)); else echo "FAIL output-is-input-untouched"; failed=$((failed + 1)); fi
+expect output-is-directory 2 '--json: is a directory' -- simulate "$default" --json "$tmpdir"
+expect output-twice 2 'is also the file of --json' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/o.json" --trace "$tmpdir/o.json"
+expect output-dev-full 2 '/dev/full: write failed \(No space left on device\)' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --json /dev/full
+if [[ -c /dev/full ]]; then echo "ok   dev-full-still-a-device"; passed=$((passed + 1)); else echo "FAIL dev-full-still-a-device"; failed=$((failed + 1)); fi
+mkfifo "$tmpdir/fifo"
+expect output-fifo-no-reader 2 'fifo: is a FIFO with no reader' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/fifo"
+if [[ -p "$tmpdir/fifo" ]]; then echo "ok   fifo-still-a-fifo"; passed=$((passed + 1)); else echo "FAIL fifo-still-a-fifo"; failed=$((failed + 1)); fi
+ln -s "$tmpdir/target.json" "$tmpdir/link.json"
+expect output-through-link 0 'wrote' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/link.json"
+if [[ -L "$tmpdir/link.json" && -s "$tmpdir/target.json" ]]; then echo "ok   link-still-a-link"; passed=$((passed + 1)); else echo "FAIL link-still-a-link"; failed=$((failed + 1)); fi
+expect sweep-output-checked-first 2 'nope does not exist' -- sweep "$default" --grid training.micro_batch=1,2 --csv "$tmpdir/nope/x.csv"
+if ls -a "$tmpdir" | grep -q partial; then echo "FAIL no-partial-files"; failed=$((failed + 1)); else echo "ok   no-partial-files"; passed=$((passed + 1)); fi
+
+# Sweeps: keys are checked, values may hold commas inside braces, an interrupted grid says so.
+expect sweep-unknown-key 2 "training.micro_bach: not a scenario key \(did you mean 'training.micro_batch'\?\)" -- sweep "$default" --grid training.micro_bach=1,2
+expect sweep-duplicate-key 2 'training.micro_batch: is given twice' -- sweep "$default" --grid training.micro_batch=1 --grid training.micro_batch=2
+expect sweep-braces 0 '2 configurations' -- sweep "$default" --grid 'fsdp.mixed_precision={param_dtype: bf16, reduce_dtype: fp32},{param_dtype: bf16}' --json "$tmpdir/sw.json"
+if grep -q '"complete": true' "$tmpdir/sw.json"; then echo "ok   sweep-json-complete"; passed=$((passed + 1)); else echo "FAIL sweep-json-complete"; failed=$((failed + 1)); fi
+
+# A schedule IR is simulated as it stands; a corrupt one gets every problem.
+"$bin" lower "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/ir.json" >/dev/null
+expect simulate-ir 0 'step time' -- simulate "$tmpdir/ir.json"
+sed -e '0,/"deps":\[\]/s//"deps":[999999]/' -e '0,/"stream":2,/s//"stream":77,/' "$tmpdir/ir.json" > "$tmpdir/bad_ir.json"
+expect simulate-bad-ir 2 'error: 2 problems' -- simulate "$tmpdir/bad_ir.json"
+expect simulate-ir-no-set 2 'is a schedule IR' -- simulate "$tmpdir/ir.json" --set training.micro_batch=2
+expect keys-prefix 0 'fsdp.mixed_precision.param_dtype +dtype' -- keys fsdp.mixed_precision
+expect keys-unknown 2 "no scenario key starts with 'nope'" -- keys nope
+rm -rf "$tmpdir"
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

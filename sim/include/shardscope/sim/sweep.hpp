@@ -22,8 +22,17 @@ struct SweepAxis {
   std::vector<std::string> values;  // YAML scalars
 };
 
-/// Parses "key=v1,v2,v3". Adds a Problem on a malformed axis.
+/// The most configurations one sweep may have.
+inline constexpr std::size_t kMaxSweepPoints = 1'000'000;
+
+/// Parses "key=v1,v2,v3"; values split at commas outside braces, brackets and quotes, so
+/// "fsdp.mixed_precision={param_dtype: bf16},{param_dtype: fp32}" has two. The key must be a
+/// scenario key (scenario_keys.hpp). Adds a Problem on a malformed axis.
 std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems);
+/// Problems of the axes together: a key given twice, a grid over kMaxSweepPoints.
+void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& problems);
+/// Configurations in the grid (the product of the axes' sizes; check_sweep_axes bounds it).
+std::size_t grid_size(const std::vector<SweepAxis>& axes);
 
 struct SweepPoint {
   std::size_t index = 0;                 // position in the grid (row-major, first axis slowest)
@@ -45,6 +54,9 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
                               const SweepOptions& options);
 
 std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
-std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
+/// `grid`: configurations in the whole grid (default: the points given); "complete" says whether
+/// every one is among `points`.
+std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points,
+                       std::optional<std::size_t> grid = std::nullopt);
 
 }  // namespace shardscope::sim
