@@ -113,9 +113,13 @@ TransformerConfig load_hf_config(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, ec)) {
     throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
   }
-  const ConfigTree tree = detail::parse_json(read_text_file(path), path.string());
+  return hf_config_from_text(read_text_file(path), path.string());
+}
+
+TransformerConfig hf_config_from_text(std::string_view text, const std::string& origin) {
+  const ConfigTree tree = detail::parse_json(text, origin);
   std::vector<Problem> problems;
-  auto config = transformer_from_hf_config(tree, path.string(), problems);
+  auto config = transformer_from_hf_config(tree, origin, problems);
   throw_if_any(std::move(problems));
   return config;
 }

@@ -18,6 +18,9 @@ namespace shardscope {
 TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std::string& origin,
                                              std::vector<Problem>& problems);
 
+/// Parses and converts config.json text; throws ValidationError (naming `origin`) on any problem.
+TransformerConfig hf_config_from_text(std::string_view text, const std::string& origin);
+
 /// Reads and converts the file; throws ValidationError on any problem.
 TransformerConfig load_hf_config(const std::filesystem::path& path);
 
