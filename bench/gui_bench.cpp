@@ -19,17 +19,22 @@ using namespace shardscope;
 Timeline million_ops() {
   Timeline t;
   t.name = "1M ops";
-  t.streams = {{"cpu", StreamKind::cpu}, {"compute", StreamKind::compute}, {"all_gather", StreamKind::communication},
+  t.streams = {{"cpu", StreamKind::cpu},
+               {"compute", StreamKind::compute},
+               {"all_gather", StreamKind::communication},
                {"reduce_scatter", StreamKind::communication}};
   t.groups = {"layers.0", "layers.1"};
   std::mt19937 rng(1);
   std::uniform_int_distribution<TimeNs> len(1000, 50'000);
   for (StreamId s = 1; s <= 3; ++s) {
     TimeNs now = 0;
-    const OpKind kind = s == 1 ? OpKind::forward : s == 2 ? OpKind::all_gather : OpKind::reduce_scatter;
+    const OpKind kind = s == 1   ? OpKind::forward
+                        : s == 2 ? OpKind::all_gather
+                                 : OpKind::reduce_scatter;
     for (int i = 0; i < 333'334; ++i) {
       const TimeNs d = len(rng);
-      t.ops.push_back({static_cast<OpId>(t.ops.size()), kind, s, i % 2, Phase::forward, 0, 0, kNone, 0, now, now + d});
+      t.ops.push_back({static_cast<OpId>(t.ops.size()), kind, s, i % 2, Phase::forward, 0, 0, kNone,
+                       0, now, now + d});
       now += d + len(rng) / 4;
     }
   }

@@ -50,17 +50,20 @@ BENCHMARK(BM_LowerAndSimulate)->Unit(benchmark::kMicrosecond);
 
 // Configurations per second of a sweep over the default scenario (8B on 8 H100), on all cores.
 void BM_Sweep(benchmark::State& state) {
-  const auto tree = load_config_file(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml");
-  const std::vector<sim::SweepAxis> axes{{"fsdp.reshard_after_forward", {"true", "false"}},
-                                         {"training.activation_checkpointing", {"none", "selective_op", "full", "every_2"}},
-                                         {"training.micro_batch", {"1", "2"}}};
+  const auto tree =
+      load_config_file(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml");
+  const std::vector<sim::SweepAxis> axes{
+      {"fsdp.reshard_after_forward", {"true", "false"}},
+      {"training.activation_checkpointing", {"none", "selective_op", "full", "every_2"}},
+      {"training.micro_batch", {"1", "2"}}};
   sim::SweepOptions options;
   std::size_t configs = 0;
   for (auto _ : state) {
     const auto points = sim::sweep(tree, "default", axes, options);
     configs += points.size();
   }
-  state.counters["configs_per_s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
+  state.counters["configs_per_s"] =
+      benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Sweep)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -12,7 +12,10 @@ int run_keys(const KeysArgs& args) {
   }
   const std::string text = scenario_keys_text(args.prefix);
   if (text.empty()) {
-    fmt::print(stderr, "error: no scenario key starts with '{}' (sections: model, cluster, training, fsdp)\n", args.prefix);
+    fmt::print(
+        stderr,
+        "error: no scenario key starts with '{}' (sections: model, cluster, training, fsdp)\n",
+        args.prefix);
     return kExitBadInput;
   }
   fmt::print("{}", text);

@@ -26,9 +26,11 @@ int run_lower(const LowerArgs& args) {
   }
   std::map<OpKind, int> counts;
   for (const auto& op : schedule.ops) ++counts[op.kind];
-  fmt::print("lowered {}: {} ops, {} buffers, {} streams, {} communicators, {} groups, {} iteration{}\n", args.scenario.path,
-             schedule.ops.size(), schedule.buffers.size(), schedule.streams.size(), schedule.communicators.size(),
-             schedule.groups.size(), schedule.iterations, schedule.iterations == 1 ? "" : "s");
+  fmt::print(
+      "lowered {}: {} ops, {} buffers, {} streams, {} communicators, {} groups, {} iteration{}\n",
+      args.scenario.path, schedule.ops.size(), schedule.buffers.size(), schedule.streams.size(),
+      schedule.communicators.size(), schedule.groups.size(), schedule.iterations,
+      schedule.iterations == 1 ? "" : "s");
   for (const auto& [kind, n] : counts) fmt::print("  {:<16} {:>7} ops\n", to_string(kind), n);
   if (!args.json_path.empty()) fmt::print("wrote {}\n", args.json_path);
   return kExitOk;

@@ -8,22 +8,24 @@ namespace shardscope::cli {
 
 int run_presets() {
   fmt::print("Model presets (parameters are exact)\n");
-  fmt::print("  {:<20} {:>17}  {:>6} {:>6} {:>5} {:>4} {:>6} {:>7}  {}\n", "name", "parameters", "hidden", "layers", "heads",
-             "kv", "ffn", "vocab", "description");
+  fmt::print("  {:<20} {:>17}  {:>6} {:>6} {:>5} {:>4} {:>6} {:>7}  {}\n", "name", "parameters",
+             "hidden", "layers", "heads", "kv", "ffn", "vocab", "description");
   for (const auto& p : model_presets()) {
     const auto spec = find_model_preset(p.name);
     const auto& c = p.config;
-    fmt::print("  {:<20} {:>17}  {:>6} {:>6} {:>5} {:>4} {:>6} {:>7}  {}\n", p.name, format_count(spec->total_params()),
-               c.hidden, c.layers, c.heads, c.kv_heads, c.ffn_hidden, c.vocab, p.description);
+    fmt::print("  {:<20} {:>17}  {:>6} {:>6} {:>5} {:>4} {:>6} {:>7}  {}\n", p.name,
+               format_count(spec->total_params()), c.hidden, c.layers, c.heads, c.kv_heads,
+               c.ffn_hidden, c.vocab, p.description);
   }
   fmt::print("\nCluster presets (per GPU)\n");
-  fmt::print("  {:<16} {:>10} {:>14} {:>14} {:>11} {:>11} {:>10} {:>11}\n", "name", "memory", "bf16 peak", "fp32 peak", "HBM",
-             "NVLink", "NIC", "PCIe");
+  fmt::print("  {:<16} {:>10} {:>14} {:>14} {:>11} {:>11} {:>10} {:>11}\n", "name", "memory",
+             "bf16 peak", "fp32 peak", "HBM", "NVLink", "NIC", "PCIe");
   for (const auto& p : cluster_presets()) {
     const auto& c = p.spec;
-    fmt::print("  {:<16} {:>10} {:>14} {:>14} {:>11} {:>11} {:>10} {:>11}\n", p.name, format_bytes(c.gpu.memory),
-               format_flops_rate(c.gpu.peak_flops.bf16), format_flops_rate(c.gpu.peak_flops.fp32),
-               format_bandwidth(c.gpu.hbm_bandwidth), format_bandwidth(c.nvlink.bandwidth), format_bandwidth(c.network.bandwidth),
+    fmt::print("  {:<16} {:>10} {:>14} {:>14} {:>11} {:>11} {:>10} {:>11}\n", p.name,
+               format_bytes(c.gpu.memory), format_flops_rate(c.gpu.peak_flops.bf16),
+               format_flops_rate(c.gpu.peak_flops.fp32), format_bandwidth(c.gpu.hbm_bandwidth),
+               format_bandwidth(c.nvlink.bandwidth), format_bandwidth(c.network.bandwidth),
                format_bandwidth(c.pcie.pinned_bandwidth));
   }
   return kExitOk;

@@ -10,13 +10,18 @@
 namespace shardscope::cli {
 
 int run_simulate(const SimulateArgs& args) {
-  check_outputs(args.scenario, {{"--json", args.json_path}, {"--timeline", args.timeline_path}, {"--trace", args.trace_path}});
+  check_outputs(args.scenario, {{"--json", args.json_path},
+                                {"--timeline", args.timeline_path},
+                                {"--trace", args.trace_path}});
   Scenario scenario;
   Schedule schedule;
   if (is_schedule_file(args.scenario.path)) {
-    if (!args.scenario.overrides.empty() || !args.scenario.model_preset.empty() || args.scenario.nodes > 0 || args.scenario.gpus_per_node > 0) {
-      throw ValidationError({Problem{args.scenario.path, "", "is a schedule IR: --set, --model, --nodes and --gpus-per-node apply to scenarios",
-                                     "only --cluster (the hardware to cost the IR on)"}});
+    if (!args.scenario.overrides.empty() || !args.scenario.model_preset.empty() ||
+        args.scenario.nodes > 0 || args.scenario.gpus_per_node > 0) {
+      throw ValidationError({Problem{
+          args.scenario.path, "",
+          "is a schedule IR: --set, --model, --nodes and --gpus-per-node apply to scenarios",
+          "only --cluster (the hardware to cost the IR on)"}});
     }
     schedule = load_schedule_file(args.scenario.path);
     scenario = scenario_for_schedule(schedule, args.scenario);
@@ -41,9 +46,13 @@ int run_simulate(const SimulateArgs& args) {
                         {"comm_exposed_s", ns_to_s(summary.comm_exposed)}};
     write_output(args.timeline_path, timeline_to_json(timeline));
   }
-  if (!args.trace_path.empty()) write_output(args.trace_path, traces::chrome_trace_json(result.timeline, &schedule), " (open it in ui.perfetto.dev)");
+  if (!args.trace_path.empty())
+    write_output(args.trace_path, traces::chrome_trace_json(result.timeline, &schedule),
+                 " (open it in ui.perfetto.dev)");
   if (!summary.fits) {
-    fmt::print(stderr, "does not fit: {}\n", summary.out_of_memory.empty() ? "peak reserved memory exceeds the GPU" : summary.out_of_memory);
+    fmt::print(stderr, "does not fit: {}\n",
+               summary.out_of_memory.empty() ? "peak reserved memory exceeds the GPU"
+                                             : summary.out_of_memory);
     return kExitDoesNotFit;
   }
   return kExitOk;

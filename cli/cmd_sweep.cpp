@@ -12,7 +12,9 @@ namespace shardscope::cli {
 namespace {
 
 std::atomic<bool> g_cancel{false};
-extern "C" void on_interrupt(int) { g_cancel.store(true); }
+extern "C" void on_interrupt(int) {
+  g_cancel.store(true);
+}
 
 // A progress bar on a terminal, a line every 10 % otherwise.
 class Progress {
@@ -23,8 +25,8 @@ class Progress {
     const int pct = static_cast<int>(100 * done / std::max<std::size_t>(1, total_));
     if (tty_) {
       const int filled = pct * 30 / 100;
-      fmt::print(stderr, "\r[{:<30}] {:>3} % ({}/{} configurations)", std::string(static_cast<std::size_t>(filled), '#'), pct,
-                 done, total_);
+      fmt::print(stderr, "\r[{:<30}] {:>3} % ({}/{} configurations)",
+                 std::string(static_cast<std::size_t>(filled), '#'), pct, done, total_);
       if (done == total_) fmt::print(stderr, "\n");
     } else if (pct >= next_pct_ || done == total_) {
       fmt::print(stderr, "sweep: {} % ({}/{} configurations)\n", pct, done, total_);
@@ -51,7 +53,8 @@ int run_sweep(const SweepArgs& args) {
   std::optional<Bytes> budget;
   if (!args.memory_budget.empty()) {
     budget = parse_bytes(args.memory_budget);
-    if (!budget || *budget <= 0) problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
+    if (!budget || *budget <= 0)
+      problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
   }
   throw_if_any(std::move(problems));
   check_outputs(args.scenario, {{"--csv", args.csv_path}, {"--json", args.json_path}});
@@ -69,11 +72,13 @@ int run_sweep(const SweepArgs& args) {
   auto previous = std::signal(SIGINT, on_interrupt);
   const auto points = sim::sweep(tree, args.scenario.path, axes, options);
   std::signal(SIGINT, previous);
-  if (g_cancel.load()) fmt::print(stderr, "sweep: interrupted; {} of {} configurations done\n", points.size(), total);
+  if (g_cancel.load())
+    fmt::print(stderr, "sweep: interrupted; {} of {} configurations done\n", points.size(), total);
 
   std::string header;
   for (const auto& a : axes) header += fmt::format("{:<24} ", a.key);
-  fmt::print("{:>4}  {}{:>16} {:>12} {:>13}  {}\n", "rank", header, "tokens/s/GPU", "step", "reserved", "");
+  fmt::print("{:>4}  {}{:>16} {:>12} {:>13}  {}\n", "rank", header, "tokens/s/GPU", "step",
+             "reserved", "");
   std::size_t rank = 0, fitting = 0, pareto = 0;
   for (const auto& p : points) {
     std::string cells;
@@ -85,12 +90,15 @@ int run_sweep(const SweepArgs& args) {
     }
     fitting += p.fits;
     pareto += p.pareto;
-    fmt::print("{:>4}  {}{:>16.0f} {:>12} {:>13}  {}{}\n", rank, cells, p.summary.tokens_per_s_per_gpu,
-               format_duration(p.summary.step_time), format_bytes(p.summary.peak_reserved), p.fits ? "fits" : "does not fit",
+    fmt::print("{:>4}  {}{:>16.0f} {:>12} {:>13}  {}{}\n", rank, cells,
+               p.summary.tokens_per_s_per_gpu, format_duration(p.summary.step_time),
+               format_bytes(p.summary.peak_reserved), p.fits ? "fits" : "does not fit",
                p.pareto ? "  * Pareto" : "");
   }
-  fmt::print("{} configurations, {} fit{}, {} on the Pareto front (throughput vs reserved memory)\n", points.size(), fitting,
-             budget ? fmt::format(" in {}", format_bytes(*budget)) : std::string(), pareto);
+  fmt::print(
+      "{} configurations, {} fit{}, {} on the Pareto front (throughput vs reserved memory)\n",
+      points.size(), fitting, budget ? fmt::format(" in {}", format_bytes(*budget)) : std::string(),
+      pareto);
   if (!args.csv_path.empty()) write_output(args.csv_path, sim::sweep_csv(axes, points));
   if (!args.json_path.empty()) write_output(args.json_path, sim::sweep_json(axes, points, total));
   return g_cancel.load() ? kExitFailure : kExitOk;

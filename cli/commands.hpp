@@ -71,7 +71,8 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
 
 /// Checks every output path before any work (ValidationError listing each problem): none may be
 /// the scenario file, another output, a directory, or in a missing or unwritable directory.
-void check_outputs(const ScenarioArgs& input, std::initializer_list<std::pair<std::string, std::string>> outputs);
+void check_outputs(const ScenarioArgs& input,
+                   std::initializer_list<std::pair<std::string, std::string>> outputs);
 
 /// Writes an output file the user asked for, atomically, and says so: "wrote PATH<note>".
 void write_output(const std::string& path, std::string_view text, std::string_view note = {});

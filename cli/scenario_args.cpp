@@ -19,7 +19,8 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args) {
 }
 
 Scenario load_scenario_args(const ScenarioArgs& args) {
-  return read_scenario(load_scenario_tree(args), args.path, std::filesystem::path(args.path).parent_path());
+  return read_scenario(load_scenario_tree(args), args.path,
+                       std::filesystem::path(args.path).parent_path());
 }
 
 }  // namespace shardscope::cli

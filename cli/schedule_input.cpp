@@ -25,10 +25,13 @@ bool is_schedule_file(const std::string& path) {
 
 Schedule load_schedule_file(const std::string& path) {
   Schedule schedule = schedule_from_json(read_text_file(path), path);
-  if (auto problems = check_schedule(schedule, path); !problems.empty()) throw ValidationError(std::move(problems));
+  if (auto problems = check_schedule(schedule, path); !problems.empty())
+    throw ValidationError(std::move(problems));
   if (static_cast<std::int64_t>(schedule.ops.size()) > kMaxScheduleOps) {
-    throw ValidationError({Problem{path, "ops", fmt::format("{} ops", format_count(static_cast<std::int64_t>(schedule.ops.size()))),
-                                   fmt::format("at most {}", format_count(kMaxScheduleOps))}});
+    throw ValidationError({Problem{
+        path, "ops",
+        fmt::format("{} ops", format_count(static_cast<std::int64_t>(schedule.ops.size()))),
+        fmt::format("at most {}", format_count(kMaxScheduleOps))}});
   }
   return schedule;
 }
@@ -36,7 +39,10 @@ Schedule load_schedule_file(const std::string& path) {
 Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& args) {
   const std::string preset = args.cluster_preset.empty() ? "h100-sxm-80gb" : args.cluster_preset;
   const auto cluster = find_cluster_preset(preset);
-  if (!cluster) throw ValidationError({Problem{"--cluster", "", fmt::format("unknown cluster preset '{}'", preset), "see shardscope presets"}});
+  if (!cluster)
+    throw ValidationError(
+        {Problem{"--cluster", "", fmt::format("unknown cluster preset '{}'", preset),
+                 "see shardscope presets"}});
   Scenario s;
   s.source = args.path;
   s.cluster = *cluster;
@@ -45,9 +51,11 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
   s.cluster.nodes = nodes;
   s.cluster.gpus_per_node = std::max(1, schedule.world_size / nodes);
   if (s.cluster.world_size() != schedule.world_size) {
-    throw ValidationError({Problem{args.path, "world_size",
-                                   fmt::format("{} ranks do not spread evenly over the {} nodes the communicators span", schedule.world_size, nodes),
-                                   "a world size that is a multiple of the node count"}});
+    throw ValidationError({Problem{
+        args.path, "world_size",
+        fmt::format("{} ranks do not spread evenly over the {} nodes the communicators span",
+                    schedule.world_size, nodes),
+        "a world size that is a multiple of the node count"}});
   }
   // Compute runs in the all-gathered dtype; the model's FLOPs per token are what the ops carry.
   int microbatches = 1;
@@ -59,7 +67,8 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
     if (op.kind == OpKind::backward) backward_flops += op.flops;
   }
   for (const auto& b : schedule.buffers) {
-    if (b.category == BufferCategory::all_gather_output) s.fsdp.mixed_precision.param_dtype = b.dtype;
+    if (b.category == BufferCategory::all_gather_output)
+      s.fsdp.mixed_precision.param_dtype = b.dtype;
     if (b.location == Location::host) s.fsdp.cpu_offload.params = true;
   }
   s.model.family = ModelFamily::custom;

@@ -5,7 +5,8 @@
 
 namespace shardscope::cli {
 
-void check_outputs(const ScenarioArgs& input, std::initializer_list<std::pair<std::string, std::string>> outputs) {
+void check_outputs(const ScenarioArgs& input,
+                   std::initializer_list<std::pair<std::string, std::string>> outputs) {
   const std::vector<std::pair<std::string, std::string>> list(outputs);
   const std::filesystem::path inputs[] = {input.path};
   check_output_paths(list, inputs);

@@ -4,6 +4,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace shardscope;
-  fuzz::expect_clean_errors([&] { (void)hf_config_from_text(fuzz::as_text(data, size), "config.json"); });
+  fuzz::expect_clean_errors(
+      [&] { (void)hf_config_from_text(fuzz::as_text(data, size), "config.json"); });
   return 0;
 }

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> overrides;
   while (text.starts_with("#set ")) {
     const auto end = text.find('\n');
-    overrides.emplace_back(text.substr(5, end == std::string_view::npos ? std::string_view::npos : end - 5));
+    overrides.emplace_back(
+        text.substr(5, end == std::string_view::npos ? std::string_view::npos : end - 5));
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
   }
   fuzz::expect_clean_errors([&] {

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t begin = 0;
   while (begin < text.size()) {
     const auto end = std::min(text.find('\n', begin), text.size());
-    if (auto axis = sim::parse_sweep_axis(text.substr(begin, end - begin), problems)) axes.push_back(std::move(*axis));
+    if (auto axis = sim::parse_sweep_axis(text.substr(begin, end - begin), problems))
+      axes.push_back(std::move(*axis));
     begin = end + 1;
   }
   sim::check_sweep_axes(axes, problems);

@@ -6,10 +6,14 @@ namespace shardscope {
 
 FlopsPerSecond PeakFlops::for_dtype(DType dtype) const {
   switch (dtype) {
-    case DType::fp32: return fp32;
-    case DType::bf16: return bf16;
-    case DType::fp16: return fp16;
-    case DType::fp8: return fp8;
+    case DType::fp32:
+      return fp32;
+    case DType::bf16:
+      return bf16;
+    case DType::fp16:
+      return fp16;
+    case DType::fp8:
+      return fp8;
   }
   return fp32;
 }
@@ -22,7 +26,15 @@ namespace {
 ClusterSpec a100() {
   ClusterSpec c;
   c.name = "a100-sxm-80gb";
-  c.gpu = {"A100-SXM4-80GB", 81920 * kMiB, {19.5e12, 312e12, 312e12, 312e12}, 2.039e12, 108, 0.70, 0.35, 400, std::nullopt};
+  c.gpu = {"A100-SXM4-80GB",
+           81920 * kMiB,
+           {19.5e12, 312e12, 312e12, 312e12},
+           2.039e12,
+           108,
+           0.70,
+           0.35,
+           400,
+           std::nullopt};
   c.nvlink = {300e9, 1 * kNsPerUs};
   c.network = {25e9, 5 * kNsPerUs};
   c.pcie = {24e9, 10e9, 10 * kNsPerUs};
@@ -33,7 +45,15 @@ ClusterSpec a100() {
 ClusterSpec h100() {
   ClusterSpec c;
   c.name = "h100-sxm-80gb";
-  c.gpu = {"H100-SXM5-80GB", 81559 * kMiB, {66.9e12, 989.4e12, 989.4e12, 1978.9e12}, 3.35e12, 132, 0.50, 0.25, 700, std::nullopt};
+  c.gpu = {"H100-SXM5-80GB",
+           81559 * kMiB,
+           {66.9e12, 989.4e12, 989.4e12, 1978.9e12},
+           3.35e12,
+           132,
+           0.50,
+           0.25,
+           700,
+           std::nullopt};
   c.nvlink = {450e9, 1 * kNsPerUs};
   c.network = {50e9, 5 * kNsPerUs};
   c.pcie = {50e9, 20e9, 10 * kNsPerUs};
@@ -52,16 +72,21 @@ ClusterSpec h200() {
 
 const std::array<ClusterPreset, 3>& presets() {
   static const std::array<ClusterPreset, 3> kPresets{
-      ClusterPreset{"a100-sxm-80gb", "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100()},
-      ClusterPreset{"h100-sxm-80gb", "8x H100 SXM5 80GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h100()},
-      ClusterPreset{"h200-sxm-141gb", "8x H200 SXM 141GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h200()},
+      ClusterPreset{"a100-sxm-80gb",
+                    "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100()},
+      ClusterPreset{"h100-sxm-80gb",
+                    "8x H100 SXM5 80GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h100()},
+      ClusterPreset{"h200-sxm-141gb",
+                    "8x H200 SXM 141GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h200()},
   };
   return kPresets;
 }
 
 }  // namespace
 
-std::span<const ClusterPreset> cluster_presets() { return presets(); }
+std::span<const ClusterPreset> cluster_presets() {
+  return presets();
+}
 
 std::optional<ClusterSpec> find_cluster_preset(std::string_view name) {
   for (const auto& p : presets()) {

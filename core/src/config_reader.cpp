@@ -107,7 +107,8 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
   return best_distance <= limit ? best : std::string();
 }
 
-ConfigReader::ConfigReader(const ConfigTree& root, std::string file) : root_(root), file_(std::move(file)) {
+ConfigReader::ConfigReader(const ConfigTree& root, std::string file)
+    : root_(root), file_(std::move(file)) {
   // A scenario reads ~90 keys: room for them up front rather than regrowing as they come.
   known_text_.reserve(4096);
   known_spans_.reserve(128);
@@ -127,7 +128,8 @@ std::string_view ConfigReader::index_path(std::int32_t entry) const {
 // separator or only digits in it is left out: walk() could not reach it by that path either.
 void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
   for (const auto& [key, value] : node.get_ref<const ConfigTree::object_t&>()) {
-    if (key.empty() || is_key_index(key) || std::any_of(key.begin(), key.end(), is_key_separator)) continue;
+    if (key.empty() || is_key_index(key) || std::any_of(key.begin(), key.end(), is_key_separator))
+      continue;
     const auto offset = static_cast<std::uint32_t>(index_text_.size());
     if (parent >= 0) {
       const IndexEntry& p = index_[static_cast<std::size_t>(parent)];
@@ -136,7 +138,8 @@ void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
     }
     index_text_ += key;
     const auto self = static_cast<std::int32_t>(index_.size());
-    index_.push_back({offset, static_cast<std::uint32_t>(index_text_.size() - offset), &value, parent, false});
+    index_.push_back(
+        {offset, static_cast<std::uint32_t>(index_text_.size() - offset), &value, parent, false});
     index_by_path_.add(self, [this](std::int32_t e) { return index_path(e); });
     if (value.is_object()) index_mapping(value, self);
   }
@@ -147,13 +150,16 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
   const bool plain = plain_key_path(path);
   if (!plain) normalise_into(path, scratch_);
   const std::string_view norm = plain ? path : std::string_view(scratch_);
-  known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()), static_cast<std::uint32_t>(norm.size()));
+  known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()),
+                            static_cast<std::uint32_t>(norm.size()));
   known_text_.append(norm);
   if (!plain) return walk(path);
-  const std::int32_t e = index_by_path_.find(path, [this](std::int32_t entry) { return index_path(entry); });
+  const std::int32_t e =
+      index_by_path_.find(path, [this](std::int32_t entry) { return index_path(entry); });
   if (e < 0) return nullptr;  // the nodes above it that exist are known by its text (is_known)
   // The node and the mappings above it are visited.
-  for (std::int32_t v = e; v >= 0 && !index_[static_cast<std::size_t>(v)].visited; v = index_[static_cast<std::size_t>(v)].parent) {
+  for (std::int32_t v = e; v >= 0 && !index_[static_cast<std::size_t>(v)].visited;
+       v = index_[static_cast<std::size_t>(v)].parent) {
     index_[static_cast<std::size_t>(v)].visited = true;
     visited_.push_back(index_[static_cast<std::size_t>(v)].node);
   }
@@ -191,7 +197,9 @@ const ConfigTree* ConfigReader::walk(std::string_view path) {
   return !found || node->is_null() ? nullptr : node;
 }
 
-bool ConfigReader::has(std::string_view path) { return find(path) != nullptr; }
+bool ConfigReader::has(std::string_view path) {
+  return find(path) != nullptr;
+}
 
 std::size_t ConfigReader::list_size(std::string_view path) {
   const ConfigTree* v = find(path);
@@ -207,7 +215,8 @@ void ConfigReader::add_problem(std::string_view path, std::string message, std::
   problems_.push_back(Problem{file_, std::string(path), std::move(message), std::move(allowed)});
 }
 
-void ConfigReader::wrong_type(std::string_view path, std::string_view expected, const ConfigTree& value) {
+void ConfigReader::wrong_type(std::string_view path, std::string_view expected,
+                              const ConfigTree& value) {
   add_problem(path, fmt::format("expected {}, got {}", expected, type_name(value)));
 }
 
@@ -221,7 +230,8 @@ std::optional<bool> ConfigReader::get_bool(std::string_view path) {
   return v->get<bool>();
 }
 
-std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min, std::int64_t max, std::string range) {
+std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min,
+                                                  std::int64_t max, std::string range) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) {
@@ -230,13 +240,15 @@ std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::in
   }
   const auto value = v->get<std::int64_t>();
   if (value < min || value > max) {
-    add_problem(path, fmt::format("{} is out of range", value), range.empty() ? fmt::format("{}..{}", min, max) : std::move(range));
+    add_problem(path, fmt::format("{} is out of range", value),
+                range.empty() ? fmt::format("{}..{}", min, max) : std::move(range));
     return std::nullopt;
   }
   return value;
 }
 
-std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max, std::string range) {
+std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max,
+                                               std::string range) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number()) {
@@ -245,7 +257,8 @@ std::optional<double> ConfigReader::get_number(std::string_view path, double min
   }
   const auto value = v->get<double>();
   if (value < min || value > max) {
-    add_problem(path, fmt::format("{:g} is out of range", value), range.empty() ? fmt::format("{:g}..{:g}", min, max) : std::move(range));
+    add_problem(path, fmt::format("{:g} is out of range", value),
+                range.empty() ? fmt::format("{:g}..{:g}", min, max) : std::move(range));
     return std::nullopt;
   }
   return value;
@@ -261,7 +274,8 @@ std::optional<std::string> ConfigReader::get_string(std::string_view path) {
   return v->get<std::string>();
 }
 
-std::optional<std::string> ConfigReader::get_enum(std::string_view path, std::span<const std::string_view> allowed) {
+std::optional<std::string> ConfigReader::get_enum(std::string_view path,
+                                                  std::span<const std::string_view> allowed) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (v->is_string()) {
@@ -270,14 +284,17 @@ std::optional<std::string> ConfigReader::get_enum(std::string_view path, std::sp
   }
   const std::string allowed_text = fmt::format("allowed: {}", fmt::join(allowed, ", "));
   if (!v->is_string()) {
-    add_problem(path, fmt::format("expected one of the names, got {}", type_name(*v)), allowed_text);
+    add_problem(path, fmt::format("expected one of the names, got {}", type_name(*v)),
+                allowed_text);
     return std::nullopt;
   }
   const auto value = v->get<std::string>();
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
     std::vector<std::string> names(allowed.begin(), allowed.end());
     const std::string guess = closest_match(value, names);
-    add_problem(path, fmt::format("'{}' is not allowed{}", value, guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
+    add_problem(path,
+                fmt::format("'{}' is not allowed{}", value,
+                            guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
                 allowed_text);
     return std::nullopt;
   }
@@ -290,7 +307,8 @@ std::optional<DType> ConfigReader::get_dtype(std::string_view path) {
   if (v->is_string()) {
     if (auto d = parse_dtype(v->get<std::string>())) return d;
   }
-  add_problem(path, fmt::format("{} is not a dtype", type_name(*v)), fmt::format("allowed: {}", kDTypeNames));
+  add_problem(path, fmt::format("{} is not a dtype", type_name(*v)),
+              fmt::format("allowed: {}", kDTypeNames));
   return std::nullopt;
 }
 
@@ -301,7 +319,8 @@ std::optional<Bytes> ConfigReader::get_bytes(std::string_view path) {
   if (v->is_string()) {
     if (auto b = parse_bytes(v->get<std::string>()); b && *b > 0) return b;
   }
-  add_problem(path, fmt::format("{} is not a positive size", type_name(*v)), "bytes as an integer, or with a unit: 80GiB, 96GB, 512MiB");
+  add_problem(path, fmt::format("{} is not a positive size", type_name(*v)),
+              "bytes as an integer, or with a unit: 80GiB, 96GB, 512MiB");
   return std::nullopt;
 }
 
@@ -311,7 +330,8 @@ std::optional<TimeNs> ConfigReader::get_duration(std::string_view path) {
   if (v->is_string()) {
     if (auto t = parse_duration(v->get<std::string>())) return t;
   }
-  add_problem(path, fmt::format("{} is not a duration", type_name(*v)), "a number with a unit: 800ns, 3.4us, 2ms");
+  add_problem(path, fmt::format("{} is not a duration", type_name(*v)),
+              "a number with a unit: 800ns, 3.4us, 2ms");
   return std::nullopt;
 }
 
@@ -322,7 +342,8 @@ std::optional<BytesPerSecond> ConfigReader::get_bandwidth(std::string_view path)
   if (v->is_string()) {
     if (auto b = parse_bandwidth(v->get<std::string>())) return b;
   }
-  add_problem(path, fmt::format("{} is not a bandwidth", type_name(*v)), "bytes/s, or with a unit: 450GB/s, 400Gb/s, 25GiB/s");
+  add_problem(path, fmt::format("{} is not a bandwidth", type_name(*v)),
+              "bytes/s, or with a unit: 450GB/s, 400Gb/s, 25GiB/s");
   return std::nullopt;
 }
 
@@ -333,7 +354,8 @@ std::optional<FlopsPerSecond> ConfigReader::get_flops_rate(std::string_view path
   if (v->is_string()) {
     if (auto f = parse_flops_rate(v->get<std::string>())) return f;
   }
-  add_problem(path, fmt::format("{} is not a FLOP rate", type_name(*v)), "FLOP/s, or with a unit: 989TFLOP/s");
+  add_problem(path, fmt::format("{} is not a FLOP rate", type_name(*v)),
+              "FLOP/s, or with a unit: 989TFLOP/s");
   return std::nullopt;
 }
 
@@ -342,7 +364,8 @@ void ConfigReader::mark_subtree_known(std::string_view path) {
   known_subtrees_.insert(normalise(path));
 }
 
-void ConfigReader::reject_if_present(std::string_view path, std::string_view why, std::string_view instead) {
+void ConfigReader::reject_if_present(std::string_view path, std::string_view why,
+                                     std::string_view instead) {
   if (find(path)) add_problem(path, std::string(why), std::string(instead));
 }
 
@@ -396,8 +419,10 @@ void ConfigReader::collect_unknown(const ConfigTree& node, std::string& path, st
 // A key is known when it was read or lies above one that was ("model" above "model.layers").
 bool ConfigReader::is_known(std::string_view norm) {
   sort_known_keys();
-  for (auto it = std::lower_bound(known_sorted_.begin(), known_sorted_.end(), norm); it != known_sorted_.end() && it->starts_with(norm); ++it) {
-    if (it->size() == norm.size() || (*it)[norm.size()] == '.' || (*it)[norm.size()] == '[') return true;
+  for (auto it = std::lower_bound(known_sorted_.begin(), known_sorted_.end(), norm);
+       it != known_sorted_.end() && it->starts_with(norm); ++it) {
+    if (it->size() == norm.size() || (*it)[norm.size()] == '.' || (*it)[norm.size()] == '[')
+      return true;
   }
   return false;
 }
@@ -410,7 +435,8 @@ std::set<std::string, std::less<>> ConfigReader::known_with_parents() {
     std::string_view norm = key;
     while (!norm.empty() && out.emplace(norm).second) {
       const auto dot = norm.rfind('.');
-      const auto cut = std::max(dot == std::string_view::npos ? 0 : dot, norm.size() >= 2 && norm.ends_with("[]") ? norm.size() - 2 : 0);
+      const auto cut = std::max(dot == std::string_view::npos ? 0 : dot,
+                                norm.size() >= 2 && norm.ends_with("[]") ? norm.size() - 2 : 0);
       norm = norm.substr(0, cut);
     }
   }
@@ -420,7 +446,8 @@ std::set<std::string, std::less<>> ConfigReader::known_with_parents() {
 void ConfigReader::sort_known_keys() {
   if (known_sorted_ready_) return;
   known_sorted_ready_ = true;
-  for (const auto& [offset, length] : known_spans_) known_sorted_.emplace_back(known_text_.data() + offset, length);
+  for (const auto& [offset, length] : known_spans_)
+    known_sorted_.emplace_back(known_text_.data() + offset, length);
   std::sort(known_sorted_.begin(), known_sorted_.end());
   known_sorted_.erase(std::unique(known_sorted_.begin(), known_sorted_.end()), known_sorted_.end());
 }

@@ -1,7 +1,5 @@
 #include "shardscope/core/config_tree.hpp"
 
-#include "shardscope/core/output_file.hpp"
-
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -12,6 +10,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include "shardscope/core/output_file.hpp"
 
 namespace shardscope {
 namespace {
@@ -57,9 +57,12 @@ ConfigTree scalar_to_json(const YAML::Node& node) {
 // "bf16", "selective_op". The common --set and --grid value; no YAML parse needed.
 bool is_simple_plain_scalar(std::string_view text) {
   if (text.empty()) return false;
-  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
   if (!word(text.front())) return false;
-  return std::all_of(text.begin(), text.end(), [&](char c) { return word(c) || c == '.' || c == '+' || c == '-'; });
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return word(c) || c == '.' || c == '+' || c == '-'; });
 }
 
 // Limits on what one document may expand to. YAML aliases let a few hundred bytes name billions
@@ -78,8 +81,10 @@ ConfigTree yaml_to_json(const YAML::Node& node, TreeBudget& budget, int depth) {
   if (++budget.values > kMaxValues || depth > kMaxDepth) throw TooLarge();
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
-    case YAML::NodeType::Scalar: return scalar_to_json(node);
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(node);
     case YAML::NodeType::Sequence: {
       ConfigTree out = ConfigTree::array();
       for (const auto& item : node) out.push_back(yaml_to_json(item, budget, depth + 1));
@@ -88,7 +93,9 @@ ConfigTree yaml_to_json(const YAML::Node& node, TreeBudget& budget, int depth) {
     case YAML::NodeType::Map: {
       ConfigTree out = ConfigTree::object();
       for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) throw YAML::ParserException(kv.first.Mark(), "a key must be a plain name, not a list or mapping");
+        if (!kv.first.IsScalar())
+          throw YAML::ParserException(kv.first.Mark(),
+                                      "a key must be a plain name, not a list or mapping");
         out[kv.first.Scalar()] = yaml_to_json(kv.second, budget, depth + 1);
       }
       return out;
@@ -102,10 +109,12 @@ ConfigTree yaml_to_json(const YAML::Node& node, const std::string& origin) {
   try {
     return yaml_to_json(node, budget, 0);
   } catch (const TooLarge&) {
-    throw ValidationError({Problem{origin, "",
-                                   fmt::format("the document expands to more than {} values or nests deeper than {} levels "
-                                               "(YAML aliases repeating a large node?)", kMaxValues, kMaxDepth),
-                                   "a scenario of at most that size"}});
+    throw ValidationError({Problem{
+        origin, "",
+        fmt::format("the document expands to more than {} values or nests deeper than {} levels "
+                    "(YAML aliases repeating a large node?)",
+                    kMaxValues, kMaxDepth),
+        "a scenario of at most that size"}});
   }
 }
 
@@ -118,14 +127,17 @@ std::vector<std::string> split_key_path(std::string_view path) {
 }
 
 bool is_key_index(std::string_view part) {
-  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
 }
 
 ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
   try {
     if (text.size() > kMaxDocumentBytes) {
-      throw ValidationError({Problem{origin, "", fmt::format("is {} bytes long", text.size()),
-                                     fmt::format("a scenario of at most {} MiB", kMaxDocumentBytes >> 20)}});
+      throw ValidationError(
+          {Problem{origin, "", fmt::format("is {} bytes long", text.size()),
+                   fmt::format("a scenario of at most {} MiB", kMaxDocumentBytes >> 20)}});
     }
     YAML::Node node = YAML::Load(std::string(text));
     ConfigTree tree = yaml_to_json(node, origin);
@@ -133,8 +145,8 @@ ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
     return tree;
   } catch (const YAML::Exception& e) {
     throw ValidationError({Problem{origin, "",
-                                   fmt::format("syntax error at line {}, column {}: {}", e.mark.line + 1,
-                                               e.mark.column + 1, e.msg),
+                                   fmt::format("syntax error at line {}, column {}: {}",
+                                               e.mark.line + 1, e.mark.column + 1, e.msg),
                                    "a YAML or JSON document"}});
   }
 }
@@ -147,7 +159,8 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::exists(path, ec)) {
-    throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing .yaml, .yml or .json file"}});
+    throw ValidationError({Problem{path.string(), "", "cannot read the file",
+                                   "an existing .yaml, .yml or .json file"}});
   }
   ConfigTree tree = parse_config_text(read_text_file(path), path.string());
   if (!tree.is_object()) {
@@ -170,7 +183,8 @@ ConfigTree parse_override_value(std::string_view text) {
 void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    problems.push_back({"--set", std::string(assignment), "an override must look like key.path=value",
+    problems.push_back({"--set", std::string(assignment),
+                        "an override must look like key.path=value",
                         "e.g. --set fsdp.reshard_after_forward=false"});
     return;
   }
@@ -183,7 +197,8 @@ void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<P
   set_override(tree, assignment.substr(0, eq), parse_override_value(value), problems);
 }
 
-void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree& value, std::vector<Problem>& problems) {
+void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree& value,
+                  std::vector<Problem>& problems) {
   const std::string key(key_text);
   const auto parts = split_key_path(key);
   if (parts.empty()) {
@@ -197,16 +212,21 @@ void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree&
     if (node->is_array()) {
       std::size_t index = 0;
       const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
-      if (!is_key_index(part) || ec != std::errc() || end != part.data() + part.size() || index >= node->size()) {
-        problems.push_back({"--set", key, fmt::format("'{}' is not an index of the list (it has {} items)", part, node->size()),
-                            node->empty() ? std::string("no index: the list is empty") : fmt::format("0..{}", node->size() - 1)});
+      if (!is_key_index(part) || ec != std::errc() || end != part.data() + part.size() ||
+          index >= node->size()) {
+        problems.push_back(
+            {"--set", key,
+             fmt::format("'{}' is not an index of the list (it has {} items)", part, node->size()),
+             node->empty() ? std::string("no index: the list is empty")
+                           : fmt::format("0..{}", node->size() - 1)});
         return;
       }
       node = &(*node)[index];
     } else {
       if (node->is_null()) *node = ConfigTree::object();
       if (!node->is_object()) {
-        problems.push_back({"--set", key, fmt::format("'{}' is below a value that is not a mapping", part), ""});
+        problems.push_back(
+            {"--set", key, fmt::format("'{}' is below a value that is not a mapping", part), ""});
         return;
       }
       node = &(*node)[part];
@@ -214,8 +234,10 @@ void set_override(ConfigTree& tree, std::string_view key_text, const ConfigTree&
     if (last) {
       // A section replaced by a scalar (--set fsdp.mesh=2) would silently drop its keys.
       if (node->is_object() && !node->empty() && !value.is_object()) {
-        problems.push_back({"--set", key, fmt::format("is a section with keys ({}), not a single value", node->begin().key()),
-                           fmt::format("set one of its keys, e.g. --set {}.{}=...", key, node->begin().key())});
+        problems.push_back(
+            {"--set", key,
+             fmt::format("is a section with keys ({}), not a single value", node->begin().key()),
+             fmt::format("set one of its keys, e.g. --set {}.{}=...", key, node->begin().key())});
         return;
       }
       *node = value;

@@ -13,22 +13,25 @@ struct BlockMatmuls {
 
 BlockMatmuls block_matmuls(const TransformerConfig& c) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
-  if (c.mlp == MlpKind::swiglu) return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}, 7};  // wq wk wv wo w1 w3 w2
-  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}, 6};                                      // wq wk wv wo fc1 fc2
+  if (c.mlp == MlpKind::swiglu)
+    return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}, 7};  // wq wk wv wo w1 w3 w2
+  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}, 6};          // wq wk wv wo fc1 fc2
 }
 
 Flops block_matmul_flops(const TransformerConfig& c, std::int64_t tokens) {
   const auto mm = block_matmuls(c);
   Flops flops = 0;
   for (std::size_t i = 0; i < mm.count; ++i) {
-    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
+    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) *
+             static_cast<double>(mm.in_dims[i]);
   }
   return flops;
 }
 
 // Causal attention: QKᵀ and AV over half of the s × s score matrix.
 Flops block_attention_flops(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq) {
-  return 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) * static_cast<double>(c.hidden);
+  return 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
+         static_cast<double>(c.hidden);
 }
 
 // Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k,
@@ -39,41 +42,51 @@ Bytes block_elementwise_bytes(const TransformerConfig& c, std::int64_t tokens, B
   return tokens * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + tokens * 4 * 4 * h;
 }
 
-// Matmuls torchtitan's selective-op policy does not keep: every second one (wk, wo, w3 / wk, wo, fc2).
+// Matmuls torchtitan's selective-op policy does not keep: every second one (wk, wo, w3 / wk, wo,
+// fc2).
 Flops sac_recompute_flops(const TransformerConfig& c, std::int64_t tokens) {
   const auto mm = block_matmuls(c);
   Flops flops = 0;
   for (std::size_t i = 1; i < mm.count; i += 2) {
-    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) * static_cast<double>(mm.in_dims[i]);
+    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) *
+             static_cast<double>(mm.in_dims[i]);
   }
   return flops;
 }
 
 bool block_fully_checkpointed(const TrainingSpec& t, std::int64_t block) {
   if (t.activation_checkpointing == ActivationCheckpointing::full) return true;
-  if (t.activation_checkpointing == ActivationCheckpointing::every_n) return (block + 1) % t.checkpoint_every == 0;
+  if (t.activation_checkpointing == ActivationCheckpointing::every_n)
+    return (block + 1) % t.checkpoint_every == 0;
   return false;
 }
 
 }  // namespace
 
-DType compute_dtype(const Scenario& s) { return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32); }
+DType compute_dtype(const Scenario& s) {
+  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+}
 
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   const std::int64_t mlp = c.mlp == MlpKind::swiglu ? 4 * f : 2 * f;
-  const std::int64_t norm_stats = c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
+  const std::int64_t norm_stats =
+      c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
   return tokens * elem * (6 * h + 2 * kv + mlp) + tokens * 4 * (c.heads + norm_stats);
 }
 
-Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem, ActivationCheckpointing ac) {
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
+                        ActivationCheckpointing ac) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   switch (ac) {
     case ActivationCheckpointing::none:
-    case ActivationCheckpointing::every_n: return block_activation_bytes(c, tokens, elem);
-    case ActivationCheckpointing::full: return tokens * elem * h;
+    case ActivationCheckpointing::every_n:
+      return block_activation_bytes(c, tokens, elem);
+    case ActivationCheckpointing::full:
+      return tokens * elem * h;
     case ActivationCheckpointing::selective_op: {
-      // block input + attention output (+ fp32 log-sum-exp) + kept matmul outputs (wq, wv, w1, w2 | wq, wv, fc1)
+      // block input + attention output (+ fp32 log-sum-exp) + kept matmul outputs (wq, wv, w1, w2 |
+      // wq, wv, fc1)
       const std::int64_t kept = c.mlp == MlpKind::swiglu ? h + kv + f + h : h + kv + f;
       return tokens * elem * (h + h + kept) + tokens * 4 * c.heads;
     }
@@ -121,7 +134,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const Flops sac_recompute = sac_recompute_flops(c, t);
   const Bytes full_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
-  const WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(), t * elem * 2 * c.ffn_hidden};
+  const WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
+                                       t * elem * 2 * c.ffn_hidden};
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
@@ -129,18 +143,22 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
       embed.label = "embed";
       embed.position = ComputePosition::before_children;
       embed.forward_memory_bytes = t * c.hidden * elem;
-      embed.backward_flops = td * static_cast<double>(c.hidden);  // scatter-add into the embedding gradient
+      embed.backward_flops =
+          td * static_cast<double>(c.hidden);  // scatter-add into the embedding gradient
       ComputePart head;
       head.label = "head+loss";
       head.position = ComputePosition::after_children;
       const double vocab = static_cast<double>(c.vocab);
       head.forward_flops = 2.0 * td * static_cast<double>(c.hidden) * vocab + 5.0 * td * vocab;
       head.backward_flops = 4.0 * td * static_cast<double>(c.hidden) * vocab + 3.0 * td * vocab;
-      head.saved_bytes = t * c.vocab * 4 + 2 * t * c.hidden * elem;  // fp32 log_softmax output, norm in/out
+      head.saved_bytes =
+          t * c.vocab * 4 + 2 * t * c.hidden * elem;  // fp32 log_softmax output, norm in/out
       head.saved_category = BufferCategory::logits;
       head.forward_workspace = {t * c.vocab * elem, t * c.vocab * 4};  // logits and their fp32 copy
-      head.backward_workspace = {t * c.vocab * 4, t * c.vocab * 4, t * c.vocab * elem};  // nll, log_softmax grads, cast
-      head.forward_memory_bytes = t * c.vocab * (elem + 4 + 4 + 4);  // write logits, cast, log_softmax
+      head.backward_workspace = {t * c.vocab * 4, t * c.vocab * 4,
+                                 t * c.vocab * elem};  // nll, log_softmax grads, cast
+      head.forward_memory_bytes =
+          t * c.vocab * (elem + 4 + 4 + 4);  // write logits, cast, log_softmax
       head.backward_memory_bytes = t * c.vocab * (4 + 4 + 4 + 4 + elem);
       add_part(i, std::move(embed));
       add_part(i, std::move(head));

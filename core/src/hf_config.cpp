@@ -1,14 +1,14 @@
 #include "shardscope/core/hf_config.hpp"
 
-#include "json_lines.hpp"
-#include "shardscope/core/output_file.hpp"
-#include "shardscope/core/scenario_keys.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <fstream>
 #include <sstream>
+
+#include "json_lines.hpp"
+#include "shardscope/core/output_file.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 namespace shardscope {
 namespace {
@@ -20,21 +20,24 @@ class HfKeys {
 
   // The first of `names` present as an integer, within the bounds of the scenario key it sets
   // (`scenario_key`, e.g. "model.hidden"): an HF file gets the same physical limits as a scenario.
-  std::optional<std::int64_t> integer(std::initializer_list<const char*> names, std::string_view scenario_key) const {
+  std::optional<std::int64_t> integer(std::initializer_list<const char*> names,
+                                      std::string_view scenario_key) const {
     for (const char* name : names) {
       auto it = config_.find(name);
       if (it == config_.end() || !it->is_number_integer()) continue;
       const auto value = it->get<std::int64_t>();
       const ScenarioKey* key = find_scenario_key(scenario_key);
       if (key && (static_cast<double>(value) < key->min || static_cast<double>(value) > key->max)) {
-        problems_.push_back({origin_, name, fmt::format("{} is out of range", value), key_range_text(*key)});
+        problems_.push_back(
+            {origin_, name, fmt::format("{} is out of range", value), key_range_text(*key)});
         return std::nullopt;
       }
       return value;
     }
     return std::nullopt;
   }
-  std::int64_t required(std::initializer_list<const char*> names, std::string_view scenario_key) const {
+  std::int64_t required(std::initializer_list<const char*> names,
+                        std::string_view scenario_key) const {
     const std::size_t before = problems_.size();
     if (auto v = integer(names, scenario_key); v && *v > 0) return *v;
     if (problems_.size() == before) {
@@ -78,10 +81,12 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
   c.heads = keys.required({"num_attention_heads", "n_head"}, "model.heads");
   c.kv_heads = keys.integer({"num_key_value_heads"}, "model.kv_heads").value_or(c.heads);
   c.vocab = keys.required({"vocab_size"}, "model.vocab");
-  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}, "model.max_seq").value_or(2048);
+  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}, "model.max_seq")
+                  .value_or(2048);
 
   if (gpt2_style || neox_style) {
-    c.ffn_hidden = keys.integer({"n_inner", "intermediate_size"}, "model.ffn_hidden").value_or(4 * c.hidden);
+    c.ffn_hidden =
+        keys.integer({"n_inner", "intermediate_size"}, "model.ffn_hidden").value_or(4 * c.hidden);
     c.mlp = MlpKind::gelu;
     c.norm = NormKind::layernorm;
     c.pos_emb = gpt2_style ? PosEmbedding::learned : PosEmbedding::rope;
@@ -100,10 +105,12 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
     c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(false);
   }
   if (c.heads > 0 && c.hidden % c.heads != 0) {
-    problems.push_back({origin, "num_attention_heads", fmt::format("{} does not divide hidden size {}", c.heads, c.hidden), ""});
+    problems.push_back({origin, "num_attention_heads",
+                        fmt::format("{} does not divide hidden size {}", c.heads, c.hidden), ""});
   }
   if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
-    problems.push_back({origin, "num_key_value_heads", fmt::format("{} does not divide {} heads", c.kv_heads, c.heads), ""});
+    problems.push_back({origin, "num_key_value_heads",
+                        fmt::format("{} does not divide {} heads", c.kv_heads, c.heads), ""});
   }
   return c;
 }
@@ -111,7 +118,8 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
 TransformerConfig load_hf_config(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    throw ValidationError({Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
+    throw ValidationError(
+        {Problem{path.string(), "", "cannot read the Hugging Face config", "a config.json file"}});
   }
   return hf_config_from_text(read_text_file(path), path.string());
 }

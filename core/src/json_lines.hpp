@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,7 +17,8 @@ namespace shardscope::detail {
 
 /// Appends `  "key": [\n    item,\n    item\n  ]` (+ "," unless last); `to_json(item, index)`.
 template <typename T, typename F>
-void emit_json_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json, bool last) {
+void emit_json_array(std::string& out, std::string_view key, const std::vector<T>& items, F to_json,
+                     bool last) {
   out += fmt::format("  \"{}\": [", key);
   for (std::size_t i = 0; i < items.size(); ++i) {
     out += i == 0 ? "\n    " : ",\n    ";

@@ -20,7 +20,8 @@ class LabelTable {
   /// The index of `text` in `texts`, appended when new. `texts` must only grow through this table.
   std::int32_t id(std::vector<std::string>& texts, std::string_view text) {
     auto& hit = recent_[(reinterpret_cast<std::uintptr_t>(text.data()) >> 3) % recent_.size()];
-    if (hit.id >= 0 && hit.data == text.data() && texts[static_cast<std::size_t>(hit.id)] == text) return hit.id;
+    if (hit.id >= 0 && hit.data == text.data() && texts[static_cast<std::size_t>(hit.id)] == text)
+      return hit.id;
     hit = {text.data(), lookup(texts, text)};
     return hit.id;
   }
@@ -28,9 +29,13 @@ class LabelTable {
  private:
   // Kept out of line so that the cache hit above, nearly every call, inlines small.
   [[gnu::noinline]] std::int32_t lookup(std::vector<std::string>& texts, std::string_view text) {
-    const auto text_of = [&](std::int32_t id) -> std::string_view { return texts[static_cast<std::size_t>(id)]; };
+    const auto text_of = [&](std::int32_t id) -> std::string_view {
+      return texts[static_cast<std::size_t>(id)];
+    };
     if (const std::int32_t id = index_.find(text, text_of); id >= 0) return id;
-    if (texts.empty()) texts.reserve(32);  // a schedule has a few dozen labels: grow the list once or twice, not five times
+    if (texts.empty())
+      texts.reserve(
+          32);  // a schedule has a few dozen labels: grow the list once or twice, not five times
     const auto id = static_cast<std::int32_t>(texts.size());
     texts.emplace_back(text);
     index_.add(id, text_of);

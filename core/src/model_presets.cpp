@@ -5,8 +5,9 @@
 namespace shardscope {
 namespace {
 
-constexpr TransformerConfig llama(std::int64_t hidden, std::int64_t layers, std::int64_t heads, std::int64_t kv_heads,
-                                  std::int64_t ffn, std::int64_t vocab, std::int64_t max_seq) {
+constexpr TransformerConfig llama(std::int64_t hidden, std::int64_t layers, std::int64_t heads,
+                                  std::int64_t kv_heads, std::int64_t ffn, std::int64_t vocab,
+                                  std::int64_t max_seq) {
   TransformerConfig c;
   c.hidden = hidden;
   c.layers = layers;
@@ -18,8 +19,8 @@ constexpr TransformerConfig llama(std::int64_t hidden, std::int64_t layers, std:
   return c;  // SwiGLU, RMSNorm, RoPE, no bias, untied: the Llama defaults
 }
 
-constexpr TransformerConfig gpt(std::int64_t hidden, std::int64_t layers, std::int64_t heads, std::int64_t vocab,
-                                std::int64_t max_seq) {
+constexpr TransformerConfig gpt(std::int64_t hidden, std::int64_t layers, std::int64_t heads,
+                                std::int64_t vocab, std::int64_t max_seq) {
   TransformerConfig c;
   c.hidden = hidden;
   c.layers = layers;
@@ -60,13 +61,17 @@ constexpr TransformerConfig tiny() {
 }
 
 constexpr std::array kPresets{
-    ModelPreset{"llama3.1-8b", "Llama 3.1 8B (Meta)", llama(4096, 32, 32, 8, 14336, 128256, 131072)},
-    ModelPreset{"llama3.1-70b", "Llama 3.1 70B (Meta)", llama(8192, 80, 64, 8, 28672, 128256, 131072)},
-    ModelPreset{"llama3.1-405b", "Llama 3.1 405B (Meta)", llama(16384, 126, 128, 8, 53248, 128256, 131072)},
+    ModelPreset{"llama3.1-8b", "Llama 3.1 8B (Meta)",
+                llama(4096, 32, 32, 8, 14336, 128256, 131072)},
+    ModelPreset{"llama3.1-70b", "Llama 3.1 70B (Meta)",
+                llama(8192, 80, 64, 8, 28672, 128256, 131072)},
+    ModelPreset{"llama3.1-405b", "Llama 3.1 405B (Meta)",
+                llama(16384, 126, 128, 8, 53248, 128256, 131072)},
     ModelPreset{"llama2-7b", "Llama 2 7B (Meta)", llama(4096, 32, 32, 32, 11008, 32000, 4096)},
     ModelPreset{"llama2-13b", "Llama 2 13B (Meta)", llama(5120, 40, 40, 40, 13824, 32000, 4096)},
     ModelPreset{"llama2-70b", "Llama 2 70B (Meta)", llama(8192, 80, 64, 8, 28672, 32000, 4096)},
-    ModelPreset{"gpt3-175b", "GPT-3 175B (Brown et al. 2020), tied embeddings", gpt(12288, 96, 96, 50257, 2048)},
+    ModelPreset{"gpt3-175b", "GPT-3 175B (Brown et al. 2020), tied embeddings",
+                gpt(12288, 96, 96, 50257, 2048)},
     ModelPreset{"pytorch-fsdp2-test", "PyTorch's FSDP2 memory-test transformer (3 blocks, dim 768)",
                 pytorch_test_transformer()},
     ModelPreset{"tiny", "tiny Llama-style model for tests (4 blocks, dim 256)", tiny()},
@@ -74,7 +79,9 @@ constexpr std::array kPresets{
 
 }  // namespace
 
-std::span<const ModelPreset> model_presets() { return kPresets; }
+std::span<const ModelPreset> model_presets() {
+  return kPresets;
+}
 
 std::optional<ModelSpec> find_model_preset(std::string_view name) {
   for (const auto& p : kPresets) {

@@ -54,8 +54,14 @@ std::int64_t ModelSpec::block_count() const {
 std::string_view to_string(ModelFamily family) {
   return family == ModelFamily::transformer ? "transformer" : "custom";
 }
-std::string_view to_string(MlpKind mlp) { return mlp == MlpKind::swiglu ? "swiglu" : "gelu"; }
-std::string_view to_string(NormKind norm) { return norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
-std::string_view to_string(PosEmbedding pos_emb) { return pos_emb == PosEmbedding::rope ? "rope" : "learned"; }
+std::string_view to_string(MlpKind mlp) {
+  return mlp == MlpKind::swiglu ? "swiglu" : "gelu";
+}
+std::string_view to_string(NormKind norm) {
+  return norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm";
+}
+std::string_view to_string(PosEmbedding pos_emb) {
+  return pos_emb == PosEmbedding::rope ? "rope" : "learned";
+}
 
 }  // namespace shardscope

@@ -8,52 +8,74 @@ namespace shardscope {
 
 std::string to_string(ActivationCheckpointing ac, std::int64_t every) {
   switch (ac) {
-    case ActivationCheckpointing::none: return "none";
-    case ActivationCheckpointing::full: return "full";
-    case ActivationCheckpointing::selective_op: return "selective_op";
-    case ActivationCheckpointing::every_n: return fmt::format("every_{}", every);
+    case ActivationCheckpointing::none:
+      return "none";
+    case ActivationCheckpointing::full:
+      return "full";
+    case ActivationCheckpointing::selective_op:
+      return "selective_op";
+    case ActivationCheckpointing::every_n:
+      return fmt::format("every_{}", every);
   }
   return "none";
 }
 
 std::string_view to_string(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::adamw: return "adamw";
-    case Optimizer::adam: return "adam";
-    case Optimizer::sgd: return "sgd";
+    case Optimizer::adamw:
+      return "adamw";
+    case Optimizer::adam:
+      return "adam";
+    case Optimizer::sgd:
+      return "sgd";
   }
   return "adamw";
 }
 
 std::string_view to_string(Synchronize synchronize) {
   switch (synchronize) {
-    case Synchronize::none: return "none";
-    case Synchronize::after_forward: return "after_forward";
-    case Synchronize::after_step: return "after_step";
+    case Synchronize::none:
+      return "none";
+    case Synchronize::after_forward:
+      return "after_forward";
+    case Synchronize::after_step:
+      return "after_step";
   }
   return "none";
 }
 
-int optimizer_states_per_param(Optimizer optimizer) { return optimizer == Optimizer::sgd ? 1 : 2; }
+int optimizer_states_per_param(Optimizer optimizer) {
+  return optimizer == Optimizer::sgd ? 1 : 2;
+}
 
-std::string_view to_string(FsdpApi api) { return api == FsdpApi::fsdp2 ? "fsdp2" : "fsdp1"; }
+std::string_view to_string(FsdpApi api) {
+  return api == FsdpApi::fsdp2 ? "fsdp2" : "fsdp1";
+}
 
 std::string_view to_string(ShardingStrategy strategy) {
   switch (strategy) {
-    case ShardingStrategy::full_shard: return "FULL_SHARD";
-    case ShardingStrategy::shard_grad_op: return "SHARD_GRAD_OP";
-    case ShardingStrategy::no_shard: return "NO_SHARD";
-    case ShardingStrategy::hybrid_shard: return "HYBRID_SHARD";
-    case ShardingStrategy::hybrid_shard_zero2: return "_HYBRID_SHARD_ZERO2";
+    case ShardingStrategy::full_shard:
+      return "FULL_SHARD";
+    case ShardingStrategy::shard_grad_op:
+      return "SHARD_GRAD_OP";
+    case ShardingStrategy::no_shard:
+      return "NO_SHARD";
+    case ShardingStrategy::hybrid_shard:
+      return "HYBRID_SHARD";
+    case ShardingStrategy::hybrid_shard_zero2:
+      return "_HYBRID_SHARD_ZERO2";
   }
   return "FULL_SHARD";
 }
 
 std::string_view to_string(BackwardPrefetch prefetch) {
   switch (prefetch) {
-    case BackwardPrefetch::backward_pre: return "BACKWARD_PRE";
-    case BackwardPrefetch::backward_post: return "BACKWARD_POST";
-    case BackwardPrefetch::none: return "none";
+    case BackwardPrefetch::backward_pre:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::backward_post:
+      return "BACKWARD_POST";
+    case BackwardPrefetch::none:
+      return "none";
   }
   return "none";
 }
@@ -64,9 +86,12 @@ std::string_view to_string(SyncSchedule schedule) {
 
 std::string_view to_string(StateDictType type) {
   switch (type) {
-    case StateDictType::full: return "FULL_STATE_DICT";
-    case StateDictType::sharded: return "SHARDED_STATE_DICT";
-    case StateDictType::local: return "LOCAL_STATE_DICT";
+    case StateDictType::full:
+      return "FULL_STATE_DICT";
+    case StateDictType::sharded:
+      return "SHARDED_STATE_DICT";
+    case StateDictType::local:
+      return "LOCAL_STATE_DICT";
   }
   return "SHARDED_STATE_DICT";
 }

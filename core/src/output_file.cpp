@@ -18,7 +18,9 @@ ValidationError write_error(const fs::path& path, std::string message, std::stri
   return ValidationError({Problem{path.string(), "", std::move(message), std::move(allowed)}});
 }
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 // Writes all of `text` to `fd`; returns 0 or the errno of the failed write.
 int write_all(int fd, std::string_view text) {
@@ -64,7 +66,9 @@ void write_special(const fs::path& path, std::string_view text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
-    throw write_error(path, error == ENXIO ? "is a FIFO with no reader" : fmt::format("cannot open for writing ({})", errno_text(error)));
+    throw write_error(path, error == ENXIO
+                                ? "is a FIFO with no reader"
+                                : fmt::format("cannot open for writing ({})", errno_text(error)));
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   const int error = write_all(fd, text);
@@ -118,14 +122,17 @@ void write_regular(const fs::path& path, std::string_view text) {
 
 }  // namespace
 
-std::vector<Problem> check_output_path(const fs::path& output, std::string_view option, std::span<const fs::path> inputs) {
+std::vector<Problem> check_output_path(const fs::path& output, std::string_view option,
+                                       std::span<const fs::path> inputs) {
   std::vector<Problem> problems;
   const auto problem = [&](std::string message, std::string allowed = {}) {
-    problems.push_back({output.string(), std::string(option), std::move(message), std::move(allowed)});
+    problems.push_back(
+        {output.string(), std::string(option), std::move(message), std::move(allowed)});
   };
   for (const auto& input : inputs) {
     if (!input.empty() && same_file(output, input)) {
-      problem(fmt::format("is the input {}; it would be overwritten", input.string()), "another file name");
+      problem(fmt::format("is the input {}; it would be overwritten", input.string()),
+              "another file name");
       return problems;
     }
   }
@@ -137,7 +144,8 @@ std::vector<Problem> check_output_path(const fs::path& output, std::string_view 
     return problems;
   }
   if (fs::exists(status)) {
-    if (::access(target.c_str(), W_OK) != 0) problem(fmt::format("is not writable ({})", errno_text(errno)));
+    if (::access(target.c_str(), W_OK) != 0)
+      problem(fmt::format("is not writable ({})", errno_text(errno)));
     return problems;  // a regular file is replaced; a special file is written in place
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -151,7 +159,8 @@ std::vector<Problem> check_output_path(const fs::path& output, std::string_view 
   return problems;
 }
 
-void check_output_paths(std::span<const std::pair<std::string, std::string>> outputs, std::span<const fs::path> inputs) {
+void check_output_paths(std::span<const std::pair<std::string, std::string>> outputs,
+                        std::span<const fs::path> inputs) {
   std::vector<Problem> problems;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
@@ -160,7 +169,8 @@ void check_output_paths(std::span<const std::pair<std::string, std::string>> out
     problems.insert(problems.end(), found.begin(), found.end());
     for (std::size_t j = 0; j < i; ++j) {
       if (!outputs[j].second.empty() && same_file(path, outputs[j].second)) {
-        problems.push_back({path, option, fmt::format("is also the file of {}", outputs[j].first), "a different file for each output"});
+        problems.push_back({path, option, fmt::format("is also the file of {}", outputs[j].first),
+                            "a different file for each output"});
       }
     }
   }
@@ -181,9 +191,12 @@ void write_text_file_atomic(const fs::path& path, std::string_view text) {
 
 std::string read_text_file(const fs::path& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ValidationError({Problem{path.string(), "", "is a directory", "a file"}});
+  if (fs::is_directory(path, ec))
+    throw ValidationError({Problem{path.string(), "", "is a directory", "a file"}});
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValidationError({Problem{path.string(), "", "cannot read the file", "an existing readable file"}});
+  if (!in)
+    throw ValidationError(
+        {Problem{path.string(), "", "cannot read the file", "an existing readable file"}});
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

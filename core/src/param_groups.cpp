@@ -5,7 +5,9 @@
 namespace shardscope {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 void add_norm(std::vector<ParamShape>& shapes, const TransformerConfig& c) {
   shapes.push_back({c.hidden, 1});
@@ -98,7 +100,8 @@ std::vector<GroupLayout> param_groups(const Scenario& s) {
       g.numel = block_numel * g.block_count;
       if (g.block_count != shards_of) {
         std::vector<ParamShape> shapes;
-        for (std::int64_t b = 0; b < g.block_count; ++b) shapes.insert(shapes.end(), block.begin(), block.end());
+        for (std::int64_t b = 0; b < g.block_count; ++b)
+          shapes.insert(shapes.end(), block.begin(), block.end());
         shards = sharded_numel(shapes, world, api);
         shards_of = g.block_count;
       }

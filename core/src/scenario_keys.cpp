@@ -23,135 +23,238 @@ constexpr std::array kKeys{
     ScenarioKey{"name", K::text, 0, 0, "", "a label", "the file name", "a name for reports"},
     ScenarioKey{"description", K::text, 0, 0, "", "free text", "", "free text, ignored"},
     // ---------------------------------------------------------------- model
-    ScenarioKey{"model", K::section, 0, 0, "", "", "", "the model: exactly one of preset, family or hf_config"},
-    ScenarioKey{"model.preset", K::text, 0, 0, "", "a model preset (shardscope presets)", "", "a built-in model with exact parameter counts"},
-    ScenarioKey{"model.family", K::choice, 0, 0, "", "transformer, custom", "", "a transformer from its shape keys, or custom groups"},
-    ScenarioKey{"model.hf_config", K::text, 0, 0, "", "a Hugging Face config.json path, relative to the scenario", "",
+    ScenarioKey{"model", K::section, 0, 0, "", "", "",
+                "the model: exactly one of preset, family or hf_config"},
+    ScenarioKey{"model.preset", K::text, 0, 0, "", "a model preset (shardscope presets)", "",
+                "a built-in model with exact parameter counts"},
+    ScenarioKey{"model.family", K::choice, 0, 0, "", "transformer, custom", "",
+                "a transformer from its shape keys, or custom groups"},
+    ScenarioKey{"model.hf_config", K::text, 0, 0, "",
+                "a Hugging Face config.json path, relative to the scenario", "",
                 "a transformer read from a Hugging Face config.json"},
-    ScenarioKey{"model.name", K::text, 0, 0, "", "a label", "the preset, family or file name", "the model's name in reports"},
-    ScenarioKey{"model.hidden", K::integer, 1, 262'144, "elements", "", "from the preset", "hidden size (d_model)"},
-    ScenarioKey{"model.layers", K::integer, 1, 10'000, "blocks", "", "from the preset", "transformer blocks"},
-    ScenarioKey{"model.heads", K::integer, 1, 16'384, "heads", "", "from the preset", "attention heads; must divide hidden"},
-    ScenarioKey{"model.kv_heads", K::integer, 1, 16'384, "heads", "", "heads", "key/value heads (GQA); must divide heads"},
-    ScenarioKey{"model.ffn_hidden", K::integer, 1, 2'097'152, "elements", "", "from the preset", "MLP inner size"},
-    ScenarioKey{"model.vocab", K::integer, 1, 16'777'216, "tokens", "", "from the preset", "vocabulary size (embedding and output head rows)"},
-    ScenarioKey{"model.max_seq", K::integer, 1, 134'217'728, "positions", "", "none", "learned position table size (pos_emb: learned)"},
-    ScenarioKey{"model.mlp", K::choice, 0, 0, "", "swiglu, gelu", "swiglu", "MLP kind: three projections (swiglu) or two (gelu)"},
-    ScenarioKey{"model.norm", K::choice, 0, 0, "", "rmsnorm, layernorm", "rmsnorm", "norm kind (layernorm has a bias)"},
-    ScenarioKey{"model.pos_emb", K::choice, 0, 0, "", "rope, learned", "rope", "position embedding: rotary (no parameters) or a learned table"},
-    ScenarioKey{"model.bias", K::boolean, 0, 0, "", "", "false", "sets qkv_bias, out_proj_bias and mlp_bias together"},
-    ScenarioKey{"model.qkv_bias", K::boolean, 0, 0, "", "", "false", "bias on the q, k, v projections"},
-    ScenarioKey{"model.out_proj_bias", K::boolean, 0, 0, "", "", "false", "bias on the attention output projection"},
+    ScenarioKey{"model.name", K::text, 0, 0, "", "a label", "the preset, family or file name",
+                "the model's name in reports"},
+    ScenarioKey{"model.hidden", K::integer, 1, 262'144, "elements", "", "from the preset",
+                "hidden size (d_model)"},
+    ScenarioKey{"model.layers", K::integer, 1, 10'000, "blocks", "", "from the preset",
+                "transformer blocks"},
+    ScenarioKey{"model.heads", K::integer, 1, 16'384, "heads", "", "from the preset",
+                "attention heads; must divide hidden"},
+    ScenarioKey{"model.kv_heads", K::integer, 1, 16'384, "heads", "", "heads",
+                "key/value heads (GQA); must divide heads"},
+    ScenarioKey{"model.ffn_hidden", K::integer, 1, 2'097'152, "elements", "", "from the preset",
+                "MLP inner size"},
+    ScenarioKey{"model.vocab", K::integer, 1, 16'777'216, "tokens", "", "from the preset",
+                "vocabulary size (embedding and output head rows)"},
+    ScenarioKey{"model.max_seq", K::integer, 1, 134'217'728, "positions", "", "none",
+                "learned position table size (pos_emb: learned)"},
+    ScenarioKey{"model.mlp", K::choice, 0, 0, "", "swiglu, gelu", "swiglu",
+                "MLP kind: three projections (swiglu) or two (gelu)"},
+    ScenarioKey{"model.norm", K::choice, 0, 0, "", "rmsnorm, layernorm", "rmsnorm",
+                "norm kind (layernorm has a bias)"},
+    ScenarioKey{"model.pos_emb", K::choice, 0, 0, "", "rope, learned", "rope",
+                "position embedding: rotary (no parameters) or a learned table"},
+    ScenarioKey{"model.bias", K::boolean, 0, 0, "", "", "false",
+                "sets qkv_bias, out_proj_bias and mlp_bias together"},
+    ScenarioKey{"model.qkv_bias", K::boolean, 0, 0, "", "", "false",
+                "bias on the q, k, v projections"},
+    ScenarioKey{"model.out_proj_bias", K::boolean, 0, 0, "", "", "false",
+                "bias on the attention output projection"},
     ScenarioKey{"model.mlp_bias", K::boolean, 0, 0, "", "", "false", "bias on the MLP projections"},
-    ScenarioKey{"model.tie_embeddings", K::boolean, 0, 0, "", "", "false", "the output head shares the token embedding"},
-    ScenarioKey{"model.groups", K::list, 0, 0, "", "", "", "family custom: the FSDP groups in forward order"},
+    ScenarioKey{"model.tie_embeddings", K::boolean, 0, 0, "", "", "false",
+                "the output head shares the token embedding"},
+    ScenarioKey{"model.groups", K::list, 0, 0, "", "", "",
+                "family custom: the FSDP groups in forward order"},
     ScenarioKey{"model.groups[]", K::section, 0, 0, "", "", "", "one FSDP group"},
-    ScenarioKey{"model.groups[].name", K::text, 0, 0, "", "a unique name (root, layers.0, ...)", "", "the group's name; groups before root hold no FSDP parameters"},
-    ScenarioKey{"model.groups[].params", K::integer, 0, 1e13, "parameters", "", "", "parameters in the group"},
-    ScenarioKey{"model.groups[].forward_flops", K::number, 0, 1e21, "FLOP", "", "", "forward FLOPs per micro-batch"},
-    ScenarioKey{"model.groups[].backward_flops", K::number, 0, 1e21, "FLOP", "", "2 × forward_flops", "backward FLOPs per micro-batch"},
-    ScenarioKey{"model.groups[].activation_bytes", K::bytes, 1, 0x1p40, "", "", "0", "activations saved for backward per micro-batch"},
-    ScenarioKey{"model.groups[].forward_time_ms", K::number, 0, 1e6, "ms", "", "from forward_flops", "a fixed forward time, instead of FLOPs"},
-    ScenarioKey{"model.groups[].backward_time_ms", K::number, 0, 1e6, "ms", "", "2 × forward_time_ms", "a fixed backward time"},
-    ScenarioKey{"model.groups[].all_gather_time_ms", K::number, 0, 1e6, "ms", "", "from the collective model", "a fixed all-gather time"},
-    ScenarioKey{"model.groups[].reduce_scatter_time_ms", K::number, 0, 1e6, "ms", "", "from the collective model", "a fixed reduce-scatter time"},
+    ScenarioKey{"model.groups[].name", K::text, 0, 0, "", "a unique name (root, layers.0, ...)", "",
+                "the group's name; groups before root hold no FSDP parameters"},
+    ScenarioKey{"model.groups[].params", K::integer, 0, 1e13, "parameters", "", "",
+                "parameters in the group"},
+    ScenarioKey{"model.groups[].forward_flops", K::number, 0, 1e21, "FLOP", "", "",
+                "forward FLOPs per micro-batch"},
+    ScenarioKey{"model.groups[].backward_flops", K::number, 0, 1e21, "FLOP", "",
+                "2 × forward_flops", "backward FLOPs per micro-batch"},
+    ScenarioKey{"model.groups[].activation_bytes", K::bytes, 1, 0x1p40, "", "", "0",
+                "activations saved for backward per micro-batch"},
+    ScenarioKey{"model.groups[].forward_time_ms", K::number, 0, 1e6, "ms", "", "from forward_flops",
+                "a fixed forward time, instead of FLOPs"},
+    ScenarioKey{"model.groups[].backward_time_ms", K::number, 0, 1e6, "ms", "",
+                "2 × forward_time_ms", "a fixed backward time"},
+    ScenarioKey{"model.groups[].all_gather_time_ms", K::number, 0, 1e6, "ms", "",
+                "from the collective model", "a fixed all-gather time"},
+    ScenarioKey{"model.groups[].reduce_scatter_time_ms", K::number, 0, 1e6, "ms", "",
+                "from the collective model", "a fixed reduce-scatter time"},
     // ---------------------------------------------------------------- cluster
     ScenarioKey{"cluster", K::section, 0, 0, "", "", "", "the GPUs and their links"},
-    ScenarioKey{"cluster.preset", K::text, 0, 0, "", "a cluster preset (shardscope presets)", "h100-sxm-80gb", "a built-in node type; the keys below refine it"},
+    ScenarioKey{"cluster.preset", K::text, 0, 0, "", "a cluster preset (shardscope presets)",
+                "h100-sxm-80gb", "a built-in node type; the keys below refine it"},
     ScenarioKey{"cluster.nodes", K::integer, 1, 100'000, "nodes", "", "1", "nodes"},
-    ScenarioKey{"cluster.gpus_per_node", K::integer, 1, 256, "GPUs", "", "8", "GPUs per node (one NVLink domain)"},
+    ScenarioKey{"cluster.gpus_per_node", K::integer, 1, 256, "GPUs", "", "8",
+                "GPUs per node (one NVLink domain)"},
     ScenarioKey{"cluster.gpu", K::section, 0, 0, "", "", "", "one GPU"},
-    ScenarioKey{"cluster.gpu.memory", K::bytes, 0x1p30, 0x1p40, "", "", "from the preset", "device memory the caching allocator can reserve"},
-    ScenarioKey{"cluster.gpu.peak_flops", K::section, 0, 0, "", "", "", "dense tensor-core peaks per dtype"},
-    ScenarioKey{"cluster.gpu.peak_flops.fp32", K::flops_rate, 1e9, 1e17, "", "", "from the preset", "peak FLOP/s in fp32"},
-    ScenarioKey{"cluster.gpu.peak_flops.bf16", K::flops_rate, 1e9, 1e17, "", "", "from the preset", "peak FLOP/s in bf16"},
-    ScenarioKey{"cluster.gpu.peak_flops.fp16", K::flops_rate, 1e9, 1e17, "", "", "from the preset", "peak FLOP/s in fp16"},
-    ScenarioKey{"cluster.gpu.peak_flops.fp8", K::flops_rate, 1e9, 1e17, "", "", "from the preset", "peak FLOP/s in fp8 (shown by presets; FSDP compute never runs in fp8)"},
-    ScenarioKey{"cluster.gpu.hbm_bandwidth", K::bandwidth, 1e9, 1e14, "", "", "from the preset", "HBM bandwidth (memory-bound kernels)"},
-    ScenarioKey{"cluster.gpu.sm_count", K::rejected, 0, 0, "", "", "", "not modelled: communication kernels slow compute by a fitted interference factor, not per SM"},
-    ScenarioKey{"cluster.gpu.tdp_w", K::number, 1, 10'000, "W", "", "from the preset", "the board power limit that power_cap_w is compared with"},
-    ScenarioKey{"cluster.gpu.power_cap_w", K::number, 1, 10'000, "W", "", "none", "a power cap (nvidia-smi -pl): lowers the compute clock"},
-    ScenarioKey{"cluster.gpu.matmul_efficiency", K::number, 0.01, 1, "fraction of peak", "", "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
-    ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "", "from the preset", "achieved fraction of peak FLOP/s in attention"},
+    ScenarioKey{"cluster.gpu.memory", K::bytes, 0x1p30, 0x1p40, "", "", "from the preset",
+                "device memory the caching allocator can reserve"},
+    ScenarioKey{"cluster.gpu.peak_flops", K::section, 0, 0, "", "", "",
+                "dense tensor-core peaks per dtype"},
+    ScenarioKey{"cluster.gpu.peak_flops.fp32", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
+                "peak FLOP/s in fp32"},
+    ScenarioKey{"cluster.gpu.peak_flops.bf16", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
+                "peak FLOP/s in bf16"},
+    ScenarioKey{"cluster.gpu.peak_flops.fp16", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
+                "peak FLOP/s in fp16"},
+    ScenarioKey{"cluster.gpu.peak_flops.fp8", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
+                "peak FLOP/s in fp8 (shown by presets; FSDP compute never runs in fp8)"},
+    ScenarioKey{"cluster.gpu.hbm_bandwidth", K::bandwidth, 1e9, 1e14, "", "", "from the preset",
+                "HBM bandwidth (memory-bound kernels)"},
+    ScenarioKey{"cluster.gpu.sm_count", K::rejected, 0, 0, "", "", "",
+                "not modelled: communication kernels slow compute by a fitted interference factor, "
+                "not per SM"},
+    ScenarioKey{"cluster.gpu.tdp_w", K::number, 1, 10'000, "W", "", "from the preset",
+                "the board power limit that power_cap_w is compared with"},
+    ScenarioKey{"cluster.gpu.power_cap_w", K::number, 1, 10'000, "W", "", "none",
+                "a power cap (nvidia-smi -pl): lowers the compute clock"},
+    ScenarioKey{"cluster.gpu.matmul_efficiency", K::number, 0.01, 1, "fraction of peak", "",
+                "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
+    ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "",
+                "from the preset", "achieved fraction of peak FLOP/s in attention"},
     ScenarioKey{"cluster.nvlink", K::section, 0, 0, "", "", "", "the intra-node fabric"},
-    ScenarioKey{"cluster.nvlink.bandwidth", K::bandwidth, 1e9, 1e13, "", "", "from the preset", "NVLink bandwidth per GPU, one direction"},
-    ScenarioKey{"cluster.nvlink.latency", K::duration, 0, 1e6, "", "", "from the preset", "per-step latency of an intra-node collective"},
+    ScenarioKey{"cluster.nvlink.bandwidth", K::bandwidth, 1e9, 1e13, "", "", "from the preset",
+                "NVLink bandwidth per GPU, one direction"},
+    ScenarioKey{"cluster.nvlink.latency", K::duration, 0, 1e6, "", "", "from the preset",
+                "per-step latency of an intra-node collective"},
     ScenarioKey{"cluster.network", K::section, 0, 0, "", "", "", "the inter-node network"},
-    ScenarioKey{"cluster.network.bandwidth", K::bandwidth, 1e8, 1e13, "", "", "from the preset", "NIC bandwidth per GPU, one direction"},
-    ScenarioKey{"cluster.network.latency", K::duration, 0, 1e7, "", "", "from the preset", "per-step latency of an inter-node collective"},
+    ScenarioKey{"cluster.network.bandwidth", K::bandwidth, 1e8, 1e13, "", "", "from the preset",
+                "NIC bandwidth per GPU, one direction"},
+    ScenarioKey{"cluster.network.latency", K::duration, 0, 1e7, "", "", "from the preset",
+                "per-step latency of an inter-node collective"},
     ScenarioKey{"cluster.pcie", K::section, 0, 0, "", "", "", "the host link (CPU offload)"},
-    ScenarioKey{"cluster.pcie.bandwidth", K::bandwidth, 1e8, 1e12, "", "", "from the preset", "host↔device copy bandwidth from pinned memory"},
-    ScenarioKey{"cluster.pcie.pageable_bandwidth", K::bandwidth, 1e8, 1e12, "", "", "from the preset", "host↔device copy bandwidth from pageable memory"},
-    ScenarioKey{"cluster.pcie.latency", K::duration, 0, 1e6, "", "", "from the preset", "latency of one host↔device copy"},
+    ScenarioKey{"cluster.pcie.bandwidth", K::bandwidth, 1e8, 1e12, "", "", "from the preset",
+                "host↔device copy bandwidth from pinned memory"},
+    ScenarioKey{"cluster.pcie.pageable_bandwidth", K::bandwidth, 1e8, 1e12, "", "",
+                "from the preset", "host↔device copy bandwidth from pageable memory"},
+    ScenarioKey{"cluster.pcie.latency", K::duration, 0, 1e6, "", "", "from the preset",
+                "latency of one host↔device copy"},
     ScenarioKey{"cluster.cpu", K::section, 0, 0, "", "", "", "the issuing CPU thread"},
-    ScenarioKey{"cluster.cpu.launch_overhead", K::duration, 0, 1e6, "", "", "from the preset", "CPU time to launch one kernel or collective"},
-    ScenarioKey{"cluster.cpu.fsdp_hook_overhead", K::duration, 0, 1e7, "", "", "from the preset", "CPU time of one FSDP pre/post hook"},
-    ScenarioKey{"cluster.cpu.optimizer_bandwidth", K::bandwidth, 1e7, 1e12, "", "", "from the preset", "bytes/s of the CPU optimizer step under CPU offload"},
+    ScenarioKey{"cluster.cpu.launch_overhead", K::duration, 0, 1e6, "", "", "from the preset",
+                "CPU time to launch one kernel or collective"},
+    ScenarioKey{"cluster.cpu.fsdp_hook_overhead", K::duration, 0, 1e7, "", "", "from the preset",
+                "CPU time of one FSDP pre/post hook"},
+    ScenarioKey{"cluster.cpu.optimizer_bandwidth", K::bandwidth, 1e7, 1e12, "", "",
+                "from the preset", "bytes/s of the CPU optimizer step under CPU offload"},
     // ---------------------------------------------------------------- training
     ScenarioKey{"training", K::section, 0, 0, "", "", "", "one training step"},
-    ScenarioKey{"training.seq_len", K::integer, 1, 16'777'216, "tokens", "", "4096", "sequence length"},
-    ScenarioKey{"training.micro_batch", K::integer, 1, 65'536, "sequences", "", "1", "sequences per micro-batch per GPU (seq_len × micro_batch ≤ 134,217,728 tokens)"},
-    ScenarioKey{"training.grad_accum", K::integer, 1, 10'000, "micro-batches", "", "1", "micro-batches per optimizer step"},
-    ScenarioKey{"training.iterations", K::integer, 1, 1'000, "steps", "", "2", "optimizer steps simulated; the last is reported as the steady state"},
-    ScenarioKey{"training.optimizer", K::choice, 0, 0, "", "adamw, adam, sgd", "adamw", "optimizer states per parameter (2, 2, 0)"},
-    ScenarioKey{"training.synchronize", K::choice, 0, 0, "", "none, after_forward, after_step", "none", "a torch.cuda.synchronize() in the step"},
-    ScenarioKey{"training.activation_checkpointing", K::text, 0, 0, "", "none, full, selective_op, every_N (N ≥ 1)", "none",
+    ScenarioKey{"training.seq_len", K::integer, 1, 16'777'216, "tokens", "", "4096",
+                "sequence length"},
+    ScenarioKey{"training.micro_batch", K::integer, 1, 65'536, "sequences", "", "1",
+                "sequences per micro-batch per GPU (seq_len × micro_batch ≤ 134,217,728 tokens)"},
+    ScenarioKey{"training.grad_accum", K::integer, 1, 10'000, "micro-batches", "", "1",
+                "micro-batches per optimizer step"},
+    ScenarioKey{"training.iterations", K::integer, 1, 1'000, "steps", "", "2",
+                "optimizer steps simulated; the last is reported as the steady state"},
+    ScenarioKey{"training.optimizer", K::choice, 0, 0, "", "adamw, adam, sgd", "adamw",
+                "optimizer states per parameter (2, 2, 0)"},
+    ScenarioKey{"training.synchronize", K::choice, 0, 0, "", "none, after_forward, after_step",
+                "none", "a torch.cuda.synchronize() in the step"},
+    ScenarioKey{"training.activation_checkpointing", K::text, 0, 0, "",
+                "none, full, selective_op, every_N (N ≥ 1)", "none",
                 "what each block saves for backward and recomputes"},
     // ---------------------------------------------------------------- fsdp
     ScenarioKey{"fsdp", K::section, 0, 0, "", "", "", "the FSDP configuration"},
-    ScenarioKey{"fsdp.api", K::choice, 0, 0, "", "fsdp2, fsdp1", "fsdp2", "fully_shard (fsdp2) or FullyShardedDataParallel (fsdp1)"},
-    ScenarioKey{"fsdp.sharding_strategy", K::choice, 0, 0, "", "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, _HYBRID_SHARD_ZERO2",
+    ScenarioKey{"fsdp.api", K::choice, 0, 0, "", "fsdp2, fsdp1", "fsdp2",
+                "fully_shard (fsdp2) or FullyShardedDataParallel (fsdp1)"},
+    ScenarioKey{"fsdp.sharding_strategy", K::choice, 0, 0, "",
+                "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, _HYBRID_SHARD_ZERO2",
                 "FULL_SHARD", "fsdp1: what is sharded and across which ranks"},
-    ScenarioKey{"fsdp.mesh", K::section, 0, 0, "", "", "", "the device mesh; replicate × shard = world size"},
-    ScenarioKey{"fsdp.mesh.replicate", K::integer, 1, 1'000'000, "ranks", "", "1 (fsdp1 hybrid: nodes)", "replicas (HSDP); gradients are all-reduced across them"},
-    ScenarioKey{"fsdp.mesh.shard", K::integer, 1, 1'000'000, "ranks", "", "world size (fsdp1 hybrid: GPUs per node)", "ranks each parameter is sharded across"},
+    ScenarioKey{"fsdp.mesh", K::section, 0, 0, "", "", "",
+                "the device mesh; replicate × shard = world size"},
+    ScenarioKey{"fsdp.mesh.replicate", K::integer, 1, 1'000'000, "ranks", "",
+                "1 (fsdp1 hybrid: nodes)",
+                "replicas (HSDP); gradients are all-reduced across them"},
+    ScenarioKey{"fsdp.mesh.shard", K::integer, 1, 1'000'000, "ranks", "",
+                "world size (fsdp1 hybrid: GPUs per node)",
+                "ranks each parameter is sharded across"},
     ScenarioKey{"fsdp.reshard_after_forward", K::bool_or_int, 2, 1'000'000, "ranks", "", "true",
-                "fsdp2: free unsharded parameters after forward (true), keep them (false), or reshard to a smaller group (a divisor of shard)"},
-    ScenarioKey{"fsdp.reshard_root_after_forward", K::boolean, 0, 0, "", "", "false", "fsdp2: also reshard the root group after forward"},
-    ScenarioKey{"fsdp.backward_prefetch", K::choice, 0, 0, "", "BACKWARD_PRE, BACKWARD_POST, none", "BACKWARD_PRE", "fsdp1: when the next all-gather is issued in backward"},
-    ScenarioKey{"fsdp.forward_prefetch", K::boolean, 0, 0, "", "", "false", "fsdp1: issue the next forward all-gather before this group's compute"},
-    ScenarioKey{"fsdp.forward_prefetch_modules", K::integer, 0, 1'000, "groups", "", "0", "fsdp2: explicit forward prefetch of the next N groups"},
-    ScenarioKey{"fsdp.backward_prefetch_modules", K::integer, 0, 1'000, "groups", "", "0 (implicit: one group)", "fsdp2: explicit backward prefetch of the next N groups"},
-    ScenarioKey{"fsdp.limit_all_gathers", K::boolean, 0, 0, "", "", "true", "fsdp1: the rate limiter (at most two all-gathers in flight)"},
-    ScenarioKey{"fsdp.mixed_precision", K::section, 0, 0, "", "", "", "MixedPrecision / MixedPrecisionPolicy"},
-    ScenarioKey{"fsdp.mixed_precision.param_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16", "the parameters' dtype (fp32)", "all-gather and compute dtype"},
-    ScenarioKey{"fsdp.mixed_precision.reduce_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16", "param_dtype", "gradient reduction dtype"},
-    ScenarioKey{"fsdp.mixed_precision.keep_low_precision_grads", K::boolean, 0, 0, "", "", "false", "fsdp1: keep gradients in param_dtype after reduction"},
+                "fsdp2: free unsharded parameters after forward (true), keep them (false), or "
+                "reshard to a smaller group (a divisor of shard)"},
+    ScenarioKey{"fsdp.reshard_root_after_forward", K::boolean, 0, 0, "", "", "false",
+                "fsdp2: also reshard the root group after forward"},
+    ScenarioKey{"fsdp.backward_prefetch", K::choice, 0, 0, "", "BACKWARD_PRE, BACKWARD_POST, none",
+                "BACKWARD_PRE", "fsdp1: when the next all-gather is issued in backward"},
+    ScenarioKey{"fsdp.forward_prefetch", K::boolean, 0, 0, "", "", "false",
+                "fsdp1: issue the next forward all-gather before this group's compute"},
+    ScenarioKey{"fsdp.forward_prefetch_modules", K::integer, 0, 1'000, "groups", "", "0",
+                "fsdp2: explicit forward prefetch of the next N groups"},
+    ScenarioKey{"fsdp.backward_prefetch_modules", K::integer, 0, 1'000, "groups", "",
+                "0 (implicit: one group)",
+                "fsdp2: explicit backward prefetch of the next N groups"},
+    ScenarioKey{"fsdp.limit_all_gathers", K::boolean, 0, 0, "", "", "true",
+                "fsdp1: the rate limiter (at most two all-gathers in flight)"},
+    ScenarioKey{"fsdp.mixed_precision", K::section, 0, 0, "", "", "",
+                "MixedPrecision / MixedPrecisionPolicy"},
+    ScenarioKey{"fsdp.mixed_precision.param_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16",
+                "the parameters' dtype (fp32)", "all-gather and compute dtype"},
+    ScenarioKey{"fsdp.mixed_precision.reduce_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16",
+                "param_dtype", "gradient reduction dtype"},
+    ScenarioKey{"fsdp.mixed_precision.keep_low_precision_grads", K::boolean, 0, 0, "", "", "false",
+                "fsdp1: keep gradients in param_dtype after reduction"},
     ScenarioKey{"fsdp.mixed_precision.output_dtype", K::rejected, 0, 0, "", "", "",
-                "not modelled: the cast of the forward outputs is one element-wise kernel per root output, below what shardscope resolves; remove it"},
+                "not modelled: the cast of the forward outputs is one element-wise kernel per root "
+                "output, below what shardscope resolves; remove it"},
     ScenarioKey{"fsdp.mixed_precision.buffer_dtype", K::rejected, 0, 0, "", "", "",
-                "not modelled: module buffers are not sharded by FSDP and shardscope does not track them; remove it"},
+                "not modelled: module buffers are not sharded by FSDP and shardscope does not "
+                "track them; remove it"},
     ScenarioKey{"fsdp.mixed_precision.cast_forward_inputs", K::rejected, 0, 0, "", "", "",
-                "not modelled: the input cast is one element-wise kernel per forward, below what shardscope resolves; remove it"},
+                "not modelled: the input cast is one element-wise kernel per forward, below what "
+                "shardscope resolves; remove it"},
     ScenarioKey{"fsdp.cpu_offload", K::section, 0, 0, "", "", "", "CPUOffload / CPUOffloadPolicy"},
-    ScenarioKey{"fsdp.cpu_offload.params", K::boolean, 0, 0, "", "", "false", "sharded parameters, gradients and the optimizer step on the CPU"},
-    ScenarioKey{"fsdp.cpu_offload.pin_memory", K::boolean, 0, 0, "", "", "true", "pinned host memory (faster copies)"},
-    ScenarioKey{"fsdp.wrap", K::section, 0, 0, "", "", "", "how modules are wrapped into FSDP groups"},
-    ScenarioKey{"fsdp.wrap.blocks_per_group", K::integer, 1, 10'000, "blocks", "", "1", "transformer blocks per FSDP group"},
-    ScenarioKey{"fsdp.requires_gradient_sync", K::choice, 0, 0, "", "every_microbatch, last_microbatch", "every_microbatch",
-                "reduce-scatter every micro-batch, or only the last (no_sync / set_requires_gradient_sync)"},
-    ScenarioKey{"fsdp.requires_all_reduce", K::choice, 0, 0, "", "every_microbatch, last_microbatch", "every_microbatch", "fsdp2 HSDP: all-reduce every micro-batch or only the last"},
-    ScenarioKey{"fsdp.reshard_after_backward", K::boolean, 0, 0, "", "", "true", "fsdp2: free unsharded parameters after backward"},
-    ScenarioKey{"fsdp.separate_reduce_scatter_group", K::boolean, 0, 0, "", "", "false", "fsdp2: reduce-scatter on its own process group"},
-    ScenarioKey{"fsdp.post_optim_event", K::boolean, 0, 0, "", "", "false", "fsdp2: the next forward's all-gather waits on an event after the optimizer"},
+    ScenarioKey{"fsdp.cpu_offload.params", K::boolean, 0, 0, "", "", "false",
+                "sharded parameters, gradients and the optimizer step on the CPU"},
+    ScenarioKey{"fsdp.cpu_offload.pin_memory", K::boolean, 0, 0, "", "", "true",
+                "pinned host memory (faster copies)"},
+    ScenarioKey{"fsdp.wrap", K::section, 0, 0, "", "", "",
+                "how modules are wrapped into FSDP groups"},
+    ScenarioKey{"fsdp.wrap.blocks_per_group", K::integer, 1, 10'000, "blocks", "", "1",
+                "transformer blocks per FSDP group"},
+    ScenarioKey{"fsdp.requires_gradient_sync", K::choice, 0, 0, "",
+                "every_microbatch, last_microbatch", "every_microbatch",
+                "reduce-scatter every micro-batch, or only the last (no_sync / "
+                "set_requires_gradient_sync)"},
+    ScenarioKey{"fsdp.requires_all_reduce", K::choice, 0, 0, "",
+                "every_microbatch, last_microbatch", "every_microbatch",
+                "fsdp2 HSDP: all-reduce every micro-batch or only the last"},
+    ScenarioKey{"fsdp.reshard_after_backward", K::boolean, 0, 0, "", "", "true",
+                "fsdp2: free unsharded parameters after backward"},
+    ScenarioKey{"fsdp.separate_reduce_scatter_group", K::boolean, 0, 0, "", "", "false",
+                "fsdp2: reduce-scatter on its own process group"},
+    ScenarioKey{"fsdp.post_optim_event", K::boolean, 0, 0, "", "", "false",
+                "fsdp2: the next forward's all-gather waits on an event after the optimizer"},
     ScenarioKey{"fsdp.checkpoint", K::section, 0, 0, "", "", "", "state-dict checkpoints"},
-    ScenarioKey{"fsdp.checkpoint.every", K::integer, 0, 1'000'000, "steps", "", "0 (never)", "save a state dict every N optimizer steps"},
-    ScenarioKey{"fsdp.checkpoint.state_dict_type", K::choice, 0, 0, "", "FULL_STATE_DICT, SHARDED_STATE_DICT, LOCAL_STATE_DICT", "SHARDED_STATE_DICT", "what a checkpoint gathers"},
-    ScenarioKey{"fsdp.checkpoint.offload_to_cpu", K::boolean, 0, 0, "", "", "false", "state dict tensors copied to the CPU"},
-    ScenarioKey{"fsdp.checkpoint.rank0_only", K::boolean, 0, 0, "", "", "false", "FULL_STATE_DICT only on rank 0"},
+    ScenarioKey{"fsdp.checkpoint.every", K::integer, 0, 1'000'000, "steps", "", "0 (never)",
+                "save a state dict every N optimizer steps"},
+    ScenarioKey{"fsdp.checkpoint.state_dict_type", K::choice, 0, 0, "",
+                "FULL_STATE_DICT, SHARDED_STATE_DICT, LOCAL_STATE_DICT", "SHARDED_STATE_DICT",
+                "what a checkpoint gathers"},
+    ScenarioKey{"fsdp.checkpoint.offload_to_cpu", K::boolean, 0, 0, "", "", "false",
+                "state dict tensors copied to the CPU"},
+    ScenarioKey{"fsdp.checkpoint.rank0_only", K::boolean, 0, 0, "", "", "false",
+                "FULL_STATE_DICT only on rank 0"},
 };
 
 std::string number_text(double v) {
-  if (v == std::floor(v) && std::fabs(v) < kMaxInt) return format_count(static_cast<std::int64_t>(v));
+  if (v == std::floor(v) && std::fabs(v) < kMaxInt)
+    return format_count(static_cast<std::int64_t>(v));
   return fmt::format("{:g}", v);
 }
 
 }  // namespace
 
-std::span<const ScenarioKey> scenario_keys() { return kKeys; }
+std::span<const ScenarioKey> scenario_keys() {
+  return kKeys;
+}
 
 const ScenarioKey* find_scenario_key(std::string_view normalised_path) {
-  const auto it = std::find_if(kKeys.begin(), kKeys.end(), [&](const ScenarioKey& k) { return k.path == normalised_path; });
+  const auto it = std::find_if(kKeys.begin(), kKeys.end(),
+                               [&](const ScenarioKey& k) { return k.path == normalised_path; });
   return it == kKeys.end() ? nullptr : &*it;
 }
 
@@ -170,20 +273,34 @@ std::string normalise_key_path(std::string_view path) {
 
 std::string_view to_string(KeyType type) {
   switch (type) {
-    case K::section: return "section";
-    case K::list: return "list";
-    case K::integer: return "integer";
-    case K::number: return "number";
-    case K::boolean: return "boolean";
-    case K::text: return "text";
-    case K::choice: return "choice";
-    case K::dtype: return "dtype";
-    case K::bytes: return "size";
-    case K::duration: return "duration";
-    case K::bandwidth: return "bandwidth";
-    case K::flops_rate: return "FLOP rate";
-    case K::bool_or_int: return "boolean or integer";
-    case K::rejected: return "rejected";
+    case K::section:
+      return "section";
+    case K::list:
+      return "list";
+    case K::integer:
+      return "integer";
+    case K::number:
+      return "number";
+    case K::boolean:
+      return "boolean";
+    case K::text:
+      return "text";
+    case K::choice:
+      return "choice";
+    case K::dtype:
+      return "dtype";
+    case K::bytes:
+      return "size";
+    case K::duration:
+      return "duration";
+    case K::bandwidth:
+      return "bandwidth";
+    case K::flops_rate:
+      return "FLOP rate";
+    case K::bool_or_int:
+      return "boolean or integer";
+    case K::rejected:
+      return "rejected";
   }
   return "?";
 }
@@ -193,12 +310,20 @@ std::string key_range_text(const ScenarioKey& k) {
   switch (k.type) {
     case K::integer:
     case K::number:
-    case K::bool_or_int: return fmt::format("{}..{}{}", number_text(k.min), number_text(k.max), unit);
-    case K::bytes: return fmt::format("{}..{}", format_bytes(static_cast<Bytes>(k.min)), format_bytes(static_cast<Bytes>(k.max)));
-    case K::duration: return fmt::format("{}..{}", format_duration(static_cast<TimeNs>(k.min)), format_duration(static_cast<TimeNs>(k.max)));
-    case K::bandwidth: return fmt::format("{}..{}", format_bandwidth(k.min), format_bandwidth(k.max));
-    case K::flops_rate: return fmt::format("{}..{}", format_flops_rate(k.min), format_flops_rate(k.max));
-    default: return {};
+    case K::bool_or_int:
+      return fmt::format("{}..{}{}", number_text(k.min), number_text(k.max), unit);
+    case K::bytes:
+      return fmt::format("{}..{}", format_bytes(static_cast<Bytes>(k.min)),
+                         format_bytes(static_cast<Bytes>(k.max)));
+    case K::duration:
+      return fmt::format("{}..{}", format_duration(static_cast<TimeNs>(k.min)),
+                         format_duration(static_cast<TimeNs>(k.max)));
+    case K::bandwidth:
+      return fmt::format("{}..{}", format_bandwidth(k.min), format_bandwidth(k.max));
+    case K::flops_rate:
+      return fmt::format("{}..{}", format_flops_rate(k.min), format_flops_rate(k.max));
+    default:
+      return {};
   }
 }
 
@@ -217,8 +342,10 @@ std::string scenario_keys_text(std::string_view prefix) {
     if (!k.path.starts_with(prefix) || k.type == K::section || k.type == K::list) continue;
     out += fmt::format("{:<48} {:<10} {}\n", k.path, to_string(k.type), k.models);
     if (k.type == K::rejected) continue;
-    if (const auto allowed = allowed_text(k); !allowed.empty()) out += fmt::format("{:<48} {:<10} allowed: {}\n", "", "", allowed);
-    if (!k.default_value.empty()) out += fmt::format("{:<48} {:<10} default: {}\n", "", "", k.default_value);
+    if (const auto allowed = allowed_text(k); !allowed.empty())
+      out += fmt::format("{:<48} {:<10} allowed: {}\n", "", "", allowed);
+    if (!k.default_value.empty())
+      out += fmt::format("{:<48} {:<10} default: {}\n", "", "", k.default_value);
   }
   return out;
 }
@@ -226,25 +353,34 @@ std::string scenario_keys_text(std::string_view prefix) {
 std::string scenario_keys_markdown() {
   std::string out =
       "# Scenario keys\n\n"
-      "Every key a scenario file (YAML or JSON) or `--set key=value` may set. Generated from the table the\n"
-      "reader uses (`core/src/scenario_keys.cpp`) by `shardscope keys --markdown`; `shardscope keys [PREFIX]`\n"
-      "prints the same in a terminal. A value outside its range, of the wrong type, or a key not listed here is\n"
-      "an error naming the file, the key and what is allowed (exit code 2). Sizes take B, KiB, MiB, GiB, TiB,\n"
-      "kB, MB, GB, TB; durations ns, us, µs, ms, s; bandwidths B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s,\n"
+      "Every key a scenario file (YAML or JSON) or `--set key=value` may set. Generated from the "
+      "table the\n"
+      "reader uses (`core/src/scenario_keys.cpp`) by `shardscope keys --markdown`; `shardscope "
+      "keys [PREFIX]`\n"
+      "prints the same in a terminal. A value outside its range, of the wrong type, or a key not "
+      "listed here is\n"
+      "an error naming the file, the key and what is allowed (exit code 2). Sizes take B, KiB, "
+      "MiB, GiB, TiB,\n"
+      "kB, MB, GB, TB; durations ns, us, µs, ms, s; bandwidths B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, "
+      "MiB/s,\n"
       "GiB/s, Mb/s, Gb/s, Gbps; FLOP rates FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s.\n";
   std::string_view section;
   for (const auto& k : kKeys) {
     if (k.type == K::section && k.path.find('.') == std::string_view::npos) {
       section = k.path;
-      out += fmt::format("\n## {}\n\n{}.\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n", section, k.models);
+      out += fmt::format(
+          "\n## {}\n\n{}.\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n",
+          section, k.models);
       continue;
     }
     if (section.empty()) {
       section = "(top level)";
-      out += "\n## Top level\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n";
+      out +=
+          "\n## Top level\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n";
     }
     const std::string allowed = k.type == K::rejected ? "—" : allowed_text(k);
-    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", k.path, to_string(k.type), allowed.empty() ? "—" : allowed,
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", k.path, to_string(k.type),
+                       allowed.empty() ? "—" : allowed,
                        k.default_value.empty() ? "—" : k.default_value, k.models);
   }
   return out;

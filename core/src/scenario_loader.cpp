@@ -10,8 +10,8 @@
 #include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
-#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 namespace shardscope {
 namespace {
@@ -23,11 +23,12 @@ constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
 constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
 constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
 constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
-constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
-                                                      "_HYBRID_SHARD_ZERO2"};
+constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
+                                                      "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"};
 constexpr std::array<std::string_view, 3> kPrefetch{"BACKWARD_PRE", "BACKWARD_POST", "none"};
 constexpr std::array<std::string_view, 2> kSync{"every_microbatch", "last_microbatch"};
-constexpr std::array<std::string_view, 3> kStateDict{"FULL_STATE_DICT", "SHARDED_STATE_DICT", "LOCAL_STATE_DICT"};
+constexpr std::array<std::string_view, 3> kStateDict{"FULL_STATE_DICT", "SHARDED_STATE_DICT",
+                                                     "LOCAL_STATE_DICT"};
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
@@ -67,7 +68,8 @@ const ScenarioKey& key_of(std::string_view path) {
 
 std::optional<std::int64_t> read_int(ConfigReader& r, std::string_view path) {
   const ScenarioKey& k = key_of(path);
-  return r.get_int(path, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max), key_range_text(k));
+  return r.get_int(path, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max),
+                   key_range_text(k));
 }
 
 std::optional<double> read_number(ConfigReader& r, std::string_view path) {
@@ -77,7 +79,8 @@ std::optional<double> read_number(ConfigReader& r, std::string_view path) {
 
 // A unit-carrying value (size, duration, bandwidth, FLOP rate) within its key's physical range.
 template <typename T>
-std::optional<T> in_range(ConfigReader& r, std::string_view path, std::optional<T> value, std::string (*format)(T)) {
+std::optional<T> in_range(ConfigReader& r, std::string_view path, std::optional<T> value,
+                          std::string (*format)(T)) {
   if (!value) return value;
   const ScenarioKey& k = key_of(path);
   const auto v = static_cast<double>(*value);
@@ -106,7 +109,9 @@ std::optional<FlopsPerSecond> read_flops_rate(ConfigReader& r, std::string_view 
 std::optional<DType> read_mp_dtype(ConfigReader& r, std::string_view path) {
   auto d = r.get_dtype(path);
   if (d == DType::fp8) {
-    r.add_problem(path, "fp8 is not an FSDP mixed-precision dtype (fp8 training is torchao's Float8Linear, not modelled)",
+    r.add_problem(path,
+                  "fp8 is not an FSDP mixed-precision dtype (fp8 training is torchao's "
+                  "Float8Linear, not modelled)",
                   fmt::format("allowed: {}", key_of(path).choices));
     return std::nullopt;
   }
@@ -124,9 +129,13 @@ std::string type_word(const ConfigTree& v) {
 std::string keys_below(std::string_view section) {
   std::string out;
   for (const auto& k : scenario_keys()) {
-    if (k.path.size() <= section.size() + 1 || !k.path.starts_with(section) || k.path[section.size()] != '.') continue;
+    if (k.path.size() <= section.size() + 1 || !k.path.starts_with(section) ||
+        k.path[section.size()] != '.')
+      continue;
     const auto leaf = k.path.substr(section.size() + 1);
-    if (leaf.find('.') != std::string_view::npos || leaf.find('[') != std::string_view::npos || k.type == KeyType::rejected) continue;
+    if (leaf.find('.') != std::string_view::npos || leaf.find('[') != std::string_view::npos ||
+        k.type == KeyType::rejected)
+      continue;
     if (!out.empty()) out += ", ";
     out += leaf;
   }
@@ -150,10 +159,12 @@ void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std
         r.add_problem(path, std::string(key->models));
         r.mark_subtree_known(path);
       } else if (key->type == KeyType::section && !value.is_object() && !value.is_null()) {
-        r.add_problem(path, fmt::format("is {}, but it is a section of keys", type_word(value)), fmt::format("keys: {}", keys_below(norm)));
+        r.add_problem(path, fmt::format("is {}, but it is a section of keys", type_word(value)),
+                      fmt::format("keys: {}", keys_below(norm)));
         r.mark_subtree_known(path);
       } else if (key->type == KeyType::list && !value.is_array() && !value.is_null()) {
-        r.add_problem(path, fmt::format("is {}, but it is a list", type_word(value)), std::string(key->models));
+        r.add_problem(path, fmt::format("is {}, but it is a list", type_word(value)),
+                      std::string(key->models));
         r.mark_subtree_known(path);
       } else if (key->type != KeyType::section && key->type != KeyType::list && value.is_null()) {
         r.add_problem(path, "has no value", "a value, or leave the key out to use the default");
@@ -163,7 +174,9 @@ void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std
           const std::size_t before = path.size();
           path += fmt::format("[{}]", i);
           if (!value[i].is_object()) {
-            r.add_problem(path, fmt::format("is {}, but each item is a section of keys", type_word(value[i])), fmt::format("keys: {}", keys_below(norm)));
+            r.add_problem(
+                path, fmt::format("is {}, but each item is a section of keys", type_word(value[i])),
+                fmt::format("keys: {}", keys_below(norm)));
           }
           check_shape(r, value[i], path, norm);
           path.resize(before);
@@ -186,9 +199,12 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(read_int(r, "model.ffn_hidden"), c.ffn_hidden);
   set_if(read_int(r, "model.vocab"), c.vocab);
   set_if(read_int(r, "model.max_seq"), c.max_seq);
-  if (auto v = r.get_enum("model.mlp", kMlp)) c.mlp = *v == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
-  if (auto v = r.get_enum("model.norm", kNorm)) c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
-  if (auto v = r.get_enum("model.pos_emb", kPosEmb)) c.pos_emb = *v == "rope" ? PosEmbedding::rope : PosEmbedding::learned;
+  if (auto v = r.get_enum("model.mlp", kMlp))
+    c.mlp = *v == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
+  if (auto v = r.get_enum("model.norm", kNorm))
+    c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+  if (auto v = r.get_enum("model.pos_emb", kPosEmb))
+    c.pos_emb = *v == "rope" ? PosEmbedding::rope : PosEmbedding::learned;
   if (auto bias = r.get_bool("model.bias")) c.qkv_bias = c.out_proj_bias = c.mlp_bias = *bias;
   set_if(r.get_bool("model.qkv_bias"), c.qkv_bias);
   set_if(r.get_bool("model.out_proj_bias"), c.out_proj_bias);
@@ -198,8 +214,11 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
 
 void check_transformer_shape(ConfigReader& r, const TransformerConfig& c) {
   const std::vector<std::pair<const char*, std::int64_t>> required{
-      {"model.hidden", c.hidden}, {"model.layers", c.layers}, {"model.heads", c.heads},
-      {"model.ffn_hidden", c.ffn_hidden}, {"model.vocab", c.vocab}};
+      {"model.hidden", c.hidden},
+      {"model.layers", c.layers},
+      {"model.heads", c.heads},
+      {"model.ffn_hidden", c.ffn_hidden},
+      {"model.vocab", c.vocab}};
   bool complete = true;
   for (const auto& [key, value] : required) {
     if (value <= 0) {
@@ -209,20 +228,25 @@ void check_transformer_shape(ConfigReader& r, const TransformerConfig& c) {
   }
   if (!complete) return;
   if (c.hidden % c.heads != 0) {
-    r.add_problem("model.heads", fmt::format("{} heads do not divide hidden {}", c.heads, c.hidden), "a divisor of model.hidden");
+    r.add_problem("model.heads", fmt::format("{} heads do not divide hidden {}", c.heads, c.hidden),
+                  "a divisor of model.hidden");
   }
   if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
-    r.add_problem("model.kv_heads", fmt::format("{} kv heads do not divide {} heads", c.kv_heads, c.heads), "a divisor of model.heads");
+    r.add_problem("model.kv_heads",
+                  fmt::format("{} kv heads do not divide {} heads", c.kv_heads, c.heads),
+                  "a divisor of model.heads");
   }
   if (c.pos_emb == PosEmbedding::learned && c.max_seq <= 0) {
-    r.add_problem("model.max_seq", "required with pos_emb: learned (it sizes the position table)", "a positive integer");
+    r.add_problem("model.max_seq", "required with pos_emb: learned (it sizes the position table)",
+                  "a positive integer");
   }
 }
 
 void read_custom_groups(ConfigReader& r, ModelSpec& m) {
   const std::size_t n = r.list_size("model.groups");
   if (n == 0) {
-    r.add_problem("model.groups", "model.family: custom needs a non-empty list of groups in forward order",
+    r.add_problem("model.groups",
+                  "model.family: custom needs a non-empty list of groups in forward order",
                   "each with name, params, and forward_flops or forward_time_ms");
     return;
   }
@@ -232,7 +256,9 @@ void read_custom_groups(ConfigReader& r, ModelSpec& m) {
     CustomGroup g;
     if (auto name = r.get_string(base + ".name")) {
       g.name = *name;
-      if (!names.insert(g.name).second) r.add_problem(base + ".name", fmt::format("duplicate group name '{}'", g.name), "unique names");
+      if (!names.insert(g.name).second)
+        r.add_problem(base + ".name", fmt::format("duplicate group name '{}'", g.name),
+                      "unique names");
     } else {
       r.add_problem(base + ".name", "every group needs a name", "e.g. root, layers.0");
     }
@@ -247,19 +273,22 @@ void read_custom_groups(ConfigReader& r, ModelSpec& m) {
     if (auto v = read_number(r, base + ".forward_time_ms")) g.forward_time = ms_to_ns(*v);
     if (auto v = read_number(r, base + ".backward_time_ms")) g.backward_time = ms_to_ns(*v);
     if (auto v = read_number(r, base + ".all_gather_time_ms")) g.all_gather_time = ms_to_ns(*v);
-    if (auto v = read_number(r, base + ".reduce_scatter_time_ms")) g.reduce_scatter_time = ms_to_ns(*v);
+    if (auto v = read_number(r, base + ".reduce_scatter_time_ms"))
+      g.reduce_scatter_time = ms_to_ns(*v);
     if (!g.forward_flops && !g.forward_time) {
       r.add_problem(base, "a group needs forward_flops or forward_time_ms", "one of the two");
     }
     m.groups.push_back(std::move(g));
   }
   // Groups listed before "root" run outside every FSDP module, so they cannot hold FSDP parameters.
-  const auto root = std::find_if(m.groups.begin(), m.groups.end(), [](const CustomGroup& g) { return g.name == "root"; });
+  const auto root = std::find_if(m.groups.begin(), m.groups.end(),
+                                 [](const CustomGroup& g) { return g.name == "root"; });
   for (auto it = m.groups.begin(); it != root && root != m.groups.end(); ++it) {
     if (it->params > 0) {
-      r.add_problem(fmt::format("model.groups[{}].params", it - m.groups.begin()),
-                    "a group before root is outside every FSDP module and cannot hold FSDP parameters",
-                    "params: 0, or list it after root");
+      r.add_problem(
+          fmt::format("model.groups[{}].params", it - m.groups.begin()),
+          "a group before root is outside every FSDP module and cannot hold FSDP parameters",
+          "params: 0, or list it after root");
     }
   }
 }
@@ -275,7 +304,8 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
   }
   if (sources == 0 && !r.problems().empty()) return m;  // a wrong-typed key was already reported
   if (sources == 0) {
-    r.add_problem("model", "no model given", "model.preset (" + joined_model_presets() + "), model.family or model.hf_config");
+    r.add_problem("model", "no model given",
+                  "model.preset (" + joined_model_presets() + "), model.family or model.hf_config");
   }
   bool source_ok = sources == 1;  // shape checks only make sense on a model that loaded
   if (preset) {
@@ -285,8 +315,9 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
       source_ok = false;
       auto names = preset_names();
       const auto guess = closest_match(*preset, names);
-      r.add_problem("model.preset", fmt::format("unknown model preset '{}'{}", *preset,
-                                                guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
+      r.add_problem("model.preset",
+                    fmt::format("unknown model preset '{}'{}", *preset,
+                                guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess)),
                     "allowed: " + joined_model_presets());
     }
   } else if (hf) {
@@ -307,7 +338,8 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
     m.family = *family == "custom" ? ModelFamily::custom : ModelFamily::transformer;
     m.name = std::string(*family);
   }
-  // Shape keys refine a preset or an HF config, or define a transformer; groups define a custom model.
+  // Shape keys refine a preset or an HF config, or define a transformer; groups define a custom
+  // model.
   if (m.family == ModelFamily::transformer) {
     read_transformer_shape(r, m.transformer);
     if (m.transformer.kv_heads == 0) m.transformer.kv_heads = m.transformer.heads;
@@ -315,9 +347,10 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
     r.reject_if_present("model.groups", "only used with model.family: custom");
   } else {
     read_custom_groups(r, m);
-    for (const char* key : {"model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
-                            "model.mlp", "model.norm", "model.pos_emb", "model.max_seq", "model.bias",
-                            "model.tie_embeddings"}) {
+    for (const char* key :
+         {"model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.ffn_hidden",
+          "model.vocab", "model.mlp", "model.norm", "model.pos_emb", "model.max_seq", "model.bias",
+          "model.tie_embeddings"}) {
       r.reject_if_present(key, "only used with model.family: transformer");
     }
   }
@@ -332,7 +365,8 @@ ClusterSpec read_cluster(ConfigReader& r) {
     if (auto spec = find_cluster_preset(*preset)) {
       c = *spec;
     } else {
-      r.add_problem("cluster.preset", fmt::format("unknown cluster preset '{}'", *preset), "allowed: " + joined_cluster_presets());
+      r.add_problem("cluster.preset", fmt::format("unknown cluster preset '{}'", *preset),
+                    "allowed: " + joined_cluster_presets());
     }
   }
   set_if(read_int(r, "cluster.nodes"), c.nodes);
@@ -358,8 +392,10 @@ ClusterSpec read_cluster(ConfigReader& r) {
   set_if(read_duration(r, "cluster.cpu.fsdp_hook_overhead"), c.cpu.fsdp_hook_overhead);
   set_if(read_bandwidth(r, "cluster.cpu.optimizer_bandwidth"), c.cpu.adam_bytes_per_s);
   if (c.gpu.power_cap_w && *c.gpu.power_cap_w > c.gpu.tdp_w) {
-    r.add_problem("cluster.gpu.power_cap_w", fmt::format("{} W is above the board limit of {} W", *c.gpu.power_cap_w, c.gpu.tdp_w),
-                  fmt::format("at most cluster.gpu.tdp_w ({} W)", c.gpu.tdp_w));
+    r.add_problem(
+        "cluster.gpu.power_cap_w",
+        fmt::format("{} W is above the board limit of {} W", *c.gpu.power_cap_w, c.gpu.tdp_w),
+        fmt::format("at most cluster.gpu.tdp_w ({} W)", c.gpu.tdp_w));
   }
   return c;
 }
@@ -372,7 +408,9 @@ TrainingSpec read_training(ConfigReader& r) {
   set_if(read_int(r, "training.grad_accum"), t.grad_accum);
   set_if(read_int(r, "training.iterations"), t.iterations);
   if (auto opt = r.get_enum("training.optimizer", kOptimizers)) {
-    t.optimizer = *opt == "adamw" ? Optimizer::adamw : *opt == "adam" ? Optimizer::adam : Optimizer::sgd;
+    t.optimizer = *opt == "adamw"  ? Optimizer::adamw
+                  : *opt == "adam" ? Optimizer::adam
+                                   : Optimizer::sgd;
   }
   if (auto sync = r.get_enum("training.synchronize", kSynchronize)) {
     t.synchronize = *sync == "after_forward" ? Synchronize::after_forward
@@ -389,11 +427,14 @@ TrainingSpec read_training(ConfigReader& r) {
     } else if (v == "selective_op") {
       t.activation_checkpointing = ActivationCheckpointing::selective_op;
     } else if (v.starts_with("every_") &&
-               std::from_chars(v.data() + 6, v.data() + v.size(), n).ptr == v.data() + v.size() && n >= 1) {
-      t.activation_checkpointing = n == 1 ? ActivationCheckpointing::full : ActivationCheckpointing::every_n;
+               std::from_chars(v.data() + 6, v.data() + v.size(), n).ptr == v.data() + v.size() &&
+               n >= 1) {
+      t.activation_checkpointing =
+          n == 1 ? ActivationCheckpointing::full : ActivationCheckpointing::every_n;
       t.checkpoint_every = n;
     } else {
-      r.add_problem("training.activation_checkpointing", fmt::format("'{}' is not a checkpointing policy", v),
+      r.add_problem("training.activation_checkpointing",
+                    fmt::format("'{}' is not a checkpointing policy", v),
                     "allowed: none, full, selective_op, every_N (N ≥ 1)");
     }
   }
@@ -423,7 +464,8 @@ SyncSchedule sync_from(std::string_view s) {
 FsdpRead read_fsdp(ConfigReader& r) {
   FsdpRead out;
   FsdpPolicy& f = out.policy;
-  if (auto api = r.get_enum("fsdp.api", kApis)) f.api = *api == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
+  if (auto api = r.get_enum("fsdp.api", kApis))
+    f.api = *api == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
   if (auto s = r.get_enum("fsdp.sharding_strategy", kStrategies)) {
     f.sharding_strategy = strategy_from(*s);
     out.strategy_given = true;
@@ -432,19 +474,21 @@ FsdpRead read_fsdp(ConfigReader& r) {
   out.mesh_shard = read_int(r, "fsdp.mesh.shard");
   if (r.has("fsdp.reshard_after_forward")) {
     if (auto as_bool = r.get_bool("fsdp.reshard_after_forward"); as_bool) {
-      f.reshard_after_forward.mode = *as_bool ? ReshardAfterForward::Mode::on : ReshardAfterForward::Mode::off;
+      f.reshard_after_forward.mode =
+          *as_bool ? ReshardAfterForward::Mode::on : ReshardAfterForward::Mode::off;
     } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
       r.problems().pop_back();  // not a bool: try an int
       if (auto size = read_int(r, "fsdp.reshard_after_forward")) {
         f.reshard_after_forward = {ReshardAfterForward::Mode::to_size, *size};
       } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
-        r.problems().back().allowed = "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
+        r.problems().back().allowed =
+            "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
       }
     }
   }
   set_if(r.get_bool("fsdp.reshard_root_after_forward"), f.reshard_root_after_forward);
   if (auto p = r.get_enum("fsdp.backward_prefetch", kPrefetch)) {
-    f.backward_prefetch = *p == "BACKWARD_PRE" ? BackwardPrefetch::backward_pre
+    f.backward_prefetch = *p == "BACKWARD_PRE"    ? BackwardPrefetch::backward_pre
                           : *p == "BACKWARD_POST" ? BackwardPrefetch::backward_post
                                                   : BackwardPrefetch::none;
   }
@@ -459,14 +503,15 @@ FsdpRead read_fsdp(ConfigReader& r) {
   set_if(r.get_bool("fsdp.cpu_offload.params"), f.cpu_offload.params);
   set_if(r.get_bool("fsdp.cpu_offload.pin_memory"), f.cpu_offload.pin_memory);
   set_if(read_int(r, "fsdp.wrap.blocks_per_group"), f.blocks_per_group);
-  if (auto s = r.get_enum("fsdp.requires_gradient_sync", kSync)) f.requires_gradient_sync = sync_from(*s);
+  if (auto s = r.get_enum("fsdp.requires_gradient_sync", kSync))
+    f.requires_gradient_sync = sync_from(*s);
   if (auto s = r.get_enum("fsdp.requires_all_reduce", kSync)) f.requires_all_reduce = sync_from(*s);
   set_if(r.get_bool("fsdp.reshard_after_backward"), f.reshard_after_backward);
   set_if(r.get_bool("fsdp.separate_reduce_scatter_group"), f.separate_reduce_scatter_group);
   set_if(r.get_bool("fsdp.post_optim_event"), f.post_optim_event);
   set_if(read_int(r, "fsdp.checkpoint.every"), f.checkpoint.every);
   if (auto s = r.get_enum("fsdp.checkpoint.state_dict_type", kStateDict)) {
-    f.checkpoint.state_dict_type = *s == "FULL_STATE_DICT" ? StateDictType::full
+    f.checkpoint.state_dict_type = *s == "FULL_STATE_DICT"    ? StateDictType::full
                                    : *s == "LOCAL_STATE_DICT" ? StateDictType::local
                                                               : StateDictType::sharded;
   }
@@ -483,23 +528,34 @@ struct ApiOnlyKnob {
 };
 constexpr std::array kApiOnlyKnobs{
     ApiOnlyKnob{"fsdp.sharding_strategy", FsdpApi::fsdp1,
-                "under fsdp2 use fsdp.reshard_after_forward (false = SHARD_GRAD_OP) and fsdp.mesh.replicate/shard (HYBRID_SHARD)"},
+                "under fsdp2 use fsdp.reshard_after_forward (false = SHARD_GRAD_OP) and "
+                "fsdp.mesh.replicate/shard (HYBRID_SHARD)"},
     ApiOnlyKnob{"fsdp.backward_prefetch", FsdpApi::fsdp1,
-                "under fsdp2 use fsdp.backward_prefetch_modules (fully_shard prefetches one group implicitly)"},
-    ApiOnlyKnob{"fsdp.forward_prefetch", FsdpApi::fsdp1, "under fsdp2 use fsdp.forward_prefetch_modules"},
-    ApiOnlyKnob{"fsdp.limit_all_gathers", FsdpApi::fsdp1,
-                "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events"},
+                "under fsdp2 use fsdp.backward_prefetch_modules (fully_shard prefetches one group "
+                "implicitly)"},
+    ApiOnlyKnob{"fsdp.forward_prefetch", FsdpApi::fsdp1,
+                "under fsdp2 use fsdp.forward_prefetch_modules"},
+    ApiOnlyKnob{
+        "fsdp.limit_all_gathers", FsdpApi::fsdp1,
+        "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events"},
     ApiOnlyKnob{"fsdp.mixed_precision.keep_low_precision_grads", FsdpApi::fsdp1,
                 "under fsdp2 set fsdp.mixed_precision.reduce_dtype"},
-    ApiOnlyKnob{"fsdp.reshard_after_forward", FsdpApi::fsdp2,
-                "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)"},
-    ApiOnlyKnob{"fsdp.reshard_root_after_forward", FsdpApi::fsdp2, "under fsdp1 the root never reshards after forward"},
-    ApiOnlyKnob{"fsdp.forward_prefetch_modules", FsdpApi::fsdp2, "under fsdp1 use fsdp.forward_prefetch: true"},
-    ApiOnlyKnob{"fsdp.backward_prefetch_modules", FsdpApi::fsdp2, "under fsdp1 use fsdp.backward_prefetch"},
-    ApiOnlyKnob{"fsdp.reshard_after_backward", FsdpApi::fsdp2, "under fsdp1 the sharding strategy decides"},
-    ApiOnlyKnob{"fsdp.requires_all_reduce", FsdpApi::fsdp2, "under fsdp1 no_sync skips both reductions"},
+    ApiOnlyKnob{
+        "fsdp.reshard_after_forward", FsdpApi::fsdp2,
+        "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)"},
+    ApiOnlyKnob{"fsdp.reshard_root_after_forward", FsdpApi::fsdp2,
+                "under fsdp1 the root never reshards after forward"},
+    ApiOnlyKnob{"fsdp.forward_prefetch_modules", FsdpApi::fsdp2,
+                "under fsdp1 use fsdp.forward_prefetch: true"},
+    ApiOnlyKnob{"fsdp.backward_prefetch_modules", FsdpApi::fsdp2,
+                "under fsdp1 use fsdp.backward_prefetch"},
+    ApiOnlyKnob{"fsdp.reshard_after_backward", FsdpApi::fsdp2,
+                "under fsdp1 the sharding strategy decides"},
+    ApiOnlyKnob{"fsdp.requires_all_reduce", FsdpApi::fsdp2,
+                "under fsdp1 no_sync skips both reductions"},
     ApiOnlyKnob{"fsdp.post_optim_event", FsdpApi::fsdp2, "fsdp1 has no post-optimizer event"},
-    ApiOnlyKnob{"fsdp.separate_reduce_scatter_group", FsdpApi::fsdp2, "fsdp1 reduce-scatters on its process group"},
+    ApiOnlyKnob{"fsdp.separate_reduce_scatter_group", FsdpApi::fsdp2,
+                "fsdp1 reduce-scatters on its process group"},
 };
 
 void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
@@ -507,34 +563,43 @@ void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
   const std::int64_t world = cluster.world_size();
   for (const auto& knob : kApiOnlyKnobs) {
     if (knob.api != f.api && r.has(knob.key)) {
-      r.add_problem(knob.key, fmt::format("is an {} knob, but fsdp.api is {}", to_string(knob.api), to_string(f.api)),
-                    knob.instead);
+      r.add_problem(
+          knob.key,
+          fmt::format("is an {} knob, but fsdp.api is {}", to_string(knob.api), to_string(f.api)),
+          knob.instead);
     }
   }
-  const bool hybrid_strategy = f.api == FsdpApi::fsdp1 && (f.sharding_strategy == ShardingStrategy::hybrid_shard ||
-                                                           f.sharding_strategy == ShardingStrategy::hybrid_shard_zero2);
+  const bool hybrid_strategy =
+      f.api == FsdpApi::fsdp1 && (f.sharding_strategy == ShardingStrategy::hybrid_shard ||
+                                  f.sharding_strategy == ShardingStrategy::hybrid_shard_zero2);
   // Resolve the mesh: replicate × shard = world size.
   if (in.mesh_replicate || in.mesh_shard) {
     if (f.api == FsdpApi::fsdp1 && !hybrid_strategy) {
-      r.add_problem("fsdp.mesh", "under fsdp1 a mesh is only used with HYBRID_SHARD or _HYBRID_SHARD_ZERO2",
+      r.add_problem("fsdp.mesh",
+                    "under fsdp1 a mesh is only used with HYBRID_SHARD or _HYBRID_SHARD_ZERO2",
                     "remove fsdp.mesh or set fsdp.sharding_strategy: HYBRID_SHARD");
     }
-    const std::int64_t rep = in.mesh_replicate.value_or(in.mesh_shard ? world / std::max<std::int64_t>(1, *in.mesh_shard) : 1);
+    const std::int64_t rep = in.mesh_replicate.value_or(
+        in.mesh_shard ? world / std::max<std::int64_t>(1, *in.mesh_shard) : 1);
     const std::int64_t shard = in.mesh_shard.value_or(world / std::max<std::int64_t>(1, rep));
     if (rep * shard != world) {
-      r.add_problem("fsdp.mesh", fmt::format("replicate {} × shard {} = {} is not the world size {} ({} nodes × {} GPUs)",
-                                             rep, shard, rep * shard, world, cluster.nodes, cluster.gpus_per_node),
-                    "replicate × shard = cluster.nodes × cluster.gpus_per_node");
+      r.add_problem(
+          "fsdp.mesh",
+          fmt::format("replicate {} × shard {} = {} is not the world size {} ({} nodes × {} GPUs)",
+                      rep, shard, rep * shard, world, cluster.nodes, cluster.gpus_per_node),
+          "replicate × shard = cluster.nodes × cluster.gpus_per_node");
     }
     f.mesh_replicate = rep;
     f.mesh_shard = shard;
   } else if (hybrid_strategy) {
     if (cluster.nodes == 1) {
       r.add_problem("fsdp.sharding_strategy",
-                    fmt::format("{} with one node and no mesh has nothing to replicate across", to_string(f.sharding_strategy)),
+                    fmt::format("{} with one node and no mesh has nothing to replicate across",
+                                to_string(f.sharding_strategy)),
                     "add nodes, give fsdp.mesh.replicate/shard, or use FULL_SHARD");
     }
-    f.mesh_replicate = cluster.nodes;  // FSDP1's default: shard within a node, replicate across nodes
+    f.mesh_replicate =
+        cluster.nodes;  // FSDP1's default: shard within a node, replicate across nodes
     f.mesh_shard = cluster.gpus_per_node;
   } else if (f.api == FsdpApi::fsdp1 && f.sharding_strategy == ShardingStrategy::no_shard) {
     f.mesh_replicate = world;
@@ -546,19 +611,23 @@ void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
   if (f.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
     const std::int64_t size = f.reshard_after_forward.size;
     if (size == f.mesh_shard || f.mesh_shard % size != 0) {
-      r.add_problem("fsdp.reshard_after_forward",
-                    fmt::format("{} must be a divisor of the shard size {} other than 1 and {} itself", size, f.mesh_shard, f.mesh_shard),
-                    "true, false, or such a divisor");
+      r.add_problem(
+          "fsdp.reshard_after_forward",
+          fmt::format("{} must be a divisor of the shard size {} other than 1 and {} itself", size,
+                      f.mesh_shard, f.mesh_shard),
+          "true, false, or such a divisor");
     }
   }
   if (f.checkpoint.rank0_only && f.checkpoint.state_dict_type != StateDictType::full) {
-    r.add_problem("fsdp.checkpoint.rank0_only", "only applies to FULL_STATE_DICT", "set state_dict_type: FULL_STATE_DICT or remove it");
+    r.add_problem("fsdp.checkpoint.rank0_only", "only applies to FULL_STATE_DICT",
+                  "set state_dict_type: FULL_STATE_DICT or remove it");
   }
 }
 
 }  // namespace
 
-Scenario read_scenario(const ConfigTree& tree, const std::string& file, const std::filesystem::path& base_dir) {
+Scenario read_scenario(const ConfigTree& tree, const std::string& file,
+                       const std::filesystem::path& base_dir) {
   ConfigReader r(tree, file);
   Scenario s;
   s.source = file;
@@ -578,28 +647,32 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file, const st
   FsdpRead fsdp = read_fsdp(r);
   check_fsdp(r, fsdp, s.cluster);
   s.fsdp = fsdp.policy;
-  if (s.model.family == ModelFamily::transformer && s.model.transformer.pos_emb == PosEmbedding::learned &&
-      s.model.transformer.max_seq > 0 && s.training.seq_len > s.model.transformer.max_seq) {
+  if (s.model.family == ModelFamily::transformer &&
+      s.model.transformer.pos_emb == PosEmbedding::learned && s.model.transformer.max_seq > 0 &&
+      s.training.seq_len > s.model.transformer.max_seq) {
     r.add_problem("training.seq_len",
-                  fmt::format("{} is longer than the learned position table ({} positions)", s.training.seq_len,
-                              s.model.transformer.max_seq),
+                  fmt::format("{} is longer than the learned position table ({} positions)",
+                              s.training.seq_len, s.model.transformer.max_seq),
                   fmt::format("at most model.max_seq = {}", s.model.transformer.max_seq));
   }
   // Each factor is bounded by the key table; their product must also stay within what lowering's
   // integer arithmetic (tokens × hidden × bytes per element) holds.
   constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;
   if (s.training.seq_len * s.training.micro_batch > kMaxTokensPerMicrobatch) {
-    r.add_problem("training.micro_batch",
-                  fmt::format("seq_len {} × micro_batch {} = {} tokens per micro-batch", format_count(s.training.seq_len),
-                              format_count(s.training.micro_batch), format_count(s.training.seq_len * s.training.micro_batch)),
-                  fmt::format("at most {} tokens per micro-batch", format_count(kMaxTokensPerMicrobatch)));
+    r.add_problem(
+        "training.micro_batch",
+        fmt::format("seq_len {} × micro_batch {} = {} tokens per micro-batch",
+                    format_count(s.training.seq_len), format_count(s.training.micro_batch),
+                    format_count(s.training.seq_len * s.training.micro_batch)),
+        fmt::format("at most {} tokens per micro-batch", format_count(kMaxTokensPerMicrobatch)));
   }
   r.finish();
   throw_if_any(r.take_problems());
   return s;
 }
 
-Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::filesystem::path& path,
+                       const std::vector<std::string>& overrides) {
   ConfigTree tree = load_config_file(path);
   std::vector<Problem> problems;
   for (const auto& o : overrides) apply_override(tree, o, problems);

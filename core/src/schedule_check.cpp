@@ -20,7 +20,9 @@ struct CycleFinder : boost::default_dfs_visitor {
   }
 };
 
-bool in_range(std::int64_t id, std::size_t size) { return id >= 0 && static_cast<std::size_t>(id) < size; }
+bool in_range(std::int64_t id, std::size_t size) {
+  return id >= 0 && static_cast<std::size_t>(id) < size;
+}
 
 }  // namespace
 
@@ -28,10 +30,12 @@ std::vector<BufferLifetime> buffer_lifetimes(const Schedule& s) {
   std::vector<BufferLifetime> out(s.buffers.size());
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     for (BufferId b : s.ops[i].allocs) {
-      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].alloc == kNone) out[static_cast<std::size_t>(b)].alloc = static_cast<OpId>(i);
+      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].alloc == kNone)
+        out[static_cast<std::size_t>(b)].alloc = static_cast<OpId>(i);
     }
     for (BufferId b : s.ops[i].frees) {
-      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].free == kNone) out[static_cast<std::size_t>(b)].free = static_cast<OpId>(i);
+      if (in_range(b, out.size()) && out[static_cast<std::size_t>(b)].free == kNone)
+        out[static_cast<std::size_t>(b)].free = static_cast<OpId>(i);
     }
   }
   return out;
@@ -46,8 +50,8 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
   for (std::size_t i = 0; i < s.communicators.size(); ++i) {
     const auto& c = s.communicators[i];
     if (c.size < 1 || c.nodes < 1 || c.nodes > c.size) {
-      add(fmt::format("communicators[{}]", i), fmt::format("size {} over {} nodes is impossible", c.size, c.nodes),
-          "1 ≤ nodes ≤ size");
+      add(fmt::format("communicators[{}]", i),
+          fmt::format("size {} over {} nodes is impossible", c.size, c.nodes), "1 ≤ nodes ≤ size");
     }
   }
   const std::size_t n = s.ops.size();
@@ -56,12 +60,19 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     const std::string key = fmt::format("ops[{}]", i);
-    if (!in_range(op.stream, s.streams.size())) add(key + ".stream", fmt::format("stream {} does not exist", op.stream), fmt::format("0..{}", s.streams.size() - 1));
-    if (op.group != kNone && !in_range(op.group, s.groups.size())) add(key + ".group", fmt::format("group {} does not exist", op.group));
-    if (op.comm != kNone && !in_range(op.comm, s.communicators.size())) add(key + ".comm", fmt::format("communicator {} does not exist", op.comm));
-    if (is_collective(op.kind) && op.comm == kNone) add(key + ".comm", fmt::format("{} needs a communicator", to_string(op.kind)));
-    if (!is_collective(op.kind) && op.comm != kNone) add(key + ".comm", fmt::format("{} is not a collective", to_string(op.kind)), "-1");
-    if (op.kind == OpKind::cpu_wait && in_range(op.stream, s.streams.size()) && s.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::cpu) {
+    if (!in_range(op.stream, s.streams.size()))
+      add(key + ".stream", fmt::format("stream {} does not exist", op.stream),
+          fmt::format("0..{}", s.streams.size() - 1));
+    if (op.group != kNone && !in_range(op.group, s.groups.size()))
+      add(key + ".group", fmt::format("group {} does not exist", op.group));
+    if (op.comm != kNone && !in_range(op.comm, s.communicators.size()))
+      add(key + ".comm", fmt::format("communicator {} does not exist", op.comm));
+    if (is_collective(op.kind) && op.comm == kNone)
+      add(key + ".comm", fmt::format("{} needs a communicator", to_string(op.kind)));
+    if (!is_collective(op.kind) && op.comm != kNone)
+      add(key + ".comm", fmt::format("{} is not a collective", to_string(op.kind)), "-1");
+    if (op.kind == OpKind::cpu_wait && in_range(op.stream, s.streams.size()) &&
+        s.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::cpu) {
       add(key + ".stream", "a cpu_wait runs on the CPU lane");
     }
     for (OpId d : op.deps) {
@@ -70,12 +81,14 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
       } else if (static_cast<std::size_t>(d) == i) {
         add(key + ".deps", "an op cannot wait on itself");
       } else if (static_cast<std::size_t>(d) > i) {
-        add(key + ".deps", fmt::format("waits on op {}, which is issued after it", d), "ops wait only on earlier-issued ops");
+        add(key + ".deps", fmt::format("waits on op {}, which is issued after it", d),
+            "ops wait only on earlier-issued ops");
       }
     }
     auto check_ids = [&](const IdList& ids, const char* field) {
       for (BufferId b : ids) {
-        if (!in_range(b, s.buffers.size())) add(fmt::format("{}.{}", key, field), fmt::format("buffer {} does not exist", b));
+        if (!in_range(b, s.buffers.size()))
+          add(fmt::format("{}.{}", key, field), fmt::format("buffer {} does not exist", b));
       }
     };
     check_ids(op.allocs, "allocs");
@@ -84,25 +97,32 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
     for (BufferId b : op.allocs) {
       if (in_range(b, s.buffers.size())) {
         ++alloc_count[static_cast<std::size_t>(b)];
-        if (alloc_at[static_cast<std::size_t>(b)] < 0) alloc_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
+        if (alloc_at[static_cast<std::size_t>(b)] < 0)
+          alloc_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
       }
     }
     for (BufferId b : op.frees) {
       if (in_range(b, s.buffers.size())) {
         ++free_count[static_cast<std::size_t>(b)];
-        if (free_at[static_cast<std::size_t>(b)] < 0) free_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
+        if (free_at[static_cast<std::size_t>(b)] < 0)
+          free_at[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(i);
       }
     }
   }
   // Buffers: one allocation (or live at start), at most one free, uses inside the lifetime.
   for (std::size_t b = 0; b < s.buffers.size(); ++b) {
     const Buffer& buf = s.buffers[b];
-    const std::string key = fmt::format("buffers[{}] ({})", b, buffer_name(s, static_cast<BufferId>(b)));
+    const std::string key =
+        fmt::format("buffers[{}] ({})", b, buffer_name(s, static_cast<BufferId>(b)));
     if (buf.live_at_start && alloc_count[b] > 0) add(key, "is live at start and allocated again");
-    if (!buf.live_at_start && alloc_count[b] == 0) add(key, "is never allocated", "allocate it in an op or mark live_at_start");
+    if (!buf.live_at_start && alloc_count[b] == 0)
+      add(key, "is never allocated", "allocate it in an op or mark live_at_start");
     if (alloc_count[b] > 1) add(key, fmt::format("is allocated {} times", alloc_count[b]), "once");
-    if (free_count[b] > 1) add(key, fmt::format("is freed {} times", free_count[b]), "at most once");
-    if (free_at[b] >= 0 && alloc_at[b] > free_at[b]) add(key, fmt::format("is freed by op {} before its allocation by op {}", free_at[b], alloc_at[b]));
+    if (free_count[b] > 1)
+      add(key, fmt::format("is freed {} times", free_count[b]), "at most once");
+    if (free_at[b] >= 0 && alloc_at[b] > free_at[b])
+      add(key,
+          fmt::format("is freed by op {} before its allocation by op {}", free_at[b], alloc_at[b]));
   }
   for (std::size_t i = 0; i < n; ++i) {
     for (BufferId b : s.ops[i].uses) {
@@ -110,10 +130,12 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
       const auto bi = static_cast<std::size_t>(b);
       const auto at = static_cast<std::int64_t>(i);
       if (!s.buffers[bi].live_at_start && (alloc_at[bi] < 0 || at < alloc_at[bi])) {
-        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) before it is allocated", b, buffer_name(s, b)));
+        add(fmt::format("ops[{}].uses", i),
+            fmt::format("uses buffer {} ({}) before it is allocated", b, buffer_name(s, b)));
       }
       if (free_at[bi] >= 0 && at > free_at[bi]) {
-        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) after op {} freed it", b, buffer_name(s, b), free_at[bi]));
+        add(fmt::format("ops[{}].uses", i), fmt::format("uses buffer {} ({}) after op {} freed it",
+                                                        b, buffer_name(s, b), free_at[bi]));
       }
     }
   }
@@ -123,7 +145,8 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     for (OpId d : op.deps) {
-      if (in_range(d, n) && static_cast<std::size_t>(d) != i) boost::add_edge(static_cast<Vertex>(d), i, g);
+      if (in_range(d, n) && static_cast<std::size_t>(d) != i)
+        boost::add_edge(static_cast<Vertex>(d), i, g);
     }
     if (in_range(op.stream, s.streams.size())) {
       auto& last = last_on_stream[static_cast<std::size_t>(op.stream)];
@@ -136,12 +159,13 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
   finder.found = &cycle;
   std::vector<boost::default_color_type> colors(n);
   if (n > 0) {
-    boost::depth_first_search(g, boost::visitor(finder).color_map(
-                                     boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g))));
+    boost::depth_first_search(g, boost::visitor(finder).color_map(boost::make_iterator_property_map(
+                                     colors.begin(), boost::get(boost::vertex_index, g))));
   }
   if (cycle) {
     add(fmt::format("ops[{}]", cycle->second),
-        fmt::format("dependency cycle: op {} waits (directly or through stream order) on op {}, which reaches it again",
+        fmt::format("dependency cycle: op {} waits (directly or through stream order) on op {}, "
+                    "which reaches it again",
                     cycle->second, cycle->first),
         "dependencies and stream order must form a DAG");
   }

@@ -1,13 +1,14 @@
+#include "shardscope/core/schedule_io.hpp"
+
 #include <fmt/format.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shardscope/core/error.hpp"
-#include "shardscope/core/schedule_io.hpp"
 #include "json_lines.hpp"
 #include "label_table.hpp"
+#include "shardscope/core/error.hpp"
 
 namespace shardscope {
 namespace {
@@ -38,9 +39,11 @@ Json op_json(const Schedule& s, const Op& op, std::size_t index) {
 // Strict field access that records problems instead of throwing.
 class Fields {
  public:
-  Fields(std::string origin, std::vector<Problem>& problems) : origin_(std::move(origin)), problems_(problems) {}
+  Fields(std::string origin, std::vector<Problem>& problems)
+      : origin_(std::move(origin)), problems_(problems) {}
 
-  const nlohmann::json* get(const nlohmann::json& obj, const std::string& path, const char* key, bool required = true) {
+  const nlohmann::json* get(const nlohmann::json& obj, const std::string& path, const char* key,
+                            bool required = true) {
     if (!obj.is_object()) {
       problem(path, "expected an object");
       return nullptr;
@@ -52,12 +55,13 @@ class Fields {
     }
     return &*it;
   }
-  std::int64_t integer(const nlohmann::json& obj, const std::string& path, const char* key, std::int64_t min,
-                       std::int64_t max) {
+  std::int64_t integer(const nlohmann::json& obj, const std::string& path, const char* key,
+                       std::int64_t min, std::int64_t max) {
     const auto* v = get(obj, path, key);
     if (!v) return min;
     if (!v->is_number_integer() || v->get<std::int64_t>() < min || v->get<std::int64_t>() > max) {
-      problem(path + "." + key, fmt::format("expected an integer in {}..{}, got {}", min, max, v->dump()));
+      problem(path + "." + key,
+              fmt::format("expected an integer in {}..{}, got {}", min, max, v->dump()));
       return min;
     }
     return v->get<std::int64_t>();
@@ -98,7 +102,8 @@ class Fields {
     problem(path + "." + key, fmt::format("unknown value '{}'", s), std::string(allowed));
     return fallback;
   }
-  std::vector<std::int32_t> id_list(const nlohmann::json& obj, const std::string& path, const char* key) {
+  std::vector<std::int32_t> id_list(const nlohmann::json& obj, const std::string& path,
+                                    const char* key) {
     std::vector<std::int32_t> out;
     const auto* v = get(obj, path, key);
     if (!v) return out;
@@ -126,7 +131,8 @@ class Fields {
     return *v;
   }
   void problem(const std::string& key, std::string message, std::string allowed = {}) {
-    problems_.push_back({origin_, key.starts_with('.') ? key.substr(1) : key, std::move(message), std::move(allowed)});
+    problems_.push_back({origin_, key.starts_with('.') ? key.substr(1) : key, std::move(message),
+                         std::move(allowed)});
   }
 
  private:
@@ -147,27 +153,34 @@ std::string schedule_to_json(const Schedule& s) {
   out += fmt::format("  \"tokens_per_iteration\": {},\n", s.tokens_per_iteration);
   detail::emit_json_array(out, "streams", s.streams, detail::stream_json, false);
   detail::emit_json_array(out, "communicators", s.communicators, detail::communicator_json, false);
-  detail::emit_json_array(out, "groups", s.groups, [](const ParamGroup& x, std::size_t) {
-    Json j;
-    j["name"] = x.name;
-    j["numel"] = x.numel;
-    j["sharded_numel"] = x.sharded_numel;
-    j["dtype"] = to_string(x.dtype);
-    j["is_root"] = x.is_root;
-    return j;
-  }, false);
-  detail::emit_json_array(out, "buffers", s.buffers, [&s](const Buffer& x, std::size_t i) {
-    Json j;
-    j["name"] = buffer_name(s, static_cast<BufferId>(i));
-    j["size"] = x.size;
-    j["dtype"] = to_string(x.dtype);
-    j["category"] = to_string(x.category);
-    j["group"] = x.group;
-    j["location"] = to_string(x.location);
-    j["live_at_start"] = x.live_at_start;
-    return j;
-  }, false);
-  detail::emit_json_array(out, "ops", s.ops, [&s](const Op& op, std::size_t i) { return op_json(s, op, i); }, true);
+  detail::emit_json_array(
+      out, "groups", s.groups,
+      [](const ParamGroup& x, std::size_t) {
+        Json j;
+        j["name"] = x.name;
+        j["numel"] = x.numel;
+        j["sharded_numel"] = x.sharded_numel;
+        j["dtype"] = to_string(x.dtype);
+        j["is_root"] = x.is_root;
+        return j;
+      },
+      false);
+  detail::emit_json_array(
+      out, "buffers", s.buffers,
+      [&s](const Buffer& x, std::size_t i) {
+        Json j;
+        j["name"] = buffer_name(s, static_cast<BufferId>(i));
+        j["size"] = x.size;
+        j["dtype"] = to_string(x.dtype);
+        j["category"] = to_string(x.category);
+        j["group"] = x.group;
+        j["location"] = to_string(x.location);
+        j["live_at_start"] = x.live_at_start;
+        return j;
+      },
+      false);
+  detail::emit_json_array(
+      out, "ops", s.ops, [&s](const Op& op, std::size_t i) { return op_json(s, op, i); }, true);
   out += "}\n";
   return out;
 }
@@ -185,18 +198,20 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   s.name = f.text(root, "", "name");
   s.world_size = static_cast<int>(f.integer(root, "", "world_size", 1, kMaxId));
   s.iterations = static_cast<int>(f.integer(root, "", "iterations", 1, kMaxId));
-  s.tokens_per_iteration = f.integer(root, "", "tokens_per_iteration", 0, std::numeric_limits<std::int64_t>::max());
+  s.tokens_per_iteration =
+      f.integer(root, "", "tokens_per_iteration", 0, std::numeric_limits<std::int64_t>::max());
   const auto& streams = f.array(root, "streams");
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const std::string p = fmt::format("streams[{}]", i);
     s.streams.push_back({f.text(streams[i], p, "name"),
-                         f.enumeration(streams[i], p, "kind", parse_stream_kind, StreamKind::compute,
-                                       "cpu, compute, communication, copy")});
+                         f.enumeration(streams[i], p, "kind", parse_stream_kind,
+                                       StreamKind::compute, "cpu, compute, communication, copy")});
   }
   const auto& comms = f.array(root, "communicators");
   for (std::size_t i = 0; i < comms.size(); ++i) {
     const std::string p = fmt::format("communicators[{}]", i);
-    s.communicators.push_back({f.text(comms[i], p, "name"), static_cast<int>(f.integer(comms[i], p, "size", 1, kMaxId)),
+    s.communicators.push_back({f.text(comms[i], p, "name"),
+                               static_cast<int>(f.integer(comms[i], p, "size", 1, kMaxId)),
                                static_cast<int>(f.integer(comms[i], p, "nodes", 1, kMaxId))});
   }
   const auto& groups = f.array(root, "groups");
@@ -205,7 +220,8 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     ParamGroup g;
     g.name = f.text(groups[i], p, "name");
     g.numel = f.integer(groups[i], p, "numel", 0, std::numeric_limits<std::int64_t>::max());
-    g.sharded_numel = f.integer(groups[i], p, "sharded_numel", 0, std::numeric_limits<std::int64_t>::max());
+    g.sharded_numel =
+        f.integer(groups[i], p, "sharded_numel", 0, std::numeric_limits<std::int64_t>::max());
     g.dtype = f.enumeration(groups[i], p, "dtype", parse_dtype, DType::fp32, kDTypeNames);
     g.is_root = f.boolean(groups[i], p, "is_root");
     s.groups.push_back(std::move(g));
@@ -219,10 +235,12 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     s.buffer_labels.push_back(f.text(buffers[i], p, "name"));
     b.size = f.integer(buffers[i], p, "size", 0, std::numeric_limits<std::int64_t>::max());
     b.dtype = f.enumeration(buffers[i], p, "dtype", parse_dtype, DType::fp32, kDTypeNames);
-    b.category = f.enumeration(buffers[i], p, "category", parse_buffer_category, BufferCategory::workspace,
-                               "a buffer category such as sharded_params, activations");
+    b.category =
+        f.enumeration(buffers[i], p, "category", parse_buffer_category, BufferCategory::workspace,
+                      "a buffer category such as sharded_params, activations");
     b.group = static_cast<GroupId>(f.integer(buffers[i], p, "group", kNone, kMaxId));
-    b.location = f.enumeration(buffers[i], p, "location", parse_location, Location::gpu, "gpu, host");
+    b.location =
+        f.enumeration(buffers[i], p, "location", parse_location, Location::gpu, "gpu, host");
     b.live_at_start = f.boolean(buffers[i], p, "live_at_start");
     s.buffers.push_back(std::move(b));
   }
@@ -235,20 +253,24 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
       f.problem(p + ".id", "op ids must equal their position in issue order", fmt::format("{}", i));
     }
     Op op;
-    op.kind = f.enumeration(j, p, "kind", parse_op_kind, OpKind::forward, "an op kind such as all_gather, forward");
+    op.kind = f.enumeration(j, p, "kind", parse_op_kind, OpKind::forward,
+                            "an op kind such as all_gather, forward");
     op.stream = static_cast<StreamId>(f.integer(j, p, "stream", 0, kMaxId));
     op.group = static_cast<GroupId>(f.integer(j, p, "group", kNone, kMaxId));
-    op.phase = f.enumeration(j, p, "phase", parse_phase, Phase::forward, "forward, backward, optimizer, checkpoint");
+    op.phase = f.enumeration(j, p, "phase", parse_phase, Phase::forward,
+                             "forward, backward, optimizer, checkpoint");
     op.iteration = static_cast<int>(f.integer(j, p, "iteration", 0, kMaxId));
     op.microbatch = static_cast<int>(f.integer(j, p, "microbatch", 0, kMaxId));
     op.comm = static_cast<CommId>(f.integer(j, p, "comm", kNone, kMaxId));
     op.bytes = f.integer(j, p, "bytes", 0, std::numeric_limits<std::int64_t>::max());
     op.flops = f.number(j, p, "flops");
-    if (j.is_object() && j.contains("attention_flops")) op.attention_flops = f.number(j, p, "attention_flops");
+    if (j.is_object() && j.contains("attention_flops"))
+      op.attention_flops = f.number(j, p, "attention_flops");
     if (j.is_object() && j.contains("fixed_time_ns")) {
       op.fixed_time = f.integer(j, p, "fixed_time_ns", 0, std::numeric_limits<std::int64_t>::max());
     }
-    if (j.is_object() && j.contains("label")) op.label = op_labels.id(s.op_labels, f.text(j, p, "label"));
+    if (j.is_object() && j.contains("label"))
+      op.label = op_labels.id(s.op_labels, f.text(j, p, "label"));
     op.deps = f.id_list(j, p, "deps");
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "json_lines.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/timeline.hpp"
-#include "json_lines.hpp"
 
 namespace shardscope {
 
@@ -34,24 +34,31 @@ std::string timeline_to_json(const Timeline& t) {
   for (auto c : all_buffer_categories()) categories.push_back(to_string(c));
   out += fmt::format("  \"categories\": {},\n", categories.dump());
   detail::emit_json_array(out, "streams", t.streams, detail::stream_json, false);
-  detail::emit_json_array(out, "groups", t.groups, [](const std::string& g, std::size_t) { return Json(g); }, false);
+  detail::emit_json_array(
+      out, "groups", t.groups, [](const std::string& g, std::size_t) { return Json(g); }, false);
   detail::emit_json_array(out, "communicators", t.communicators, detail::communicator_json, false);
-  detail::emit_json_array(out, "ops", t.ops, [](const TimelineOp& o, std::size_t) {
-    Json j;
-    j["op"] = o.op;
-    detail::put_op_placement(j, o);
-    j["start_ns"] = o.start;
-    j["end_ns"] = o.end;
-    return j;
-  }, false);
-  detail::emit_json_array(out, "memory", t.memory, [](const MemorySample& m, std::size_t) {
-    Json j;
-    j["time_ns"] = m.time;
-    j["allocated"] = m.allocated;
-    j["reserved"] = m.reserved;
-    j["by_category"] = m.by_category;
-    return j;
-  }, true);
+  detail::emit_json_array(
+      out, "ops", t.ops,
+      [](const TimelineOp& o, std::size_t) {
+        Json j;
+        j["op"] = o.op;
+        detail::put_op_placement(j, o);
+        j["start_ns"] = o.start;
+        j["end_ns"] = o.end;
+        return j;
+      },
+      false);
+  detail::emit_json_array(
+      out, "memory", t.memory,
+      [](const MemorySample& m, std::size_t) {
+        Json j;
+        j["time_ns"] = m.time;
+        j["allocated"] = m.allocated;
+        j["reserved"] = m.reserved;
+        j["by_category"] = m.by_category;
+        return j;
+      },
+      true);
   out += "}\n";
   return out;
 }
@@ -63,7 +70,8 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
     problems.push_back({origin, std::move(key), std::move(message), std::move(allowed)});
   };
   if (!root.is_object() || root.value("schema", "") != kTimelineSchema) {
-    throw ValidationError({Problem{origin, "schema", "not a shardscope timeline", std::string(kTimelineSchema)}});
+    throw ValidationError(
+        {Problem{origin, "schema", "not a shardscope timeline", std::string(kTimelineSchema)}});
   }
   Timeline t;
   // Typed access with a problem per bad field; nlohmann's exceptions name the field for us.
@@ -92,7 +100,8 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   });
   guarded("communicators", [&] {
     for (const auto& c : root.at("communicators")) {
-      t.communicators.push_back({c.at("name").get<std::string>(), c.at("size").get<int>(), c.at("nodes").get<int>()});
+      t.communicators.push_back(
+          {c.at("name").get<std::string>(), c.at("size").get<int>(), c.at("nodes").get<int>()});
     }
   });
   const auto& ops = root.contains("ops") ? root["ops"] : nlohmann::json::array();
@@ -116,22 +125,30 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
       o.end = j.at("end_ns").get<TimeNs>();
       if (o.end < o.start) problem(fmt::format("ops[{}]", i), "ends before it starts");
       if (o.stream < 0 || static_cast<std::size_t>(o.stream) >= t.streams.size()) {
-        problem(fmt::format("ops[{}].stream", i), fmt::format("stream {} does not exist", o.stream));
+        problem(fmt::format("ops[{}].stream", i),
+                fmt::format("stream {} does not exist", o.stream));
       }
       // Ids index the tables above; kNone (-1) means "none". Anything else would be drawn from
       // outside a table.
       const auto check_id = [&](std::string_view field, std::int64_t id, std::size_t count) {
         if (id != kNone && (id < 0 || static_cast<std::size_t>(id) >= count)) {
-          problem(fmt::format("ops[{}].{}", i, field), fmt::format("{} does not exist", id),
-                  count == 0 ? std::string("-1 (none)") : fmt::format("-1 (none) or 0..{}", count - 1));
+          problem(
+              fmt::format("ops[{}].{}", i, field), fmt::format("{} does not exist", id),
+              count == 0 ? std::string("-1 (none)") : fmt::format("-1 (none) or 0..{}", count - 1));
         }
       };
       check_id("group", o.group, t.groups.size());
       check_id("comm", o.comm, t.communicators.size());
-      if (o.op < 0 && o.op != kNone) problem(fmt::format("ops[{}].op", i), fmt::format("{} is negative", o.op), "an op index ≥ 0");
-      if (o.start < 0) problem(fmt::format("ops[{}].start_ns", i), fmt::format("{} ns is before the run started", o.start), "≥ 0");
-      if (o.bytes < 0) problem(fmt::format("ops[{}].bytes", i), fmt::format("{} B is negative", o.bytes), "≥ 0");
-      if (o.iteration < 0 || o.microbatch < 0) problem(fmt::format("ops[{}]", i), "negative iteration or micro-batch", "≥ 0");
+      if (o.op < 0 && o.op != kNone)
+        problem(fmt::format("ops[{}].op", i), fmt::format("{} is negative", o.op),
+                "an op index ≥ 0");
+      if (o.start < 0)
+        problem(fmt::format("ops[{}].start_ns", i),
+                fmt::format("{} ns is before the run started", o.start), "≥ 0");
+      if (o.bytes < 0)
+        problem(fmt::format("ops[{}].bytes", i), fmt::format("{} B is negative", o.bytes), "≥ 0");
+      if (o.iteration < 0 || o.microbatch < 0)
+        problem(fmt::format("ops[{}]", i), "negative iteration or micro-batch", "≥ 0");
       t.ops.push_back(o);
     });
   }
@@ -139,20 +156,24 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   for (std::size_t i = 0; i < memory.size(); ++i) {
     guarded(fmt::format("memory[{}]", i), [&] {
       const auto& j = memory[i];
-      MemorySample m{j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(), j.at("reserved").get<Bytes>(),
-                     j.at("by_category").get<std::vector<Bytes>>()};
+      MemorySample m{j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(),
+                     j.at("reserved").get<Bytes>(), j.at("by_category").get<std::vector<Bytes>>()};
       if (m.time < 0 || m.allocated < 0 || m.reserved < 0) {
         problem(fmt::format("memory[{}]", i), "negative time or bytes", "≥ 0");
       }
       if (m.by_category.size() > all_buffer_categories().size()) {
-        problem(fmt::format("memory[{}].by_category", i), fmt::format("{} entries", m.by_category.size()),
+        problem(fmt::format("memory[{}].by_category", i),
+                fmt::format("{} entries", m.by_category.size()),
                 fmt::format("at most {}, one per buffer category", all_buffer_categories().size()));
       }
       if (m.allocated > m.reserved) {
-        problem(fmt::format("memory[{}].allocated", i), fmt::format("{} B is more than the {} B reserved", m.allocated, m.reserved),
+        problem(fmt::format("memory[{}].allocated", i),
+                fmt::format("{} B is more than the {} B reserved", m.allocated, m.reserved),
                 "allocated ≤ reserved");
       }
-      if (!t.memory.empty() && m.time < t.memory.back().time) problem(fmt::format("memory[{}].time_ns", i), "samples out of time order", "ascending times");
+      if (!t.memory.empty() && m.time < t.memory.back().time)
+        problem(fmt::format("memory[{}].time_ns", i), "samples out of time order",
+                "ascending times");
       t.memory.push_back(std::move(m));
     });
   }

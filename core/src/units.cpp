@@ -13,10 +13,14 @@ namespace shardscope {
 
 std::string_view to_string(DType dtype) {
   switch (dtype) {
-    case DType::fp32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp8: return "fp8";
+    case DType::fp32:
+      return "fp32";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp16:
+      return "fp16";
+    case DType::fp8:
+      return "fp8";
   }
   return "fp32";
 }
@@ -62,26 +66,24 @@ std::optional<double> scaled(std::string_view text, std::span<const UnitScale> u
 }
 
 constexpr std::array kByteUnits{
-    UnitScale{"", 1},         UnitScale{"B", 1},
-    UnitScale{"KiB", 0x1p10}, UnitScale{"MiB", 0x1p20},
-    UnitScale{"GiB", 0x1p30}, UnitScale{"TiB", 0x1p40},
-    UnitScale{"kB", 1e3},     UnitScale{"KB", 1e3},
-    UnitScale{"MB", 1e6},     UnitScale{"GB", 1e9},
-    UnitScale{"TB", 1e12},
+    UnitScale{"", 1},         UnitScale{"B", 1},        UnitScale{"KiB", 0x1p10},
+    UnitScale{"MiB", 0x1p20}, UnitScale{"GiB", 0x1p30}, UnitScale{"TiB", 0x1p40},
+    UnitScale{"kB", 1e3},     UnitScale{"KB", 1e3},     UnitScale{"MB", 1e6},
+    UnitScale{"GB", 1e9},     UnitScale{"TB", 1e12},
 };
 constexpr std::array kTimeUnits{
-    UnitScale{"ns", 1}, UnitScale{"us", 1e3}, UnitScale{"µs", 1e3},
+    UnitScale{"ns", 1},   UnitScale{"us", 1e3}, UnitScale{"µs", 1e3},
     UnitScale{"ms", 1e6}, UnitScale{"s", 1e9},
 };
 constexpr std::array kBandwidthUnits{
-    UnitScale{"B/s", 1},        UnitScale{"KB/s", 1e3},      UnitScale{"MB/s", 1e6},
-    UnitScale{"GB/s", 1e9},     UnitScale{"TB/s", 1e12},     UnitScale{"KiB/s", 0x1p10},
-    UnitScale{"MiB/s", 0x1p20}, UnitScale{"GiB/s", 0x1p30},  UnitScale{"Gb/s", 1e9 / 8},
+    UnitScale{"B/s", 1},        UnitScale{"KB/s", 1e3},     UnitScale{"MB/s", 1e6},
+    UnitScale{"GB/s", 1e9},     UnitScale{"TB/s", 1e12},    UnitScale{"KiB/s", 0x1p10},
+    UnitScale{"MiB/s", 0x1p20}, UnitScale{"GiB/s", 0x1p30}, UnitScale{"Gb/s", 1e9 / 8},
     UnitScale{"Gbps", 1e9 / 8}, UnitScale{"Mb/s", 1e6 / 8},
 };
 constexpr std::array kFlopUnits{
-    UnitScale{"", 1},            UnitScale{"FLOP/s", 1},       UnitScale{"GFLOP/s", 1e9},
-    UnitScale{"TFLOP/s", 1e12},  UnitScale{"PFLOP/s", 1e15},
+    UnitScale{"", 1},           UnitScale{"FLOP/s", 1},     UnitScale{"GFLOP/s", 1e9},
+    UnitScale{"TFLOP/s", 1e12}, UnitScale{"PFLOP/s", 1e15},
 };
 
 }  // namespace

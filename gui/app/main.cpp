@@ -9,8 +9,8 @@
 
 #include "main_window.hpp"
 #include "settings_panel.hpp"
-#include "sweep_view.hpp"
 #include "shardscope/core/error.hpp"
+#include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
 namespace {
@@ -30,12 +30,17 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription("shardscope: FSDP timelines, memory and what-ifs");
   parser.addHelpOption();
-  parser.addPositionalArgument("input", "a scenario (.yaml, .yml, .json) or a timeline (shardscope.timeline/1 .json)");
+  parser.addPositionalArgument(
+      "input", "a scenario (.yaml, .yml, .json) or a timeline (shardscope.timeline/1 .json)");
   QCommandLineOption set({"s", "set"}, "override a scenario key", "key=value");
-  QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit", "file");
-  QCommandLineOption baseline("baseline-set", "pin a baseline run with these overrides, then show the input (compare)", "key=value");
+  QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit",
+                                "file");
+  QCommandLineOption baseline(
+      "baseline-set", "pin a baseline run with these overrides, then show the input (compare)",
+      "key=value");
   QCommandLineOption zoom("zoom", "show only this time range", "start_ms:end_ms");
-  QCommandLineOption sweep("sweep", "run a sweep in the Sweep tab: axes separated by ';'", "key=v1,v2;...");
+  QCommandLineOption sweep("sweep", "run a sweep in the Sweep tab: axes separated by ';'",
+                           "key=v1,v2;...");
   QCommandLineOption budget("budget", "memory budget of --sweep", "size", "80GiB");
   parser.addOptions({set, screenshot, baseline, zoom, sweep, budget});
   parser.process(app);
@@ -73,7 +78,8 @@ int main(int argc, char** argv) {
   if (parser.isSet(zoom)) {
     const auto parts = parser.value(zoom).split(':');
     if (parts.size() == 2) {
-      window.timeline()->set_view(static_cast<qint64>(parts[0].toDouble() * 1e6), static_cast<qint64>(parts[1].toDouble() * 1e6));
+      window.timeline()->set_view(static_cast<qint64>(parts[0].toDouble() * 1e6),
+                                  static_cast<qint64>(parts[1].toDouble() * 1e6));
     }
   }
   if (parser.isSet(sweep)) {

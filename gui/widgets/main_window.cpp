@@ -1,5 +1,7 @@
 #include "main_window.hpp"
 
+#include <fmt/format.h>
+
 #include <QAction>
 #include <QApplication>
 #include <QFileDialog>
@@ -7,15 +9,14 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPainter>
 #include <QScrollArea>
 #include <QSplitter>
-#include <QPainter>
 #include <QStatusBar>
 #include <QSvgGenerator>
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
-#include <fmt/format.h>
 
 #include "memory_chart.hpp"
 #include "settings_panel.hpp"
@@ -38,7 +39,9 @@ MainWindow::MainWindow(QWidget* parent)
       metrics_view_(new QTableView),
       ops_view_(new QTableView),
       selection_(new QLabel("Shift-drag on the timeline to summarize a range.")),
-      sweep_(new SweepView([this] { return std::pair{current_tree(), file_}; })) {
+      sweep_(new SweepView([this] {
+        return std::pair{current_tree(), file_};
+      })) {
   setWindowTitle("shardscope");
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings_);
@@ -58,13 +61,16 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(ops_view_, "Ops");
   tabs_->addTab(selection_, "Selection");
   tabs_->addTab(sweep_, "Sweep");
-  connect(sweep_, &SweepView::load_settings, this, [this](const std::vector<std::pair<std::string, std::string>>& settings) {
-    QStringList unknown;
-    for (const auto& [key, value] : settings) {
-      if (!settings_->set_value(key, QString::fromStdString(value))) unknown << QString::fromStdString(key);
-    }
-    if (!unknown.isEmpty()) statusBar()->showMessage("not a panel setting, left as it is: " + unknown.join(", "));
-  });
+  connect(sweep_, &SweepView::load_settings, this,
+          [this](const std::vector<std::pair<std::string, std::string>>& settings) {
+            QStringList unknown;
+            for (const auto& [key, value] : settings) {
+              if (!settings_->set_value(key, QString::fromStdString(value)))
+                unknown << QString::fromStdString(key);
+            }
+            if (!unknown.isEmpty())
+              statusBar()->showMessage("not a panel setting, left as it is: " + unknown.join(", "));
+          });
 
   auto* baseline_box = new QWidget;
   auto* baseline_layout = new QVBoxLayout(baseline_box);
@@ -89,7 +95,8 @@ MainWindow::MainWindow(QWidget* parent)
 
   auto* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario…", this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml *.json)");
+    const QString path =
+        QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml *.json)");
     if (path.isEmpty()) return;
     try {
       open_scenario(path);
@@ -98,7 +105,8 @@ MainWindow::MainWindow(QWidget* parent)
     }
   });
   file->addAction("Open timeline…", this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
+    const QString path =
+        QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
     if (path.isEmpty()) return;
     try {
       open_timeline(path);
@@ -113,7 +121,10 @@ MainWindow::MainWindow(QWidget* parent)
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, qApp, &QApplication::quit);
   auto* view = menuBar()->addMenu("&View");
-  view->addAction("Show all", this, [this] { timeline_->set_view(0, timeline_->axis().span() > 0 && result_ ? result_->timeline.end_time() : 1); });
+  view->addAction("Show all", this, [this] {
+    timeline_->set_view(0,
+                        timeline_->axis().span() > 0 && result_ ? result_->timeline.end_time() : 1);
+  });
   auto* critical = view->addAction("Highlight critical path");
   critical->setCheckable(true);
   connect(critical, &QAction::toggled, timeline_, &TimelineWidget::set_highlight_critical_path);
@@ -134,15 +145,18 @@ MainWindow::MainWindow(QWidget* parent)
     baseline_view_->set_view(a, b);
   });
   connect(timeline_, &TimelineWidget::cursor_moved, memory_, &MemoryChart::set_cursor_time);
-  connect(timeline_, &TimelineWidget::cursor_moved, this, [this](qint64 t) { timeline_->set_cursor_time(t); });
+  connect(timeline_, &TimelineWidget::cursor_moved, this,
+          [this](qint64 t) { timeline_->set_cursor_time(t); });
   connect(timeline_, &TimelineWidget::range_selected, this, [this](qint64 a, qint64 b) {
     const Timeline* t = result_ ? &result_->timeline : loaded_timeline_.get();
     if (!t) return;
     const auto r = summarize_range(*t, a, b);
     selection_->setText(QString::fromStdString(fmt::format(
-        "range {} – {} ({})\n{} ops\ncompute {}\ncommunication {}, exposed {}, {:.1f} % overlapped\npeak allocated {}, peak reserved {}",
-        format_duration(r.start), format_duration(r.end), format_duration(r.end - r.start), r.ops, format_duration(r.compute),
-        format_duration(r.communication), format_duration(r.exposed_communication), 100 * r.overlap, format_bytes(r.peak_allocated),
+        "range {} – {} ({})\n{} ops\ncompute {}\ncommunication {}, exposed {}, {:.1f} % "
+        "overlapped\npeak allocated {}, peak reserved {}",
+        format_duration(r.start), format_duration(r.end), format_duration(r.end - r.start), r.ops,
+        format_duration(r.compute), format_duration(r.communication),
+        format_duration(r.exposed_communication), 100 * r.overlap, format_bytes(r.peak_allocated),
         format_bytes(r.peak_reserved))));
     tabs_->setCurrentWidget(selection_);
   });
@@ -159,7 +173,8 @@ void MainWindow::open_scenario(const QString& path, const std::vector<std::strin
   std::vector<Problem> problems;
   for (const auto& o : overrides) apply_override(tree, o, problems);
   throw_if_any(std::move(problems));
-  const Scenario scenario = read_scenario(tree, path.toStdString(), std::filesystem::path(path.toStdString()).parent_path());
+  const Scenario scenario = read_scenario(tree, path.toStdString(),
+                                          std::filesystem::path(path.toStdString()).parent_path());
   base_ = std::move(tree);
   file_ = path.toStdString();
   settings_->load(scenario);
@@ -169,15 +184,19 @@ void MainWindow::open_scenario(const QString& path, const std::vector<std::strin
 
 void MainWindow::open_timeline(const QString& path) {
   // Throws before anything is replaced: a bad file leaves the window as it was.
-  loaded_timeline_ = std::make_shared<Timeline>(timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
+  loaded_timeline_ = std::make_shared<Timeline>(
+      timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
   memory_->set_timeline(loaded_timeline_.get());  // before the timeline widget, as in show_result
   timeline_->set_timeline(loaded_timeline_.get());
   result_.reset();
   ops_.set_timeline(loaded_timeline_.get());
   std::vector<std::pair<QString, QString>> rows;
-  for (const auto& [k, v] : loaded_timeline_->metrics) rows.emplace_back(QString::fromStdString(k), QString::number(v, 'g', 6));
+  for (const auto& [k, v] : loaded_timeline_->metrics)
+    rows.emplace_back(QString::fromStdString(k), QString::number(v, 'g', 6));
   metrics_.set_rows(std::move(rows));
-  statusBar()->showMessage(QString("%1 timeline: %2 ops").arg(QString::fromStdString(loaded_timeline_->source)).arg(loaded_timeline_->ops.size()));
+  statusBar()->showMessage(QString("%1 timeline: %2 ops")
+                               .arg(QString::fromStdString(loaded_timeline_->source))
+                               .arg(loaded_timeline_->ops.size()));
 }
 
 ConfigTree MainWindow::current_tree() const {
@@ -218,17 +237,18 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   const auto& s = result_->summary;
   // The chart first: the timeline widget's view change makes the chart rebuild from its timeline.
   memory_->set_timeline(&result_->timeline,
-                        QString::fromStdString(fmt::format("peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
+                        QString::fromStdString(fmt::format(
+                            "peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
   timeline_->set_timeline(&result_->timeline);
   std::set<OpId> path;
   for (OpId op : s.critical_path.ops) path.insert(op);
   timeline_->set_critical_path(std::move(path));
   ops_.set_timeline(&result_->timeline);
   update_metrics();
-  statusBar()->showMessage(QString::fromStdString(fmt::format("{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})",
-                                                              result_->scenario.model.name, format_duration(s.step_time),
-                                                              s.tokens_per_s_per_gpu, format_bytes(s.peak_reserved),
-                                                              s.fits ? "fits" : "does not fit")));
+  statusBar()->showMessage(QString::fromStdString(fmt::format(
+      "{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})", result_->scenario.model.name,
+      format_duration(s.step_time), s.tokens_per_s_per_gpu, format_bytes(s.peak_reserved),
+      s.fits ? "fits" : "does not fit")));
 }
 
 void MainWindow::update_metrics() {
@@ -237,13 +257,22 @@ void MainWindow::update_metrics() {
     // Deltas against the pinned baseline.
     const auto& a = baseline_->summary;
     const auto& b = result_->summary;
-    auto pct = [](double now, double before) { return before != 0 ? 100.0 * (now - before) / before : 0.0; };
-    rows.emplace_back("Δ step time vs baseline", QString::fromStdString(fmt::format("{:+.1f} % ({} → {})", pct(ns_to_s(b.step_time), ns_to_s(a.step_time)),
-                                                                                     format_duration(a.step_time), format_duration(b.step_time))));
-    rows.emplace_back("Δ peak reserved vs baseline", QString::fromStdString(fmt::format("{:+.1f} % ({} → {})",
-                                                                                         pct(static_cast<double>(b.peak_reserved), static_cast<double>(a.peak_reserved)),
-                                                                                         format_bytes(a.peak_reserved), format_bytes(b.peak_reserved))));
-    rows.emplace_back("Δ exposed communication", QString::fromStdString(fmt::format("{} → {}", format_duration(a.comm_exposed), format_duration(b.comm_exposed))));
+    auto pct = [](double now, double before) {
+      return before != 0 ? 100.0 * (now - before) / before : 0.0;
+    };
+    rows.emplace_back("Δ step time vs baseline",
+                      QString::fromStdString(fmt::format(
+                          "{:+.1f} % ({} → {})", pct(ns_to_s(b.step_time), ns_to_s(a.step_time)),
+                          format_duration(a.step_time), format_duration(b.step_time))));
+    rows.emplace_back(
+        "Δ peak reserved vs baseline",
+        QString::fromStdString(fmt::format(
+            "{:+.1f} % ({} → {})",
+            pct(static_cast<double>(b.peak_reserved), static_cast<double>(a.peak_reserved)),
+            format_bytes(a.peak_reserved), format_bytes(b.peak_reserved))));
+    rows.emplace_back("Δ exposed communication",
+                      QString::fromStdString(fmt::format("{} → {}", format_duration(a.comm_exposed),
+                                                         format_duration(b.comm_exposed))));
   }
   metrics_.set_rows(std::move(rows));
 }
@@ -258,20 +287,24 @@ void MainWindow::pin_baseline() {
   baseline_ = result_;
   baseline_view_->set_timeline(&baseline_->timeline);
   baseline_view_->set_view(timeline_->axis().start(), timeline_->axis().end());
-  baseline_label_->setText(QString::fromStdString(fmt::format("baseline: {} — step {}", baseline_->scenario.model.name,
-                                                              format_duration(baseline_->summary.step_time))));
+  baseline_label_->setText(
+      QString::fromStdString(fmt::format("baseline: {} — step {}", baseline_->scenario.model.name,
+                                         format_duration(baseline_->summary.step_time))));
   baseline_view_->parentWidget()->setVisible(true);
   right_->setSizes({230, 230, 330, 190});
   update_metrics();
 }
 
 void MainWindow::export_png() {
-  const QString path = QFileDialog::getSaveFileName(this, "Export view", "shardscope.png", "PNG (*.png)");
-  if (!path.isEmpty() && !grab().save(path)) QMessageBox::warning(this, "Export", "Could not write " + path);
+  const QString path =
+      QFileDialog::getSaveFileName(this, "Export view", "shardscope.png", "PNG (*.png)");
+  if (!path.isEmpty() && !grab().save(path))
+    QMessageBox::warning(this, "Export", "Could not write " + path);
 }
 
 void MainWindow::export_svg() {
-  const QString path = QFileDialog::getSaveFileName(this, "Export view", "shardscope.svg", "SVG (*.svg)");
+  const QString path =
+      QFileDialog::getSaveFileName(this, "Export view", "shardscope.svg", "SVG (*.svg)");
   if (path.isEmpty()) return;
   QSvgGenerator svg;
   svg.setFileName(path);
@@ -284,20 +317,24 @@ void MainWindow::export_svg() {
 
 void MainWindow::export_trace() {
   if (!result_) return;
-  const QString path = QFileDialog::getSaveFileName(this, "Export Perfetto trace", "trace.json", "JSON (*.json)");
+  const QString path =
+      QFileDialog::getSaveFileName(this, "Export Perfetto trace", "trace.json", "JSON (*.json)");
   if (path.isEmpty()) return;
   try {
-    write_text_file_atomic(path.toStdString(), traces::chrome_trace_json(result_->timeline, &result_->schedule));
+    write_text_file_atomic(path.toStdString(),
+                           traces::chrome_trace_json(result_->timeline, &result_->schedule));
   } catch (const Error& e) {
     QMessageBox::warning(this, "Export", QString::fromStdString(e.what()));
   }
 }
 
 void MainWindow::save_scenario() {
-  const QString path = QFileDialog::getSaveFileName(this, "Save scenario", "scenario.json", "Scenarios (*.json *.yaml)");
+  const QString path = QFileDialog::getSaveFileName(this, "Save scenario", "scenario.json",
+                                                    "Scenarios (*.json *.yaml)");
   if (path.isEmpty()) return;
   try {
-    write_text_file_atomic(path.toStdString(), current_tree().dump(2) + "\n");  // JSON is valid YAML too
+    write_text_file_atomic(path.toStdString(),
+                           current_tree().dump(2) + "\n");  // JSON is valid YAML too
   } catch (const Error& e) {
     QMessageBox::warning(this, "Save", QString::fromStdString(e.what()));
   }

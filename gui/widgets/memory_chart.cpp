@@ -1,12 +1,12 @@
 #include "memory_chart.hpp"
 
 #include <QAreaSeries>
-#include <algorithm>
 #include <QChart>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
+#include <algorithm>
 
 #include "shardscope/core/schedule.hpp"
 
@@ -14,18 +14,22 @@ namespace shardscope::gui {
 namespace {
 
 QColor category_color(std::size_t c) {
-  static const QColor kColors[] = {QColor(120, 144, 156), QColor(174, 213, 129), QColor(52, 168, 83),  QColor(27, 94, 32),
-                                   QColor(255, 183, 77),  QColor(251, 140, 0),   QColor(230, 81, 0),   QColor(191, 54, 12),
-                                   QColor(121, 85, 72),   QColor(66, 133, 244),  QColor(144, 202, 249), QColor(171, 71, 188),
-                                   QColor(189, 189, 189)};
+  static const QColor kColors[] = {
+      QColor(120, 144, 156), QColor(174, 213, 129), QColor(52, 168, 83),   QColor(27, 94, 32),
+      QColor(255, 183, 77),  QColor(251, 140, 0),   QColor(230, 81, 0),    QColor(191, 54, 12),
+      QColor(121, 85, 72),   QColor(66, 133, 244),  QColor(144, 202, 249), QColor(171, 71, 188),
+      QColor(189, 189, 189)};
   return kColors[c % std::size(kColors)];
 }
 
-double gib(Bytes b) { return static_cast<double>(b) / static_cast<double>(kGiB); }
+double gib(Bytes b) {
+  return static_cast<double>(b) / static_cast<double>(kGiB);
+}
 
 // At most `buckets` samples, keeping in each time bucket the one with the most allocated bytes
 // (so the peak survives); Qt Charts slows sharply with many points per series.
-std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& samples, std::size_t buckets) {
+std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& samples,
+                                          std::size_t buckets) {
   std::vector<const MemorySample*> out;
   if (samples.size() <= buckets) {
     for (const auto& s : samples) out.push_back(&s);
@@ -34,7 +38,9 @@ std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& sampl
   const TimeNs t0 = samples.front().time, t1 = std::max(samples.back().time, t0 + 1);
   std::size_t current = 0;
   for (const auto& s : samples) {
-    const auto bucket = static_cast<std::size_t>(static_cast<double>(s.time - t0) / static_cast<double>(t1 - t0) * static_cast<double>(buckets - 1));
+    const auto bucket =
+        static_cast<std::size_t>(static_cast<double>(s.time - t0) / static_cast<double>(t1 - t0) *
+                                 static_cast<double>(buckets - 1));
     if (out.empty() || bucket != current) {
       out.push_back(&s);
       current = bucket;
@@ -44,7 +50,9 @@ std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& sampl
   }
   return out;
 }
-double ms(TimeNs t) { return static_cast<double>(t) / 1e6; }
+double ms(TimeNs t) {
+  return static_cast<double>(t) / 1e6;
+}
 
 }  // namespace
 
@@ -91,7 +99,8 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   const auto categories = all_buffer_categories();
   std::vector<MemorySample> window;
   {
-    auto first = std::upper_bound(t->memory.begin(), t->memory.end(), from, [](TimeNs v, const MemorySample& m) { return v < m.time; });
+    auto first = std::upper_bound(t->memory.begin(), t->memory.end(), from,
+                                  [](TimeNs v, const MemorySample& m) { return v < m.time; });
     if (first != t->memory.begin()) --first;
     for (auto it = first; it != t->memory.end() && it->time <= to; ++it) window.push_back(*it);
   }
@@ -113,7 +122,8 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
     points.reserve(static_cast<qsizetype>(2 * samples.size()));
     for (const auto* m : samples) {
       Bytes cumulative = 0;
-      for (std::size_t k = 0; k <= cat && k < m->by_category.size(); ++k) cumulative += m->by_category[k];
+      for (std::size_t k = 0; k <= cat && k < m->by_category.size(); ++k)
+        cumulative += m->by_category[k];
       points.append({ms(m->time), prev});
       prev = gib(cumulative);
       points.append({ms(m->time), prev});
@@ -146,7 +156,9 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
     s->attachAxis(y_);
     return s;
   };
-  step_line("reserved", [](const MemorySample& m) { return gib(m.reserved); }, QColor(0, 0, 0), Qt::SolidLine);
+  step_line(
+      "reserved", [](const MemorySample& m) { return gib(m.reserved); }, QColor(0, 0, 0),
+      Qt::SolidLine);
   const double end_ms = ms(std::max(to, t->end_time()));
   auto* capacity = new QLineSeries;
   capacity->setName("GPU capacity");
@@ -159,7 +171,8 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   const auto& peak = t->memory[peak_index];
   peak_ = QPointF(ms(peak.time), gib(peak.allocated));
   peak_marker_ = new QScatterSeries;
-  peak_marker_->setName(peak_label.isEmpty() ? QString("peak %1 GiB").arg(peak_.y(), 0, 'f', 2) : peak_label);
+  peak_marker_->setName(peak_label.isEmpty() ? QString("peak %1 GiB").arg(peak_.y(), 0, 'f', 2)
+                                             : peak_label);
   peak_marker_->setMarkerSize(12);
   peak_marker_->setColor(QColor(255, 0, 0));
   peak_marker_->append(peak_);

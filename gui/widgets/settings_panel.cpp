@@ -12,7 +12,9 @@
 namespace shardscope::gui {
 namespace {
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
+}
 
 QString raf_text(const ReshardAfterForward& r) {
   if (r.mode == ReshardAfterForward::Mode::on) return "true";
@@ -47,12 +49,14 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   add_combo(training, "training.optimizer", "optimizer", {"adamw", "adam", "sgd"});
   auto* fsdp = group("FSDP");
   add_combo(fsdp, "fsdp.api", "API", {"fsdp2", "fsdp1"});
-  add_combo(fsdp, "fsdp.reshard_after_forward", "reshard_after_forward", {"true", "false", "2", "4", "8"});
+  add_combo(fsdp, "fsdp.reshard_after_forward", "reshard_after_forward",
+            {"true", "false", "2", "4", "8"});
   add_spin(fsdp, "fsdp.forward_prefetch_modules", "forward prefetch (groups)", 0, 8);
   add_spin(fsdp, "fsdp.backward_prefetch_modules", "backward prefetch (groups)", 0, 8);
   add_combo(fsdp, "fsdp.sharding_strategy", "sharding_strategy",
             {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"});
-  add_combo(fsdp, "fsdp.backward_prefetch", "backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "none"});
+  add_combo(fsdp, "fsdp.backward_prefetch", "backward_prefetch",
+            {"BACKWARD_PRE", "BACKWARD_POST", "none"});
   add_check(fsdp, "fsdp.forward_prefetch", "forward_prefetch");
   add_check(fsdp, "fsdp.limit_all_gathers", "limit_all_gathers");
   add_spin(fsdp, "fsdp.mesh.replicate", "HSDP replicas", 1, 4096);
@@ -68,7 +72,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   update_enabled();
 }
 
-QComboBox* SettingsPanel::add_combo(QFormLayout* form, const std::string& key, const QString& label, const QStringList& values) {
+QComboBox* SettingsPanel::add_combo(QFormLayout* form, const std::string& key, const QString& label,
+                                    const QStringList& values) {
   auto* w = new QComboBox(this);
   w->addItems(values);
   form->addRow(label, w);
@@ -77,7 +82,8 @@ QComboBox* SettingsPanel::add_combo(QFormLayout* form, const std::string& key, c
   return w;
 }
 
-QSpinBox* SettingsPanel::add_spin(QFormLayout* form, const std::string& key, const QString& label, int min, int max) {
+QSpinBox* SettingsPanel::add_spin(QFormLayout* form, const std::string& key, const QString& label,
+                                  int min, int max) {
   auto* w = new QSpinBox(this);
   w->setRange(min, max);
   form->addRow(label, w);
@@ -86,7 +92,8 @@ QSpinBox* SettingsPanel::add_spin(QFormLayout* form, const std::string& key, con
   return w;
 }
 
-QCheckBox* SettingsPanel::add_check(QFormLayout* form, const std::string& key, const QString& label) {
+QCheckBox* SettingsPanel::add_check(QFormLayout* form, const std::string& key,
+                                    const QString& label) {
   auto* w = new QCheckBox(this);
   form->addRow(label, w);
   widgets_[key] = w;
@@ -124,8 +131,12 @@ void SettingsPanel::load(const Scenario& s) {
     if (c->findText(v) < 0) c->addItem(v);
     c->setCurrentText(v);
   };
-  auto spin = [&](const std::string& key, std::int64_t v) { qobject_cast<QSpinBox*>(widgets_[key])->setValue(static_cast<int>(v)); };
-  auto check = [&](const std::string& key, bool v) { qobject_cast<QCheckBox*>(widgets_[key])->setChecked(v); };
+  auto spin = [&](const std::string& key, std::int64_t v) {
+    qobject_cast<QSpinBox*>(widgets_[key])->setValue(static_cast<int>(v));
+  };
+  auto check = [&](const std::string& key, bool v) {
+    qobject_cast<QCheckBox*>(widgets_[key])->setChecked(v);
+  };
   combo("model.preset", qs(s.model.name));
   combo("cluster.preset", qs(s.cluster.name));
   spin("cluster.nodes", s.cluster.nodes);
@@ -133,7 +144,8 @@ void SettingsPanel::load(const Scenario& s) {
   spin("training.seq_len", s.training.seq_len);
   spin("training.micro_batch", s.training.micro_batch);
   spin("training.grad_accum", s.training.grad_accum);
-  combo("training.activation_checkpointing", qs(to_string(s.training.activation_checkpointing, s.training.checkpoint_every)));
+  combo("training.activation_checkpointing",
+        qs(to_string(s.training.activation_checkpointing, s.training.checkpoint_every)));
   combo("training.optimizer", qs(to_string(s.training.optimizer)));
   combo("fsdp.api", qs(to_string(s.fsdp.api)));
   combo("fsdp.reshard_after_forward", raf_text(s.fsdp.reshard_after_forward));
@@ -144,9 +156,11 @@ void SettingsPanel::load(const Scenario& s) {
   check("fsdp.forward_prefetch", s.fsdp.forward_prefetch);
   check("fsdp.limit_all_gathers", s.fsdp.limit_all_gathers);
   spin("fsdp.mesh.replicate", s.fsdp.mesh_replicate);
-  combo("fsdp.mixed_precision.param_dtype", qs(to_string(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32))));
+  combo("fsdp.mixed_precision.param_dtype",
+        qs(to_string(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32))));
   combo("fsdp.mixed_precision.reduce_dtype",
-        qs(to_string(s.fsdp.mixed_precision.reduce_dtype.value_or(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32)))));
+        qs(to_string(s.fsdp.mixed_precision.reduce_dtype.value_or(
+            s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32)))));
   check("fsdp.cpu_offload.params", s.fsdp.cpu_offload.params);
   spin("fsdp.wrap.blocks_per_group", s.fsdp.blocks_per_group);
   loading_ = false;
@@ -156,10 +170,12 @@ void SettingsPanel::load(const Scenario& s) {
 
 void SettingsPanel::update_enabled() {
   const bool fsdp2 = qobject_cast<QComboBox*>(widgets_["fsdp.api"])->currentText() == "fsdp2";
-  for (const char* key : {"fsdp.reshard_after_forward", "fsdp.forward_prefetch_modules", "fsdp.backward_prefetch_modules"}) {
+  for (const char* key : {"fsdp.reshard_after_forward", "fsdp.forward_prefetch_modules",
+                          "fsdp.backward_prefetch_modules"}) {
     widgets_[key]->setEnabled(fsdp2);
   }
-  for (const char* key : {"fsdp.sharding_strategy", "fsdp.backward_prefetch", "fsdp.forward_prefetch", "fsdp.limit_all_gathers"}) {
+  for (const char* key : {"fsdp.sharding_strategy", "fsdp.backward_prefetch",
+                          "fsdp.forward_prefetch", "fsdp.limit_all_gathers"}) {
     widgets_[key]->setEnabled(!fsdp2);
   }
 }
@@ -170,14 +186,19 @@ std::vector<std::string> SettingsPanel::overrides() const {
     QWidget* w = widgets_.at(key);
     if (!dirty || !w->isEnabled()) continue;
     QString value;
-    if (auto* c = qobject_cast<QComboBox*>(w)) value = c->currentText();
-    else if (auto* s = qobject_cast<QSpinBox*>(w)) value = QString::number(s->value());
-    else if (auto* b = qobject_cast<QCheckBox*>(w)) value = b->isChecked() ? "true" : "false";
+    if (auto* c = qobject_cast<QComboBox*>(w))
+      value = c->currentText();
+    else if (auto* s = qobject_cast<QSpinBox*>(w))
+      value = QString::number(s->value());
+    else if (auto* b = qobject_cast<QCheckBox*>(w))
+      value = b->isChecked() ? "true" : "false";
     out.push_back(key + "=" + value.toStdString());
   }
   return out;
 }
 
-void SettingsPanel::show_problems(const QStringList& problems) { problems_->setText(problems.join("\n")); }
+void SettingsPanel::show_problems(const QStringList& problems) {
+  problems_->setText(problems.join("\n"));
+}
 
 }  // namespace shardscope::gui

@@ -36,8 +36,10 @@ class SettingsPanel : public QWidget {
   void changed();
 
  private:
-  QComboBox* add_combo(QFormLayout* form, const std::string& key, const QString& label, const QStringList& values);
-  QSpinBox* add_spin(QFormLayout* form, const std::string& key, const QString& label, int min, int max);
+  QComboBox* add_combo(QFormLayout* form, const std::string& key, const QString& label,
+                       const QStringList& values);
+  QSpinBox* add_spin(QFormLayout* form, const std::string& key, const QString& label, int min,
+                     int max);
   QCheckBox* add_check(QFormLayout* form, const std::string& key, const QString& label);
   void touched(const std::string& key);
   void update_enabled();

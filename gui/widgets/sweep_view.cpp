@@ -1,5 +1,7 @@
 #include "sweep_view.hpp"
 
+#include <fmt/format.h>
+
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -13,9 +15,8 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
-#include <QValueAxis>
 #include <QVBoxLayout>
-#include <fmt/format.h>
+#include <QValueAxis>
 
 #include "shardscope/core/schedule_io.hpp"
 
@@ -34,7 +35,9 @@ SweepView::SweepView(BaseProvider base, QWidget* parent)
   // Throughput is comparable across micro-batch sizes and is what the Pareto front ranks; step
   // time is not when the tokens per step differ.
   y_axis_->addItems({"tokens/s per GPU", "step time"});
-  grid_->setPlainText("fsdp.reshard_after_forward=true,false\ntraining.activation_checkpointing=selective_op,full\ntraining.micro_batch=1,2,4");
+  grid_->setPlainText(
+      "fsdp.reshard_after_forward=true,false\ntraining.activation_checkpointing=selective_op,"
+      "full\ntraining.micro_batch=1,2,4");
   grid_->setMaximumHeight(90);
   grid_->setToolTip("one axis per line: key=v1,v2,...");
   auto* load = new QPushButton("Load sweep CSV/JSON…");
@@ -59,7 +62,8 @@ SweepView::SweepView(BaseProvider base, QWidget* parent)
   chart_->chart()->setTitle("step time vs peak reserved memory");
   connect(run_, &QPushButton::clicked, this, [this] { start_sweep(); });
   connect(load, &QPushButton::clicked, this, [this] { load_json(); });
-  connect(y_axis_, &QComboBox::currentIndexChanged, this, [this] { set_rows(rows_, budget_value_); });
+  connect(y_axis_, &QComboBox::currentIndexChanged, this,
+          [this] { set_rows(rows_, budget_value_); });
 }
 
 SweepView::~SweepView() {
@@ -72,18 +76,23 @@ void SweepView::set_grid(const QString& lines, const QString& budget) {
   budget_->setText(budget);
 }
 
-std::optional<std::pair<std::vector<sim::SweepAxis>, std::optional<Bytes>>> SweepView::parse_inputs() {
+std::optional<std::pair<std::vector<sim::SweepAxis>, std::optional<Bytes>>>
+SweepView::parse_inputs() {
   std::vector<Problem> problems;
   std::vector<sim::SweepAxis> axes;
   for (const auto& line : grid_->toPlainText().split('\n', Qt::SkipEmptyParts)) {
-    if (auto axis = sim::parse_sweep_axis(line.trimmed().toStdString(), problems)) axes.push_back(std::move(*axis));
+    if (auto axis = sim::parse_sweep_axis(line.trimmed().toStdString(), problems))
+      axes.push_back(std::move(*axis));
   }
   std::optional<Bytes> budget;
   if (!budget_->text().trimmed().isEmpty()) {
     budget = parse_bytes(budget_->text().trimmed().toStdString());
-    if (!budget) problems.push_back({"memory budget", budget_->text().toStdString(), "not a size", "e.g. 80GiB"});
+    if (!budget)
+      problems.push_back(
+          {"memory budget", budget_->text().toStdString(), "not a size", "e.g. 80GiB"});
   }
-  if (axes.empty() && problems.empty()) problems.push_back({"grid", "", "no axis given", "key=v1,v2 per line"});
+  if (axes.empty() && problems.empty())
+    problems.push_back({"grid", "", "no axis given", "key=v1,v2 per line"});
   if (!problems.empty()) {
     QStringList text;
     for (const auto& p : problems) text << QString::fromStdString(p.to_string());
@@ -120,12 +129,15 @@ void SweepView::start_sweep() {
   progress_->setValue(0);
   run_->setText("Stop");
   status_->setText(QString("simulating %1 configurations on all cores…").arg(total));
-  worker_ = std::thread([this, axes = inputs->first, budget = inputs->second, tree = std::move(tree), file = std::move(file)] {
+  worker_ = std::thread([this, axes = inputs->first, budget = inputs->second,
+                         tree = std::move(tree), file = std::move(file)] {
     sim::SweepOptions options;
     options.memory_budget = budget;
     options.cancel = &cancel_;
     options.progress = [this](std::size_t done, std::size_t) {
-      QMetaObject::invokeMethod(progress_, [this, done] { progress_->setValue(static_cast<int>(done)); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          progress_, [this, done] { progress_->setValue(static_cast<int>(done)); },
+          Qt::QueuedConnection);
     };
     std::vector<SweepRow> rows;
     QString error;
@@ -150,11 +162,13 @@ void SweepView::start_sweep() {
 }
 
 void SweepView::load_json() {
-  const QString path = QFileDialog::getOpenFileName(this, "Load sweep", {}, "Sweep results (*.csv *.json)");
+  const QString path =
+      QFileDialog::getOpenFileName(this, "Load sweep", {}, "Sweep results (*.csv *.json)");
   if (path.isEmpty()) return;
   try {
     const std::string text = read_text_file(path.toStdString());
-    auto rows = path.endsWith(".csv") ? sweep_rows_from_csv(text, path.toStdString()) : sweep_rows_from_json(text, path.toStdString());
+    auto rows = path.endsWith(".csv") ? sweep_rows_from_csv(text, path.toStdString())
+                                      : sweep_rows_from_json(text, path.toStdString());
     set_rows(std::move(rows), parse_bytes(budget_->text().toStdString()));
   } catch (const Error& e) {
     status_->setText(QString::fromStdString(e.what()));
@@ -165,7 +179,9 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
   rows_ = std::move(rows);
   budget_value_ = budget;
   const bool throughput = y_axis_->currentIndex() == 0;
-  auto y_of = [throughput](const SweepRow& r) { return throughput ? r.tokens_per_s_per_gpu : r.step_time_s; };
+  auto y_of = [throughput](const SweepRow& r) {
+    return throughput ? r.tokens_per_s_per_gpu : r.step_time_s;
+  };
   QChart* c = chart_->chart();
   c->removeAllSeries();
   for (auto* axis : c->axes()) c->removeAxis(axis);
@@ -173,7 +189,8 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
   auto* y = new QValueAxis;
   x->setTitleText("peak reserved memory (GiB)");
   y->setTitleText(throughput ? "tokens/s per GPU" : "step time (s)");
-  c->setTitle(throughput ? "throughput vs peak reserved memory" : "step time vs peak reserved memory");
+  c->setTitle(throughput ? "throughput vs peak reserved memory"
+                         : "step time vs peak reserved memory");
   c->addAxis(x, Qt::AlignBottom);
   c->addAxis(y, Qt::AlignLeft);
   auto series = [&](const QString& name, QColor color, double size) {
@@ -190,7 +207,8 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
       double best_d = 1e300;
       for (const auto& r : rows_) {
         if (!r.error.empty()) continue;
-        const double dx = (static_cast<double>(r.peak_reserved) / kGiB - p.x()) / std::max(1.0, p.x()),
+        const double dx = (static_cast<double>(r.peak_reserved) / kGiB - p.x()) /
+                          std::max(1.0, p.x()),
                      dy = (y_of(r) - p.y()) / std::max(1e-9, std::abs(p.y()));
         if (dx * dx + dy * dy < best_d) {
           best_d = dx * dx + dy * dy;
@@ -233,10 +251,11 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
   }
   x->setRange(0, max_x * 1.08);
   y->setRange(0, max_y * 1.1);
-  status_->setText(QString("%1 configurations, %2 fit, %3 on the Pareto front — click a point to load it")
-                       .arg(rows_.size())
-                       .arg(n_fit)
-                       .arg(n_pareto));
+  status_->setText(
+      QString("%1 configurations, %2 fit, %3 on the Pareto front — click a point to load it")
+          .arg(rows_.size())
+          .arg(n_fit)
+          .arg(n_pareto));
   progress_->setValue(progress_->maximum());
 }
 

@@ -1,31 +1,42 @@
 #include "timeline_widget.hpp"
 
+#include <fmt/format.h>
+
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
-#include <fmt/format.h>
 
 namespace shardscope::gui {
 
 QColor color_of(OpKind kind) {
   switch (kind) {
-    case OpKind::forward: return QColor(66, 133, 244);
-    case OpKind::backward: return QColor(26, 86, 180);
-    case OpKind::recompute: return QColor(140, 180, 250);
-    case OpKind::all_gather: return QColor(52, 168, 83);
-    case OpKind::reduce_scatter: return QColor(251, 140, 0);
-    case OpKind::all_reduce: return QColor(219, 68, 55);
+    case OpKind::forward:
+      return QColor(66, 133, 244);
+    case OpKind::backward:
+      return QColor(26, 86, 180);
+    case OpKind::recompute:
+      return QColor(140, 180, 250);
+    case OpKind::all_gather:
+      return QColor(52, 168, 83);
+    case OpKind::reduce_scatter:
+      return QColor(251, 140, 0);
+    case OpKind::all_reduce:
+      return QColor(219, 68, 55);
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:
     case OpKind::grad_div:
-    case OpKind::reshard: return QColor(150, 150, 150);
+    case OpKind::reshard:
+      return QColor(150, 150, 150);
     case OpKind::h2d:
-    case OpKind::d2h: return QColor(142, 68, 173);
-    case OpKind::optimizer_step: return QColor(121, 85, 72);
-    default: return QColor(200, 200, 200);
+    case OpKind::d2h:
+      return QColor(142, 68, 173);
+    case OpKind::optimizer_step:
+      return QColor(121, 85, 72);
+    default:
+      return QColor(200, 200, 200);
   }
 }
 
@@ -72,7 +83,9 @@ void TimelineWidget::set_view(TimeNs start, TimeNs end) {
   view_moved();
 }
 
-int TimelineWidget::lane_top(int lane) const { return kHeader + lane * kLaneHeight; }
+int TimelineWidget::lane_top(int lane) const {
+  return kHeader + lane * kLaneHeight;
+}
 
 int TimelineWidget::lane_at(int y) const {
   if (y < kHeader) return -1;
@@ -80,7 +93,9 @@ int TimelineWidget::lane_at(int y) const {
   return lane < layout_.lane_count() ? lane : -1;
 }
 
-void TimelineWidget::view_moved() { emit view_changed(axis_.start(), axis_.end()); }
+void TimelineWidget::view_moved() {
+  emit view_changed(axis_.start(), axis_.end());
+}
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
   axis_.set_width(std::max(1, width() - kLabelWidth));
@@ -111,9 +126,11 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     if (lane % 2 == 1) p.fillRect(QRect(0, top, width(), kLaneHeight), QColor(248, 248, 250));
     const auto& stream = timeline_->streams[static_cast<std::size_t>(layout_.lane_stream(lane))];
     p.setPen(Qt::black);
-    p.drawText(QRect(6, top, kLabelWidth - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, QString::fromStdString(stream.name));
+    p.drawText(QRect(6, top, kLabelWidth - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
+               QString::fromStdString(stream.name));
     for (const auto& item : layout_.visible(lane, axis_)) {
-      const QRectF r(kLabelWidth + item.x0, top + 3, std::max(1.0, item.x1 - item.x0), kLaneHeight - 6);
+      const QRectF r(kLabelWidth + item.x0, top + 3, std::max(1.0, item.x1 - item.x0),
+                     kLaneHeight - 6);
       if (item.op < 0) {
         // A folded block: its ops' colour when they share a kind, striped to show it is folded.
         const QColor base = item.mixed ? QColor(160, 160, 160) : color_of(item.kind).lighter(115);
@@ -133,8 +150,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       }
       if (r.width() > 60 && op.group >= 0) {
         p.setPen(Qt::white);
-        const QString label = QString::fromStdString(timeline_->groups[static_cast<std::size_t>(op.group)]);
-        p.drawText(r.adjusted(3, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, fm.elidedText(label, Qt::ElideRight, static_cast<int>(r.width()) - 5));
+        const QString label =
+            QString::fromStdString(timeline_->groups[static_cast<std::size_t>(op.group)]);
+        p.drawText(r.adjusted(3, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                   fm.elidedText(label, Qt::ElideRight, static_cast<int>(r.width()) - 5));
       }
     }
   }
@@ -201,13 +220,25 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   const double mid = axis_.width() / 2;
   switch (e->key()) {
     case Qt::Key_Plus:
-    case Qt::Key_Equal: axis_.zoom(1.5, mid); break;
-    case Qt::Key_Minus: axis_.zoom(1 / 1.5, mid); break;
-    case Qt::Key_Left: axis_.pan(axis_.width() / 8); break;
-    case Qt::Key_Right: axis_.pan(-axis_.width() / 8); break;
+    case Qt::Key_Equal:
+      axis_.zoom(1.5, mid);
+      break;
+    case Qt::Key_Minus:
+      axis_.zoom(1 / 1.5, mid);
+      break;
+    case Qt::Key_Left:
+      axis_.pan(axis_.width() / 8);
+      break;
+    case Qt::Key_Right:
+      axis_.pan(-axis_.width() / 8);
+      break;
     case Qt::Key_Home:
-    case Qt::Key_0: axis_.show_all(); break;
-    default: QWidget::keyPressEvent(e); return;
+    case Qt::Key_0:
+      axis_.show_all();
+      break;
+    default:
+      QWidget::keyPressEvent(e);
+      return;
   }
   update();
   view_moved();
@@ -223,10 +254,12 @@ bool TimelineWidget::event(QEvent* e) {
       return true;
     }
     const auto& op = timeline_->ops[static_cast<std::size_t>(index)];
-    std::string text = fmt::format("{} {}\nstream {}\n{} iteration {}, micro-batch {}\nstart {}, duration {}", to_string(op.kind),
-                                   op.group >= 0 ? timeline_->groups[static_cast<std::size_t>(op.group)] : "-",
-                                   timeline_->streams[static_cast<std::size_t>(op.stream)].name, to_string(op.phase), op.iteration,
-                                   op.microbatch, format_duration(op.start), format_duration(op.duration()));
+    std::string text = fmt::format(
+        "{} {}\nstream {}\n{} iteration {}, micro-batch {}\nstart {}, duration {}",
+        to_string(op.kind),
+        op.group >= 0 ? timeline_->groups[static_cast<std::size_t>(op.group)] : "-",
+        timeline_->streams[static_cast<std::size_t>(op.stream)].name, to_string(op.phase),
+        op.iteration, op.microbatch, format_duration(op.start), format_duration(op.duration()));
     if (op.comm >= 0) {
       const auto& c = timeline_->communicators[static_cast<std::size_t>(op.comm)];
       text += fmt::format("\ncommunicator {} ({} ranks, {} nodes)", c.name, c.size, c.nodes);
@@ -234,7 +267,8 @@ bool TimelineWidget::event(QEvent* e) {
     if (op.bytes > 0) {
       text += fmt::format("\n{}", format_bytes(op.bytes));
       if (op.duration() > 0) {
-        text += fmt::format(", {} achieved", format_bandwidth(static_cast<double>(op.bytes) / ns_to_s(op.duration())));
+        text += fmt::format(", {} achieved", format_bandwidth(static_cast<double>(op.bytes) /
+                                                              ns_to_s(op.duration())));
       }
     }
     QToolTip::showText(help->globalPos(), QString::fromStdString(text), this);

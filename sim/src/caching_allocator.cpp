@@ -12,10 +12,13 @@ constexpr Bytes kMinLargeAlloc = 10 * kMiB;
 constexpr Bytes kRoundLarge = 2 * kMiB;
 constexpr Bytes kPage = 2 * kMiB;
 
-Bytes round_up(Bytes value, Bytes multiple) { return (value + multiple - 1) / multiple * multiple; }
+Bytes round_up(Bytes value, Bytes multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 }  // namespace
 
-CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : capacity_(capacity), params_(params) {
+CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params)
+    : capacity_(capacity), params_(params) {
   // A training step near capacity creates (and releases) a hundred segments or more: start with
   // room for them rather than regrowing the tables.
   constexpr std::size_t kTypicalSegments = 256;
@@ -27,7 +30,9 @@ CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params) : cap
   whole_free_segments_.reserve(kTypicalSegments);
 }
 
-Bytes CachingAllocator::round_size(Bytes size) { return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize); }
+Bytes CachingAllocator::round_size(Bytes size) {
+  return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize);
+}
 
 Bytes CachingAllocator::segment_size(Bytes rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
@@ -66,12 +71,15 @@ inline void CachingAllocator::insert_free(int b) {
   free_.insert(blk.pool, b, blk.size, address_of(blk));
 }
 
-inline void CachingAllocator::erase_free(int b) { free_.erase(b); }
+inline void CachingAllocator::erase_free(int b) {
+  free_.erase(b);
+}
 
 // Splits block `b` (not in a free list) after `head_size` bytes; the tail is free and listed.
 // Forced inline, as take() below: nearly every allocation splits, and as calls the two cost 2 % of
 // a sweep point. (Forcing insert_free inline as well cost more than it saved.)
-[[gnu::always_inline]] inline int CachingAllocator::split_tail(int b, Bytes head_size, bool tail_mapped) {
+[[gnu::always_inline]] inline int CachingAllocator::split_tail(int b, Bytes head_size,
+                                                               bool tail_mapped) {
   Block tail;
   {
     const Block& head = blocks_[static_cast<std::size_t>(b)];
@@ -86,15 +94,17 @@ inline void CachingAllocator::erase_free(int b) { free_.erase(b); }
   const int t = new_block(tail);
   Block& head = blocks_[static_cast<std::size_t>(b)];  // re-fetch: new_block may reallocate
   if (head.next >= 0) blocks_[static_cast<std::size_t>(head.next)].prev = t;
-  if (segment_tail_[static_cast<std::size_t>(head.segment)] == b) segment_tail_[static_cast<std::size_t>(head.segment)] = t;
+  if (segment_tail_[static_cast<std::size_t>(head.segment)] == b)
+    segment_tail_[static_cast<std::size_t>(head.segment)] = t;
   head.next = t;
   head.size = head_size;
   insert_free(t);
   return t;
 }
 
-// Block `left` takes in its right neighbour (the reverse of split_tail); the neighbour's slot is retired.
-// Forced inline: free() calls it at two sites on every free, and as a call it cost 0.6 % of a sweep point.
+// Block `left` takes in its right neighbour (the reverse of split_tail); the neighbour's slot is
+// retired. Forced inline: free() calls it at two sites on every free, and as a call it cost 0.6 %
+// of a sweep point.
 [[gnu::always_inline]] inline void CachingAllocator::merge_with_next(int left) {
   Block& l = blocks_[static_cast<std::size_t>(left)];
   const int r = l.next;
@@ -102,7 +112,8 @@ inline void CachingAllocator::erase_free(int b) { free_.erase(b); }
   l.size += right.size;
   l.next = right.next;
   if (right.next >= 0) blocks_[static_cast<std::size_t>(right.next)].prev = left;
-  if (segment_tail_[static_cast<std::size_t>(l.segment)] == r) segment_tail_[static_cast<std::size_t>(l.segment)] = left;
+  if (segment_tail_[static_cast<std::size_t>(l.segment)] == r)
+    segment_tail_[static_cast<std::size_t>(l.segment)] = left;
   retire_block(r);
 }
 
@@ -111,7 +122,8 @@ inline void CachingAllocator::erase_free(int b) { free_.erase(b); }
   erase_free(b);
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
-  if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) split_tail(b, size, blk.mapped);
+  if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize))
+    split_tail(b, size, blk.mapped);
   blocks_[static_cast<std::size_t>(b)].allocated = true;
   return b;
 }
@@ -144,7 +156,8 @@ int CachingAllocator::grow_expandable(int pool, Bytes size) {
     ++live_segments_;
   } else {
     const int tail = segment_tail_[static_cast<std::size_t>(seg)];
-    blk.offset = blocks_[static_cast<std::size_t>(tail)].offset + blocks_[static_cast<std::size_t>(tail)].size;
+    blk.offset = blocks_[static_cast<std::size_t>(tail)].offset +
+                 blocks_[static_cast<std::size_t>(tail)].size;
     blk.prev = tail;
     segments_[static_cast<std::size_t>(seg)].size += blk.size;
   }
@@ -220,7 +233,8 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
     if (!map_block(b, rounded)) return false;
   }
   take(b, rounded, small);
-  if (static_cast<std::size_t>(id) >= live_.size()) live_.resize(static_cast<std::size_t>(id) + 1, -1);
+  if (static_cast<std::size_t>(id) >= live_.size())
+    live_.resize(static_cast<std::size_t>(id) + 1, -1);
   live_[static_cast<std::size_t>(id)] = b;
   // The whole block counts, a remainder too small to split off included (PyTorch's
   // allocated_bytes grows by block->size after the split decision); free() takes the same back.
@@ -237,7 +251,8 @@ bool CachingAllocator::free(BufferId id) {
   blk->allocated = false;
   // Coalesce with free neighbours in the same segment.
   const auto joins = [&](int n) {
-    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated && blocks_[static_cast<std::size_t>(n)].mapped == blk->mapped;
+    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated &&
+           blocks_[static_cast<std::size_t>(n)].mapped == blk->mapped;
   };
   if (const int p = blk->prev; joins(p)) {
     erase_free(p);
@@ -250,7 +265,8 @@ bool CachingAllocator::free(BufferId id) {
     merge_with_next(b);
   }
   insert_free(b);
-  if (spans_segment(*blk) && expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
+  if (spans_segment(*blk) &&
+      expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);
   }
   return true;

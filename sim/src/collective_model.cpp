@@ -7,9 +7,12 @@ namespace shardscope::sim {
 
 std::string_view to_string(NcclProtocol protocol) {
   switch (protocol) {
-    case NcclProtocol::ll: return "LL";
-    case NcclProtocol::ll128: return "LL128";
-    case NcclProtocol::simple: return "Simple";
+    case NcclProtocol::ll:
+      return "LL";
+    case NcclProtocol::ll128:
+      return "LL128";
+    case NcclProtocol::simple:
+      return "Simple";
   }
   return "Simple";
 }
@@ -42,15 +45,18 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int no
         const auto [n0, b0] = table[i];
         const auto [n1, b1] = table[i + 1];
         if (nodes <= n1) {
-          const double f = std::log(static_cast<double>(nodes) / n0) / std::log(static_cast<double>(n1) / n0);
+          const double f =
+              std::log(static_cast<double>(nodes) / n0) / std::log(static_cast<double>(n1) / n0);
           gbps = std::exp(std::log(b0) + f * (std::log(b1) - std::log(b0)));
           break;
         }
       }
       if (nodes > table.back().first) gbps = table.back().second * table.back().first / nodes;
     }
-    if (kind == OpKind::all_reduce) gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
-    const double scaled = gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
+    if (kind == OpKind::all_reduce)
+      gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
+    const double scaled =
+        gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
     return std::max(scaled, cluster_.network.bandwidth * params_.multi_node_min_nic_fraction);
   }
   const double bw = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
@@ -61,13 +67,15 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
   CollectiveEstimate best;
   if (ranks <= 1 || bytes <= 0) return best;  // nothing crosses a link
   const double n = ranks;
-  const double traffic = static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
+  const double traffic =
+      static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
   const BytesPerSecond busbw = bus_bandwidth(kind, ranks, nodes);
   best.time = -1;
   for (auto protocol : {NcclProtocol::ll, NcclProtocol::ll128, NcclProtocol::simple}) {
     const double lat_us = latency_us(kind, ranks, nodes, protocol);
     const double bw = busbw * params_.protocol_bandwidth[static_cast<std::size_t>(protocol)];
-    // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three kinds.
+    // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three
+    // kinds.
     const double seconds = lat_us * 1e-6 + traffic / bw;
     const auto t = static_cast<TimeNs>(std::ceil(seconds * 1e9));
     if (best.time < 0 || t < best.time) {

@@ -9,19 +9,26 @@ namespace shardscope::sim {
 
 std::string_view to_string(Resource resource) {
   switch (resource) {
-    case Resource::none: return "none";
-    case Resource::gpu: return "gpu";
-    case Resource::nvlink: return "nvlink";
-    case Resource::network: return "network";
-    case Resource::pcie_h2d: return "pcie_h2d";
-    case Resource::pcie_d2h: return "pcie_d2h";
-    case Resource::host: return "host";
+    case Resource::none:
+      return "none";
+    case Resource::gpu:
+      return "gpu";
+    case Resource::nvlink:
+      return "nvlink";
+    case Resource::network:
+      return "network";
+    case Resource::pcie_h2d:
+      return "pcie_h2d";
+    case Resource::pcie_d2h:
+      return "pcie_d2h";
+    case Resource::host:
+      return "host";
   }
   return "none";
 }
 
-CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute, InterferenceParams interference,
-                     CollectiveModelParams collectives)
+CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
+                     InterferenceParams interference, CollectiveModelParams collectives)
     : cluster_(scenario.cluster),
       compute_(compute),
       interference_(interference),
@@ -29,7 +36,8 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute, Inter
       pinned_(scenario.fsdp.cpu_offload.pin_memory) {
   double clock = 1.0;
   if (cluster_.gpu.power_cap_w && cluster_.gpu.tdp_w > 0) {
-    clock = std::pow(std::min(1.0, *cluster_.gpu.power_cap_w / cluster_.gpu.tdp_w), compute_.power_exponent);
+    clock = std::pow(std::min(1.0, *cluster_.gpu.power_cap_w / cluster_.gpu.tdp_w),
+                     compute_.power_exponent);
   }
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
 }
@@ -38,18 +46,23 @@ TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flo
   double seconds = 0;
   const Flops matmul = std::max(0.0, flops - attention_flops);
   const double size = compute_.half_efficiency_flops;
-  if (matmul > 0) seconds += matmul / (peak_ * cluster_.gpu.matmul_efficiency * matmul / (matmul + size));
+  if (matmul > 0)
+    seconds += matmul / (peak_ * cluster_.gpu.matmul_efficiency * matmul / (matmul + size));
   if (attention_flops > 0) {
-    seconds += attention_flops / (peak_ * cluster_.gpu.attention_efficiency * attention_flops / (attention_flops + size));
+    seconds += attention_flops / (peak_ * cluster_.gpu.attention_efficiency * attention_flops /
+                                  (attention_flops + size));
   }
-  if (hbm_bytes > 0) seconds += static_cast<double>(hbm_bytes) / (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
+  if (hbm_bytes > 0)
+    seconds +=
+        static_cast<double>(hbm_bytes) / (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
   return compute_.kernel_floor + static_cast<TimeNs>(std::ceil(seconds * 1e9));
 }
 
 OpCost CostModel::cost(const Schedule& s, const Op& op) const {
   OpCost c;
   c.cpu = cluster_.cpu.launch_overhead;
-  if (op.kind == OpKind::all_gather || op.kind == OpKind::reshard || op.kind == OpKind::reduce_scatter) {
+  if (op.kind == OpKind::all_gather || op.kind == OpKind::reshard ||
+      op.kind == OpKind::reduce_scatter) {
     c.cpu += cluster_.cpu.fsdp_hook_overhead;  // one FSDP hook per unshard, reshard and reduction
   }
   const StreamKind stream = s.streams[static_cast<std::size_t>(op.stream)].kind;
@@ -58,14 +71,16 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::backward:
     case OpKind::recompute:
       c.resource = Resource::gpu;
-      c.duration = op.fixed_time ? *op.fixed_time : compute_time(op.flops, op.bytes, op.attention_flops);
+      c.duration =
+          op.fixed_time ? *op.fixed_time : compute_time(op.flops, op.bytes, op.attention_flops);
       return c;
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:
     case OpKind::grad_div:
       c.resource = Resource::gpu;
-      c.duration = op.fixed_time ? *op.fixed_time : compute_time(0, 2 * op.bytes);  // read and write
+      c.duration =
+          op.fixed_time ? *op.fixed_time : compute_time(0, 2 * op.bytes);  // read and write
       return c;
     case OpKind::reshard:
       if (op.bytes > 0) {
@@ -76,7 +91,8 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::optimizer_step:
       if (stream == StreamKind::cpu) {
         c.resource = Resource::host;
-        c.duration = static_cast<TimeNs>(std::ceil(static_cast<double>(op.bytes) / cluster_.cpu.adam_bytes_per_s * 1e9));
+        c.duration = static_cast<TimeNs>(
+            std::ceil(static_cast<double>(op.bytes) / cluster_.cpu.adam_bytes_per_s * 1e9));
       } else {
         c.resource = Resource::gpu;
         c.duration = compute_time(0, op.bytes);  // multi-tensor Adam is memory-bound
@@ -87,14 +103,17 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::all_reduce: {
       const auto& comm = s.communicators[static_cast<std::size_t>(op.comm)];
       c.resource = comm.nodes > 1 ? Resource::network : Resource::nvlink;
-      c.duration = op.fixed_time ? *op.fixed_time : collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes).time;
+      c.duration = op.fixed_time
+                       ? *op.fixed_time
+                       : collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes).time;
       return c;
     }
     case OpKind::h2d:
     case OpKind::d2h: {
       c.resource = op.kind == OpKind::h2d ? Resource::pcie_h2d : Resource::pcie_d2h;
       const double bw = pinned_ ? cluster_.pcie.pinned_bandwidth : cluster_.pcie.pageable_bandwidth;
-      c.duration = cluster_.pcie.latency + static_cast<TimeNs>(std::ceil(static_cast<double>(op.bytes) / bw * 1e9));
+      c.duration = cluster_.pcie.latency +
+                   static_cast<TimeNs>(std::ceil(static_cast<double>(op.bytes) / bw * 1e9));
       return c;
     }
     case OpKind::stream_wait:

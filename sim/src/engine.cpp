@@ -37,10 +37,12 @@ class OpCostCache {
     // only miss the cache).
     const Key key{static_cast<std::uint64_t>(op.bytes), std::bit_cast<std::uint64_t>(op.flops),
                   std::bit_cast<std::uint64_t>(op.attention_flops),
-                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stream)) << 32 | static_cast<std::uint32_t>(op.comm),
+                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stream)) << 32 |
+                      static_cast<std::uint32_t>(op.comm),
                   static_cast<std::uint64_t>(op.kind) + 1};
     // Sizes are multiples of large powers of two: mix, then take the high bits.
-    const std::uint64_t mixed = (key.bytes ^ key.flops ^ (key.kind + 64 * key.queues)) * std::uint64_t{0x9E3779B97F4A7C15};
+    const std::uint64_t mixed =
+        (key.bytes ^ key.flops ^ (key.kind + 64 * key.queues)) * std::uint64_t{0x9E3779B97F4A7C15};
     const auto h = static_cast<std::size_t>(mixed >> 58);  // 6 bits: kSlots = 64
     for (std::size_t probe = 0; probe < kSlots; ++probe) {
       Slot& slot = slots_[(h + probe) % kSlots];
@@ -148,7 +150,9 @@ class Engine {
       start_ready();
       if (completed_ == n_) break;
       const TimeNs next = next_event();
-      if (next == kNever) throw Error(fmt::format("simulation stalled at {} with {} of {} ops done (schedule bug)", format_duration(now_), completed_, n_));
+      if (next == kNever)
+        throw Error(fmt::format("simulation stalled at {} with {} of {} ops done (schedule bug)",
+                                format_duration(now_), completed_, n_));
       advance(next);
     }
     finish_timeline();
@@ -164,7 +168,8 @@ class Engine {
       const auto i = next_issue_;
       const Op& op = s_.ops[i];
       const bool on_cpu = op_on_cpu_[i];
-      if (on_cpu && !deps_done(i)) return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
+      if (on_cpu && !deps_done(i))
+        return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
       if (!op.allocs.empty() || !op.frees.empty()) memory(i);
       rec_[i].issue = now_;
       if (on_cpu) {
@@ -173,7 +178,8 @@ class Engine {
         // It joined its stream's queue. Only the head of an idle stream can start now; an op behind
         // another starts when that one completes, which marks the stream then.
         const auto st = static_cast<std::size_t>(op.stream);
-        if (running_[st] == kNone && static_cast<std::size_t>(stream_ops_[stream_head_[st]]) == i) mark_stream(st);
+        if (running_[st] == kNone && static_cast<std::size_t>(stream_ops_[stream_head_[st]]) == i)
+          mark_stream(st);
         cpu_free_ = now_ + cost_[i].cpu;
         cpu_busy(op.iteration, cost_[i].cpu);
       }
@@ -189,13 +195,16 @@ class Engine {
     if (options_.record_critical_path) attribute_cpu_start(i);
     cpu_free_ = now_ + work + cost_[i].cpu;
     cpu_busy(s_.ops[i].iteration, work + cost_[i].cpu);
-    if (work == 0) complete(static_cast<OpId>(i));
-    else activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
+    if (work == 0)
+      complete(static_cast<OpId>(i));
+    else
+      activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
   }
 
   void cpu_busy(int iteration, TimeNs t) {
     auto& busy = result_.cpu_busy_by_iteration;
-    if (busy.size() <= static_cast<std::size_t>(iteration)) busy.resize(static_cast<std::size_t>(iteration) + 1, 0);
+    if (busy.size() <= static_cast<std::size_t>(iteration))
+      busy.resize(static_cast<std::size_t>(iteration) + 1, 0);
     busy[static_cast<std::size_t>(iteration)] += t;
   }
 
@@ -210,7 +219,8 @@ class Engine {
       }
     }
     for (std::size_t b = 0; b < s_.buffers.size(); ++b) {
-      if (s_.buffers[b].live_at_start) allocate_buffer(static_cast<BufferId>(b), compute, kNone, Phase::forward);
+      if (s_.buffers[b].live_at_start)
+        allocate_buffer(static_cast<BufferId>(b), compute, kNone, Phase::forward);
     }
   }
 
@@ -222,7 +232,8 @@ class Engine {
     if (buf.location != Location::gpu) return;
     if (!allocator_.allocate(b, buf.size, stream)) {
       if (!result_.out_of_memory) {
-        result_.out_of_memory = OutOfMemory{op, b, buf.size, allocator_.reserved(), allocator_.allocated()};
+        result_.out_of_memory =
+            OutOfMemory{op, b, buf.size, allocator_.reserved(), allocator_.allocated()};
       }
       return;
     }
@@ -235,20 +246,24 @@ class Engine {
   [[gnu::noinline]] void memory(std::size_t i) {
     const Op& op = s_.ops[i];
     for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);
-    if (options_.record_memory_samples && !op.allocs.empty()) sample_memory(static_cast<OpId>(i), SampleAt::start);
+    if (options_.record_memory_samples && !op.allocs.empty())
+      sample_memory(static_cast<OpId>(i), SampleAt::start);
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
       if (allocator_.free(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
     }
-    if (options_.record_memory_samples && !op.frees.empty()) sample_memory(static_cast<OpId>(i), SampleAt::end);
+    if (options_.record_memory_samples && !op.frees.empty())
+      sample_memory(static_cast<OpId>(i), SampleAt::end);
   }
 
   void note_peaks(OpId op, Phase phase) {
     auto& by_phase = result_.peak_allocated_by_phase[static_cast<std::size_t>(phase)];
     by_phase = std::max(by_phase, allocator_.allocated());
-    if (allocator_.allocated() > result_.peak_allocated.bytes) record_peak(result_.peak_allocated, allocator_.allocated(), op);
-    if (allocator_.reserved() > result_.peak_reserved.bytes) record_peak(result_.peak_reserved, allocator_.reserved(), op);
+    if (allocator_.allocated() > result_.peak_allocated.bytes)
+      record_peak(result_.peak_allocated, allocator_.allocated(), op);
+    if (allocator_.reserved() > result_.peak_reserved.bytes)
+      record_peak(result_.peak_reserved, allocator_.reserved(), op);
   }
 
   // In place: while memory grows every allocation is a new peak, and a fresh copy of the category
@@ -266,7 +281,8 @@ class Engine {
   // Called only when the run records samples.
   enum class SampleAt { start, end };
   void sample_memory(OpId op = kNone, SampleAt at = SampleAt::start) {
-    result_.timeline.memory.push_back({now_, allocator_.allocated(), allocator_.reserved(), by_category_});
+    result_.timeline.memory.push_back(
+        {now_, allocator_.allocated(), allocator_.reserved(), by_category_});
     sample_ops_.emplace_back(op, at);
   }
 
@@ -278,7 +294,8 @@ class Engine {
       const auto& rec = rec_[static_cast<std::size_t>(op)];
       samples[k].time = at == SampleAt::start ? rec.start : rec.end;
     }
-    std::stable_sort(samples.begin(), samples.end(), [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
   }
 
   // ---- GPU streams
@@ -300,11 +317,13 @@ class Engine {
       Index& head = stream_head_[st];
       const Index end = stream_ops_start_[st + 1];
       // The queue: the stream's ops from `head` that the CPU has issued.
-      while (head < end && static_cast<std::size_t>(stream_ops_[head]) < next_issue_ && running_[st] == kNone) {
+      while (head < end && static_cast<std::size_t>(stream_ops_[head]) < next_issue_ &&
+             running_[st] == kNone) {
         const OpId id = stream_ops_[head];
         const Op& op = s_.ops[static_cast<std::size_t>(id)];
         if (!deps_done(static_cast<std::size_t>(id))) break;
-        if (op.comm != kNone && comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]] != id) break;
+        if (op.comm != kNone && comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]] != id)
+          break;
         ++head;
         start(id, st);
       }
@@ -341,7 +360,8 @@ class Engine {
     };
     consider(last_end_on_stream_[stream], Binding::stream);
     for (OpId d : op.deps) consider(d, Binding::dependency);
-    if (op.comm != kNone) consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
+    if (op.comm != kNone)
+      consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
     attribute(id, why, pred);
   }
 
@@ -351,7 +371,8 @@ class Engine {
     OpId pred = i > 0 ? static_cast<OpId>(i - 1) : kNone;
     Binding why = Binding::issue;
     for (OpId d : s_.ops[i].deps) {
-      if (rec_[static_cast<std::size_t>(d)].end >= (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
+      if (rec_[static_cast<std::size_t>(d)].end >=
+          (pred == kNone ? 0 : rec_[static_cast<std::size_t>(pred)].end)) {
         pred = d;
         why = Binding::dependency;
       }
@@ -366,7 +387,8 @@ class Engine {
   }
 
   void activate(OpId id, Resource resource, double work) {
-    active_.push_back({id, resource, work, now_, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
+    active_.push_back(
+        {id, resource, work, now_, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
     rates_dirty_ = true;
   }
 
@@ -384,11 +406,14 @@ class Engine {
       Index& head = comm_head_[c];
       if (head < comm_ops_start_[c + 1] && comm_ops_[head] == id) {
         ++head;
-        if (head < comm_ops_start_[c + 1]) mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(comm_ops_[head])].stream));
+        if (head < comm_ops_start_[c + 1])
+          mark_stream(
+              static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(comm_ops_[head])].stream));
       }
       last_on_comm_[c] = id;
     }
-    for (Index k = dependents_start_[static_cast<std::size_t>(id)]; k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
+    for (Index k = dependents_start_[static_cast<std::size_t>(id)];
+         k < dependents_start_[static_cast<std::size_t>(id) + 1]; ++k) {
       const auto waiter = static_cast<std::size_t>(dependents_[k]);
       if (--pending_deps_[waiter] == 0 && !op_on_cpu_[waiter]) {
         mark_stream(static_cast<std::size_t>(s_.ops[waiter].stream));
@@ -402,7 +427,9 @@ class Engine {
   void update_rates() {
     int counts[7] = {0, 0, 0, 0, 0, 0, 0};
     for (const auto& a : active_) ++counts[static_cast<int>(a.resource)];
-    const bool comm = counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] > 0;
+    const bool comm =
+        counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] >
+        0;
     const double slow = comm ? 1.0 - costs_.interference().compute_slowdown : 1.0;
     next_finish_ = kNever;
     for (auto& a : active_) {
@@ -411,7 +438,9 @@ class Engine {
         a.since = now_;
       }
       const int k = std::max(1, counts[static_cast<int>(a.resource)]);
-      a.rate = a.fixed || a.resource == Resource::host ? 1.0 : a.resource == Resource::gpu ? slow / k : 1.0 / k;
+      a.rate = a.fixed || a.resource == Resource::host ? 1.0
+               : a.resource == Resource::gpu           ? slow / k
+                                                       : 1.0 / k;
       a.finish = now_ + static_cast<TimeNs>(std::ceil(a.remaining / a.rate - 1e-6));
       next_finish_ = std::min(next_finish_, a.finish);
     }
@@ -422,8 +451,7 @@ class Engine {
     if (rates_dirty_) update_rates();
     TimeNs next = next_finish_;
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
-    const bool blocked = next_issue_ < n_ && op_on_cpu_[next_issue_] &&
-                         !deps_done(next_issue_);
+    const bool blocked = next_issue_ < n_ && op_on_cpu_[next_issue_] && !deps_done(next_issue_);
     if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
     return next;
   }
@@ -431,13 +459,15 @@ class Engine {
   void advance(TimeNs t) {
     now_ = t;
     if (t < next_finish_) return;  // a CPU issue: nothing finishes
-    auto& finished = finished_;  // reused: one event per op would otherwise allocate each time
+    auto& finished = finished_;    // reused: one event per op would otherwise allocate each time
     finished.clear();
     for (const auto& a : active_) {
       if (a.finish <= t) finished.push_back(a.op);
     }
     if (finished.size() > 1) std::sort(finished.begin(), finished.end());  // one finishes, mostly
-    active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Active& a) { return a.finish <= t; }), active_.end());
+    active_.erase(std::remove_if(active_.begin(), active_.end(),
+                                 [&](const Active& a) { return a.finish <= t; }),
+                  active_.end());
     for (OpId id : finished) complete(id);
     rates_dirty_ = true;
   }
@@ -445,8 +475,10 @@ class Engine {
   void finish_timeline() {
     result_.allocator_retries = allocator_.retries();
     if (options_.record_memory_samples) place_samples_at_gpu_time();
-    if (result_.peak_allocated.op != kNone) result_.peak_allocated.time = rec_[static_cast<std::size_t>(result_.peak_allocated.op)].start;
-    if (result_.peak_reserved.op != kNone) result_.peak_reserved.time = rec_[static_cast<std::size_t>(result_.peak_reserved.op)].start;
+    if (result_.peak_allocated.op != kNone)
+      result_.peak_allocated.time = rec_[static_cast<std::size_t>(result_.peak_allocated.op)].start;
+    if (result_.peak_reserved.op != kNone)
+      result_.peak_reserved.time = rec_[static_cast<std::size_t>(result_.peak_reserved.op)].start;
     if (!options_.record_timeline) {
       result_.ops = std::move(rec_);
       return;
@@ -461,8 +493,8 @@ class Engine {
     t.ops.reserve(n_);
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
-      t.ops.push_back({static_cast<OpId>(i), op.kind, op.stream, op.group, op.phase, op.iteration, op.microbatch, op.comm,
-                       op.bytes, rec_[i].start, rec_[i].end});
+      t.ops.push_back({static_cast<OpId>(i), op.kind, op.stream, op.group, op.phase, op.iteration,
+                       op.microbatch, op.comm, op.bytes, rec_[i].start, rec_[i].end});
     }
     std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimelineOp& a, const TimelineOp& b) {
       return std::tie(a.start, a.stream, a.op) < std::tie(b.start, b.stream, b.op);
@@ -480,20 +512,22 @@ class Engine {
   std::vector<char> stream_is_cpu_;
   std::vector<char> op_on_cpu_;  // per op: it runs on the CPU (read without touching the op)
   std::vector<Index> stream_ops_start_, comm_ops_start_;  // CSR over stream_ops_ / comm_ops_
-  std::vector<OpId> stream_ops_, comm_ops_;                      // ops of each stream / communicator, issue order
-  std::vector<Index> stream_head_, comm_head_;             // next op to start / to run
+  std::vector<OpId> stream_ops_, comm_ops_;     // ops of each stream / communicator, issue order
+  std::vector<Index> stream_head_, comm_head_;  // next op to start / to run
   std::vector<OpId> running_;
-  std::vector<char> stream_marked_;     // in marked_streams_
+  std::vector<char> stream_marked_;       // in marked_streams_
   std::vector<StreamId> marked_streams_;  // streams whose head may start now
   std::vector<OpId> last_end_on_stream_;
   std::vector<OpId> last_on_comm_;
   std::vector<int> pending_deps_;
-  std::vector<Index> dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
+  std::vector<Index>
+      dependents_start_;  // CSR: ops waiting on op i are dependents_[start[i], start[i+1])
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<OpId> finished_;
   std::vector<Bytes> by_category_;
-  std::vector<std::pair<OpId, SampleAt>> sample_ops_;  // the op behind each memory sample (kNone: start)
+  std::vector<std::pair<OpId, SampleAt>>
+      sample_ops_;  // the op behind each memory sample (kNone: start)
   bool rates_dirty_ = true;
   TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)
   std::size_t next_issue_ = 0;
@@ -505,7 +539,8 @@ class Engine {
 
 }  // namespace
 
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options) {
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
+                          const SimOptions& options) {
   return Engine(schedule, costs, options).run();
 }
 

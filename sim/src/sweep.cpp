@@ -9,8 +9,8 @@
 
 #include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/lower.hpp"
-#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/engine.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
@@ -47,7 +47,8 @@ bool split_values(std::string_view text, std::vector<std::string>& out) {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& k : scenario_keys()) {
-    if (k.type != KeyType::rejected && k.path.find('[') == std::string_view::npos) keys.emplace_back(k.path);
+    if (k.type != KeyType::rejected && k.path.find('[') == std::string_view::npos)
+      keys.emplace_back(k.path);
   }
   return keys;
 }
@@ -67,17 +68,20 @@ std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Pro
   const ScenarioKey* key = find_scenario_key(normalise_key_path(axis.key));
   if (!key || key->type == KeyType::rejected) {
     const auto guess = closest_match(axis.key, settable_keys());
-    problems.push_back({"--grid", axis.key,
-                        key ? std::string(key->models) : "not a scenario key",
-                        guess.empty() ? std::string("see shardscope keys") : fmt::format("did you mean '{}'?", guess)});
+    problems.push_back({"--grid", axis.key, key ? std::string(key->models) : "not a scenario key",
+                        guess.empty() ? std::string("see shardscope keys")
+                                      : fmt::format("did you mean '{}'?", guess)});
     return std::nullopt;
   }
   if (!split_values(text.substr(eq + 1), axis.values)) {
-    problems.push_back({"--grid", axis.key, "unbalanced braces, brackets or quotes in the values", "v1,v2 or {a: 1},{a: 2}"});
+    problems.push_back({"--grid", axis.key, "unbalanced braces, brackets or quotes in the values",
+                        "v1,v2 or {a: 1},{a: 2}"});
     return std::nullopt;
   }
-  if (std::any_of(axis.values.begin(), axis.values.end(), [](const std::string& v) { return v.empty(); })) {
-    problems.push_back({"--grid", axis.key, "empty value in the list", "v1,v2,... without empty entries"});
+  if (std::any_of(axis.values.begin(), axis.values.end(),
+                  [](const std::string& v) { return v.empty(); })) {
+    problems.push_back(
+        {"--grid", axis.key, "empty value in the list", "v1,v2,... without empty entries"});
     return std::nullopt;
   }
   return axis;
@@ -87,15 +91,18 @@ void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& 
   for (std::size_t i = 0; i < axes.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (normalise_key_path(axes[i].key) == normalise_key_path(axes[j].key)) {
-        problems.push_back({"--grid", axes[i].key, "is given twice", "one --grid per key, with all its values"});
+        problems.push_back(
+            {"--grid", axes[i].key, "is given twice", "one --grid per key, with all its values"});
       }
     }
   }
   std::size_t total = 1;
   for (const auto& a : axes) {
     if (a.values.size() > kMaxSweepPoints / total) {
-      problems.push_back({"--grid", a.key, fmt::format("the grid has more than {} configurations", format_count(kMaxSweepPoints)),
-                          "fewer values or axes"});
+      problems.push_back(
+          {"--grid", a.key,
+           fmt::format("the grid has more than {} configurations", format_count(kMaxSweepPoints)),
+           "fewer values or axes"});
       return;
     }
     total *= a.values.size();
@@ -120,7 +127,9 @@ bool axes_overlap(const std::vector<SweepAxis>& axes) {
   for (const auto& a : axes) paths.push_back(split_key_path(a.key));
   for (std::size_t i = 0; i < paths.size(); ++i) {
     for (std::size_t j = 0; j < paths.size(); ++j) {
-      if (i != j && paths[i].size() <= paths[j].size() && std::equal(paths[i].begin(), paths[i].end(), paths[j].begin())) return true;
+      if (i != j && paths[i].size() <= paths[j].size() &&
+          std::equal(paths[i].begin(), paths[i].end(), paths[j].begin()))
+        return true;
     }
   }
   return false;
@@ -129,8 +138,8 @@ bool axes_overlap(const std::vector<SweepAxis>& axes) {
 // `tree` is the worker's own copy of the base configuration. Every point sets the same keys, so
 // (axes not overlapping) each point's overrides replace the last point's and the copy is made
 // once per worker, not once per point.
-SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector<SweepAxis>& axes, const ParsedAxes& parsed,
-                    std::size_t index, const SweepOptions& options) {
+SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector<SweepAxis>& axes,
+                    const ParsedAxes& parsed, std::size_t index, const SweepOptions& options) {
   SweepPoint p;
   p.index = index;
   std::size_t rest = index;
@@ -142,7 +151,8 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     rest /= axes[a].values.size();
   }
   std::vector<Problem> problems;
-  for (std::size_t a = 0; a < axes.size(); ++a) set_override(tree, axes[a].key, parsed[a][pick[a]], problems);
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    set_override(tree, axes[a].key, parsed[a][pick[a]], problems);
   try {
     throw_if_any(std::move(problems));
     const Scenario scenario = read_scenario(tree, file);
@@ -157,7 +167,8 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
     p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
   } catch (const ValidationError& e) {
-    for (const auto& problem : e.problems()) p.error += (p.error.empty() ? "" : "; ") + problem.key + ": " + problem.message;
+    for (const auto& problem : e.problems())
+      p.error += (p.error.empty() ? "" : "; ") + problem.key + ": " + problem.message;
   }
   return p;
 }
@@ -176,12 +187,14 @@ void mark_pareto(std::vector<SweepPoint>& points) {
   }
 }
 
-int rank(const SweepPoint& p) { return !p.error.empty() ? 2 : p.fits ? 0 : 1; }
+int rank(const SweepPoint& p) {
+  return !p.error.empty() ? 2 : p.fits ? 0 : 1;
+}
 
 }  // namespace
 
-std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes,
-                              const SweepOptions& options) {
+std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file,
+                              const std::vector<SweepAxis>& axes, const SweepOptions& options) {
   std::size_t total = 1;
   for (const auto& a : axes) total *= a.values.size();
   std::vector<SweepPoint> points(total);
@@ -191,8 +204,10 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
     for (const auto& v : a.values) values.push_back(parse_override_value(v));
   }
   std::atomic<std::size_t> next{0}, done{0};
-  const unsigned threads = std::max(1u, std::min<unsigned>(options.threads ? options.threads : std::thread::hardware_concurrency(),
-                                                            static_cast<unsigned>(total)));
+  const unsigned threads = std::max(
+      1u,
+      std::min<unsigned>(options.threads ? options.threads : std::thread::hardware_concurrency(),
+                         static_cast<unsigned>(total)));
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const bool fresh_tree_per_point = axes_overlap(axes);
@@ -215,7 +230,9 @@ std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, c
   WorkerPool::shared().run(threads - 1, work);  // the calling thread is one of the workers
   if (failure) std::rethrow_exception(failure);
   if (options.cancel && options.cancel->load()) {
-    points.erase(std::remove_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.values.empty(); }), points.end());
+    points.erase(std::remove_if(points.begin(), points.end(),
+                                [](const SweepPoint& p) { return p.values.empty(); }),
+                 points.end());
   }
   mark_pareto(points);
   std::stable_sort(points.begin(), points.end(), [](const SweepPoint& a, const SweepPoint& b) {
@@ -234,18 +251,22 @@ std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<Swee
   };
   std::string out;
   for (const auto& a : axes) out += quote(a.key) + ",";
-  out += "step_time_s,tokens_per_s_per_gpu,mfu,peak_allocated_bytes,peak_reserved_bytes,capacity_bytes,fits,pareto,"
-         "comm_exposed_s,error\n";
+  out +=
+      "step_time_s,tokens_per_s_per_gpu,mfu,peak_allocated_bytes,peak_reserved_bytes,capacity_"
+      "bytes,fits,pareto,"
+      "comm_exposed_s,error\n";
   for (const auto& p : points) {
     for (const auto& v : p.values) out += quote(v) + ",";
     const auto& s = p.summary;
-    out += fmt::format("{:.9g},{:.6g},{:.6g},{},{},{},{},{},{:.9g},{}\n", ns_to_s(s.step_time), s.tokens_per_s_per_gpu, s.mfu,
-                       s.peak_allocated, s.peak_reserved, s.capacity, p.fits, p.pareto, ns_to_s(s.comm_exposed), quote(p.error));
+    out += fmt::format("{:.9g},{:.6g},{:.6g},{},{},{},{},{},{:.9g},{}\n", ns_to_s(s.step_time),
+                       s.tokens_per_s_per_gpu, s.mfu, s.peak_allocated, s.peak_reserved, s.capacity,
+                       p.fits, p.pareto, ns_to_s(s.comm_exposed), quote(p.error));
   }
   return out;
 }
 
-std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points, std::optional<std::size_t> grid) {
+std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points,
+                       std::optional<std::size_t> grid) {
   nlohmann::ordered_json j;
   j["schema"] = "shardscope.sweep/1";
   // An interrupted sweep says so: readers must not take its rows for the whole grid.
@@ -270,7 +291,8 @@ std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<Swe
                     {"fits", p.fits},
                     {"pareto", p.pareto},
                     {"comm_exposed_s", ns_to_s(s.comm_exposed)},
-                    {"error", p.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)}});
+                    {"error", p.error.empty() ? nlohmann::ordered_json(nullptr)
+                                              : nlohmann::ordered_json(p.error)}});
   }
   j["points"] = rows;
   return j.dump(2) + "\n";

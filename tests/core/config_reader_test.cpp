@@ -1,8 +1,8 @@
+#include "shardscope/core/config_reader.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
-
-#include "shardscope/core/config_reader.hpp"
 
 namespace shardscope {
 namespace {
@@ -30,9 +30,11 @@ TEST(ConfigTree, SyntaxErrorsNameTheLine) {
 
 // Override values that are plain words skip the YAML parser: each must come out as YAML reads it.
 TEST(ConfigTree, PlainOverrideValuesReadAsYamlReadsThem) {
-  for (const std::string text : {"true", "True", "FALSE", "null", "Null", "NULL", "12", "007", "1.5", "1e5", "2.5e-3",
-                                 "9223372036854775808", "0x1F", "1_000", "bf16", "selective_op", "80GiB", "a.b",
-                                 "v1.2.3", "x+y", "inf", "nan"}) {
+  for (const std::string text :
+       {"true",   "True",  "FALSE", "null",         "Null",   "NULL",
+        "12",     "007",   "1.5",   "1e5",          "2.5e-3", "9223372036854775808",
+        "0x1F",   "1_000", "bf16",  "selective_op", "80GiB",  "a.b",
+        "v1.2.3", "x+y",   "inf",   "nan"}) {
     const ConfigTree yaml = parse_config_text("v: " + text + "\n", "x")["v"];
     const ConfigTree value = parse_override_value(text);
     EXPECT_EQ(value, yaml) << text;
@@ -73,14 +75,14 @@ TEST(ConfigReader, FindsKeysByIndexAsByWalkingTheTree) {
       "f.yaml");
   ConfigReader r(t, "f.yaml");
   EXPECT_EQ(r.get_int("a.b.c", 0, 9), 1);
-  EXPECT_FALSE(r.has("a.b.d"));      // null counts as absent
-  EXPECT_EQ(r.get_int("a.7", 0, 9), 3);     // a key of digits, in a mapping
+  EXPECT_FALSE(r.has("a.b.d"));          // null counts as absent
+  EXPECT_EQ(r.get_int("a.7", 0, 9), 3);  // a key of digits, in a mapping
   EXPECT_EQ(r.get_int("a.x7", 0, 9), 4);
   EXPECT_EQ(r.get_int("l[1].n", 0, 9), 6);  // list index, both spellings
   EXPECT_EQ(r.get_int("l.0.n", 0, 9), 5);
   EXPECT_FALSE(r.has("l.2.n"));
   EXPECT_EQ(r.get_int("a..b.c", 0, 9), 1);  // empty parts are skipped, as when walking
-  EXPECT_FALSE(r.has("s.t"));              // below a plain value
+  EXPECT_FALSE(r.has("s.t"));               // below a plain value
   EXPECT_FALSE(r.has("a.b.c.z"));
   EXPECT_FALSE(r.has("zz"));
   EXPECT_EQ(r.get_string("s"), "text");
@@ -93,7 +95,8 @@ TEST(ConfigReader, FindsKeysByIndexAsByWalkingTheTree) {
 }
 
 TEST(ConfigReader, CollectsEveryProblemAndUnknownKeysWithSuggestions) {
-  const auto t = parse_config_text("training: {seq_len: x, micro_bach: 2, optimizer: adamv}\n", "f.yaml");
+  const auto t =
+      parse_config_text("training: {seq_len: x, micro_bach: 2, optimizer: adamv}\n", "f.yaml");
   ConfigReader r(t, "f.yaml");
   constexpr std::array<std::string_view, 3> opts{"adamw", "adam", "sgd"};
   EXPECT_FALSE(r.get_int("training.seq_len", 1, 100));

@@ -1,6 +1,7 @@
+#include "shardscope/core/hf_config.hpp"
+
 #include <gtest/gtest.h>
 
-#include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
 #include "shardscope/core/scenario.hpp"
 

@@ -1,8 +1,7 @@
 // Buffers of the lowered IR: exact sizes (PyTorch's FSDP2 memory-test model), dtypes under mixed
 // precision, CPU offload, and properties over random valid scenarios.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <random>
 
@@ -23,11 +22,14 @@ const std::string kMemoryTestModel =
     "model: {preset: pytorch-fsdp2-test}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
     "training: {seq_len: 16, optimizer: adam, iterations: 1}\n";
 
-std::vector<const Buffer*> buffers_of(const Schedule& s, BufferCategory category, const std::string& group = "") {
+std::vector<const Buffer*> buffers_of(const Schedule& s, BufferCategory category,
+                                      const std::string& group = "") {
   std::vector<const Buffer*> out;
   for (const auto& b : s.buffers) {
     if (b.category != category) continue;
-    if (!group.empty() && (b.group == kNone || s.groups[static_cast<std::size_t>(b.group)].name != group)) continue;
+    if (!group.empty() &&
+        (b.group == kNone || s.groups[static_cast<std::size_t>(b.group)].name != group))
+      continue;
     out.push_back(&b);
   }
   return out;
@@ -39,11 +41,15 @@ TEST(LoweringBuffers, Fsdp2MemoryTestModelHasExactParameterTerms) {
   for (const auto* b : buffers_of(s, BufferCategory::sharded_params)) sharded += b->size;
   EXPECT_EQ(sharded, kS * 4);  // S, fp32
   for (const char* block : {"layers.0", "layers.1", "layers.2"}) {
-    for (const auto* b : buffers_of(s, BufferCategory::all_gather_output, block)) EXPECT_EQ(b->size, kB * 4) << block;
-    for (const auto* b : buffers_of(s, BufferCategory::unsharded_params, block)) EXPECT_EQ(b->size, kB * 4) << block;
-    for (const auto* b : buffers_of(s, BufferCategory::reduce_scatter_input, block)) EXPECT_EQ(b->size, kB * 4) << block;
+    for (const auto* b : buffers_of(s, BufferCategory::all_gather_output, block))
+      EXPECT_EQ(b->size, kB * 4) << block;
+    for (const auto* b : buffers_of(s, BufferCategory::unsharded_params, block))
+      EXPECT_EQ(b->size, kB * 4) << block;
+    for (const auto* b : buffers_of(s, BufferCategory::reduce_scatter_input, block))
+      EXPECT_EQ(b->size, kB * 4) << block;
   }
-  for (const auto* b : buffers_of(s, BufferCategory::unsharded_params, "root")) EXPECT_EQ(b->size, kN * 4);
+  for (const auto* b : buffers_of(s, BufferCategory::unsharded_params, "root"))
+    EXPECT_EQ(b->size, kN * 4);
   // Adam: two states of S each, created by the first step.
   const auto states = buffers_of(s, BufferCategory::optimizer_states);
   ASSERT_EQ(states.size(), 2u);
@@ -52,15 +58,22 @@ TEST(LoweringBuffers, Fsdp2MemoryTestModelHasExactParameterTerms) {
 }
 
 TEST(LoweringBuffers, MixedPrecisionGathersInParamDtypeAndReducesInReduceDtype) {
-  const auto s = lower_text(kMemoryTestModel, {"fsdp.mixed_precision.param_dtype=bf16", "fsdp.mixed_precision.reduce_dtype=fp32"});
+  const auto s = lower_text(kMemoryTestModel, {"fsdp.mixed_precision.param_dtype=bf16",
+                                               "fsdp.mixed_precision.reduce_dtype=fp32"});
   for (const auto& op : s.ops) {
     if (op.group == kNone || op.phase == Phase::checkpoint) continue;
     const auto& g = s.groups[static_cast<std::size_t>(op.group)];
-    if (op.kind == OpKind::all_gather) { EXPECT_EQ(op.bytes, g.sharded_numel * 2 * 2); }  // 2 ranks × bf16
-    if (op.kind == OpKind::reduce_scatter) { EXPECT_EQ(op.bytes, g.sharded_numel * 2 * 4); }  // fp32
+    if (op.kind == OpKind::all_gather) {
+      EXPECT_EQ(op.bytes, g.sharded_numel * 2 * 2);
+    }  // 2 ranks × bf16
+    if (op.kind == OpKind::reduce_scatter) {
+      EXPECT_EQ(op.bytes, g.sharded_numel * 2 * 4);
+    }  // fp32
   }
-  for (const auto* b : buffers_of(s, BufferCategory::unsharded_grads)) EXPECT_EQ(b->dtype, DType::bf16);
-  for (const auto* b : buffers_of(s, BufferCategory::sharded_grads)) EXPECT_EQ(b->dtype, DType::fp32);
+  for (const auto* b : buffers_of(s, BufferCategory::unsharded_grads))
+    EXPECT_EQ(b->dtype, DType::bf16);
+  for (const auto* b : buffers_of(s, BufferCategory::sharded_grads))
+    EXPECT_EQ(b->dtype, DType::fp32);
   for (const auto* b : buffers_of(s, BufferCategory::activations)) EXPECT_EQ(b->dtype, DType::bf16);
 }
 
@@ -69,32 +82,44 @@ TEST(LoweringBuffers, Fsdp2CpuOffloadCopiesParametersInAndGradientsOut) {
   EXPECT_TRUE(check_schedule(s).empty());
   EXPECT_EQ(count(s, OpKind::h2d, Phase::forward), count(s, OpKind::all_gather, Phase::forward));
   EXPECT_EQ(count(s, OpKind::h2d, Phase::backward), count(s, OpKind::all_gather, Phase::backward));
-  EXPECT_EQ(count(s, OpKind::d2h, Phase::backward), count(s, OpKind::reduce_scatter, Phase::backward));
+  EXPECT_EQ(count(s, OpKind::d2h, Phase::backward),
+            count(s, OpKind::reduce_scatter, Phase::backward));
   for (std::size_t i = 0; i + 1 < s.ops.size(); ++i) {
-    if (s.ops[i + 1].kind == OpKind::copy_in) { EXPECT_EQ(s.ops[i].kind, OpKind::h2d); }  // h2d right before each copy-in
+    if (s.ops[i + 1].kind == OpKind::copy_in) {
+      EXPECT_EQ(s.ops[i].kind, OpKind::h2d);
+    }  // h2d right before each copy-in
   }
   for (const auto* b : buffers_of(s, BufferCategory::sharded_params)) {
-    if (b->live_at_start) { EXPECT_EQ(b->location, Location::host); }
+    if (b->live_at_start) {
+      EXPECT_EQ(b->location, Location::host);
+    }
   }
-  for (const auto* b : buffers_of(s, BufferCategory::optimizer_states)) EXPECT_EQ(b->location, Location::host);
+  for (const auto* b : buffers_of(s, BufferCategory::optimizer_states))
+    EXPECT_EQ(b->location, Location::host);
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::optimizer_step) { EXPECT_EQ(s.streams[static_cast<std::size_t>(op.stream)].kind, StreamKind::cpu); }
+    if (op.kind == OpKind::optimizer_step) {
+      EXPECT_EQ(s.streams[static_cast<std::size_t>(op.stream)].kind, StreamKind::cpu);
+    }
   }
   // The CPU blocks on the gradient copies before the CPU optimizer step.
   EXPECT_EQ(count(s, OpKind::cpu_wait, Phase::backward), 1);
 }
 
 TEST(LoweringBuffers, ActivationCheckpointingShrinksSavedActivations) {
-  const std::string base = "model: {preset: llama3.1-8b}\ntraining: {seq_len: 8192, micro_batch: 2, iterations: 1}\n"
-                           "fsdp: {mixed_precision: {param_dtype: bf16}}\n";
+  const std::string base =
+      "model: {preset: llama3.1-8b}\ntraining: {seq_len: 8192, micro_batch: 2, iterations: 1}\n"
+      "fsdp: {mixed_precision: {param_dtype: bf16}}\n";
   auto saved = [&](const char* ac) {
     Bytes total = 0;
-    for (const auto* b : buffers_of(lower_text(base, {fmt::format("training.activation_checkpointing={}", ac)}), BufferCategory::activations)) {
+    for (const auto* b :
+         buffers_of(lower_text(base, {fmt::format("training.activation_checkpointing={}", ac)}),
+                    BufferCategory::activations)) {
       total += b->size;
     }
     return total;
   };
-  const Bytes none = saved("none"), sac = saved("selective_op"), every2 = saved("every_2"), full = saved("full");
+  const Bytes none = saved("none"), sac = saved("selective_op"), every2 = saved("every_2"),
+              full = saved("full");
   EXPECT_GT(none, every2);
   EXPECT_GT(every2, sac);
   EXPECT_GT(sac, full);
@@ -104,9 +129,11 @@ TEST(LoweringBuffers, ActivationCheckpointingShrinksSavedActivations) {
 
 TEST(LoweringBuffers, CheckpointsGatherOnlyForFullStateDict) {
   const std::string base = kMemoryTestModel + "fsdp: {checkpoint: {every: 1, state_dict_type: ";
-  const auto full = lower_text(base + "FULL_STATE_DICT, offload_to_cpu: true, rank0_only: true}}\n");
+  const auto full =
+      lower_text(base + "FULL_STATE_DICT, offload_to_cpu: true, rank0_only: true}}\n");
   const auto sharded = lower_text(base + "SHARDED_STATE_DICT, offload_to_cpu: true}}\n");
-  EXPECT_EQ(count(full, OpKind::all_gather, Phase::checkpoint), 4 * 3);  // parameters and two Adam states per group
+  EXPECT_EQ(count(full, OpKind::all_gather, Phase::checkpoint),
+            4 * 3);  // parameters and two Adam states per group
   EXPECT_EQ(count(full, OpKind::d2h, Phase::checkpoint), 4 * 3);
   EXPECT_EQ(count(sharded, OpKind::all_gather, Phase::checkpoint), 0);
   EXPECT_EQ(count(sharded, OpKind::d2h, Phase::checkpoint), 4);
@@ -127,29 +154,39 @@ std::string random_scenario(std::mt19937& rng) {
   std::string fsdp;
   if (fsdp2) {
     const std::string raf = pick({"true", "false", gpus >= 4 ? "2" : "true"});
-    fsdp = fmt::format("{{api: fsdp2, reshard_after_forward: {}, forward_prefetch_modules: {}, backward_prefetch_modules: {}, "
-                       "requires_gradient_sync: {}, reshard_after_backward: {}, post_optim_event: {}",
-                       raf, between(0, 2), between(0, 2), pick({"every_microbatch", "last_microbatch"}),
-                       pick({"true", "false"}), pick({"true", "false"}));
-    if (nodes > 1 && between(0, 1)) fsdp += fmt::format(", mesh: {{replicate: {}, shard: {}}}, requires_all_reduce: {}", nodes, gpus,
-                                                        pick({"every_microbatch", "last_microbatch"}));
+    fsdp = fmt::format(
+        "{{api: fsdp2, reshard_after_forward: {}, forward_prefetch_modules: {}, "
+        "backward_prefetch_modules: {}, "
+        "requires_gradient_sync: {}, reshard_after_backward: {}, post_optim_event: {}",
+        raf, between(0, 2), between(0, 2), pick({"every_microbatch", "last_microbatch"}),
+        pick({"true", "false"}), pick({"true", "false"}));
+    if (nodes > 1 && between(0, 1))
+      fsdp += fmt::format(", mesh: {{replicate: {}, shard: {}}}, requires_all_reduce: {}", nodes,
+                          gpus, pick({"every_microbatch", "last_microbatch"}));
   } else {
-    const std::string strategy = nodes > 1 ? pick({"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2", "NO_SHARD"})
+    const std::string strategy = nodes > 1 ? pick({"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD",
+                                                   "_HYBRID_SHARD_ZERO2", "NO_SHARD"})
                                            : pick({"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"});
-    fsdp = fmt::format("{{api: fsdp1, sharding_strategy: {}, backward_prefetch: {}, forward_prefetch: {}, limit_all_gathers: {}, "
-                       "requires_gradient_sync: {}",
-                       strategy, pick({"BACKWARD_PRE", "BACKWARD_POST", "none"}), pick({"true", "false"}),
-                       pick({"true", "false"}), pick({"every_microbatch", "last_microbatch"}));
+    fsdp = fmt::format(
+        "{{api: fsdp1, sharding_strategy: {}, backward_prefetch: {}, forward_prefetch: {}, "
+        "limit_all_gathers: {}, "
+        "requires_gradient_sync: {}",
+        strategy, pick({"BACKWARD_PRE", "BACKWARD_POST", "none"}), pick({"true", "false"}),
+        pick({"true", "false"}), pick({"every_microbatch", "last_microbatch"}));
   }
-  fsdp += fmt::format(", cpu_offload: {{params: {}}}, wrap: {{blocks_per_group: {}}}", pick({"true", "false", "false"}), between(1, 3));
-  fsdp += fmt::format(", mixed_precision: {{param_dtype: {}, reduce_dtype: {}}}", pick({"fp32", "bf16"}), pick({"fp32", "bf16"}));
-  fsdp += fmt::format(", checkpoint: {{every: {}, state_dict_type: {}}}}}", between(0, 2), pick({"SHARDED_STATE_DICT", "FULL_STATE_DICT", "LOCAL_STATE_DICT"}));
+  fsdp += fmt::format(", cpu_offload: {{params: {}}}, wrap: {{blocks_per_group: {}}}",
+                      pick({"true", "false", "false"}), between(1, 3));
+  fsdp += fmt::format(", mixed_precision: {{param_dtype: {}, reduce_dtype: {}}}",
+                      pick({"fp32", "bf16"}), pick({"fp32", "bf16"}));
+  fsdp += fmt::format(", checkpoint: {{every: {}, state_dict_type: {}}}}}", between(0, 2),
+                      pick({"SHARDED_STATE_DICT", "FULL_STATE_DICT", "LOCAL_STATE_DICT"}));
   return fmt::format(
       "model: {{preset: tiny, layers: {}}}\ncluster: {{nodes: {}, gpus_per_node: {}}}\n"
-      "training: {{seq_len: 64, micro_batch: {}, grad_accum: {}, iterations: {}, activation_checkpointing: {}, optimizer: {}}}\n"
+      "training: {{seq_len: 64, micro_batch: {}, grad_accum: {}, iterations: {}, "
+      "activation_checkpointing: {}, optimizer: {}}}\n"
       "fsdp: {}\n",
-      between(1, 6), nodes, gpus, between(1, 2), between(1, 3), between(1, 3), pick({"none", "full", "selective_op", "every_2"}),
-      pick({"adamw", "sgd"}), fsdp);
+      between(1, 6), nodes, gpus, between(1, 2), between(1, 3), between(1, 3),
+      pick({"none", "full", "selective_op", "every_2"}), pick({"adamw", "sgd"}), fsdp);
 }
 
 TEST(LoweringProperties, RandomValidScenariosLowerToValidLeakFreeSchedules) {
@@ -164,7 +201,8 @@ TEST(LoweringProperties, RandomValidScenariosLowerToValidLeakFreeSchedules) {
 
     // Every buffer is freed by the end, except sharded parameters, optimizer states, and (FSDP2
     // with reshard_after_backward=false) parameters left unsharded for the next forward.
-    const bool keeps_unsharded = scenario.fsdp.api == FsdpApi::fsdp2 && !scenario.fsdp.reshard_after_backward;
+    const bool keeps_unsharded =
+        scenario.fsdp.api == FsdpApi::fsdp2 && !scenario.fsdp.reshard_after_backward;
     const auto life = buffer_lifetimes(s);
     for (std::size_t b = 0; b < s.buffers.size(); ++b) {
       const auto cat = s.buffers[b].category;
@@ -175,11 +213,13 @@ TEST(LoweringProperties, RandomValidScenariosLowerToValidLeakFreeSchedules) {
     }
     // Each all-gather moves the group's padded unsharded bytes in the gather dtype; so the bytes of
     // all-gathers per iteration are those bytes × the number of gathers.
-    const Bytes param_elem = bytes_per_element(scenario.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+    const Bytes param_elem =
+        bytes_per_element(scenario.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
     for (int it = 0; it < s.iterations; ++it) {
       Bytes total = 0, expected = 0;
       for (const auto& op : s.ops) {
-        if (op.kind != OpKind::all_gather || op.iteration != it || op.phase == Phase::checkpoint) continue;
+        if (op.kind != OpKind::all_gather || op.iteration != it || op.phase == Phase::checkpoint)
+          continue;
         const auto& g = s.groups[static_cast<std::size_t>(op.group)];
         const Bytes unsharded = g.sharded_numel * scenario.fsdp.mesh_shard * param_elem;
         EXPECT_EQ(op.bytes, unsharded) << g.name;
@@ -192,7 +232,8 @@ TEST(LoweringProperties, RandomValidScenariosLowerToValidLeakFreeSchedules) {
 }
 
 TEST(LoweringProperties, SameScenarioSameBytesAndJsonRoundTrips) {
-  const std::string yaml = std::string(kMemoryTestModel) + "fsdp: {mixed_precision: {param_dtype: bf16}}\n";
+  const std::string yaml =
+      std::string(kMemoryTestModel) + "fsdp: {mixed_precision: {param_dtype: bf16}}\n";
   const std::string a = schedule_to_json(lower_text(yaml));
   const std::string b = schedule_to_json(lower_text(yaml));
   EXPECT_EQ(a, b);

@@ -1,8 +1,7 @@
 // FSDP1 counts and backward-prefetch orders asserted by PyTorch's test_fsdp_comm.py and
 // test_fsdp_backward_prefetch.py (../shared/reference/fsdp_oracles.md).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/lowering_test_util.hpp"
 #include "shardscope/core/schedule_check.hpp"
@@ -25,18 +24,21 @@ TEST(Fsdp1Counts, FullShard) {
   const auto s = lower_text(fsdp1(3, "FULL_SHARD"));
   for (int it = 0; it < 2; ++it) {
     EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, it), n);
-    EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward, it), n - 1);  // the root keeps its parameters
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward, it),
+              n - 1);  // the root keeps its parameters
     EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, it), n);
   }
   EXPECT_TRUE(check_schedule(s).empty());
 }
 
 TEST(Fsdp1Counts, FullShardInsideNoSync) {
-  const auto s = lower_text(
-      fsdp1(3, "FULL_SHARD", ", requires_gradient_sync: last_microbatch") + "", {"training.grad_accum=2"});
+  const auto s =
+      lower_text(fsdp1(3, "FULL_SHARD", ", requires_gradient_sync: last_microbatch") + "",
+                 {"training.grad_accum=2"});
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 0), 0);
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 1), 4);
-  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, 0, 1), 4);  // FULL_SHARD frees in backward even without sync
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward, 0, 1),
+            4);  // FULL_SHARD frees in backward even without sync
   EXPECT_TRUE(check_schedule(s).empty());
 }
 
@@ -48,8 +50,11 @@ TEST(Fsdp1Counts, ShardGradOp) {
     EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward, it), 0);
     EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, it), n);
   }
-  // After a no_sync micro-batch the parameters are still unsharded: the next forward gathers nothing.
-  const auto nosync = lower_text(fsdp1(3, "SHARD_GRAD_OP", ", requires_gradient_sync: last_microbatch"), {"training.grad_accum=2"});
+  // After a no_sync micro-batch the parameters are still unsharded: the next forward gathers
+  // nothing.
+  const auto nosync =
+      lower_text(fsdp1(3, "SHARD_GRAD_OP", ", requires_gradient_sync: last_microbatch"),
+                 {"training.grad_accum=2"});
   EXPECT_EQ(count(nosync, OpKind::all_gather, Phase::forward, 0, 0), n);
   EXPECT_EQ(count(nosync, OpKind::all_gather, Phase::forward, 0, 1), 0);
   EXPECT_EQ(count(nosync, OpKind::reduce_scatter, Phase::backward, 0, 0), 0);
@@ -69,17 +74,21 @@ TEST(Fsdp1Counts, NoShardAllReducesFullGradients) {
 std::string twelve_units(const std::string& prefetch) {
   std::string groups = "    - {name: root, params: 4096, forward_flops: 1.0e6}\n";
   for (const char* stack : {"encoder", "decoder"}) {
-    for (int i = 0; i < 6; ++i) groups += fmt::format("    - {{name: {}.layers.{}, params: 65536, forward_flops: 1.0e9}}\n", stack, i);
+    for (int i = 0; i < 6; ++i)
+      groups += fmt::format("    - {{name: {}.layers.{}, params: 65536, forward_flops: 1.0e9}}\n",
+                            stack, i);
   }
   return "model:\n  family: custom\n  groups:\n" + groups +
          "cluster: {nodes: 1, gpus_per_node: 2}\ntraining: {iterations: 1}\n"
-         "fsdp: {api: fsdp1, sharding_strategy: FULL_SHARD, backward_prefetch: " + prefetch + "}\n";
+         "fsdp: {api: fsdp1, sharding_strategy: FULL_SHARD, backward_prefetch: " +
+         prefetch + "}\n";
 }
 
 std::vector<std::string> prefetched(const Schedule& s) {
   std::vector<std::string> out;
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::all_gather && op.phase == Phase::backward && op_label(s, op) == "prefetch") {
+    if (op.kind == OpKind::all_gather && op.phase == Phase::backward &&
+        op_label(s, op) == "prefetch") {
       out.push_back(s.groups[static_cast<std::size_t>(op.group)].name);
     }
   }
@@ -119,21 +128,28 @@ TEST(Fsdp1BackwardPrefetch, NoneGathersEachUnitInItsOwnHook) {
 }
 
 TEST(Fsdp1BackwardPrefetch, PreIssuesTheNextGatherBeforeTheCurrentGradientComputation) {
-  // BACKWARD_PRE: next all-gather before the current backward; BACKWARD_POST: after it, before its reduce-scatter.
+  // BACKWARD_PRE: next all-gather before the current backward; BACKWARD_POST: after it, before its
+  // reduce-scatter.
   for (const char* mode : {"BACKWARD_PRE", "BACKWARD_POST"}) {
     const auto s = lower_text(twelve_units(mode));
     int current = -1;
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       const auto& op = s.ops[i];
-      if (op.kind == OpKind::backward && s.groups[static_cast<std::size_t>(op.group)].name == "decoder.layers.4") current = static_cast<int>(i);
+      if (op.kind == OpKind::backward &&
+          s.groups[static_cast<std::size_t>(op.group)].name == "decoder.layers.4")
+        current = static_cast<int>(i);
     }
     ASSERT_GE(current, 0);
     int prefetch_of_3 = -1, rs_of_4 = -1;
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       const auto& op = s.ops[i];
-      const auto& name = op.group == kNone ? std::string() : s.groups[static_cast<std::size_t>(op.group)].name;
-      if (op.kind == OpKind::all_gather && op_label(s, op) == "prefetch" && name == "decoder.layers.3") prefetch_of_3 = static_cast<int>(i);
-      if (op.kind == OpKind::reduce_scatter && name == "decoder.layers.4") rs_of_4 = static_cast<int>(i);
+      const auto& name =
+          op.group == kNone ? std::string() : s.groups[static_cast<std::size_t>(op.group)].name;
+      if (op.kind == OpKind::all_gather && op_label(s, op) == "prefetch" &&
+          name == "decoder.layers.3")
+        prefetch_of_3 = static_cast<int>(i);
+      if (op.kind == OpKind::reduce_scatter && name == "decoder.layers.4")
+        rs_of_4 = static_cast<int>(i);
     }
     if (std::string(mode) == "BACKWARD_PRE") {
       EXPECT_LT(prefetch_of_3, current);
@@ -147,7 +163,9 @@ TEST(Fsdp1BackwardPrefetch, PreIssuesTheNextGatherBeforeTheCurrentGradientComput
 TEST(Fsdp1RateLimiter, CpuWaitsOnceTwoAllGathersAreInFlight) {
   const auto limited = lower_text(fsdp1(6, "FULL_SHARD", ", limit_all_gathers: true"));
   const auto unlimited = lower_text(fsdp1(6, "FULL_SHARD", ", limit_all_gathers: false"));
-  EXPECT_GT(count(limited, OpKind::cpu_wait, Phase::forward, 0) + count(limited, OpKind::cpu_wait, Phase::backward, 0), 0);
+  EXPECT_GT(count(limited, OpKind::cpu_wait, Phase::forward, 0) +
+                count(limited, OpKind::cpu_wait, Phase::backward, 0),
+            0);
   EXPECT_EQ(count(unlimited, OpKind::cpu_wait, Phase::forward, 0), 0);
   for (const auto& op : limited.ops) {
     if (op.kind != OpKind::cpu_wait || op_label(limited, op) != "rate limiter") continue;
@@ -159,13 +177,18 @@ TEST(Fsdp1RateLimiter, CpuWaitsOnceTwoAllGathersAreInFlight) {
 
 TEST(Fsdp1Hsdp, HybridShardReducesWithinNodesAndAllReducesAcross) {
   const auto s = lower_text(
-      "model: {preset: tiny}\ncluster: {nodes: 4, gpus_per_node: 8}\ntraining: {seq_len: 64, iterations: 1}\n"
+      "model: {preset: tiny}\ncluster: {nodes: 4, gpus_per_node: 8}\ntraining: {seq_len: 64, "
+      "iterations: 1}\n"
       "fsdp: {api: fsdp1, sharding_strategy: HYBRID_SHARD}\n");
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward), 5);
   EXPECT_EQ(count(s, OpKind::all_reduce, Phase::backward), 5);
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::all_reduce) { EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 4); }
-    if (op.kind == OpKind::reduce_scatter) { EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 8); }
+    if (op.kind == OpKind::all_reduce) {
+      EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 4);
+    }
+    if (op.kind == OpKind::reduce_scatter) {
+      EXPECT_EQ(s.communicators[static_cast<std::size_t>(op.comm)].size, 8);
+    }
   }
   EXPECT_TRUE(check_schedule(s).empty());
 }
@@ -174,7 +197,9 @@ TEST(Fsdp1ForwardPrefetch, StartsAfterTheFirstIteration) {
   const auto s = lower_text(fsdp1(3, "FULL_SHARD", ", forward_prefetch: true"));
   int prefetches[2] = {0, 0};
   for (const auto& op : s.ops) {
-    if (op.kind == OpKind::all_gather && op.phase == Phase::forward && op_label(s, op) == "prefetch") ++prefetches[op.iteration];
+    if (op.kind == OpKind::all_gather && op.phase == Phase::forward &&
+        op_label(s, op) == "prefetch")
+      ++prefetches[op.iteration];
   }
   EXPECT_EQ(prefetches[0], 0);
   EXPECT_EQ(prefetches[1], 3);  // root prefetches layers.0, layers.0 → 1, layers.1 → 2

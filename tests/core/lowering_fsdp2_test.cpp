@@ -1,8 +1,7 @@
 // FSDP2 issue orders and collective counts asserted by PyTorch's test_fully_shard_comm.py
 // (../shared/reference/fsdp_oracles.md).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/lowering_test_util.hpp"
 #include "shardscope/core/schedule_check.hpp"
@@ -24,7 +23,8 @@ std::string transformer(int blocks, int gpus = 2) {
 
 TEST(Fsdp2Counts, ForwardGathersEveryGroupOnceForEveryReshardSetting) {
   for (const char* raf : {"true", "false", "2"}) {
-    const auto s = lower_text(transformer(2, 4), {fmt::format("fsdp.reshard_after_forward={}", raf)});
+    const auto s =
+        lower_text(transformer(2, 4), {fmt::format("fsdp.reshard_after_forward={}", raf)});
     EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward), 3) << raf;
     EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward), 3) << raf;
     EXPECT_TRUE(check_schedule(s).empty()) << raf;
@@ -32,13 +32,20 @@ TEST(Fsdp2Counts, ForwardGathersEveryGroupOnceForEveryReshardSetting) {
 }
 
 TEST(Fsdp2Counts, BackwardGathersOnlyResharedBlocks) {
-  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=false"}), OpKind::all_gather, Phase::backward), 0);
-  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=true"}), OpKind::all_gather, Phase::backward), 2);
-  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=2"}), OpKind::all_gather, Phase::backward), 2);
+  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=false"}),
+                  OpKind::all_gather, Phase::backward),
+            0);
+  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=true"}),
+                  OpKind::all_gather, Phase::backward),
+            2);
+  EXPECT_EQ(count(lower_text(transformer(2, 4), {"fsdp.reshard_after_forward=2"}),
+                  OpKind::all_gather, Phase::backward),
+            2);
 }
 
 TEST(Fsdp2Order, ForwardThreeBlocks) {
-  EXPECT_EQ(events(lower_text(transformer(3)), Phase::forward, 0, "U"), split("U root, U0, U1, U2"));
+  EXPECT_EQ(events(lower_text(transformer(3)), Phase::forward, 0, "U"),
+            split("U root, U0, U1, U2"));
 }
 
 TEST(Fsdp2Order, BackwardThreeBlocksImplicitPrefetch) {
@@ -46,26 +53,31 @@ TEST(Fsdp2Order, BackwardThreeBlocksImplicitPrefetch) {
   EXPECT_EQ(events(lower_text(transformer(3)), Phase::backward, 0, "U PB"), expected);
   // Activation checkpointing does not change it.
   for (const char* ac : {"full", "selective_op", "every_2"}) {
-    const auto s = lower_text(transformer(3), {fmt::format("training.activation_checkpointing={}", ac)});
+    const auto s =
+        lower_text(transformer(3), {fmt::format("training.activation_checkpointing={}", ac)});
     EXPECT_EQ(events(s, Phase::backward, 0, "U PB"), expected) << ac;
   }
   // Without resharding after forward, the same list without the U entries.
-  EXPECT_EQ(events(lower_text(transformer(3), {"fsdp.reshard_after_forward=false"}), Phase::backward, 0, "U PB"),
+  EXPECT_EQ(events(lower_text(transformer(3), {"fsdp.reshard_after_forward=false"}),
+                   Phase::backward, 0, "U PB"),
             split("PB2, PB1, PB0, PB root"));
 }
 
 TEST(Fsdp2Order, ExplicitForwardPrefetch) {
-  EXPECT_EQ(events(lower_text(transformer(4), {"fsdp.forward_prefetch_modules=1"}), Phase::forward, 0, "U R"),
+  EXPECT_EQ(events(lower_text(transformer(4), {"fsdp.forward_prefetch_modules=1"}), Phase::forward,
+                   0, "U R"),
             split("U root, U0, U1, R0, U2, R1, U3, R2, R3"));
-  EXPECT_EQ(events(lower_text(transformer(4), {"fsdp.forward_prefetch_modules=2"}), Phase::forward, 0, "U R"),
+  EXPECT_EQ(events(lower_text(transformer(4), {"fsdp.forward_prefetch_modules=2"}), Phase::forward,
+                   0, "U R"),
             split("U root, U0, U1, U2, R0, U3, R1, R2, R3"));
 }
 
 TEST(Fsdp2Order, BackwardFourBlocksDefaultAndExplicitPrefetch) {
   EXPECT_EQ(events(lower_text(transformer(4)), Phase::backward, 0),
             split("U3, U2, R3, PB3, U1, R2, PB2, U0, R1, PB1, R0, PB0, R root, PB root"));
-  EXPECT_EQ(events(lower_text(transformer(4), {"fsdp.backward_prefetch_modules=2"}), Phase::backward, 0),
-            split("U3, U2, U1, R3, PB3, U0, R2, PB2, R1, PB1, R0, PB0, R root, PB root"));
+  EXPECT_EQ(
+      events(lower_text(transformer(4), {"fsdp.backward_prefetch_modules=2"}), Phase::backward, 0),
+      split("U3, U2, U1, R3, PB3, U0, R2, PB2, R1, PB1, R0, PB0, R root, PB root"));
 }
 
 TEST(Fsdp2Order, NewerPyTorchReshardsTheRootWhenAskedExplicitly) {
@@ -76,8 +88,9 @@ TEST(Fsdp2Order, NewerPyTorchReshardsTheRootWhenAskedExplicitly) {
 }
 
 TEST(Fsdp2Hsdp, ReduceScatterOnShardThenAllReduceOnReplicatePerGroup) {
-  const auto s = lower_text("model: {preset: tiny}\ncluster: {nodes: 2, gpus_per_node: 8}\n"
-                            "training: {seq_len: 64, iterations: 1}\nfsdp: {mesh: {replicate: 2, shard: 8}}\n");
+  const auto s = lower_text(
+      "model: {preset: tiny}\ncluster: {nodes: 2, gpus_per_node: 8}\n"
+      "training: {seq_len: 64, iterations: 1}\nfsdp: {mesh: {replicate: 2, shard: 8}}\n");
   EXPECT_TRUE(check_schedule(s).empty());
   std::vector<std::pair<std::string, std::string>> seen;  // (kind, group) in order for reductions
   for (const auto& op : s.ops) {
@@ -97,14 +110,16 @@ TEST(Fsdp2Hsdp, ReduceScatterOnShardThenAllReduceOnReplicatePerGroup) {
       EXPECT_EQ(op.deps.size(), 1u);
       EXPECT_EQ(s.ops[static_cast<std::size_t>(op.deps[0])].kind, OpKind::reduce_scatter);
     }
-    seen.emplace_back(std::string(to_string(op.kind)), s.groups[static_cast<std::size_t>(op.group)].name);
+    seen.emplace_back(std::string(to_string(op.kind)),
+                      s.groups[static_cast<std::size_t>(op.group)].name);
   }
   EXPECT_EQ(seen.size(), 2u * 5u);  // root + 4 blocks, each RS then AR
 }
 
 TEST(Fsdp2Hsdp, AllReduceOnlyOnTheLastMicrobatchWhenAsked) {
   const auto s = lower_text(
-      "model: {preset: tiny}\ncluster: {nodes: 2, gpus_per_node: 8}\ntraining: {seq_len: 64, iterations: 1, grad_accum: 2}\n"
+      "model: {preset: tiny}\ncluster: {nodes: 2, gpus_per_node: 8}\ntraining: {seq_len: 64, "
+      "iterations: 1, grad_accum: 2}\n"
       "fsdp: {mesh: {replicate: 2, shard: 8}, requires_all_reduce: last_microbatch}\n");
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 0), 5);
   EXPECT_EQ(count(s, OpKind::all_reduce, Phase::backward, 0, 0), 0);
@@ -113,14 +128,16 @@ TEST(Fsdp2Hsdp, AllReduceOnlyOnTheLastMicrobatchWhenAsked) {
 }
 
 TEST(Fsdp2GradAccumulation, NoReduceScatterUntilTheLastMicrobatch) {
-  const auto s = lower_text(transformer(2), {"training.grad_accum=3", "fsdp.requires_gradient_sync=last_microbatch"});
+  const auto s = lower_text(
+      transformer(2), {"training.grad_accum=3", "fsdp.requires_gradient_sync=last_microbatch"});
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 0), 0);
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 1), 0);
   EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward, 0, 2), 3);
   EXPECT_TRUE(check_schedule(s).empty());
   // reshard_after_backward=false keeps parameters unsharded into the next micro-batch.
-  const auto kept = lower_text(transformer(2), {"training.grad_accum=2", "fsdp.requires_gradient_sync=last_microbatch",
-                                                "fsdp.reshard_after_backward=false", "fsdp.reshard_after_forward=false"});
+  const auto kept = lower_text(
+      transformer(2), {"training.grad_accum=2", "fsdp.requires_gradient_sync=last_microbatch",
+                       "fsdp.reshard_after_backward=false", "fsdp.reshard_after_forward=false"});
   EXPECT_EQ(count(kept, OpKind::all_gather, Phase::forward, 0, 1), 0);
   EXPECT_TRUE(check_schedule(kept).empty());
 }
@@ -130,7 +147,9 @@ TEST(Fsdp2ReshardToSmallerMesh, BackwardGathersOnThePostForwardCommunicator) {
   for (const auto& op : s.ops) {
     if (op.kind != OpKind::all_gather || op.group == kNone) continue;
     const auto& comm = s.communicators[static_cast<std::size_t>(op.comm)];
-    if (op.phase == Phase::forward) { EXPECT_EQ(comm.name, "shard"); }
+    if (op.phase == Phase::forward) {
+      EXPECT_EQ(comm.name, "shard");
+    }
     if (op.phase == Phase::backward) {
       EXPECT_EQ(comm.name, "post_forward");
       EXPECT_EQ(comm.size, 4);

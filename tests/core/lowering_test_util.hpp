@@ -9,7 +9,8 @@
 
 namespace shardscope::testing {
 
-inline Schedule lower_text(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+inline Schedule lower_text(const std::string& yaml,
+                           const std::vector<std::string>& overrides = {}) {
   return lower(scenario_from_text(yaml, overrides));
 }
 
@@ -18,12 +19,15 @@ inline std::string short_name(const std::string& group) {
   return group.rfind("layers.", 0) == 0 ? group.substr(7) : group;
 }
 
-/// The oracle notation of test_fully_shard_comm.py: U = all_gather, R = reshard, PB = reduce_scatter.
-inline std::vector<std::string> events(const Schedule& s, Phase phase, int iteration, const std::string& which = "U R PB",
-                                       int microbatch = 0) {
+/// The oracle notation of test_fully_shard_comm.py: U = all_gather, R = reshard, PB =
+/// reduce_scatter.
+inline std::vector<std::string> events(const Schedule& s, Phase phase, int iteration,
+                                       const std::string& which = "U R PB", int microbatch = 0) {
   std::vector<std::string> out;
   for (const auto& op : s.ops) {
-    if (op.phase != phase || op.iteration != iteration || op.microbatch != microbatch || op.group == kNone) continue;
+    if (op.phase != phase || op.iteration != iteration || op.microbatch != microbatch ||
+        op.group == kNone)
+      continue;
     std::string tag;
     if (op.kind == OpKind::all_gather) tag = "U";
     if (op.kind == OpKind::reshard) tag = "R";
@@ -35,10 +39,12 @@ inline std::vector<std::string> events(const Schedule& s, Phase phase, int itera
   return out;
 }
 
-inline int count(const Schedule& s, OpKind kind, Phase phase, int iteration = 0, int microbatch = -1) {
+inline int count(const Schedule& s, OpKind kind, Phase phase, int iteration = 0,
+                 int microbatch = -1) {
   int n = 0;
   for (const auto& op : s.ops) {
-    n += op.kind == kind && op.phase == phase && op.iteration == iteration && (microbatch < 0 || op.microbatch == microbatch);
+    n += op.kind == kind && op.phase == phase && op.iteration == iteration &&
+         (microbatch < 0 || op.microbatch == microbatch);
   }
   return n;
 }

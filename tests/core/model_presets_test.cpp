@@ -1,13 +1,16 @@
+#include "shardscope/core/model_presets.hpp"
+
 #include <gtest/gtest.h>
 
-#include "shardscope/core/model_presets.hpp"
 #include "shardscope/core/param_groups.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
 namespace {
 
-std::int64_t params_of(std::string_view preset) { return find_model_preset(preset)->total_params(); }
+std::int64_t params_of(std::string_view preset) {
+  return find_model_preset(preset)->total_params();
+}
 
 TEST(ModelPresets, HaveThePublishedExactParameterCounts) {
   EXPECT_EQ(params_of("llama3.1-8b"), 8'030'261'248);
@@ -42,7 +45,9 @@ TEST(ModelPresets, TensorShapesSumToTheClosedFormCountForEveryPreset) {
   }
 }
 
-TEST(ModelPresets, UnknownNameIsNotFound) { EXPECT_FALSE(find_model_preset("llama5")); }
+TEST(ModelPresets, UnknownNameIsNotFound) {
+  EXPECT_FALSE(find_model_preset("llama5"));
+}
 
 TEST(ParamGroups, Fsdp2ShardOfTheMemoryTestModelIsExactlyS) {
   const auto s = scenario_from_text(R"(

@@ -1,15 +1,16 @@
+#include "shardscope/core/scenario.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
 namespace {
 
 const std::string kExamples = SHARDSCOPE_EXAMPLES_DIR;
 
-std::vector<Problem> problems_of(std::string_view text, const std::vector<std::string>& overrides = {}) {
+std::vector<Problem> problems_of(std::string_view text,
+                                 const std::vector<std::string>& overrides = {}) {
   try {
     scenario_from_text(text, overrides);
   } catch (const ValidationError& e) {
@@ -18,7 +19,8 @@ std::vector<Problem> problems_of(std::string_view text, const std::vector<std::s
   return {};
 }
 
-bool has_problem(const std::vector<Problem>& problems, std::string_view key, std::string_view fragment = {}) {
+bool has_problem(const std::vector<Problem>& problems, std::string_view key,
+                 std::string_view fragment = {}) {
   return std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
     return p.key == key && (fragment.empty() || p.to_string().find(fragment) != std::string::npos);
   });
@@ -36,8 +38,9 @@ TEST(Scenario, DefaultExampleLoads) {
 }
 
 TEST(Scenario, OverridesApplyBeforeValidation) {
-  const auto s = load_scenario(kExamples + "/llama3-8b-h100x8.yaml",
-                               {"cluster.nodes=2", "fsdp.reshard_after_forward=2", "cluster.gpu.memory=96GB"});
+  const auto s =
+      load_scenario(kExamples + "/llama3-8b-h100x8.yaml",
+                    {"cluster.nodes=2", "fsdp.reshard_after_forward=2", "cluster.gpu.memory=96GB"});
   EXPECT_EQ(s.cluster.world_size(), 16);
   EXPECT_EQ(s.fsdp.reshard_after_forward.mode, ReshardAfterForward::Mode::to_size);
   EXPECT_EQ(s.fsdp.reshard_after_forward.size, 2);
@@ -62,32 +65,41 @@ fsdp: {api: fsdp3}
 TEST(Scenario, ReshardAfterForwardIntMustBeANonTrivialDivisorOfTheShardSize) {
   const std::string base = "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 8}\n";
   EXPECT_TRUE(problems_of(base + "fsdp: {reshard_after_forward: 4}").empty());
-  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 3}"), "fsdp.reshard_after_forward"));
-  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 8}"), "fsdp.reshard_after_forward"));
-  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 1}"), "fsdp.reshard_after_forward"));
-  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: maybe}"), "fsdp.reshard_after_forward"));
+  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 3}"),
+                          "fsdp.reshard_after_forward"));
+  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 8}"),
+                          "fsdp.reshard_after_forward"));
+  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: 1}"),
+                          "fsdp.reshard_after_forward"));
+  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {reshard_after_forward: maybe}"),
+                          "fsdp.reshard_after_forward"));
 }
 
 TEST(Scenario, MeshProductMustEqualWorldSize) {
   const std::string base = "model: {preset: tiny}\ncluster: {nodes: 2, gpus_per_node: 8}\n";
   const auto s = scenario_from_text(base + "fsdp: {mesh: {replicate: 2, shard: 8}}");
   EXPECT_TRUE(s.fsdp.is_hybrid());
-  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {mesh: {replicate: 3, shard: 8}}"), "fsdp.mesh", "world size 16"));
+  EXPECT_TRUE(has_problem(problems_of(base + "fsdp: {mesh: {replicate: 3, shard: 8}}"), "fsdp.mesh",
+                          "world size 16"));
   const auto derived = scenario_from_text(base + "fsdp: {mesh: {replicate: 4}}");
   EXPECT_EQ(derived.fsdp.mesh_shard, 4);
 }
 
 TEST(Scenario, HybridShardNeedsSomethingToReplicateAcross) {
-  const auto p = problems_of("model: {preset: tiny}\nfsdp: {api: fsdp1, sharding_strategy: HYBRID_SHARD}\n");
+  const auto p =
+      problems_of("model: {preset: tiny}\nfsdp: {api: fsdp1, sharding_strategy: HYBRID_SHARD}\n");
   EXPECT_TRUE(has_problem(p, "fsdp.sharding_strategy", "one node"));
   const auto s = scenario_from_text(
-      "model: {preset: tiny}\ncluster: {nodes: 4}\nfsdp: {api: fsdp1, sharding_strategy: HYBRID_SHARD}\n");
+      "model: {preset: tiny}\ncluster: {nodes: 4}\nfsdp: {api: fsdp1, sharding_strategy: "
+      "HYBRID_SHARD}\n");
   EXPECT_EQ(s.fsdp.mesh_replicate, 4);
   EXPECT_EQ(s.fsdp.mesh_shard, 8);
 }
 
 TEST(Scenario, ApiOnlyKnobsNameTheirEquivalent) {
-  auto p = problems_of("model: {preset: tiny}\nfsdp: {api: fsdp2, backward_prefetch: BACKWARD_POST, limit_all_gathers: true}\n");
+  auto p = problems_of(
+      "model: {preset: tiny}\nfsdp: {api: fsdp2, backward_prefetch: BACKWARD_POST, "
+      "limit_all_gathers: true}\n");
   EXPECT_TRUE(has_problem(p, "fsdp.backward_prefetch", "backward_prefetch_modules"));
   EXPECT_TRUE(has_problem(p, "fsdp.limit_all_gathers", "fsdp1"));
   p = problems_of("model: {preset: tiny}\nfsdp: {api: fsdp1, reshard_after_forward: false}\n");
@@ -126,7 +138,8 @@ TEST(Scenario, TransformerFamilyNeedsItsShape) {
   EXPECT_TRUE(has_problem(p, "model.layers"));
   EXPECT_TRUE(has_problem(p, "model.vocab"));
   const auto s = scenario_from_text(
-      "model: {family: transformer, hidden: 64, layers: 2, heads: 4, ffn_hidden: 128, vocab: 100}\n");
+      "model: {family: transformer, hidden: 64, layers: 2, heads: 4, ffn_hidden: 128, vocab: "
+      "100}\n");
   EXPECT_EQ(s.model.transformer.kv_heads, 4);
 }
 
@@ -137,17 +150,22 @@ TEST(Scenario, LearnedPositionsBoundTheSequenceLength) {
 
 TEST(Scenario, ActivationCheckpointingPolicies) {
   const std::string base = "model: {preset: tiny}\n";
-  EXPECT_EQ(scenario_from_text(base + "training: {activation_checkpointing: every_3}").training.checkpoint_every, 3);
-  EXPECT_EQ(scenario_from_text(base + "training: {activation_checkpointing: every_1}").training.activation_checkpointing,
+  EXPECT_EQ(scenario_from_text(base + "training: {activation_checkpointing: every_3}")
+                .training.checkpoint_every,
+            3);
+  EXPECT_EQ(scenario_from_text(base + "training: {activation_checkpointing: every_1}")
+                .training.activation_checkpointing,
             ActivationCheckpointing::full);
   EXPECT_TRUE(has_problem(problems_of(base + "training: {activation_checkpointing: every_x}"),
                           "training.activation_checkpointing"));
 }
 
 TEST(Scenario, PowerCapAboveTheBoardLimitIsImpossible) {
-  EXPECT_TRUE(has_problem(problems_of("model: {preset: tiny}\ncluster: {gpu: {power_cap_w: 900}}\n"),
-                          "cluster.gpu.power_cap_w"));
-  const auto s = scenario_from_text("model: {preset: tiny}\ncluster: {gpu: {power_cap_w: 500, memory: 96GB}}\n");
+  EXPECT_TRUE(
+      has_problem(problems_of("model: {preset: tiny}\ncluster: {gpu: {power_cap_w: 900}}\n"),
+                  "cluster.gpu.power_cap_w"));
+  const auto s = scenario_from_text(
+      "model: {preset: tiny}\ncluster: {gpu: {power_cap_w: 500, memory: 96GB}}\n");
   EXPECT_EQ(s.cluster.gpu.power_cap_w, 500.0);
 }
 

@@ -1,21 +1,28 @@
+#include "shardscope/core/schedule_check.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "shardscope/core/schedule_check.hpp"
 #include "shardscope/core/schedule_io.hpp"
 
 namespace shardscope {
 namespace {
 
-Schedule golden() { return schedule_from_json(read_text_file(std::string(SHARDSCOPE_TEST_DATA_DIR) + "/schedule_small.json")); }
-
-bool mentions(const std::vector<Problem>& problems, std::string_view fragment) {
-  return std::any_of(problems.begin(), problems.end(),
-                     [&](const Problem& p) { return p.to_string().find(fragment) != std::string::npos; });
+Schedule golden() {
+  return schedule_from_json(
+      read_text_file(std::string(SHARDSCOPE_TEST_DATA_DIR) + "/schedule_small.json"));
 }
 
-TEST(ScheduleCheck, GoldenScheduleIsValid) { EXPECT_TRUE(check_schedule(golden()).empty()); }
+bool mentions(const std::vector<Problem>& problems, std::string_view fragment) {
+  return std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
+    return p.to_string().find(fragment) != std::string::npos;
+  });
+}
+
+TEST(ScheduleCheck, GoldenScheduleIsValid) {
+  EXPECT_TRUE(check_schedule(golden()).empty());
+}
 
 TEST(ScheduleCheck, MissingAndLaterDependencies) {
   auto s = golden();
@@ -35,12 +42,13 @@ TEST(ScheduleCheck, FindsACycleThroughStreamOrder) {
 
 TEST(ScheduleCheck, BufferLifetimeViolations) {
   auto s = golden();
-  s.ops[5].uses.push_back(3);   // unsharded params used after reshard freed them
-  s.ops[6].frees.push_back(3);  // and freed a second time
+  s.ops[5].uses.push_back(3);         // unsharded params used after reshard freed them
+  s.ops[6].frees.push_back(3);        // and freed a second time
   s.buffers[1].live_at_start = true;  // all-gather input allocated although live at start
   s.buffer_labels.push_back("orphan");
-  s.buffers.push_back({BufferName{static_cast<std::int32_t>(s.buffer_labels.size() - 1)}, 8, DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
-  s.ops[0].uses.push_back(2);   // all-gather output used before it exists
+  s.buffers.push_back({BufferName{static_cast<std::int32_t>(s.buffer_labels.size() - 1)}, 8,
+                       DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
+  s.ops[0].uses.push_back(2);  // all-gather output used before it exists
   const auto p = check_schedule(s);
   EXPECT_TRUE(mentions(p, "after op 4 freed it"));
   EXPECT_TRUE(mentions(p, "is freed 2 times"));

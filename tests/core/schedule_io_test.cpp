@@ -1,7 +1,8 @@
+#include "shardscope/core/schedule_io.hpp"
+
 #include <gtest/gtest.h>
 
 #include "shardscope/core/error.hpp"
-#include "shardscope/core/schedule_io.hpp"
 
 namespace shardscope {
 namespace {
@@ -21,11 +22,16 @@ TEST(ScheduleIo, GoldenFileRoundTripsByteForByte) {
 TEST(ScheduleIo, BufferNamesAreSpelledFromTheirParts) {
   Schedule s;
   s.groups.push_back({"layers.3", 10, 5, DType::bf16, false});
-  s.buffer_labels = {"all_gather_output", "optimizer/state0", "optimizer/foreach_temp", "any name at all"};
-  s.buffers.push_back({BufferName{0, true, 1, 0}, 8, DType::bf16, BufferCategory::all_gather_output, 0, Location::gpu, false});
-  s.buffers.push_back({BufferName{1}, 8, DType::fp32, BufferCategory::optimizer_states, kNone, Location::gpu, false});
-  s.buffers.push_back({BufferName{2, false, 2}, 8, DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
-  s.buffers.push_back({BufferName{3, false}, 8, DType::fp32, BufferCategory::workspace, 0, Location::gpu, false});
+  s.buffer_labels = {"all_gather_output", "optimizer/state0", "optimizer/foreach_temp",
+                     "any name at all"};
+  s.buffers.push_back({BufferName{0, true, 1, 0}, 8, DType::bf16, BufferCategory::all_gather_output,
+                       0, Location::gpu, false});
+  s.buffers.push_back({BufferName{1}, 8, DType::fp32, BufferCategory::optimizer_states, kNone,
+                       Location::gpu, false});
+  s.buffers.push_back({BufferName{2, false, 2}, 8, DType::fp32, BufferCategory::workspace, kNone,
+                       Location::gpu, false});
+  s.buffers.push_back(
+      {BufferName{3, false}, 8, DType::fp32, BufferCategory::workspace, 0, Location::gpu, false});
   EXPECT_EQ(buffer_name(s, 0), "layers.3/all_gather_output@i1m0");
   EXPECT_EQ(buffer_name(s, 1), "optimizer/state0");
   EXPECT_EQ(buffer_name(s, 2), "optimizer/foreach_temp@i2");
@@ -39,7 +45,8 @@ TEST(ScheduleIo, RejectsOtherSchemasAndListsMalformedFields) {
   EXPECT_THROW(schedule_from_json(R"({"schema": "other/1"})"), ValidationError);
   EXPECT_THROW(schedule_from_json("{not json"), ValidationError);
   try {
-    schedule_from_json(R"({"schema": "shardscope.schedule/1", "name": "x", "world_size": 0, "iterations": 1,
+    schedule_from_json(
+        R"({"schema": "shardscope.schedule/1", "name": "x", "world_size": 0, "iterations": 1,
       "tokens_per_iteration": 0, "streams": [], "communicators": [], "groups": [], "buffers": [],
       "ops": [{"id": 3, "kind": "teleport", "stream": 0, "group": -1, "phase": "forward", "iteration": 0,
                "microbatch": 0, "comm": -1, "bytes": 0, "flops": 0, "deps": [], "allocs": [], "frees": [], "uses": []}]})");

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "shardscope/core/units.hpp"
+
+#include <gtest/gtest.h>
 
 namespace shardscope {
 namespace {
@@ -42,7 +42,8 @@ TEST(Units, FormatsEveryNumberWithAUnit) {
 }
 
 TEST(Units, DTypesRoundTripByName) {
-  for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp8}) EXPECT_EQ(parse_dtype(to_string(d)), d);
+  for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp8})
+    EXPECT_EQ(parse_dtype(to_string(d)), d);
   EXPECT_EQ(bytes_per_element(DType::bf16), 2);
   EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
   EXPECT_FALSE(parse_dtype("int4"));

@@ -1,9 +1,10 @@
+#include "shardscope/gui/lane_layout.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <random>
 
-#include "shardscope/gui/lane_layout.hpp"
 #include "shardscope/gui/range_summary.hpp"
 
 namespace shardscope::gui {
@@ -12,7 +13,9 @@ namespace {
 // A timeline with `per_lane` back-to-back ops of random lengths on each of three streams.
 Timeline random_timeline(int per_lane, unsigned seed) {
   Timeline t;
-  t.streams = {{"cpu", StreamKind::cpu}, {"compute", StreamKind::compute}, {"comm", StreamKind::communication}};
+  t.streams = {{"cpu", StreamKind::cpu},
+               {"compute", StreamKind::compute},
+               {"comm", StreamKind::communication}};
   t.groups = {"layers.0"};
   std::mt19937 rng(seed);
   std::uniform_int_distribution<TimeNs> len(1, 5000), gap(0, 2000);
@@ -21,7 +24,8 @@ Timeline random_timeline(int per_lane, unsigned seed) {
     for (int i = 0; i < per_lane; ++i) {
       now += gap(rng);
       const TimeNs d = len(rng);
-      t.ops.push_back({static_cast<OpId>(t.ops.size()), s == 1 ? OpKind::forward : OpKind::all_gather, s, 0, Phase::forward, 0, 0,
+      t.ops.push_back({static_cast<OpId>(t.ops.size()),
+                       s == 1 ? OpKind::forward : OpKind::all_gather, s, 0, Phase::forward, 0, 0,
                        kNone, 0, now, now + d});
       now += d;
     }
@@ -40,7 +44,8 @@ TEST(LaneLayout, CpuLaneFirstThenStreams) {
 TEST(LaneLayout, VisibleItemsAccountForEveryOpInRangeExactlyOnce) {
   const auto t = random_timeline(2000, 7);
   LaneLayout layout(&t);
-  for (auto [start, end] : {std::pair<TimeNs, TimeNs>{0, 20'000'000}, {1'000'000, 1'300'000}, {5'000'000, 5'010'000}}) {
+  for (auto [start, end] :
+       {std::pair<TimeNs, TimeNs>{0, 20'000'000}, {1'000'000, 1'300'000}, {5'000'000, 5'010'000}}) {
     TimeAxis axis(0, t.end_time(), 900);
     axis.set_range(start, end);
     for (int lane = 1; lane <= 2; ++lane) {
@@ -55,7 +60,9 @@ TEST(LaneLayout, VisibleItemsAccountForEveryOpInRangeExactlyOnce) {
         drawn += item.count;
         EXPECT_GE(item.x0, last_x1 - 3.0);  // left to right
         EXPECT_LE(item.x1, axis.width() + 1e-9);
-        if (item.op >= 0) { EXPECT_EQ(item.count, 1); }
+        if (item.op >= 0) {
+          EXPECT_EQ(item.count, 1);
+        }
         last_x1 = item.x1;
       }
       EXPECT_EQ(drawn, expected) << lane << " " << start;
@@ -99,9 +106,10 @@ TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
   t.streams = {{"compute", StreamKind::compute}, {"all_gather", StreamKind::communication}};
   t.groups = {"g"};
   // compute 0–10 ms and 20–30 ms; all-gather 5–25 ms: 10 ms of it hidden, 10 exposed.
-  t.ops = {{0, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 0, 10 * kNsPerMs},
-           {1, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 20 * kNsPerMs, 30 * kNsPerMs},
-           {2, OpKind::all_gather, 1, 0, Phase::forward, 0, 0, kNone, 100, 5 * kNsPerMs, 25 * kNsPerMs}};
+  t.ops = {
+      {0, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 0, 10 * kNsPerMs},
+      {1, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 20 * kNsPerMs, 30 * kNsPerMs},
+      {2, OpKind::all_gather, 1, 0, Phase::forward, 0, 0, kNone, 100, 5 * kNsPerMs, 25 * kNsPerMs}};
   t.memory = {{0, 10, 20, {}}, {15 * kNsPerMs, 50, 60, {}}, {40 * kNsPerMs, 5, 60, {}}};
   const auto r = summarize_range(t, 0, 30 * kNsPerMs);
   EXPECT_EQ(r.ops, 3);

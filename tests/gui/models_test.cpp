@@ -14,7 +14,8 @@ namespace {
 const std::string kExamples = SHARDSCOPE_EXAMPLES_DIR;
 
 TEST(OpTableModel, PassesQtModelTesterAndShowsUnits) {
-  const auto run = run_scenario(load_config_file(kExamples + "/fsdp2-overlap-oracle.yaml"), kExamples + "/fsdp2-overlap-oracle.yaml");
+  const auto run = run_scenario(load_config_file(kExamples + "/fsdp2-overlap-oracle.yaml"),
+                                kExamples + "/fsdp2-overlap-oracle.yaml");
   OpTableModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_timeline(&run->timeline);
@@ -24,7 +25,8 @@ TEST(OpTableModel, PassesQtModelTesterAndShowsUnits) {
     if (model.data(model.index(row, OpTableModel::kKind)).toString() != "all_gather") continue;
     found = true;
     EXPECT_EQ(model.data(model.index(row, OpTableModel::kDuration)).toString(), "10.000 ms");
-    EXPECT_EQ(model.data(model.index(row, OpTableModel::kDuration), Qt::UserRole).toLongLong(), 10'000'000);
+    EXPECT_EQ(model.data(model.index(row, OpTableModel::kDuration), Qt::UserRole).toLongLong(),
+              10'000'000);
     EXPECT_TRUE(model.data(model.index(row, OpTableModel::kBytes)).toString().endsWith("MiB"));
     break;
   }
@@ -34,7 +36,8 @@ TEST(OpTableModel, PassesQtModelTesterAndShowsUnits) {
 }
 
 TEST(MetricsModel, PassesQtModelTesterWithUnitsOnEveryValue) {
-  const auto run = run_scenario(load_config_file(kExamples + "/fsdp2-overlap-oracle.yaml"), kExamples + "/fsdp2-overlap-oracle.yaml");
+  const auto run = run_scenario(load_config_file(kExamples + "/fsdp2-overlap-oracle.yaml"),
+                                kExamples + "/fsdp2-overlap-oracle.yaml");
   MetricsModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_rows(metric_rows(run->summary));
@@ -43,7 +46,8 @@ TEST(MetricsModel, PassesQtModelTesterWithUnitsOnEveryValue) {
     const QString value = model.data(model.index(row, 1)).toString();
     const QString name = model.data(model.index(row, 0)).toString();
     if (name == "fits") continue;
-    EXPECT_TRUE(value.contains(QRegularExpression("(ns|us|ms|s|%|B|GPU)( |$|\\))"))) << name.toStdString() << ": " << value.toStdString();
+    EXPECT_TRUE(value.contains(QRegularExpression("(ns|us|ms|s|%|B|GPU)( |$|\\))")))
+        << name.toStdString() << ": " << value.toStdString();
   }
 }
 
@@ -88,7 +92,8 @@ TEST(SimulationRunner, ReportsValidationProblems) {
   runner.request(tree, file);
   for (int i = 0; i < 100 && failed.isEmpty(); ++i) failed.wait(50);
   ASSERT_EQ(failed.count(), 1);
-  EXPECT_TRUE(failed.takeFirst().at(1).toStringList().join(" ").contains("fsdp.reshard_after_forward"));
+  EXPECT_TRUE(
+      failed.takeFirst().at(1).toStringList().join(" ").contains("fsdp.reshard_after_forward"));
 }
 
 }  // namespace

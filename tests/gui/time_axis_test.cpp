@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "shardscope/gui/time_axis.hpp"
+
+#include <gtest/gtest.h>
 
 namespace shardscope::gui {
 namespace {
@@ -35,7 +35,8 @@ TEST(TimeAxis, PanAndZoomStayInsideTheData) {
 }
 
 TEST(TimeAxis, TickStepsAreOneTwoOrFiveTimesAPowerOfTen) {
-  for (TimeNs span : {TimeNs{1234}, TimeNs{987'654}, TimeNs{3'000'000'000}, TimeNs{77 * kNsPerMs}}) {
+  for (TimeNs span :
+       {TimeNs{1234}, TimeNs{987'654}, TimeNs{3'000'000'000}, TimeNs{77 * kNsPerMs}}) {
     TimeAxis axis(0, span, 1000);
     const TimeNs step = tick_step(axis, 100);
     TimeNs mantissa = step;

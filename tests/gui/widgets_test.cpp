@@ -46,14 +46,21 @@ TEST(TimelineWidget, DrawsEveryLaneWithItsOpColours) {
   // Find the lanes of the compute and all-gather streams.
   for (int lane = 0; lane < static_cast<int>(t.streams.size()); ++lane) {
     const int y = tl->lane_top(lane) + TimelineWidget::kLaneHeight / 2;
-    const std::string& name = t.streams[static_cast<std::size_t>(LaneLayout(&t).lane_stream(lane))].name;
+    const std::string& name =
+        t.streams[static_cast<std::size_t>(LaneLayout(&t).lane_stream(lane))].name;
     if (name == "compute") {
-      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(), color_of(OpKind::forward)));
-      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(), color_of(OpKind::backward)));
+      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(),
+                                color_of(OpKind::forward)));
+      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(),
+                                color_of(OpKind::backward)));
     }
-    if (name == "all_gather") { EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(), color_of(OpKind::all_gather))); }
+    if (name == "all_gather") {
+      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(),
+                                color_of(OpKind::all_gather)));
+    }
     if (name == "reduce_scatter") {
-      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(), color_of(OpKind::reduce_scatter)));
+      EXPECT_TRUE(row_has_color(img, y, TimelineWidget::kLabelWidth, img.width(),
+                                color_of(OpKind::reduce_scatter)));
     }
   }
 }
@@ -69,7 +76,8 @@ TEST(TimelineWidget, ZoomingShowsOnlyTheVisibleRange) {
   for (int lane = 0; lane < layout.lane_count(); ++lane) {
     if (t.streams[static_cast<std::size_t>(layout.lane_stream(lane))].name != "compute") continue;
     const int y = tl->lane_top(lane) + TimelineWidget::kLaneHeight / 2;
-    EXPECT_FALSE(row_has_color(img, y, TimelineWidget::kLabelWidth + 5, img.width() - 5, color_of(OpKind::forward)));
+    EXPECT_FALSE(row_has_color(img, y, TimelineWidget::kLabelWidth + 5, img.width() - 5,
+                               color_of(OpKind::forward)));
   }
 }
 
@@ -87,7 +95,8 @@ TEST(MemoryChart, DrawsTheCurveAndMarksThePeakWhereItIs) {
   EXPECT_GT(coloured, 20);
   // The peak marker sits at the summary's peak: allocated bytes and the time of the op.
   const auto& s = win.w.result()->summary;
-  EXPECT_NEAR(chart->peak_point().y(), static_cast<double>(s.peak_allocated) / static_cast<double>(kGiB), 0.01);
+  EXPECT_NEAR(chart->peak_point().y(),
+              static_cast<double>(s.peak_allocated) / static_cast<double>(kGiB), 0.01);
   const QPointF pos = chart->chart()->mapToPosition(chart->peak_point());
   const QColor c = img.pixelColor(static_cast<int>(pos.x()), static_cast<int>(pos.y()));
   EXPECT_GT(c.red(), 200);
@@ -125,7 +134,8 @@ TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
     pareto += r.pareto;
   }
   EXPECT_GE(pareto, 1);
-  // Loading the best configuration puts its settings into the panel and re-simulates to its step time.
+  // Loading the best configuration puts its settings into the panel and re-simulates to its step
+  // time.
   const auto& best = view->rows().front();
   emit view->load_settings(best.settings);
   win.w.simulate_now();

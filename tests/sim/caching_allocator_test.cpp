@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "shardscope/sim/caching_allocator.hpp"
+
+#include <gtest/gtest.h>
 
 namespace shardscope::sim {
 namespace {

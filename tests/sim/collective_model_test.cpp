@@ -1,15 +1,19 @@
+#include "shardscope/sim/collective_model.hpp"
+
 #include <gtest/gtest.h>
 
 #include "shardscope/core/cluster_spec.hpp"
-#include "shardscope/sim/collective_model.hpp"
 
 namespace shardscope::sim {
 namespace {
 
-CollectiveModel h100() { return CollectiveModel(*find_cluster_preset("h100-sxm-80gb")); }
+CollectiveModel h100() {
+  return CollectiveModel(*find_cluster_preset("h100-sxm-80gb"));
+}
 
 TEST(CollectiveModel, RingLatencyMatchesWhatNcclPrintedOnTwoH100Nodes) {
-  // nccl issue #1519: 16 ranks on 2 nodes, ring all-gather latency LL 23.3, LL128 44.6, Simple 70.0 µs.
+  // nccl issue #1519: 16 ranks on 2 nodes, ring all-gather latency LL 23.3, LL128 44.6, Simple 70.0
+  // µs.
   const auto m = h100();
   EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::ll), 23.3, 1e-9);
   EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::ll128), 44.6, 1e-9);

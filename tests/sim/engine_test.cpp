@@ -1,28 +1,32 @@
 // Closed-form checks of the discrete-event engine on hand-built schedules.
+#include "shardscope/sim/engine.hpp"
+
 #include <gtest/gtest.h>
 
 #include "shardscope/core/scenario.hpp"
-#include "shardscope/sim/engine.hpp"
 
 namespace shardscope::sim {
 namespace {
 
 // H100 node(s) with a 1 µs launch cost and no FSDP hook cost, so closed forms are exact.
 Scenario cluster(int nodes = 1) {
-  return scenario_from_text("model: {preset: tiny}\ncluster: {preset: h100-sxm-80gb, nodes: " + std::to_string(nodes) +
-                            ", cpu: {launch_overhead: 1us, fsdp_hook_overhead: 0ns}}\n");
+  return scenario_from_text(
+      "model: {preset: tiny}\ncluster: {preset: h100-sxm-80gb, nodes: " + std::to_string(nodes) +
+      ", cpu: {launch_overhead: 1us, fsdp_hook_overhead: 0ns}}\n");
 }
 
 struct Builder {
   Schedule s;
   Builder() {
     s.name = "closed form";
-    s.streams = {{"cpu", StreamKind::cpu}, {"compute", StreamKind::compute}, {"comm_a", StreamKind::communication},
+    s.streams = {{"cpu", StreamKind::cpu},
+                 {"compute", StreamKind::compute},
+                 {"comm_a", StreamKind::communication},
                  {"comm_b", StreamKind::communication}};
     s.communicators = {{"intra_a", 8, 1}, {"intra_b", 8, 1}, {"inter", 16, 2}};
   }
-  OpId add(OpKind kind, StreamId stream, CommId comm = kNone, Bytes bytes = 0, std::optional<TimeNs> fixed = {},
-           Flops flops = 0, std::vector<OpId> deps = {}) {
+  OpId add(OpKind kind, StreamId stream, CommId comm = kNone, Bytes bytes = 0,
+           std::optional<TimeNs> fixed = {}, Flops flops = 0, std::vector<OpId> deps = {}) {
     Op op;
     op.kind = kind;
     op.stream = stream;
@@ -92,7 +96,8 @@ TEST(Engine, InterNodeAndIntraNodeCollectivesUseDifferentLinks) {
   b.add(OpKind::all_gather, kCommB, 2, kGiB);
   const auto r = simulate(b.s, costs);
   EXPECT_EQ(r.ops[0].end, costs.collectives().estimate(OpKind::all_gather, kGiB, 8, 1).time);
-  EXPECT_EQ(r.ops[1].end, kNsPerUs + costs.collectives().estimate(OpKind::all_gather, kGiB, 16, 2).time);
+  EXPECT_EQ(r.ops[1].end,
+            kNsPerUs + costs.collectives().estimate(OpKind::all_gather, kGiB, 16, 2).time);
 }
 
 TEST(Engine, ComputeSlowsWhileCommunicationHoldsSms) {
@@ -101,7 +106,9 @@ TEST(Engine, ComputeSlowsWhileCommunicationHoldsSms) {
   b.add(OpKind::all_gather, kCommA, 0, 256 * kMiB);
   b.add(OpKind::forward, kCompute, kNone, 0, std::nullopt, 1e14);  // starts 1 µs later
   const auto r = simulate(b.s, costs);
-  const double d = static_cast<double>(costs.collectives().estimate(OpKind::all_gather, 256 * kMiB, 8, 1).time) - 1e3;
+  const double d =
+      static_cast<double>(costs.collectives().estimate(OpKind::all_gather, 256 * kMiB, 8, 1).time) -
+      1e3;
   const double c = static_cast<double>(costs.compute_time(1e14, 0));
   const double slow = costs.interference().compute_slowdown;
   // While the collective runs the compute progresses at (1 − slowdown): it ends slowdown·d later.
@@ -145,8 +152,10 @@ TEST(Engine, ReportsTheFirstBufferThatDoesNotFit) {
   const CostModel costs(sc);
   Builder b;
   b.s.buffer_labels = {"big", "bigger"};
-  b.s.buffers = {{BufferName{0}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false},
-                 {BufferName{1}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone, Location::gpu, false}};
+  b.s.buffers = {{BufferName{0}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone,
+                  Location::gpu, false},
+                 {BufferName{1}, 60 * kMiB, DType::fp32, BufferCategory::activations, kNone,
+                  Location::gpu, false}};
   b.add(OpKind::forward, kCompute, kNone, 0, kNsPerMs);
   b.s.ops[0].allocs = {0};
   b.add(OpKind::forward, kCompute, kNone, 0, kNsPerMs);

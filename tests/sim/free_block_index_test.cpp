@@ -32,7 +32,8 @@ TEST(FreeBlockIndex, BestFitMatchesAnOrderedSetPerPoolUnderRandomInsertsAndErase
     return ((static_cast<Bytes>(rng() % (1ULL << 20)) << shift) >> 20) / 512 * 512 + 512;
   };
   constexpr int kPools = 3;
-  constexpr int kBlockIds = 600;  // ids are reused once unlisted, as the allocator reuses block slots
+  constexpr int kBlockIds =
+      600;  // ids are reused once unlisted, as the allocator reuses block slots
   FreeBlockIndex index;
   std::vector<std::set<Key>> reference(kPools);
   for (int p = 0; p < kPools; ++p) ASSERT_EQ(index.add_pool(), p);
@@ -47,7 +48,8 @@ TEST(FreeBlockIndex, BestFitMatchesAnOrderedSetPerPoolUnderRandomInsertsAndErase
     Listed& s = state[static_cast<std::size_t>(block)];
     ASSERT_EQ(index.listed(block), s.pool >= 0) << "step " << step;
     if (s.pool < 0) {
-      s = {static_cast<int>(rng() % kPools), random_size(), static_cast<std::int64_t>(rng() % (1ULL << 50))};
+      s = {static_cast<int>(rng() % kPools), random_size(),
+           static_cast<std::int64_t>(rng() % (1ULL << 50))};
       index.insert(s.pool, block, s.size, s.address);
       reference[static_cast<std::size_t>(s.pool)].insert({s.size, s.address, block});
     } else {
@@ -57,7 +59,8 @@ TEST(FreeBlockIndex, BestFitMatchesAnOrderedSetPerPoolUnderRandomInsertsAndErase
     }
     const Bytes request = random_size();
     for (int p = 0; p < kPools; ++p) {
-      ASSERT_EQ(index.best_fit(p, request), reference_fit(reference[static_cast<std::size_t>(p)], request))
+      ASSERT_EQ(index.best_fit(p, request),
+                reference_fit(reference[static_cast<std::size_t>(p)], request))
           << "step " << step << ", pool " << p << ", request " << request;
     }
   }

@@ -44,7 +44,8 @@ model:
     - {name: root, params: 16, forward_flops: 64, all_gather_time_ms: 10}
 cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 2}
 training: {iterations: 5, optimizer: adamw}
-fsdp: {reshard_after_forward: false, post_optim_event: )") + (event ? "true" : "false") + "}\n";
+fsdp: {reshard_after_forward: false, post_optim_event: )") +
+         (event ? "true" : "false") + "}\n";
 }
 
 TEST(OverlapOracle, PostOptimizerEventLetsTheAllGatherOverlapTheNonFsdpLayer) {
@@ -52,10 +53,11 @@ TEST(OverlapOracle, PostOptimizerEventLetsTheAllGatherOverlapTheNonFsdpLayer) {
   const auto without = run_text(post_optim_model(false));
   const double with_ms = ms(with.result.timeline.end_time());
   const double without_ms = ms(without.result.timeline.end_time());
-  EXPECT_LE(with_ms, 405.0);      // 5 × (3·25 + 4) + 10
-  EXPECT_LE(without_ms, 445.0);   // 5 × (3·25 + 10 + 4)
+  EXPECT_LE(with_ms, 405.0);     // 5 × (3·25 + 4) + 10
+  EXPECT_LE(without_ms, 445.0);  // 5 × (3·25 + 10 + 4)
   EXPECT_GT(without_ms, 405.0);
-  EXPECT_NEAR(without_ms - with_ms, 4 * 10.0, 0.5);  // every iteration but the first hides its all-gather
+  EXPECT_NEAR(without_ms - with_ms, 4 * 10.0,
+              0.5);  // every iteration but the first hides its all-gather
 }
 
 // test_fully_shard_memory.py: 3 blocks of dim 768, fp32, 2 ranks, Adam, first iteration.
@@ -70,7 +72,8 @@ MemoryByPhase memory_test(bool reshard) {
 model: {preset: pytorch-fsdp2-test}
 cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 2}
 training: {seq_len: 16, micro_batch: 2, optimizer: adam, iterations: 1}
-fsdp: {reshard_after_forward: )") + (reshard ? "true" : "false") + "}\n");
+fsdp: {reshard_after_forward: )") +
+                          (reshard ? "true" : "false") + "}\n");
   const double base = kS * 4 / 1e6;
   const auto& p = r.summary.peak_allocated_by_phase;
   return {mb(p[0]) - base, mb(p[1]) - base, mb(p[2]) - base};
@@ -78,7 +81,8 @@ fsdp: {reshard_after_forward: )") + (reshard ? "true" : "false") + "}\n");
 
 TEST(MemoryOracle, ReshardAfterForward) {
   const auto m = memory_test(true);
-  // Upper bounds PyTorch asserts (MB): forward (3B + N)·4 + S·4 + 16; backward (4B + N)·4 + 2S·4 + 16.
+  // Upper bounds PyTorch asserts (MB): forward (3B + N)·4 + S·4 + 16; backward (4B + N)·4 + 2S·4
+  // + 16.
   EXPECT_LE(m.forward, 143.90);
   EXPECT_LE(m.backward, 214.88);
   // Parameter terms the schedule must hold: in forward the current all-gather output and its
@@ -90,15 +94,15 @@ TEST(MemoryOracle, ReshardAfterForward) {
 
 TEST(MemoryOracle, NoReshardAfterForward) {
   const auto m = memory_test(false);
-  EXPECT_LE(m.forward, 172.24);   // (S + T + B)·4 + 16
-  EXPECT_LE(m.backward, 186.41);  // (S + T + 1.5B)·4 + 16
+  EXPECT_LE(m.forward, 172.24);        // (S + T + B)·4 + 16
+  EXPECT_LE(m.backward, 186.41);       // (S + T + 1.5B)·4 + 16
   EXPECT_GE(m.forward, kT * 4 / 1e6);  // every group stays unsharded until backward
 }
 
 TEST(MemoryOracle, OptimizerStep) {
   for (bool reshard : {true, false}) {
     const auto m = memory_test(reshard);
-    EXPECT_LE(m.optimizer, 186.54);        // 16 + 4S·4
+    EXPECT_LE(m.optimizer, 186.54);            // 16 + 4S·4
     EXPECT_GE(m.optimizer, 3 * kS * 4 / 1e6);  // gradients and two Adam states
   }
 }

@@ -22,7 +22,8 @@ fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}
 
 TEST(Orderings, Fsdp1BackwardPrefetchTradesMemoryForTime) {
   const auto pre = run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=BACKWARD_PRE"});
-  const auto post = run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=BACKWARD_POST"});
+  const auto post =
+      run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=BACKWARD_POST"});
   const auto none = run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=none"});
   // PRE and POST queue the same collectives in the same order on the communicator while the CPU
   // runs ahead, so they tie up to rounding; PRE never loses.
@@ -77,14 +78,20 @@ TEST(PublishedRuns, TorchTitanLlama8BWithinTenPercent) {
     ASSERT_EQ(f.size(), 9u) << line;
     const int gpus = std::stoi(f[2]), nodes = std::stoi(f[3]);
     const auto r = testing::run_text(
-        "model: {preset: " + f[1] + "}\n"
-        "cluster: {preset: h100-sxm-80gb, nodes: " + std::to_string(nodes) + ", gpus_per_node: " + std::to_string(gpus / nodes) +
+        "model: {preset: " + f[1] +
+        "}\n"
+        "cluster: {preset: h100-sxm-80gb, nodes: " +
+        std::to_string(nodes) + ", gpus_per_node: " + std::to_string(gpus / nodes) +
         ", gpu: {memory: 96GB, power_cap_w: 500}}\n"
-        "training: {seq_len: " + f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] + ", iterations: 2}\n"
+        "training: {seq_len: " +
+        f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] +
+        ", iterations: 2}\n"
         "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n");
     const double tps = std::stod(f[7]), mem = std::stod(f[8]);
-    EXPECT_NEAR(r.summary.tokens_per_s_per_gpu / tps, 1.0, 0.10) << f[0] << ": " << r.summary.tokens_per_s_per_gpu << " tokens/s";
-    EXPECT_NEAR(gib(r.summary.peak_reserved) / mem, 1.0, 0.10) << f[0] << ": " << gib(r.summary.peak_reserved) << " GiB";
+    EXPECT_NEAR(r.summary.tokens_per_s_per_gpu / tps, 1.0, 0.10)
+        << f[0] << ": " << r.summary.tokens_per_s_per_gpu << " tokens/s";
+    EXPECT_NEAR(gib(r.summary.peak_reserved) / mem, 1.0, 0.10)
+        << f[0] << ": " << gib(r.summary.peak_reserved) << " GiB";
     ++cases;
   }
   EXPECT_EQ(cases, 2);

@@ -34,8 +34,14 @@ inline Run run_file(const std::string& path, const std::vector<std::string>& ove
   return run_scenario(load_scenario(path, overrides));
 }
 
-inline double ms(TimeNs t) { return ns_to_ms(t); }
-inline double mb(Bytes b) { return static_cast<double>(b) / 1e6; }
-inline double gib(Bytes b) { return static_cast<double>(b) / static_cast<double>(kGiB); }
+inline double ms(TimeNs t) {
+  return ns_to_ms(t);
+}
+inline double mb(Bytes b) {
+  return static_cast<double>(b) / 1e6;
+}
+inline double gib(Bytes b) {
+  return static_cast<double>(b) / static_cast<double>(kGiB);
+}
 
 }  // namespace shardscope::testing

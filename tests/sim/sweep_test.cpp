@@ -13,7 +13,8 @@
 namespace shardscope::sim {
 namespace {
 
-const std::string kDefaultScenario = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
+const std::string kDefaultScenario =
+    std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
 
 TEST(Sweep, SameResultsOnOneAndManyThreads) {
   const auto tree = load_config_file(kDefaultScenario);
@@ -33,7 +34,8 @@ TEST(Sweep, SameResultsOnOneAndManyThreads) {
 // Not recording what bound each start changes no time: every op issues, starts and ends when it
 // does with the record on.
 TEST(Sweep, SkippingTheCriticalPathChangesNoOpTime) {
-  const Scenario scenario = load_scenario(kDefaultScenario, {"training.activation_checkpointing=full"});
+  const Scenario scenario =
+      load_scenario(kDefaultScenario, {"training.activation_checkpointing=full"});
   const Schedule schedule = lower(scenario);
   const CostModel costs(scenario);
   SimOptions lean;
@@ -64,7 +66,8 @@ TEST(Sweep, EachPointMatchesSimulatingItsConfigurationAlone) {
   const auto points = sweep(tree, "default", axes, options);
   ASSERT_EQ(points.size(), 2U);
   for (const auto& p : points) {
-    const Scenario scenario = load_scenario(kDefaultScenario, {"training.activation_checkpointing=" + p.values[0]});
+    const Scenario scenario =
+        load_scenario(kDefaultScenario, {"training.activation_checkpointing=" + p.values[0]});
     const Schedule schedule = lower(scenario);
     const Summary alone = summarize(scenario, schedule, simulate(schedule, CostModel(scenario)));
     const Summary& s = p.summary;
@@ -96,13 +99,15 @@ TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
   const std::vector<std::vector<SweepAxis>> grids{
       {{"training.micro_batch", {"1", "2"}}, {"fsdp.reshard_after_forward", {"false", "true"}}},
       {{"fsdp.mixed_precision.param_dtype", {"fp32"}},
-       {"fsdp.mixed_precision", {"{param_dtype: bf16}", "{param_dtype: bf16, reduce_dtype: fp32}"}}}};
+       {"fsdp.mixed_precision",
+        {"{param_dtype: bf16}", "{param_dtype: bf16, reduce_dtype: fp32}"}}}};
   SweepOptions options;
   options.threads = 1;  // one worker takes every point in order
   for (const auto& axes : grids) {
     for (const auto& p : sweep(tree, "default", axes, options)) {
       std::vector<SweepAxis> alone_axes;
-      for (std::size_t a = 0; a < axes.size(); ++a) alone_axes.push_back({axes[a].key, {p.values[a]}});
+      for (std::size_t a = 0; a < axes.size(); ++a)
+        alone_axes.push_back({axes[a].key, {p.values[a]}});
       const auto alone = sweep(tree, "default", alone_axes, options);
       ASSERT_EQ(alone.size(), 1U);
       SCOPED_TRACE(axes.back().key + "=" + p.values.back());
@@ -113,7 +118,8 @@ TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
   }
   // Both points of the overlapping grid are valid configurations: carrying the first point's
   // section over would give the second one the first one's keys.
-  for (const auto& p : sweep(tree, "default", grids[1], options)) EXPECT_EQ(p.error, "") << p.values.back();
+  for (const auto& p : sweep(tree, "default", grids[1], options))
+    EXPECT_EQ(p.error, "") << p.values.back();
 }
 
 }  // namespace

@@ -10,10 +10,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Trace timestamps are microseconds; keep nanosecond precision as a fraction.
-double us(TimeNs ns) { return static_cast<double>(ns) / 1e3; }
+double us(TimeNs ns) {
+  return static_cast<double>(ns) / 1e3;
+}
 
 std::string event_name(const Timeline& t, const TimelineOp& op) {
-  const std::string group = op.group == kNone ? std::string() : " " + t.groups[static_cast<std::size_t>(op.group)];
+  const std::string group =
+      op.group == kNone ? std::string() : " " + t.groups[static_cast<std::size_t>(op.group)];
   return fmt::format("{}{}", to_string(op.kind), group);
 }
 
@@ -28,29 +31,50 @@ std::string chrome_trace_json(const Timeline& t, const Schedule* schedule) {
     first = false;
   };
   constexpr int kPid = 1;
-  emit(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", kPid}, {"args", {{"name", fmt::format("{} ({})", t.name, t.source)}}}});
+  emit(Json{{"name", "process_name"},
+            {"ph", "M"},
+            {"pid", kPid},
+            {"args", {{"name", fmt::format("{} ({})", t.name, t.source)}}}});
   for (std::size_t i = 0; i < t.streams.size(); ++i) {
     const auto& st = t.streams[i];
-    emit(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", kPid}, {"tid", i},
+    emit(Json{{"name", "thread_name"},
+              {"ph", "M"},
+              {"pid", kPid},
+              {"tid", i},
               {"args", {{"name", fmt::format("{} ({})", st.name, to_string(st.kind))}}}});
-    emit(Json{{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", kPid}, {"tid", i}, {"args", {{"sort_index", i}}}});
+    emit(Json{{"name", "thread_sort_index"},
+              {"ph", "M"},
+              {"pid", kPid},
+              {"tid", i},
+              {"args", {{"sort_index", i}}}});
   }
   std::vector<const TimelineOp*> by_id;
   for (const auto& op : t.ops) {
     if (op.op >= 0) {
-      if (by_id.size() <= static_cast<std::size_t>(op.op)) by_id.resize(static_cast<std::size_t>(op.op) + 1, nullptr);
+      if (by_id.size() <= static_cast<std::size_t>(op.op))
+        by_id.resize(static_cast<std::size_t>(op.op) + 1, nullptr);
       by_id[static_cast<std::size_t>(op.op)] = &op;
     }
     if (op.kind == OpKind::stream_wait && op.duration() == 0) continue;
-    Json args{{"op", op.op}, {"phase", to_string(op.phase)}, {"iteration", op.iteration}, {"microbatch", op.microbatch}};
+    Json args{{"op", op.op},
+              {"phase", to_string(op.phase)},
+              {"iteration", op.iteration},
+              {"microbatch", op.microbatch}};
     if (op.bytes > 0) args["bytes"] = op.bytes;
     if (op.comm != kNone) {
       const auto& c = t.communicators[static_cast<std::size_t>(op.comm)];
       args["communicator"] = fmt::format("{} ({} ranks, {} nodes)", c.name, c.size, c.nodes);
-      if (op.duration() > 0) args["algbw_GBps"] = static_cast<double>(op.bytes) / static_cast<double>(op.duration());
+      if (op.duration() > 0)
+        args["algbw_GBps"] = static_cast<double>(op.bytes) / static_cast<double>(op.duration());
     }
-    emit(Json{{"name", event_name(t, op)}, {"cat", to_string(op.kind)}, {"ph", "X"}, {"pid", kPid}, {"tid", op.stream},
-              {"ts", us(op.start)}, {"dur", us(op.duration())}, {"args", args}});
+    emit(Json{{"name", event_name(t, op)},
+              {"cat", to_string(op.kind)},
+              {"ph", "X"},
+              {"pid", kPid},
+              {"tid", op.stream},
+              {"ts", us(op.start)},
+              {"dur", us(op.duration())},
+              {"args", args}});
   }
   // Flow arrows: from the op waited on to the op that waited, across streams.
   if (schedule) {
@@ -59,24 +83,49 @@ std::string chrome_trace_json(const Timeline& t, const Schedule* schedule) {
       const TimelineOp* to = by_id[i];
       if (!to) continue;
       for (OpId d : schedule->ops[i].deps) {
-        const TimelineOp* from = static_cast<std::size_t>(d) < by_id.size() ? by_id[static_cast<std::size_t>(d)] : nullptr;
+        const TimelineOp* from = static_cast<std::size_t>(d) < by_id.size()
+                                     ? by_id[static_cast<std::size_t>(d)]
+                                     : nullptr;
         if (!from || from->stream == to->stream) continue;
         ++flow;
-        emit(Json{{"name", "wait"}, {"cat", "dependency"}, {"ph", "s"}, {"id", flow}, {"pid", kPid}, {"tid", from->stream}, {"ts", us(from->end)}});
-        emit(Json{{"name", "wait"}, {"cat", "dependency"}, {"ph", "f"}, {"bp", "e"}, {"id", flow}, {"pid", kPid}, {"tid", to->stream},
+        emit(Json{{"name", "wait"},
+                  {"cat", "dependency"},
+                  {"ph", "s"},
+                  {"id", flow},
+                  {"pid", kPid},
+                  {"tid", from->stream},
+                  {"ts", us(from->end)}});
+        emit(Json{{"name", "wait"},
+                  {"cat", "dependency"},
+                  {"ph", "f"},
+                  {"bp", "e"},
+                  {"id", flow},
+                  {"pid", kPid},
+                  {"tid", to->stream},
                   {"ts", us(to->start)}});
       }
     }
   }
   const auto categories = all_buffer_categories();
   for (const auto& m : t.memory) {
-    emit(Json{{"name", "memory"}, {"ph", "C"}, {"pid", kPid}, {"ts", us(m.time)},
-              {"args", {{"allocated_GiB", static_cast<double>(m.allocated) / kGiB}, {"reserved_GiB", static_cast<double>(m.reserved) / kGiB}}}});
+    emit(Json{{"name", "memory"},
+              {"ph", "C"},
+              {"pid", kPid},
+              {"ts", us(m.time)},
+              {"args",
+               {{"allocated_GiB", static_cast<double>(m.allocated) / kGiB},
+                {"reserved_GiB", static_cast<double>(m.reserved) / kGiB}}}});
     Json cats = Json::object();
     for (std::size_t c = 0; c < categories.size() && c < m.by_category.size(); ++c) {
-      if (m.by_category[c] != 0) cats[std::string(to_string(categories[c])) + "_GiB"] = static_cast<double>(m.by_category[c]) / kGiB;
+      if (m.by_category[c] != 0)
+        cats[std::string(to_string(categories[c])) + "_GiB"] =
+            static_cast<double>(m.by_category[c]) / kGiB;
     }
-    emit(Json{{"name", "allocated by category"}, {"ph", "C"}, {"pid", kPid}, {"ts", us(m.time)}, {"args", cats}});
+    emit(Json{{"name", "allocated by category"},
+              {"ph", "C"},
+              {"pid", kPid},
+              {"ts", us(m.time)},
+              {"args", cats}});
   }
   out += "\n]}\n";
   return out;

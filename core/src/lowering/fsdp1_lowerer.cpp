@@ -6,8 +6,9 @@
 //   _exec_order_utils.py  _ExecOrderData.get_handle_to_backward_prefetch / _forward_prefetch
 //   _limiter_utils.py  _FreeEventQueue (two all-gathers in flight)
 // docs/semantics.md walks through what each emitted op stands for.
-#include <deque>
 #include <fmt/format.h>
+
+#include <deque>
 
 #include "fsdp_lowerers.hpp"
 
@@ -23,17 +24,19 @@ class Fsdp1Lowerer final : public Lowerer {
     bool unsharded = false;
     BufferId full_param = kNone;  // the padded unsharded FlatParameter (all-gather output)
     bool ran_pre_backward = false;
-    BufferId grad = kNone;        // unsharded flat gradient (accumulates under no_sync)
+    BufferId grad = kNone;  // unsharded flat gradient (accumulates under no_sync)
     OpId post_reduce = kNone;
   };
 
   ShardingStrategy strategy() const { return s_.fsdp.sharding_strategy; }
   bool no_shard() const { return strategy() == ShardingStrategy::no_shard || world() == 1; }
   bool reshard_after_forward_strategy() const {
-    return strategy() == ShardingStrategy::full_shard || strategy() == ShardingStrategy::hybrid_shard;
+    return strategy() == ShardingStrategy::full_shard ||
+           strategy() == ShardingStrategy::hybrid_shard;
   }
   bool hybrid() const {
-    return strategy() == ShardingStrategy::hybrid_shard || strategy() == ShardingStrategy::hybrid_shard_zero2;
+    return strategy() == ShardingStrategy::hybrid_shard ||
+           strategy() == ShardingStrategy::hybrid_shard_zero2;
   }
   std::int64_t padded_numel(int g) const { return layout(g).sharded_numel * world(); }
 
@@ -44,7 +47,8 @@ class Fsdp1Lowerer final : public Lowerer {
     shard_ = b_.add_communicator("shard", world(), nodes_spanned(world()));
     if (hybrid() || no_shard()) {
       const int replicas = static_cast<int>(s_.fsdp.mesh_replicate);
-      replicate_ = b_.add_communicator("replicate", replicas, std::min(replicas, nodes_spanned(replicas * world())));
+      replicate_ = b_.add_communicator("replicate", replicas,
+                                       std::min(replicas, nodes_spanned(replicas * world())));
     }
     if (hybrid()) all_reduce_ = b_.add_stream("all_reduce", StreamKind::communication);
     st_.assign(layouts_.size(), {});
@@ -70,16 +74,18 @@ class Fsdp1Lowerer final : public Lowerer {
       Op h2d = make_op(OpKind::h2d, pre_unshard_, gid(g));
       h2d.bytes = elems(shard, orig_dtype_);
       h2d.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
-      low_precision = b_.add_buffer(buffer_name("device_shard"), elems(shard, param_dtype_), param_dtype_,
-                                    BufferCategory::sharded_params, gid(g));
+      low_precision = b_.add_buffer(buffer_name("device_shard"), elems(shard, param_dtype_),
+                                    param_dtype_, BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(low_precision);
       h2d.uses.push_back(input);
       pre = b_.emit(std::move(h2d));
     } else if (param_dtype_ != orig_dtype_) {
       Op& cast = b_.add_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
       cast.bytes = elems(shard, param_dtype_);
-      cast.label = b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
-      low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_, BufferCategory::sharded_params, gid(g));
+      cast.label =
+          b_.op_label(fmt::format("{} → {}", to_string(orig_dtype_), to_string(param_dtype_)));
+      low_precision = b_.add_buffer(buffer_name("mp_shard"), cast.bytes, param_dtype_,
+                                    BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
       pre = b_.last_op();
@@ -97,9 +103,11 @@ class Fsdp1Lowerer final : public Lowerer {
     ag.bytes = elems(padded_numel(g), param_dtype_);
     if (pre != kNone) ag.deps.push_back(pre);  // unshard_stream.wait_stream(pre_unshard_stream)
     ag.uses.push_back(low_precision != kNone ? low_precision : input);
-    st.full_param = b_.add_buffer(buffer_name("unsharded_flat_param"), ag.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
+    st.full_param = b_.add_buffer(buffer_name("unsharded_flat_param"), ag.bytes, param_dtype_,
+                                  BufferCategory::unsharded_params, gid(g));
     ag.allocs.push_back(st.full_param);
-    if (low_precision != kNone) ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
+    if (low_precision != kNone)
+      ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
     ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
     st.unsharded = true;
@@ -135,7 +143,8 @@ class Fsdp1Lowerer final : public Lowerer {
   void pre_forward(int g) override {
     if (!has_params(g)) return;
     unshard(g, false);
-    stream_wait(compute_stream_, b_.last_on(unshard_));  // current_stream.wait_stream(unshard_stream)
+    stream_wait(compute_stream_,
+                b_.last_on(unshard_));  // current_stream.wait_stream(unshard_stream)
     // forward_prefetch uses the execution order recorded in the first iteration.
     if (s_.fsdp.forward_prefetch && b_.iteration() > 0) {
       std::vector<int> order{root_};
@@ -169,8 +178,9 @@ class Fsdp1Lowerer final : public Lowerer {
   void on_backward_op(int g, Op& op) override {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.grad == kNone) {
-      st.grad = b_.add_buffer(buffer_name("unsharded_flat_grad"), elems(padded_numel(g), param_dtype_), param_dtype_,
-                              BufferCategory::unsharded_grads, gid(g));
+      st.grad =
+          b_.add_buffer(buffer_name("unsharded_flat_grad"), elems(padded_numel(g), param_dtype_),
+                        param_dtype_, BufferCategory::unsharded_grads, gid(g));
       op.allocs.push_back(st.grad);
     } else {
       op.uses.push_back(st.grad);
@@ -194,9 +204,11 @@ class Fsdp1Lowerer final : public Lowerer {
       // flat_param.grad.data = flat_param.grad.to(reduce_dtype), on the default stream
       Op& cast = b_.add_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
       cast.bytes = elems(padded_numel(g), reduce_dtype_);
-      cast.label = b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
-      const BufferId cast_grad = b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
-                                               BufferCategory::reduce_scatter_input, gid(g));
+      cast.label =
+          b_.op_label(fmt::format("{} → {}", to_string(param_dtype_), to_string(reduce_dtype_)));
+      const BufferId cast_grad =
+          b_.add_buffer(buffer_name("reduce_dtype_grad"), cast.bytes, reduce_dtype_,
+                        BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
       cast.frees.push_back(grad);
       grad = cast_grad;
@@ -219,7 +231,8 @@ class Fsdp1Lowerer final : public Lowerer {
       rs.deps.push_back(compute_done);  // post_backward_stream.wait_stream(current_stream)
       rs.uses.push_back(grad);
       rs.fixed_time = compute_.groups[static_cast<std::size_t>(g)].reduce_scatter_time;
-      reduced = b_.add_buffer(buffer_name("new_sharded_grad"), elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
+      reduced = b_.add_buffer(buffer_name("new_sharded_grad"),
+                              elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                               BufferCategory::reduce_scatter_output, gid(g));
       rs.allocs.push_back(reduced);
       rs.frees.push_back(grad);  // record_stream on the post-backward stream, freed now
@@ -235,8 +248,10 @@ class Fsdp1Lowerer final : public Lowerer {
     }
     // _post_reduce_grad: divide, cast to the parameter dtype and accumulate into _saved_grad_shard.
     Op& div = b_.add_op(OpKind::grad_div, hybrid() ? all_reduce_ : post_backward_, gid(g));
-    div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
-    div.label = b_.op_label(s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision" : "accumulate");
+    div.bytes =
+        elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
+    div.label = b_.op_label(s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision"
+                                                                             : "accumulate");
     div.uses.push_back(reduced);
     if (!offload_) sharded_grad(g, div);
     if (reduced != grad || !no_shard()) div.frees.push_back(reduced);
@@ -255,8 +270,10 @@ class Fsdp1Lowerer final : public Lowerer {
     // _post_backward_final_callback: the default stream waits for the post-backward (and
     // all-reduce) streams; with CPU offload the CPU synchronises.
     if (!sync_gradients()) return;
-    OpId last = stream_wait(compute_stream_, b_.last_on(post_backward_), {}, "post-backward stream");
-    if (all_reduce_ != kNone) last = stream_wait(compute_stream_, b_.last_on(all_reduce_), {}, "all-reduce stream");
+    OpId last =
+        stream_wait(compute_stream_, b_.last_on(post_backward_), {}, "post-backward stream");
+    if (all_reduce_ != kNone)
+      last = stream_wait(compute_stream_, b_.last_on(all_reduce_), {}, "all-reduce stream");
     if (offload_) {
       Op sync = make_op(OpKind::cpu_wait, cpu_, kNone);
       sync.label = b_.op_label("synchronize");
@@ -275,6 +292,8 @@ class Fsdp1Lowerer final : public Lowerer {
 
 }  // namespace
 
-Schedule lower_fsdp1(const Scenario& scenario) { return Fsdp1Lowerer(scenario).run(); }
+Schedule lower_fsdp1(const Scenario& scenario) {
+  return Fsdp1Lowerer(scenario).run();
+}
 
 }  // namespace shardscope::lowering

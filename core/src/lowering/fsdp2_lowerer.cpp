@@ -27,7 +27,8 @@ class Fsdp2Lowerer final : public Lowerer {
     BufferId post_forward_shard = kNone;
     OpId reshard_event = kNone;  // _reshard_after_forward_event (reshard to a smaller mesh)
     BufferId grad = kNone;       // unsharded gradient (param dtype) of this micro-batch
-    BufferId accumulated = kNone;  // unsharded_accumulated_grad (reduce dtype) across no-sync micro-batches
+    BufferId accumulated =
+        kNone;  // unsharded_accumulated_grad (reduce dtype) across no-sync micro-batches
     BufferId partial_reduce = kNone;  // HSDP: reduce-scatter output kept when not all-reducing
     OpId post_reduce = kNone;
     OpId grad_offload = kNone;
@@ -44,18 +45,22 @@ class Fsdp2Lowerer final : public Lowerer {
       all_reduce_ = b_.add_stream("all_reduce", StreamKind::communication);
       // Replicas are the ranks i·shard + j; they span as many nodes as their stride reaches.
       const int replicas = static_cast<int>(f.mesh_replicate);
-      const int nodes = std::min(replicas, nodes_spanned(replicas * world()) );
+      const int nodes = std::min(replicas, nodes_spanned(replicas * world()));
       replicate_ = b_.add_communicator("replicate", replicas, std::max(1, nodes));
     }
     if (f.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
       const int size = static_cast<int>(f.reshard_after_forward.size);
       post_forward_ = b_.add_communicator("post_forward", size, nodes_spanned(size));
     }
-    rs_comm_ = f.separate_reduce_scatter_group ? b_.add_communicator("reduce_scatter", world(), nodes_spanned(world())) : shard_;
+    rs_comm_ = f.separate_reduce_scatter_group
+                   ? b_.add_communicator("reduce_scatter", world(), nodes_spanned(world()))
+                   : shard_;
     st_.assign(layouts_.size(), {});
   }
 
-  BufferId unsharded_params(int g) const override { return st_[static_cast<std::size_t>(g)].unsharded; }
+  BufferId unsharded_params(int g) const override {
+    return st_[static_cast<std::size_t>(g)].unsharded;
+  }
 
   bool reshards_after_forward(int g) const {
     if (is_root(g)) return s_.fsdp.reshard_root_after_forward;
@@ -83,17 +88,21 @@ class Fsdp2Lowerer final : public Lowerer {
       Op h2d = make_op(OpKind::h2d, copy_in_, gid(g));
       h2d.bytes = elems(per_rank, orig_dtype_);
       h2d.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
-      staging = b_.add_buffer(buffer_name("h2d_params"), h2d.bytes, orig_dtype_, BufferCategory::sharded_params, gid(g));
+      staging = b_.add_buffer(buffer_name("h2d_params"), h2d.bytes, orig_dtype_,
+                              BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(staging);
       h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
       b_.emit(std::move(h2d));
     }
     Op& copy_in = b_.add_op(OpKind::copy_in, copy_in_, gid(g));
     copy_in.bytes = elems(per_rank, param_dtype_);
-    copy_in.uses.push_back(post_forward ? st.post_forward_shard : staging != kNone ? staging : sharded_params_[static_cast<std::size_t>(g)]);
-    // The all-gather input is a view into the output (all_gather_copy_in allocates only the output).
-    st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_), param_dtype_,
-                                 BufferCategory::all_gather_output, gid(g));
+    copy_in.uses.push_back(post_forward       ? st.post_forward_shard
+                           : staging != kNone ? staging
+                                              : sharded_params_[static_cast<std::size_t>(g)]);
+    // The all-gather input is a view into the output (all_gather_copy_in allocates only the
+    // output).
+    st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
+                                 param_dtype_, BufferCategory::all_gather_output, gid(g));
     copy_in.allocs.push_back(st.ag_output);
     if (staging != kNone) copy_in.frees.push_back(staging);
     const OpId copy_in_id = b_.last_op();
@@ -112,13 +121,15 @@ class Fsdp2Lowerer final : public Lowerer {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.ag_op == kNone) return;
     const bool forward = b_.phase() == Phase::forward;
-    // Free the previous group's all-gather output, kept to overlap its copy-out with this all-gather.
+    // Free the previous group's all-gather output, kept to overlap its copy-out with this
+    // all-gather.
     if (forward) free_deferred_all_gather("free previous all-gather output");
     Op& copy_out = b_.add_op(OpKind::copy_out, compute_stream_, gid(g));
     copy_out.bytes = elems(layout(g).numel, param_dtype_);
     copy_out.deps.push_back(st.ag_op);  // current stream waits on the all-gather event
     copy_out.uses.push_back(st.ag_output);
-    st.unsharded = b_.add_buffer(buffer_name("unsharded_params"), copy_out.bytes, param_dtype_, BufferCategory::unsharded_params, gid(g));
+    st.unsharded = b_.add_buffer(buffer_name("unsharded_params"), copy_out.bytes, param_dtype_,
+                                 BufferCategory::unsharded_params, gid(g));
     copy_out.allocs.push_back(st.unsharded);
     if (st.post_forward_shard != kNone) {
       copy_out.frees.push_back(st.post_forward_shard);
@@ -148,8 +159,9 @@ class Fsdp2Lowerer final : public Lowerer {
       // _to_sharded_post_forward: keep this rank's 1/size slice of the unsharded parameters.
       const int size = static_cast<int>(s_.fsdp.reshard_after_forward.size);
       const std::int64_t numel = layout(g).sharded_numel * world() / size;
-      st.post_forward_shard = b_.add_buffer(buffer_name("post_forward_shard"), elems(numel, param_dtype_), param_dtype_,
-                                            BufferCategory::sharded_params, gid(g));
+      st.post_forward_shard =
+          b_.add_buffer(buffer_name("post_forward_shard"), elems(numel, param_dtype_), param_dtype_,
+                        BufferCategory::sharded_params, gid(g));
       op.allocs.push_back(st.post_forward_shard);
       op.bytes = elems(numel, param_dtype_);
       op.label = b_.op_label(fmt::format("to {} ranks", size));
@@ -179,16 +191,19 @@ class Fsdp2Lowerer final : public Lowerer {
     const std::int64_t k = s_.fsdp.forward_prefetch_modules;
     if (k > 0 && !is_root(g)) {
       const auto it = std::find(children_.begin(), children_.end(), g);
-      for (auto next = it + 1; next != children_.end() && next - it <= k; ++next) unshard(*next, true);
+      for (auto next = it + 1; next != children_.end() && next - it <= k; ++next)
+        unshard(*next, true);
     }
   }
 
   void post_forward(int g) override {
     if (has_params(g) && reshards_after_forward(g)) reshard(g);
-    if (is_root(g)) free_deferred_all_gather("free last all-gather output");  // FSDPState._post_forward
+    if (is_root(g))
+      free_deferred_all_gather("free last all-gather output");  // FSDPState._post_forward
   }
 
-  // comm_ctx.all_gather_state: the all-gather streams wait on the kept copy-out, then its output is freed.
+  // comm_ctx.all_gather_state: the all-gather streams wait on the kept copy-out, then its output is
+  // freed.
   void free_deferred_all_gather(std::string_view label) {
     if (deferred_ag_output_ == kNone) return;
     stream_wait(copy_in_, deferred_copy_out_);
@@ -203,7 +218,9 @@ class Fsdp2Lowerer final : public Lowerer {
     wait_for_unshard(g);
     const auto it = std::find(post_forward_order_.begin(), post_forward_order_.end(), g);
     const std::int64_t index = it - post_forward_order_.begin();
-    const std::int64_t k = (is_root(g) || s_.fsdp.backward_prefetch_modules == 0) ? 1 : s_.fsdp.backward_prefetch_modules;
+    const std::int64_t k = (is_root(g) || s_.fsdp.backward_prefetch_modules == 0)
+                               ? 1
+                               : s_.fsdp.backward_prefetch_modules;
     for (std::int64_t i = 1; i <= k && index - i >= 0; ++i) {
       unshard(post_forward_order_[static_cast<std::size_t>(index - i)], true);
     }
@@ -212,8 +229,8 @@ class Fsdp2Lowerer final : public Lowerer {
   void on_backward_op(int g, Op& op) override {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.grad == kNone) {
-      st.grad = b_.add_buffer(buffer_name("unsharded_grad"), elems(layout(g).numel, param_dtype_), param_dtype_,
-                              BufferCategory::unsharded_grads, gid(g));
+      st.grad = b_.add_buffer(buffer_name("unsharded_grad"), elems(layout(g).numel, param_dtype_),
+                              param_dtype_, BufferCategory::unsharded_grads, gid(g));
       op.allocs.push_back(st.grad);
     } else {
       op.uses.push_back(st.grad);  // autograd accumulates into .grad
@@ -232,7 +249,8 @@ class Fsdp2Lowerer final : public Lowerer {
         acc.label = b_.op_label("accumulate");
         acc.bytes = elems(layout(g).numel, reduce_dtype_);
         if (st.accumulated == kNone) {
-          st.accumulated = b_.add_buffer(buffer_name("accumulated_grad"), acc.bytes, reduce_dtype_, BufferCategory::unsharded_grads, gid(g));
+          st.accumulated = b_.add_buffer(buffer_name("accumulated_grad"), acc.bytes, reduce_dtype_,
+                                         BufferCategory::unsharded_grads, gid(g));
           acc.allocs.push_back(st.accumulated);
         } else {
           acc.uses.push_back(st.accumulated);
@@ -253,8 +271,9 @@ class Fsdp2Lowerer final : public Lowerer {
     // foreach_reduce: copy-in on the current stream, then the reduce-scatter stream waits for it.
     Op& copy_in = b_.add_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
     copy_in.bytes = elems(padded, reduce_dtype_);
-    const BufferId rs_input = b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
-                                            BufferCategory::reduce_scatter_input, gid(g));
+    const BufferId rs_input =
+        b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
+                      BufferCategory::reduce_scatter_input, gid(g));
     copy_in.allocs.push_back(rs_input);
     for (BufferId grad : {st.grad, st.accumulated}) {
       if (grad != kNone) copy_in.frees.push_back(grad);
@@ -268,11 +287,14 @@ class Fsdp2Lowerer final : public Lowerer {
     rs.deps.push_back(copy_in_id);
     rs.uses.push_back(rs_input);
     rs.fixed_time = compute_.groups[static_cast<std::size_t>(g)].reduce_scatter_time;
-    const bool becomes_grad = reduce_dtype_ == orig_dtype_ && sharded_grads_[static_cast<std::size_t>(g)] == kNone &&
-                              !offload_ && !s_.fsdp.is_hybrid();
-    const BufferId rs_output = b_.add_buffer(buffer_name(becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
-                                             elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
-                                             becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output, gid(g));
+    const bool becomes_grad = reduce_dtype_ == orig_dtype_ &&
+                              sharded_grads_[static_cast<std::size_t>(g)] == kNone && !offload_ &&
+                              !s_.fsdp.is_hybrid();
+    const BufferId rs_output = b_.add_buffer(
+        buffer_name(becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
+        elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
+        becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output,
+        gid(g));
     rs.allocs.push_back(rs_output);
     const OpId rs_id = b_.last_op();
     rs_state_input_ = rs_input;  // comm_ctx.reduce_scatter_state keeps the input alive
@@ -280,7 +302,8 @@ class Fsdp2Lowerer final : public Lowerer {
 
     StreamId post_stream = reduce_scatter_;
     if (s_.fsdp.is_hybrid()) {
-      const bool all_reduce_now = s_.fsdp.requires_all_reduce == SyncSchedule::every_microbatch || last_microbatch();
+      const bool all_reduce_now =
+          s_.fsdp.requires_all_reduce == SyncSchedule::every_microbatch || last_microbatch();
       if (!all_reduce_now) {
         // Accumulate the partial reduce output in the reduce-scatter stream; no all-reduce yet.
         Op acc = make_op(OpKind::grad_div, reduce_scatter_, gid(g));
@@ -311,9 +334,12 @@ class Fsdp2Lowerer final : public Lowerer {
     }
     // Divide (when not averaged by NCCL) and view or cast into the sharded gradient.
     Op& div = b_.add_op(OpKind::grad_div, post_stream, gid(g));
-    div.bytes = elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
-    div.label = reduce_dtype_ == orig_dtype_ ? b_.op_label("view")  // a literal: the label table's address cache answers
-                                             : b_.op_label(fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
+    div.bytes =
+        elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
+    div.label =
+        reduce_dtype_ == orig_dtype_
+            ? b_.op_label("view")  // a literal: the label table's address cache answers
+            : b_.op_label(fmt::format("{} → {}", to_string(reduce_dtype_), to_string(orig_dtype_)));
     if (becomes_grad) {
       sharded_grads_[static_cast<std::size_t>(g)] = rs_output;
       div.uses.push_back(rs_output);
@@ -366,13 +392,15 @@ class Fsdp2Lowerer final : public Lowerer {
   std::vector<GroupState> st_;
   BufferId deferred_ag_output_ = kNone;  // comm_ctx.all_gather_state
   OpId deferred_copy_out_ = kNone;
-  BufferId rs_state_input_ = kNone;      // comm_ctx.reduce_scatter_state
+  BufferId rs_state_input_ = kNone;  // comm_ctx.reduce_scatter_state
   OpId rs_state_event_ = kNone;
   OpId post_optim_event_ = kNone;
 };
 
 }  // namespace
 
-Schedule lower_fsdp2(const Scenario& scenario) { return Fsdp2Lowerer(scenario).run(); }
+Schedule lower_fsdp2(const Scenario& scenario) {
+  return Fsdp2Lowerer(scenario).run();
+}
 
 }  // namespace shardscope::lowering

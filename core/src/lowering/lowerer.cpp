@@ -45,7 +45,8 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   l.recomputed = b_.label(part.label + ".recomputed");
   // "<part>.forward_workspace.<i>": built by hand, a format call each cost more than the rest.
   std::string text;
-  const auto workspace_labels = [&](std::string_view kind, std::size_t count, std::vector<std::int32_t>& out) {
+  const auto workspace_labels = [&](std::string_view kind, std::size_t count,
+                                    std::vector<std::int32_t>& out) {
     for (std::size_t i = 0; i < count; ++i) {
       text.assign(part.label).append(kind).push_back(static_cast<char>('0' + i % 10));
       out.push_back(b_.label(text));
@@ -59,7 +60,8 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
 
 void Lowerer::plan_groups() {
   const std::size_t groups = layouts_.size();
-  for (auto* list : {&ids_, &outside_, &children_, &post_forward_order_, &sharded_params_}) list->reserve(groups);
+  for (auto* list : {&ids_, &outside_, &children_, &post_forward_order_, &sharded_params_})
+    list->reserve(groups);
   b_.schedule().groups.reserve(groups);
   for (std::size_t i = 0; i < groups; ++i) {
     const auto& l = layouts_[i];
@@ -85,8 +87,10 @@ void Lowerer::plan_groups() {
   for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
     BufferId id = kNone;
     if (has_params(g)) {
-      id = b_.add_buffer(BufferName{b_.label("sharded_params"), true}, elems(layout(g).sharded_numel, orig_dtype_),
-                         orig_dtype_, BufferCategory::sharded_params, gid(g), offload_ ? Location::host : Location::gpu, true);
+      id = b_.add_buffer(BufferName{b_.label("sharded_params"), true},
+                         elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_,
+                         BufferCategory::sharded_params, gid(g),
+                         offload_ ? Location::host : Location::gpu, true);
     }
     sharded_params_.push_back(id);
   }
@@ -111,13 +115,15 @@ Schedule Lowerer::run() {
       b_.set_step(it, mb);
       b_.set_phase(Phase::forward);
       forward_pass();
-      if (s_.training.synchronize == Synchronize::after_forward) synchronize_device("synchronize after forward");
+      if (s_.training.synchronize == Synchronize::after_forward)
+        synchronize_device("synchronize after forward");
       b_.set_phase(Phase::backward);
       backward_pass();
     }
     b_.set_phase(Phase::optimizer);
     optimizer_step();
-    if (s_.training.synchronize == Synchronize::after_step) synchronize_device("synchronize after step");
+    if (s_.training.synchronize == Synchronize::after_step)
+      synchronize_device("synchronize after step");
     if (s_.fsdp.checkpoint.every > 0 && (it + 1) % s_.fsdp.checkpoint.every == 0) {
       b_.set_phase(Phase::checkpoint);
       checkpoint_state_dict();
@@ -128,7 +134,8 @@ Schedule Lowerer::run() {
 
 void Lowerer::forward_pass() {
   for (int g : outside_) {
-    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(g)).size(); ++p) forward_part(g, p);
+    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(g)).size(); ++p)
+      forward_part(g, p);
   }
   root_pre_forward();
   pre_forward(root_);
@@ -138,7 +145,8 @@ void Lowerer::forward_pass() {
   }
   for (int c : children_) {
     if (has_params(c)) pre_forward(c);
-    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(c)).size(); ++p) forward_part(c, p);
+    for (std::size_t p = 0; p < compute_.parts_of(static_cast<std::size_t>(c)).size(); ++p)
+      forward_part(c, p);
     if (has_params(c)) post_forward(c);
   }
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
@@ -182,7 +190,8 @@ void Lowerer::forward_part(int g, std::size_t p) {
   if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
   if (part.saved_bytes > 0) {
     BufferId& saved = saved_[part_slot(g, p)];
-    saved = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_, part.saved_category, gid(g));
+    saved = b_.add_buffer(b_.step_name(part_labels(g, p).saved), part.saved_bytes, param_dtype_,
+                          part.saved_category, gid(g));
     op.allocs.push_back(saved);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
@@ -199,8 +208,8 @@ void Lowerer::backward_part(int g, std::size_t p) {
     re.label = b_.op_label(part.label);
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
-      recompute = b_.add_buffer(b_.step_name(part_labels(g, p).recomputed), part.recompute_bytes, param_dtype_,
-                                BufferCategory::recompute, gid(g));
+      recompute = b_.add_buffer(b_.step_name(part_labels(g, p).recomputed), part.recompute_bytes,
+                                param_dtype_, BufferCategory::recompute, gid(g));
       re.allocs.push_back(recompute);
     }
   }
@@ -229,10 +238,12 @@ OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string
   return b_.last_op();
 }
 
-void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors, Op& op) {
+void Lowerer::add_workspace(int g, const std::vector<std::int32_t>& labels,
+                            const WorkspaceSizes& tensors, Op& op) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] <= 0) continue;
-    const BufferId ws = b_.add_buffer(b_.step_name(labels[i]), tensors[i], param_dtype_, BufferCategory::workspace, gid(g));
+    const BufferId ws = b_.add_buffer(b_.step_name(labels[i]), tensors[i], param_dtype_,
+                                      BufferCategory::workspace, gid(g));
     op.allocs.push_back(ws);
     op.frees.push_back(ws);
   }
@@ -242,7 +253,8 @@ BufferId Lowerer::sharded_grad(int g, Op& op) {
   auto& grad = sharded_grads_[static_cast<std::size_t>(g)];
   if (grad == kNone) {
     grad = b_.add_buffer(BufferName{b_.label("sharded_grad"), true, b_.iteration()},
-                         elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_, BufferCategory::sharded_grads, gid(g),
+                         elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_,
+                         BufferCategory::sharded_grads, gid(g),
                          offload_ ? Location::host : Location::gpu);
     op.allocs.push_back(grad);
   } else {
@@ -263,12 +275,15 @@ void Lowerer::optimizer_step() {
     if (!has_params(g)) continue;
     shard_numel += layout(g).sharded_numel;
     step.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
-    if (sharded_grads_[static_cast<std::size_t>(g)] != kNone) step.uses.push_back(sharded_grads_[static_cast<std::size_t>(g)]);
+    if (sharded_grads_[static_cast<std::size_t>(g)] != kNone)
+      step.uses.push_back(sharded_grads_[static_cast<std::size_t>(g)]);
   }
   if (optimizer_states_.empty() && shard_numel > 0) {
     for (int i = 0; i < states; ++i) {
-      optimizer_states_.push_back(b_.add_buffer(BufferName{b_.label(fmt::format("optimizer/state{}", i))}, elems(shard_numel, orig_dtype_), orig_dtype_,
-                                                BufferCategory::optimizer_states, kNone, offload_ ? Location::host : Location::gpu));
+      optimizer_states_.push_back(b_.add_buffer(
+          BufferName{b_.label(fmt::format("optimizer/state{}", i))},
+          elems(shard_numel, orig_dtype_), orig_dtype_, BufferCategory::optimizer_states, kNone,
+          offload_ ? Location::host : Location::gpu));
       step.allocs.push_back(optimizer_states_.back());
     }
   } else {
@@ -276,8 +291,9 @@ void Lowerer::optimizer_step() {
   }
   if (!offload_ && shard_numel > 0 && states == 2) {
     // _multi_tensor_adam keeps one fp32 temporary per parameter (sqrt of exp_avg_sq).
-    const BufferId tmp = b_.add_buffer(BufferName{b_.label("optimizer/foreach_temp"), false, b_.iteration()}, elems(shard_numel, orig_dtype_),
-                                       orig_dtype_, BufferCategory::workspace, kNone);
+    const BufferId tmp = b_.add_buffer(
+        BufferName{b_.label("optimizer/foreach_temp"), false, b_.iteration()},
+        elems(shard_numel, orig_dtype_), orig_dtype_, BufferCategory::workspace, kNone);
     step.allocs.push_back(tmp);
     step.frees.push_back(tmp);
   }
@@ -312,13 +328,14 @@ void Lowerer::checkpoint_state_dict() {
     if (!has_params(g)) continue;
     const std::int64_t numel = layout(g).sharded_numel;
     if (ck.state_dict_type == StateDictType::full) {
-      // FULL_STATE_DICT: every parameter (and optimizer state) is all-gathered in its original dtype
-      // on the default stream, then copied to the host when offload_to_cpu (on rank 0 only with
-      // rank0_only; this schedule is rank 0's).
+      // FULL_STATE_DICT: every parameter (and optimizer state) is all-gathered in its original
+      // dtype on the default stream, then copied to the host when offload_to_cpu (on rank 0 only
+      // with rank0_only; this schedule is rank 0's).
       for (int k = 0; k <= states; ++k) {
         const Bytes full = elems(numel * world(), orig_dtype_);
-        const BufferId buf = b_.add_buffer(buffer_name(k == 0 ? "full_state_dict" : fmt::format("full_optim_state{}", k - 1)),
-                                           full, orig_dtype_, BufferCategory::workspace, gid(g));
+        const BufferId buf = b_.add_buffer(
+            buffer_name(k == 0 ? "full_state_dict" : fmt::format("full_optim_state{}", k - 1)),
+            full, orig_dtype_, BufferCategory::workspace, gid(g));
         Op ag = make_op(OpKind::all_gather, compute_stream_, gid(g));
         ag.comm = 0;  // the shard communicator is always created first
         ag.bytes = full;

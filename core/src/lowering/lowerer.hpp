@@ -1,7 +1,8 @@
 #pragma once
 // What FSDP1 and FSDP2 lowering share: the module walk (root pre-forward, children, root
 // post-forward, and back), compute ops with their activation buffers, persistent buffers, the
-// optimizer step, zero_grad and state-dict checkpoints. The API-specific lowerers fill in the hooks.
+// optimizer step, zero_grad and state-dict checkpoints. The API-specific lowerers fill in the
+// hooks.
 
 #include <vector>
 
@@ -60,20 +61,26 @@ class Lowerer {
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// Transient tensors allocated and freed by one op.
-  void add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors, Op& op);
+  void add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors,
+                     Op& op);
 
   /// Buffer-name labels of a compute part, made once per distinct part label ("block", "embed").
   struct PartLabels {
     std::string part;
     std::int32_t saved = kNone, recomputed = kNone;
-    std::vector<std::int32_t> forward_workspace, backward_workspace;  // "<part>.<pass>_workspace.<i>"
+    std::vector<std::int32_t> forward_workspace,
+        backward_workspace;  // "<part>.<pass>_workspace.<i>"
   };
   const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;
-  std::vector<std::size_t> part_first_;  // [group] → where the group's parts start in per-part tables
+  std::vector<std::size_t>
+      part_first_;  // [group] → where the group's parts start in per-part tables
   /// Part `p` of group `g` in the per-part tables (part_label_index_, saved_).
-  std::size_t part_slot(int g, std::size_t p) const { return part_first_[static_cast<std::size_t>(g)] + p; }
-  std::vector<int> part_label_index_;    // [part_slot(group, part)] → part_labels_ index, -1 until asked
+  std::size_t part_slot(int g, std::size_t p) const {
+    return part_first_[static_cast<std::size_t>(g)] + p;
+  }
+  std::vector<int>
+      part_label_index_;  // [part_slot(group, part)] → part_labels_ index, -1 until asked
 
   const Scenario& s_;
   ScheduleBuilder b_;
@@ -92,10 +99,10 @@ class Lowerer {
   StreamId cpu_ = 0;
   StreamId compute_stream_ = 0;
 
-  std::vector<BufferId> sharded_params_;   // per group, live at start (host under offload)
-  std::vector<BufferId> sharded_grads_;    // per group, this iteration (kNone until reduced)
+  std::vector<BufferId> sharded_params_;  // per group, live at start (host under offload)
+  std::vector<BufferId> sharded_grads_;   // per group, this iteration (kNone until reduced)
   std::vector<BufferId> saved_;  // [part_slot(group, part)] saved activations of this micro-batch
-  std::vector<BufferId> optimizer_states_; // allocated lazily by the first step
+  std::vector<BufferId> optimizer_states_;  // allocated lazily by the first step
 
  private:
   void forward_pass();

@@ -33,7 +33,9 @@ OpId ScheduleBuilder::emit(Op&& op) {
   return last_op();
 }
 
-OpId ScheduleBuilder::last_on(StreamId stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
+OpId ScheduleBuilder::last_on(StreamId stream) const {
+  return last_on_stream_[static_cast<std::size_t>(stream)];
+}
 
 Op make_op(OpKind kind, StreamId stream, GroupId group) {
   Op op;

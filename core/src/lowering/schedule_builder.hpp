@@ -21,8 +21,9 @@ class ScheduleBuilder {
   GroupId add_group(ParamGroup group);
   // Forced inline: GCC kept it a call (its push_back has a regrowth path), and as a call its
   // prologue and epilogue cost ~26 instructions of each of lowering's ~740 buffers per point.
-  [[gnu::always_inline]] BufferId add_buffer(BufferName name, Bytes size, DType dtype, BufferCategory category,
-                                             GroupId group, Location location = Location::gpu,
+  [[gnu::always_inline]] BufferId add_buffer(BufferName name, Bytes size, DType dtype,
+                                             BufferCategory category, GroupId group,
+                                             Location location = Location::gpu,
                                              bool live_at_start = false) {
     schedule_.buffers.push_back({name, size, dtype, category, group, location, live_at_start});
     return static_cast<BufferId>(schedule_.buffers.size() - 1);
@@ -38,7 +39,9 @@ class ScheduleBuilder {
   int microbatch() const { return microbatch_; }
 
   /// The index of a buffer-name label in Schedule::buffer_labels.
-  std::int32_t label(std::string_view text) { return buffer_labels_.id(schedule_.buffer_labels, text); }
+  std::int32_t label(std::string_view text) {
+    return buffer_labels_.id(schedule_.buffer_labels, text);
+  }
   /// The index of an op label ("prefetch", "rate limiter") in Schedule::op_labels.
   std::int32_t op_label(std::string_view text) { return op_labels_.id(schedule_.op_labels, text); }
   /// Name parts "<group>/<label>@i<iteration>m<microbatch>" at the current step.
@@ -63,7 +66,9 @@ class ScheduleBuilder {
   /// The last op issued on `stream`, or kNone.
   OpId last_on(StreamId stream) const;
   Op& op(OpId id) { return schedule_.ops[static_cast<std::size_t>(id)]; }
-  const Buffer& buffer(BufferId id) const { return schedule_.buffers[static_cast<std::size_t>(id)]; }
+  const Buffer& buffer(BufferId id) const {
+    return schedule_.buffers[static_cast<std::size_t>(id)];
+  }
 
   Schedule& schedule() { return schedule_; }
   Schedule take() { return std::move(schedule_); }

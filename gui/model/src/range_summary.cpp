@@ -25,7 +25,9 @@ RangeSummary summarize_range(const Timeline& t, TimeNs start, TimeNs end) {
   r.communication = total_length(m);
   r.exposed_communication = uncovered_length(m, c);
   const TimeNs hidden = r.communication - r.exposed_communication;
-  r.overlap = r.communication > 0 ? static_cast<double>(hidden) / static_cast<double>(r.communication) : 1.0;
+  r.overlap = r.communication > 0
+                  ? static_cast<double>(hidden) / static_cast<double>(r.communication)
+                  : 1.0;
   // Memory: the sample in force at the range start, and every sample inside it.
   const auto first = std::upper_bound(t.memory.begin(), t.memory.end(), r.start,
                                       [](TimeNs v, const MemorySample& s) { return v < s.time; });

@@ -7,7 +7,8 @@
 
 namespace shardscope::gui {
 
-std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file, bool expandable_segments) {
+std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file,
+                                              bool expandable_segments) {
   auto r = std::make_shared<RunResult>();
   r->scenario = read_scenario(tree, file, std::filesystem::path(file).parent_path());
   r->schedule = lower(r->scenario);
@@ -33,7 +34,8 @@ std::vector<std::pair<QString, QString>> metric_rows(const sim::Summary& m) {
       {"exposed communication", q(format_duration(m.comm_exposed))},
       {"overlap", q(fmt::format("{:.1f} %", 100 * m.overlap_fraction))},
       {"peak allocated", q(format_bytes(m.peak_allocated))},
-      {"peak reserved", q(fmt::format("{} of {}", format_bytes(m.peak_reserved), format_bytes(m.capacity)))},
+      {"peak reserved",
+       q(fmt::format("{} of {}", format_bytes(m.peak_reserved), format_bytes(m.capacity)))},
       {"fits", m.fits ? QString("yes") : QString("NO")},
   };
   if (!m.out_of_memory.empty()) rows.emplace_back("out of memory", q(m.out_of_memory));
@@ -95,8 +97,10 @@ void SimulationRunner::start(Pending job) {
         this,
         [this, generation, result, problems]() {
           if (generation == generation_) {  // drop superseded results
-            if (result) emit finished(result);
-            else emit failed(generation, problems);
+            if (result)
+              emit finished(result);
+            else
+              emit failed(generation, problems);
           }
           done(generation);
         },

@@ -1,8 +1,7 @@
 #include "shardscope/gui/sweep_table.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "shardscope/core/error.hpp"
 
@@ -14,11 +13,13 @@ std::string SweepRow::label() const {
   return out;
 }
 
-std::vector<SweepRow> sweep_rows(const std::vector<sim::SweepAxis>& axes, const std::vector<sim::SweepPoint>& points) {
+std::vector<SweepRow> sweep_rows(const std::vector<sim::SweepAxis>& axes,
+                                 const std::vector<sim::SweepPoint>& points) {
   std::vector<SweepRow> rows;
   for (const auto& p : points) {
     SweepRow r;
-    for (std::size_t a = 0; a < axes.size() && a < p.values.size(); ++a) r.settings.emplace_back(axes[a].key, p.values[a]);
+    for (std::size_t a = 0; a < axes.size() && a < p.values.size(); ++a)
+      r.settings.emplace_back(axes[a].key, p.values[a]);
     r.step_time_s = ns_to_s(p.summary.step_time);
     r.tokens_per_s_per_gpu = p.summary.tokens_per_s_per_gpu;
     r.peak_reserved = p.summary.peak_reserved;
@@ -35,11 +36,13 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.value("schema", "") != "shardscope.sweep/1") {
-      throw ValidationError({Problem{origin, "schema", "not a shardscope sweep", "shardscope.sweep/1"}});
+      throw ValidationError(
+          {Problem{origin, "schema", "not a shardscope sweep", "shardscope.sweep/1"}});
     }
     for (const auto& p : j.at("points")) {
       SweepRow r;
-      for (const auto& [k, v] : p.at("settings").items()) r.settings.emplace_back(k, v.get<std::string>());
+      for (const auto& [k, v] : p.at("settings").items())
+        r.settings.emplace_back(k, v.get<std::string>());
       r.step_time_s = p.at("step_time_s").get<double>();
       r.tokens_per_s_per_gpu = p.at("tokens_per_s_per_gpu").get<double>();
       r.peak_reserved = p.at("peak_reserved_bytes").get<Bytes>();
@@ -49,7 +52,8 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
       rows.push_back(std::move(r));
     }
   } catch (const nlohmann::json::exception& e) {
-    throw ValidationError({Problem{origin, "", std::string("malformed sweep JSON: ") + e.what(), "the output of shardscope sweep --json"}});
+    throw ValidationError({Problem{origin, "", std::string("malformed sweep JSON: ") + e.what(),
+                                   "the output of shardscope sweep --json"}});
   }
   return rows;
 }
@@ -82,14 +86,18 @@ std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::stri
   std::vector<std::string> lines;
   for (std::size_t start = 0; start < text.size();) {
     const auto end = text.find('\n', start);
-    lines.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    lines.emplace_back(
+        text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
     start = end == std::string_view::npos ? text.size() : end + 1;
   }
-  if (lines.empty()) throw ValidationError({Problem{origin, "", "empty file", "the output of shardscope sweep --csv"}});
+  if (lines.empty())
+    throw ValidationError(
+        {Problem{origin, "", "empty file", "the output of shardscope sweep --csv"}});
   const auto header = csv_fields(lines[0]);
   const auto metrics = std::find(header.begin(), header.end(), "step_time_s");
   if (metrics == header.end() || header.end() - metrics < 10) {
-    throw ValidationError({Problem{origin, "header", "not a shardscope sweep CSV", "columns ..., step_time_s, tokens_per_s_per_gpu, ..."}});
+    throw ValidationError({Problem{origin, "header", "not a shardscope sweep CSV",
+                                   "columns ..., step_time_s, tokens_per_s_per_gpu, ..."}});
   }
   const auto axes = static_cast<std::size_t>(metrics - header.begin());
   std::vector<SweepRow> rows;
@@ -97,7 +105,8 @@ std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::stri
     if (lines[i].empty()) continue;
     const auto f = csv_fields(lines[i]);
     if (f.size() != header.size()) {
-      throw ValidationError({Problem{origin, "line " + std::to_string(i + 1), "has " + std::to_string(f.size()) + " fields",
+      throw ValidationError({Problem{origin, "line " + std::to_string(i + 1),
+                                     "has " + std::to_string(f.size()) + " fields",
                                      std::to_string(header.size()) + " like the header"}});
     }
     SweepRow r;
@@ -107,7 +116,8 @@ std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::stri
       r.tokens_per_s_per_gpu = std::stod(f[axes + 1]);
       r.peak_reserved = std::stoll(f[axes + 4]);
     } catch (const std::exception&) {
-      throw ValidationError({Problem{origin, "line " + std::to_string(i + 1), "a metric is not a number", ""}});
+      throw ValidationError(
+          {Problem{origin, "line " + std::to_string(i + 1), "a metric is not a number", ""}});
     }
     r.fits = f[axes + 6] == "true";
     r.pareto = f[axes + 7] == "true";

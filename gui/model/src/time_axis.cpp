@@ -5,7 +5,8 @@
 
 namespace shardscope::gui {
 
-TimeAxis::TimeAxis(TimeNs start, TimeNs end, double width_px) : limit_(std::max(end, TimeNs{1})), width_(std::max(1.0, width_px)) {
+TimeAxis::TimeAxis(TimeNs start, TimeNs end, double width_px)
+    : limit_(std::max(end, TimeNs{1})), width_(std::max(1.0, width_px)) {
   set_range(start, end);
 }
 
@@ -14,7 +15,9 @@ void TimeAxis::set_limit(TimeNs limit) {
   clamp();
 }
 
-void TimeAxis::set_width(double width_px) { width_ = std::max(1.0, width_px); }
+void TimeAxis::set_width(double width_px) {
+  width_ = std::max(1.0, width_px);
+}
 
 void TimeAxis::set_range(TimeNs start, TimeNs end) {
   start_ = start;
@@ -22,7 +25,9 @@ void TimeAxis::set_range(TimeNs start, TimeNs end) {
   clamp();
 }
 
-double TimeAxis::to_px(TimeNs t) const { return static_cast<double>(t - start_) / static_cast<double>(span()) * width_; }
+double TimeAxis::to_px(TimeNs t) const {
+  return static_cast<double>(t - start_) / static_cast<double>(span()) * width_;
+}
 
 TimeNs TimeAxis::to_time(double px) const {
   return start_ + static_cast<TimeNs>(std::llround(px / width_ * static_cast<double>(span())));
@@ -31,7 +36,8 @@ TimeNs TimeAxis::to_time(double px) const {
 void TimeAxis::zoom(double factor, double anchor_px) {
   if (factor <= 0) return;
   const TimeNs anchor = to_time(anchor_px);
-  const double new_span = std::max(static_cast<double>(kMinSpan), static_cast<double>(span()) / factor);
+  const double new_span =
+      std::max(static_cast<double>(kMinSpan), static_cast<double>(span()) / factor);
   const double left = anchor_px / width_ * new_span;
   start_ = anchor - static_cast<TimeNs>(std::llround(left));
   end_ = start_ + static_cast<TimeNs>(std::llround(new_span));

@@ -1,10 +1,10 @@
 #pragma once
 // Where it runs: GPUs, nodes and the links between them. Every number can be overridden.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <optional>
 
 #include "shardscope/core/units.hpp"
 
@@ -14,7 +14,7 @@ struct PeakFlops {
   FlopsPerSecond fp32 = 0;  // dense, no TF32
   FlopsPerSecond bf16 = 0;  // dense tensor-core
   FlopsPerSecond fp16 = 0;
-  FlopsPerSecond fp8 = 0;   // equals bf16 where the GPU has no FP8 tensor cores
+  FlopsPerSecond fp8 = 0;  // equals bf16 where the GPU has no FP8 tensor cores
 
   FlopsPerSecond for_dtype(DType dtype) const;
 };
@@ -25,10 +25,10 @@ struct GpuSpec {
   PeakFlops peak_flops;
   BytesPerSecond hbm_bandwidth = 0;
   int sm_count = 0;
-  double matmul_efficiency = 0.7;    // share of dense peak large GEMMs reach in PyTorch eager
-  double attention_efficiency = 0.35;// share of dense peak of PyTorch SDPA flash attention (FA2)
-  double tdp_w = 0;                  // board power limit of the stock part
-  std::optional<double> power_cap_w; // a lower administrative cap, when set
+  double matmul_efficiency = 0.7;      // share of dense peak large GEMMs reach in PyTorch eager
+  double attention_efficiency = 0.35;  // share of dense peak of PyTorch SDPA flash attention (FA2)
+  double tdp_w = 0;                    // board power limit of the stock part
+  std::optional<double> power_cap_w;   // a lower administrative cap, when set
 };
 
 /// One direction of a link as one GPU sees it.
@@ -44,9 +44,9 @@ struct HostLinkSpec {
 };
 
 struct CpuSpec {
-  TimeNs launch_overhead = 0;      // CPU time to issue one kernel or collective from PyTorch eager
-  TimeNs fsdp_hook_overhead = 0;   // CPU time of one FSDP pre/post hook (per group and pass)
-  double adam_bytes_per_s = 0;     // CPU optimizer throughput over parameter bytes (offload)
+  TimeNs launch_overhead = 0;     // CPU time to issue one kernel or collective from PyTorch eager
+  TimeNs fsdp_hook_overhead = 0;  // CPU time of one FSDP pre/post hook (per group and pass)
+  double adam_bytes_per_s = 0;    // CPU optimizer throughput over parameter bytes (offload)
 };
 
 struct ClusterSpec {
@@ -54,9 +54,9 @@ struct ClusterSpec {
   GpuSpec gpu;
   int nodes = 1;
   int gpus_per_node = 8;
-  LinkSpec nvlink;   // intra-node fabric (NVLink/NVSwitch), per GPU
-  LinkSpec network;  // inter-node NIC, per GPU
-  HostLinkSpec pcie; // host link, per GPU
+  LinkSpec nvlink;    // intra-node fabric (NVLink/NVSwitch), per GPU
+  LinkSpec network;   // inter-node NIC, per GPU
+  HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
 
   int world_size() const { return nodes * gpus_per_node; }

@@ -1,7 +1,8 @@
 #pragma once
 // Typed, problem-collecting access to a ConfigTree. Every getter records the key as known,
-// returns a fallback on a missing or wrong value, and adds a Problem instead of throwing; `finish()`
-// then reports every key nobody asked for, with a "did you mean". So one pass finds every problem.
+// returns a fallback on a missing or wrong value, and adds a Problem instead of throwing;
+// `finish()` then reports every key nobody asked for, with a "did you mean". So one pass finds
+// every problem.
 
 #include <cstdint>
 #include <optional>
@@ -30,11 +31,14 @@ class ConfigReader {
 
   std::optional<bool> get_bool(std::string_view path);
   /// `range` is the allowed range in words for the problem ("1..10,000 blocks"); empty: "min..max".
-  std::optional<std::int64_t> get_int(std::string_view path, std::int64_t min, std::int64_t max, std::string range = {});
-  std::optional<double> get_number(std::string_view path, double min, double max, std::string range = {});
+  std::optional<std::int64_t> get_int(std::string_view path, std::int64_t min, std::int64_t max,
+                                      std::string range = {});
+  std::optional<double> get_number(std::string_view path, double min, double max,
+                                   std::string range = {});
   std::optional<std::string> get_string(std::string_view path);
   /// A string from a fixed set; anything else is a problem listing the allowed values.
-  std::optional<std::string> get_enum(std::string_view path, std::span<const std::string_view> allowed);
+  std::optional<std::string> get_enum(std::string_view path,
+                                      std::span<const std::string_view> allowed);
   std::optional<DType> get_dtype(std::string_view path);
   /// Integer bytes or a string with a unit ("96GB", "80GiB").
   std::optional<Bytes> get_bytes(std::string_view path);
@@ -47,7 +51,8 @@ class ConfigReader {
   /// Marks every key below `path` as known without reading it (a sub-tree read elsewhere).
   void mark_subtree_known(std::string_view path);
   /// When present, a problem "only used with ..." (and the key counts as known).
-  void reject_if_present(std::string_view path, std::string_view why, std::string_view instead = {});
+  void reject_if_present(std::string_view path, std::string_view why,
+                         std::string_view instead = {});
 
   void add_problem(std::string_view path, std::string message, std::string allowed = {});
   /// Reports unknown keys. Call once after every getter.
@@ -73,8 +78,9 @@ class ConfigReader {
   // Normalised keys read ("model.groups[].name"), back to back in one string: a reader asks for
   // ~90 keys, some twice; appending costs no allocation per key, and finish() sorts them once.
   std::string known_text_;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> known_spans_;  // (offset, length) in known_text_
-  std::vector<std::string_view> known_sorted_;                         // distinct known keys, sorted (sort_known_keys)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>
+      known_spans_;                             // (offset, length) in known_text_
+  std::vector<std::string_view> known_sorted_;  // distinct known keys, sorted (sort_known_keys)
   bool known_sorted_ready_ = false;
   // Every node find() walked through, sorted in finish(): such a node is known (it was read or lies
   // above a key that was), which finish() tells by its address without comparing key text.
@@ -86,13 +92,13 @@ class ConfigReader {
   struct IndexEntry {
     std::uint32_t offset, length;  // the path in index_text_
     const ConfigTree* node;
-    std::int32_t parent;           // entry of the mapping above, -1 at the top
-    bool visited;                  // in visited_ already
+    std::int32_t parent;  // entry of the mapping above, -1 at the top
+    bool visited;         // in visited_ already
   };
   std::string index_text_;
   std::vector<IndexEntry> index_;
   TextIndex index_by_path_;  // entries by their path
-  std::string scratch_;                       // find()'s normalised path, reused
+  std::string scratch_;      // find()'s normalised path, reused
   std::vector<Problem> problems_;
 };
 

@@ -3,10 +3,9 @@
 // `--set dotted.key=value` overrides. Typed reading with every problem collected lives in
 // config_reader.hpp.
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,19 +24,22 @@ ConfigTree parse_config_text(std::string_view text, const std::string& origin);
 /// Reads a .yaml/.yml/.json file. Throws ValidationError when unreadable or malformed.
 ConfigTree load_config_file(const std::filesystem::path& path);
 
-/// Applies one "dotted.key=value" assignment (list items as `groups.2.params` or `groups[2].params`).
-/// The value is parsed as YAML, so `true`, `2`, `bf16`, `[1, 2]` keep their types.
-/// A malformed assignment adds a Problem instead of throwing.
+/// Applies one "dotted.key=value" assignment (list items as `groups.2.params` or
+/// `groups[2].params`). The value is parsed as YAML, so `true`, `2`, `bf16`, `[1, 2]` keep their
+/// types. A malformed assignment adds a Problem instead of throwing.
 void apply_override(ConfigTree& tree, std::string_view assignment, std::vector<Problem>& problems);
 /// The value of an override as YAML reads it ("2" → 2, "true" → true, "[1, 2]" → a list); text
 /// that is not YAML stays a string.
 ConfigTree parse_override_value(std::string_view text);
 /// Sets `key` (dotted, with list indices) to an already parsed value; adds a Problem when the path
 /// cannot be set.
-void set_override(ConfigTree& tree, std::string_view key, const ConfigTree& value, std::vector<Problem>& problems);
+void set_override(ConfigTree& tree, std::string_view key, const ConfigTree& value,
+                  std::vector<Problem>& problems);
 
 /// Whether `c` separates the parts of a key path ("a.b[2].c").
-constexpr bool is_key_separator(char c) { return c == '.' || c == '[' || c == ']'; }
+constexpr bool is_key_separator(char c) {
+  return c == '.' || c == '[' || c == ']';
+}
 
 /// Calls f(part) for each part of "a.b[2].c" or "a.b.2.c" ("a", "b", "2", "c"), without allocating.
 template <typename F>
@@ -45,7 +47,8 @@ void for_each_key_part(std::string_view path, F&& f) {
   // A table lookup per character: scenario reading splits a few thousand key paths per sweep point.
   static constexpr auto separator = [] {
     std::array<bool, 256> t{};
-    for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = is_key_separator(static_cast<char>(c));
+    for (int c = 0; c < 256; ++c)
+      t[static_cast<std::size_t>(c)] = is_key_separator(static_cast<char>(c));
     return t;
   }();
   std::size_t begin = 0;

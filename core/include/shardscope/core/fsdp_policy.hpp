@@ -10,7 +10,13 @@
 namespace shardscope {
 
 enum class FsdpApi { fsdp2, fsdp1 };
-enum class ShardingStrategy { full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2 };
+enum class ShardingStrategy {
+  full_shard,
+  shard_grad_op,
+  no_shard,
+  hybrid_shard,
+  hybrid_shard_zero2
+};
 enum class BackwardPrefetch { backward_pre, backward_post, none };
 enum class SyncSchedule { every_microbatch, last_microbatch };
 enum class StateDictType { full, sharded, local };
@@ -34,7 +40,7 @@ struct MixedPrecision {
 };
 
 struct CpuOffload {
-  bool params = false;      // sharded parameters, gradients and optimizer step on the CPU
+  bool params = false;  // sharded parameters, gradients and optimizer step on the CPU
   bool pin_memory = true;
 };
 
@@ -47,8 +53,9 @@ struct CheckpointPolicy {
 
 struct FsdpPolicy {
   FsdpApi api = FsdpApi::fsdp2;
-  ShardingStrategy sharding_strategy = ShardingStrategy::full_shard;  // FSDP1's knob; FSDP2 derives it
-  std::int64_t mesh_replicate = 1;  // resolved: replicate × shard = world size
+  ShardingStrategy sharding_strategy =
+      ShardingStrategy::full_shard;  // FSDP1's knob; FSDP2 derives it
+  std::int64_t mesh_replicate = 1;   // resolved: replicate × shard = world size
   std::int64_t mesh_shard = 1;
   ReshardAfterForward reshard_after_forward;  // FSDP2
   bool reshard_root_after_forward = false;    // newer PyTorch: explicit True reshards the root too

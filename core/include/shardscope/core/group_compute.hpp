@@ -2,9 +2,10 @@
 // Compute and activation memory of each FSDP group, per micro-batch, on one rank.
 //
 // Transformer block (t = seq_len × micro_batch tokens, p = bytes per element of the compute
-// dtype, h hidden, kv = kv_heads × head_dim, f ffn_hidden, s seq_len), flash attention (no s² term):
-//   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h          (causal attention does half of 4·t·s·h)
-//   backward FLOPs = 2 × forward for matmuls; flash attention backward = 2.5 × its forward
+// dtype, h hidden, kv = kv_heads × head_dim, f ffn_hidden, s seq_len), flash attention (no s²
+// term):
+//   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h          (causal attention does half of
+//   4·t·s·h) backward FLOPs = 2 × forward for matmuls; flash attention backward = 2.5 × its forward
 //   elementwise HBM traffic (forward) = t·p·(16h + 2kv + 5f) + t·4·4h (norms in fp32, RoPE,
 //       SiLU·mul or GELU, residual adds); backward twice that
 //   all activations A = t·p·(6h + 2kv + M) + t·4·(heads + 2·norms)
@@ -46,23 +47,24 @@ struct ComputePart {
   ComputePosition position = ComputePosition::before_children;
   Flops forward_flops = 0;
   Flops backward_flops = 0;
-  Flops recompute_flops = 0;     // forward re-run inside backward (activation checkpointing)
-  Flops forward_attention_flops = 0;   // parts of the above in attention kernels
+  Flops recompute_flops = 0;          // forward re-run inside backward (activation checkpointing)
+  Flops forward_attention_flops = 0;  // parts of the above in attention kernels
   Flops backward_attention_flops = 0;
-  Bytes backward_memory_bytes = 0;     // HBM traffic of memory-bound backward kernels
+  Bytes backward_memory_bytes = 0;  // HBM traffic of memory-bound backward kernels
   Bytes recompute_memory_bytes = 0;
-  Bytes saved_bytes = 0;         // kept from forward to backward
+  Bytes saved_bytes = 0;              // kept from forward to backward
   WorkspaceSizes forward_workspace;   // tensors transient during the forward op
-  Bytes recompute_bytes = 0;     // rematerialised before backward, freed by it
+  Bytes recompute_bytes = 0;          // rematerialised before backward, freed by it
   WorkspaceSizes backward_workspace;  // tensors transient during the backward op
-  Bytes forward_memory_bytes = 0;  // HBM traffic, for memory-bound parts
+  Bytes forward_memory_bytes = 0;     // HBM traffic, for memory-bound parts
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
   BufferCategory saved_category = BufferCategory::activations;
 };
 
 struct GroupCompute {
-  std::size_t first_part = 0;  // its parts are ModelCompute::parts[first_part, first_part + part_count)
+  std::size_t first_part =
+      0;  // its parts are ModelCompute::parts[first_part, first_part + part_count)
   std::size_t part_count = 0;  // 0 for a group without compute
   std::optional<TimeNs> all_gather_time;
   std::optional<TimeNs> reduce_scatter_time;
@@ -87,7 +89,8 @@ DType compute_dtype(const Scenario& scenario);
 ModelCompute group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
 
 /// Saved activation bytes of one transformer block under a policy (exposed for tests and docs).
-Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem, ActivationCheckpointing ac);
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
+                        ActivationCheckpointing ac);
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem);
 
 }  // namespace shardscope

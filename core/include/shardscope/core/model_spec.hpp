@@ -39,17 +39,19 @@ struct TransformerConfig {
 
 /// Parameter counts of a transformer, by part.
 struct TransformerParams {
-  std::int64_t attention = 0;       // per block: q, k, v, o (+ biases)
-  std::int64_t mlp = 0;             // per block
-  std::int64_t block_norms = 0;     // per block: two norms
+  std::int64_t attention = 0;    // per block: q, k, v, o (+ biases)
+  std::int64_t mlp = 0;          // per block
+  std::int64_t block_norms = 0;  // per block: two norms
   std::int64_t token_embedding = 0;
   std::int64_t position_embedding = 0;
   std::int64_t final_norm = 0;
-  std::int64_t output_head = 0;     // 0 when tied
+  std::int64_t output_head = 0;  // 0 when tied
 
   std::int64_t block() const { return attention + mlp + block_norms; }
   /// Everything outside the blocks: what FSDP's root group holds.
-  std::int64_t root() const { return token_embedding + position_embedding + final_norm + output_head; }
+  std::int64_t root() const {
+    return token_embedding + position_embedding + final_norm + output_head;
+  }
 };
 
 TransformerParams count_params(const TransformerConfig& config);

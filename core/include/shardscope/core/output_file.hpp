@@ -24,8 +24,8 @@ namespace shardscope {
 std::vector<Problem> check_output_path(const std::filesystem::path& output, std::string_view option,
                                        std::span<const std::filesystem::path> inputs);
 
-/// Checks every output against the inputs and each other; throws ValidationError with every problem.
-/// `outputs` pairs an option name with its path; empty paths are skipped.
+/// Checks every output against the inputs and each other; throws ValidationError with every
+/// problem. `outputs` pairs an option name with its path; empty paths are skipped.
 void check_output_paths(std::span<const std::pair<std::string, std::string>> outputs,
                         std::span<const std::filesystem::path> inputs);
 
@@ -33,7 +33,8 @@ void check_output_paths(std::span<const std::pair<std::string, std::string>> out
 /// any failure (no space left, permission, a FIFO with no reader).
 void write_text_file_atomic(const std::filesystem::path& path, std::string_view text);
 
-/// The whole file; throws ValidationError naming it when it cannot be read or is not a regular file.
+/// The whole file; throws ValidationError naming it when it cannot be read or is not a regular
+/// file.
 std::string read_text_file(const std::filesystem::path& path);
 
 }  // namespace shardscope

@@ -25,7 +25,7 @@ std::vector<ParamShape> block_param_shapes(const TransformerConfig& config);
 std::vector<ParamShape> root_param_shapes(const TransformerConfig& config);
 
 struct GroupLayout {
-  std::string name;              // "root", "layers.0", ... (custom: the group's own name)
+  std::string name;  // "root", "layers.0", ... (custom: the group's own name)
   bool is_root = false;
   std::int64_t first_block = 0;  // blocks [first_block, first_block + block_count)
   std::int64_t block_count = 0;

@@ -29,7 +29,8 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                        const std::filesystem::path& base_dir = {});
 
 /// Loads a file and applies `--set key=value` overrides before reading.
-Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+Scenario load_scenario(const std::filesystem::path& path,
+                       const std::vector<std::string>& overrides = {});
 
 /// A scenario from YAML/JSON text (tests, GUI).
 Scenario scenario_from_text(std::string_view text, const std::vector<std::string>& overrides = {});

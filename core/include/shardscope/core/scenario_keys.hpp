@@ -29,14 +29,14 @@ enum class KeyType {
 };
 
 struct ScenarioKey {
-  std::string_view path;     // normalised: list items as [] ("model.groups[].params")
+  std::string_view path;  // normalised: list items as [] ("model.groups[].params")
   KeyType type;
-  double min = 0;            // in the type's base unit (see KeyType); unused where meaningless
+  double min = 0;  // in the type's base unit (see KeyType); unused where meaningless
   double max = 0;
   std::string_view unit;     // what a bare number means ("tokens", "W", "ms"); empty where none
   std::string_view choices;  // for choice: "a, b, c"; for text: what it names
   std::string_view default_value;
-  std::string_view models;   // what it models; for rejected keys, why they are rejected
+  std::string_view models;  // what it models; for rejected keys, why they are rejected
 };
 
 /// The whole table, sections before their keys, in the order of docs/scenario.md.

@@ -34,24 +34,24 @@ enum class StreamKind {
 };
 
 enum class OpKind {
-  copy_in,         // gather sharded params into the all-gather input (cast to param dtype)
+  copy_in,  // gather sharded params into the all-gather input (cast to param dtype)
   all_gather,
-  copy_out,        // all-gather output into unsharded parameters
+  copy_out,  // all-gather output into unsharded parameters
   forward,
   backward,
   recompute,       // forward re-run under activation checkpointing
   reshard,         // free unsharded parameters
   reduce_copy_in,  // copy (and cast) unsharded gradients into the reduce-scatter input
   reduce_scatter,
-  all_reduce,      // HSDP: across replicas
-  grad_div,        // gradient division / dtype cast into the sharded gradient
+  all_reduce,  // HSDP: across replicas
+  grad_div,    // gradient division / dtype cast into the sharded gradient
   h2d,
   d2h,
   optimizer_step,
   zero_grad,
-  stream_wait,     // a stream waits on an event (zero work)
-  cpu_wait,        // the CPU blocks on an event (FSDP1 rate limiter, synchronisation)
-  state_dict,      // state-dict (checkpoint) work
+  stream_wait,  // a stream waits on an event (zero work)
+  cpu_wait,     // the CPU blocks on an event (FSDP1 rate limiter, synchronisation)
+  state_dict,   // state-dict (checkpoint) work
 };
 inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::state_dict) + 1;
 
@@ -81,16 +81,16 @@ struct Stream {
 };
 
 struct Communicator {
-  std::string name;   // e.g. "shard", "replicate", "post_forward", "reduce_scatter"
-  int size = 1;       // ranks
-  int nodes = 1;      // nodes the ranks span
+  std::string name;  // e.g. "shard", "replicate", "post_forward", "reduce_scatter"
+  int size = 1;      // ranks
+  int nodes = 1;     // nodes the ranks span
 };
 
 struct ParamGroup {
-  std::string name;              // PyTorch module path: "root", "layers.0", ...
-  std::int64_t numel = 0;        // unsharded parameters
-  std::int64_t sharded_numel = 0;// per rank, with padding
-  DType dtype = DType::fp32;     // original parameter dtype
+  std::string name;                // PyTorch module path: "root", "layers.0", ...
+  std::int64_t numel = 0;          // unsharded parameters
+  std::int64_t sharded_numel = 0;  // per rank, with padding
+  DType dtype = DType::fp32;       // original parameter dtype
   bool is_root = false;
 };
 
@@ -102,13 +102,14 @@ struct Op {
   int iteration = 0;
   int microbatch = 0;
   CommId comm = kNone;
-  std::int32_t label = kNone;  // index into Schedule::op_labels: what PyTorch calls it, e.g. "prefetch", "embed"
-  Bytes bytes = 0;          // collective: gathered/pre-scatter size; copy: bytes moved
+  std::int32_t label =
+      kNone;  // index into Schedule::op_labels: what PyTorch calls it, e.g. "prefetch", "embed"
+  Bytes bytes = 0;  // collective: gathered/pre-scatter size; copy: bytes moved
   Flops flops = 0;
   Flops attention_flops = 0;  // the part of `flops` in attention kernels (flash attention), ≤ flops
   std::optional<TimeNs> fixed_time;  // overrides every cost model
-  IdList deps;    // ops this one waits for (cross-stream events, CPU waits)
-  IdList allocs;  // buffers
+  IdList deps;                       // ops this one waits for (cross-stream events, CPU waits)
+  IdList allocs;                     // buffers
   IdList frees;
   IdList uses;
 };
@@ -149,7 +150,8 @@ struct Schedule {
 
 /// The op's label ("" when it has none).
 inline std::string_view op_label(const Schedule& s, const Op& op) {
-  return op.label == kNone ? std::string_view() : std::string_view(s.op_labels[static_cast<std::size_t>(op.label)]);
+  return op.label == kNone ? std::string_view()
+                           : std::string_view(s.op_labels[static_cast<std::size_t>(op.label)]);
 }
 
 /// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".

@@ -10,7 +10,8 @@
 
 namespace shardscope {
 
-std::vector<Problem> check_schedule(const Schedule& schedule, const std::string& origin = "<schedule>");
+std::vector<Problem> check_schedule(const Schedule& schedule,
+                                    const std::string& origin = "<schedule>");
 
 /// Where each buffer is allocated and freed (kNone: live at start / never freed).
 struct BufferLifetime {

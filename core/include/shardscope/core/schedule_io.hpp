@@ -15,5 +15,4 @@ std::string schedule_to_json(const Schedule& schedule);
 /// Throws ValidationError listing every malformed field (with its key path).
 Schedule schedule_from_json(std::string_view text, const std::string& origin = "<schedule>");
 
-
 }  // namespace shardscope

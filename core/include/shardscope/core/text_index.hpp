@@ -36,7 +36,9 @@ class TextIndex {
  private:
   static constexpr std::size_t kFirstSize = 64;
 
-  std::size_t first_slot(std::string_view text) const { return std::hash<std::string_view>{}(text) & (slots_.size() - 1); }
+  std::size_t first_slot(std::string_view text) const {
+    return std::hash<std::string_view>{}(text) & (slots_.size() - 1);
+  }
   std::size_t next_slot(std::size_t h) const { return (h + 1) & (slots_.size() - 1); }
   void place(std::int32_t id, std::string_view text) {
     std::size_t h = first_slot(text);

@@ -41,10 +41,11 @@ struct Timeline {
   std::vector<Stream> streams;
   std::vector<std::string> groups;
   std::vector<Communicator> communicators;
-  std::vector<TimelineOp> ops;          // sorted by (start, stream, op)
-  std::vector<MemorySample> memory;     // sorted by time
+  std::vector<TimelineOp> ops;       // sorted by (start, stream, op)
+  std::vector<MemorySample> memory;  // sorted by time
   Bytes memory_capacity = 0;
-  std::map<std::string, double> metrics;  // keys end in their unit: step_time_s, peak_reserved_bytes
+  std::map<std::string, double>
+      metrics;  // keys end in their unit: step_time_s, peak_reserved_bytes
 
   TimeNs end_time() const;
 };

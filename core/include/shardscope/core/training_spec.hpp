@@ -25,7 +25,7 @@ struct TrainingSpec {
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   std::int64_t checkpoint_every = 1;  // n of every_n
   Optimizer optimizer = Optimizer::adamw;
-  std::int64_t iterations = 2;   // optimizer steps simulated; the last is the steady state
+  std::int64_t iterations = 2;  // optimizer steps simulated; the last is the steady state
   Synchronize synchronize = Synchronize::none;
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }

@@ -25,10 +25,14 @@ enum class DType { fp32, bf16, fp16, fp8 };
 
 constexpr Bytes bytes_per_element(DType dtype) {
   switch (dtype) {
-    case DType::fp32: return 4;
-    case DType::bf16: return 2;
-    case DType::fp16: return 2;
-    case DType::fp8: return 1;
+    case DType::fp32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::fp16:
+      return 2;
+    case DType::fp8:
+      return 1;
   }
   return 4;
 }
@@ -38,7 +42,8 @@ std::optional<DType> parse_dtype(std::string_view text);
 /// Allowed spellings of a dtype, for error messages.
 inline constexpr std::string_view kDTypeNames = "fp32, bf16, fp16, fp8";
 
-/// "80GiB", "96GB", "512MiB", "1024" (bytes). Binary (KiB, MiB, GiB, TiB) and decimal (kB, MB, GB, TB).
+/// "80GiB", "96GB", "512MiB", "1024" (bytes). Binary (KiB, MiB, GiB, TiB) and decimal (kB, MB, GB,
+/// TB).
 std::optional<Bytes> parse_bytes(std::string_view text);
 /// "3.4us", "25ms", "1.5s", "800ns" → nanoseconds (rounded to the nearest nanosecond).
 std::optional<TimeNs> parse_duration(std::string_view text);
@@ -55,8 +60,14 @@ std::string format_flops_rate(FlopsPerSecond flops_per_second);
 /// An exact integer with thousands separators: 8,030,261,248.
 std::string format_count(std::int64_t value);
 
-constexpr TimeNs ms_to_ns(double ms) { return static_cast<TimeNs>(ms * 1e6 + (ms >= 0 ? 0.5 : -0.5)); }
-constexpr double ns_to_ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
-constexpr double ns_to_s(TimeNs ns) { return static_cast<double>(ns) / 1e9; }
+constexpr TimeNs ms_to_ns(double ms) {
+  return static_cast<TimeNs>(ms * 1e6 + (ms >= 0 ? 0.5 : -0.5));
+}
+constexpr double ns_to_ms(TimeNs ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+constexpr double ns_to_s(TimeNs ns) {
+  return static_cast<double>(ns) / 1e9;
+}
 
 }  // namespace shardscope

@@ -3,7 +3,8 @@
 // *reserved* memory, which is what runs out:
 //   * sizes round up to 512 B; requests ≤ 1 MiB use the small pool, larger ones the large pool;
 //   * a new segment is 2 MiB (small), 20 MiB (large requests < 10 MiB) or the request rounded up
-//     to 2 MiB; with expandable_segments each (stream, pool) has one segment that grows in 2 MiB pages;
+//     to 2 MiB; with expandable_segments each (stream, pool) has one segment that grows in 2 MiB
+//     pages;
 //   * free blocks are cached per (stream, pool) and reused only by that stream: best fit, split
 //     when the rest is ≥ 512 B (small) or > 1 MiB (large), coalesced with free neighbours on free;
 //   * when a new segment does not fit in the GPU, every fully free cached segment is released
@@ -34,14 +35,18 @@ class CachingAllocator {
   /// Frees `id`'s block; false (and nothing changes) when `id` holds none.
   bool free(BufferId id);
   bool owns(BufferId id) const {
-    return id >= 0 && static_cast<std::size_t>(id) < live_.size() && live_[static_cast<std::size_t>(id)] >= 0;
+    return id >= 0 && static_cast<std::size_t>(id) < live_.size() &&
+           live_[static_cast<std::size_t>(id)] >= 0;
   }
 
-  Bytes allocated() const { return allocated_; }  // sizes of allocated blocks, as torch.cuda.memory_allocated
-  Bytes reserved() const { return reserved_; }    // segments, as torch.cuda.memory_reserved
+  Bytes allocated() const {
+    return allocated_;
+  }  // sizes of allocated blocks, as torch.cuda.memory_allocated
+  Bytes reserved() const { return reserved_; }  // segments, as torch.cuda.memory_reserved
   Bytes capacity() const { return capacity_; }
   int segments() const { return live_segments_; }
-  /// Times cached segments had to be released to satisfy an allocation (PyTorch's num_alloc_retries).
+  /// Times cached segments had to be released to satisfy an allocation (PyTorch's
+  /// num_alloc_retries).
   int retries() const { return retries_; }
 
   static Bytes round_size(Bytes size);
@@ -64,13 +69,16 @@ class CachingAllocator {
     bool live = true;
   };
   // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
-  static std::int64_t address_of(const Block& b) { return (static_cast<std::int64_t>(b.segment) << 40) | b.offset; }
+  static std::int64_t address_of(const Block& b) {
+    return (static_cast<std::int64_t>(b.segment) << 40) | b.offset;
+  }
   // The block is its segment's only block (so, when free, the segment can be released).
   static bool spans_segment(const Block& b) { return b.prev < 0 && b.next < 0; }
 
   int pool_of(StreamId stream, bool small) {
     const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
-    return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key] : add_pool(stream, small);
+    return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key]
+                                                             : add_pool(stream, small);
   }
   int add_pool(StreamId stream, bool small);
   int take(int block, Bytes size, bool small);
@@ -89,13 +97,13 @@ class CachingAllocator {
   AllocatorParams params_;
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
-  FreeBlockIndex free_;                              // free blocks of every pool, by block id
-  std::vector<int> pool_index_;                       // (stream · 2 + small) → pool, -1 if none
-  std::vector<int> dead_blocks_;                      // slots of coalesced blocks, reused by splits
-  std::vector<int> expandable_segment_;               // per pool, -1 if none
-  std::vector<int> segment_tail_;                     // per segment, its last block
-  std::vector<int> live_;                             // buffer → block, -1 when not allocated
-  std::vector<int> whole_free_segments_;              // segments that emptied since the last release
+  FreeBlockIndex free_;                   // free blocks of every pool, by block id
+  std::vector<int> pool_index_;           // (stream · 2 + small) → pool, -1 if none
+  std::vector<int> dead_blocks_;          // slots of coalesced blocks, reused by splits
+  std::vector<int> expandable_segment_;   // per pool, -1 if none
+  std::vector<int> segment_tail_;         // per segment, its last block
+  std::vector<int> live_;                 // buffer → block, -1 when not allocated
+  std::vector<int> whole_free_segments_;  // segments that emptied since the last release
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
   int live_segments_ = 0;

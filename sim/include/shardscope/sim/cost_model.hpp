@@ -3,7 +3,8 @@
 // Parameters come from the cluster preset; each is overridable and documented in docs/simulator.md.
 //
 // Compute (forward, backward, recompute, copies, optimizer): a roofline sum of kernels,
-//   time = matmul / (peak · clock · eff(f, matmul_eff)) + attention / (peak · clock · eff(f, attention_eff))
+//   time = matmul / (peak · clock · eff(f, matmul_eff)) + attention / (peak · clock · eff(f,
+//   attention_eff))
 //          + hbm_bytes / (hbm_bw · hbm_efficiency) + floor
 //   eff(f, e) = e · f / (f + half_efficiency_flops)   (small kernels run far below peak)
 //   matmul_eff, attention_eff: cluster.gpu.matmul_efficiency / attention_efficiency
@@ -24,9 +25,9 @@ enum class Resource { none, gpu, nvlink, network, pcie_h2d, pcie_d2h, host };
 std::string_view to_string(Resource resource);
 
 struct ComputeModelParams {
-  double half_efficiency_flops = 2e9;   // an op of this many FLOPs reaches half of its efficiency
-  double hbm_efficiency = 0.80;         // elementwise kernels, share of HBM bandwidth
-  TimeNs kernel_floor = 4 * kNsPerUs;   // smallest GPU time of an op (launch latency, tails)
+  double half_efficiency_flops = 2e9;  // an op of this many FLOPs reaches half of its efficiency
+  double hbm_efficiency = 0.80;        // elementwise kernels, share of HBM bandwidth
+  TimeNs kernel_floor = 4 * kNsPerUs;  // smallest GPU time of an op (launch latency, tails)
   double power_exponent = 1.0 / 3.0;
 };
 
@@ -38,13 +39,13 @@ struct InterferenceParams {
 struct OpCost {
   TimeNs duration = 0;  // alone on an idle GPU
   Resource resource = Resource::none;
-  TimeNs cpu = 0;       // CPU time to issue it
+  TimeNs cpu = 0;  // CPU time to issue it
 };
 
 class CostModel {
  public:
-  explicit CostModel(const Scenario& scenario, ComputeModelParams compute = {}, InterferenceParams interference = {},
-                     CollectiveModelParams collectives = {});
+  explicit CostModel(const Scenario& scenario, ComputeModelParams compute = {},
+                     InterferenceParams interference = {}, CollectiveModelParams collectives = {});
 
   OpCost cost(const Schedule& schedule, const Op& op) const;
   /// Compute-only time of `flops` and `hbm_bytes` (exposed for tests).

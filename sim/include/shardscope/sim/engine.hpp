@@ -29,7 +29,8 @@ struct SimOptions {
   AllocatorParams allocator;
   bool record_memory_samples = true;  // off in sweeps: peaks are still tracked
   bool record_timeline = true;        // off in sweeps: per-op records and peaks are still kept
-  bool record_critical_path = true;   // off in sweeps: what bound each op's start (OpRecord::binding, predecessor)
+  bool record_critical_path =
+      true;  // off in sweeps: what bound each op's start (OpRecord::binding, predecessor)
 };
 
 /// Why an op started when it did (its critical predecessor).
@@ -68,9 +69,10 @@ struct SimulationResult {
   std::vector<TimeNs> cpu_busy_by_iteration;  // issue overheads and CPU-side work
   int allocator_retries = 0;                  // cudaFree-and-retry events (slow in PyTorch)
   Bytes capacity = 0;
-  bool critical_path_recorded = true;         // false: OpRecord::binding and predecessor were not set
+  bool critical_path_recorded = true;  // false: OpRecord::binding and predecessor were not set
 };
 
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options = {});
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
+                          const SimOptions& options = {});
 
 }  // namespace shardscope::sim

@@ -41,8 +41,10 @@ class FreeBlockIndex {
     const int c = size_class(size);
     int& head = p.head[static_cast<std::size_t>(c)];
     nodes_[b] = {size, address, -1, head, pool, c};
-    if (head >= 0) nodes_[static_cast<std::size_t>(head)].prev = block;
-    else p.set_bit(c);
+    if (head >= 0)
+      nodes_[static_cast<std::size_t>(head)].prev = block;
+    else
+      p.set_bit(c);
     head = block;
   }
 
@@ -59,13 +61,15 @@ class FreeBlockIndex {
       nodes_[static_cast<std::size_t>(node.prev)].next = node.next;
     } else {
       Pool& p = pools_[static_cast<std::size_t>(node.pool)];
-      if ((p.head[static_cast<std::size_t>(node.size_class)] = node.next) < 0) p.clear_bit(node.size_class);
+      if ((p.head[static_cast<std::size_t>(node.size_class)] = node.next) < 0)
+        p.clear_bit(node.size_class);
     }
     if (node.next >= 0) nodes_[static_cast<std::size_t>(node.next)].prev = node.prev;
     node.size_class = -1;
   }
 
-  /// The block of `pool` with the smallest size of at least `size` bytes (lowest address among equals); -1 if none.
+  /// The block of `pool` with the smallest size of at least `size` bytes (lowest address among
+  /// equals); -1 if none.
   int best_fit(int pool, Bytes size) const {
     const Pool& p = pools_[static_cast<std::size_t>(pool)];
     const int c = size_class(size);
@@ -89,8 +93,12 @@ class FreeBlockIndex {
     std::array<std::uint64_t, kClasses / 64> bits{};
     Pool() { head.fill(-1); }
 
-    void set_bit(int c) { bits[static_cast<unsigned>(c) / 64] |= std::uint64_t{1} << (static_cast<unsigned>(c) % 64); }
-    void clear_bit(int c) { bits[static_cast<unsigned>(c) / 64] &= ~(std::uint64_t{1} << (static_cast<unsigned>(c) % 64)); }
+    void set_bit(int c) {
+      bits[static_cast<unsigned>(c) / 64] |= std::uint64_t{1} << (static_cast<unsigned>(c) % 64);
+    }
+    void clear_bit(int c) {
+      bits[static_cast<unsigned>(c) / 64] &= ~(std::uint64_t{1} << (static_cast<unsigned>(c) % 64));
+    }
     int next_class(int from) const {
       for (int w = from / 64; w < kClasses / 64; ++w) {
         std::uint64_t word = bits[static_cast<std::size_t>(w)];
@@ -101,13 +109,15 @@ class FreeBlockIndex {
     }
   };
 
-  // The block of least (size, address) in class `c` among those of at least `size` bytes; -1 if none.
+  // The block of least (size, address) in class `c` among those of at least `size` bytes; -1 if
+  // none.
   int smallest(const Pool& p, int c, Bytes size) const {
     int best = -1;
     const Node* bn = nullptr;
     for (int n = p.head[static_cast<std::size_t>(c)]; n >= 0;) {
       const Node& e = nodes_[static_cast<std::size_t>(n)];
-      if (e.size >= size && (!bn || e.size < bn->size || (e.size == bn->size && e.address < bn->address))) {
+      if (e.size >= size &&
+          (!bn || e.size < bn->size || (e.size == bn->size && e.address < bn->address))) {
         best = n;
         bn = &e;
       }

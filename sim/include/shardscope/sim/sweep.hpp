@@ -35,23 +35,24 @@ void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& 
 std::size_t grid_size(const std::vector<SweepAxis>& axes);
 
 struct SweepPoint {
-  std::size_t index = 0;                 // position in the grid (row-major, first axis slowest)
-  std::vector<std::string> values;       // one per axis
-  std::string error;                     // validation problems; empty when valid
-  Summary summary;                       // headline numbers: the critical path is not recorded in a sweep
+  std::size_t index = 0;            // position in the grid (row-major, first axis slowest)
+  std::vector<std::string> values;  // one per axis
+  std::string error;                // validation problems; empty when valid
+  Summary summary;  // headline numbers: the critical path is not recorded in a sweep
   bool fits = false;
   bool pareto = false;
 };
 
 struct SweepOptions {
-  unsigned threads = 0;                  // 0: all hardware threads
-  std::optional<Bytes> memory_budget;    // default: each point's GPU capacity
-  std::function<void(std::size_t done, std::size_t total)> progress;  // called from the workers (the calling thread is one)
+  unsigned threads = 0;                // 0: all hardware threads
+  std::optional<Bytes> memory_budget;  // default: each point's GPU capacity
+  std::function<void(std::size_t done, std::size_t total)>
+      progress;  // called from the workers (the calling thread is one)
   const std::atomic<bool>* cancel = nullptr;
 };
 
-std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file, const std::vector<SweepAxis>& axes,
-                              const SweepOptions& options);
+std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file,
+                              const std::vector<SweepAxis>& axes, const SweepOptions& options);
 
 std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
 /// `grid`: configurations in the whole grid (default: the points given); "complete" says whether

@@ -13,8 +13,8 @@ namespace shardscope::gui {
 struct DrawItem {
   double x0 = 0;
   double x1 = 0;
-  int op = -1;    // index into Timeline::ops, or -1 for a folded block
-  int count = 1;  // ops in a folded block
+  int op = -1;                    // index into Timeline::ops, or -1 for a folded block
+  int count = 1;                  // ops in a folded block
   OpKind kind = OpKind::forward;  // the kind of the (first) op
   bool mixed = false;             // a folded block of several kinds
 };
@@ -27,7 +27,9 @@ class LaneLayout {
   int lane_count() const { return static_cast<int>(lanes_.size()); }
   StreamId lane_stream(int lane) const { return lane_stream_[static_cast<std::size_t>(lane)]; }
   /// Op indices of a lane, sorted by start (ops of one stream do not overlap).
-  const std::vector<int>& lane_ops(int lane) const { return lanes_[static_cast<std::size_t>(lane)]; }
+  const std::vector<int>& lane_ops(int lane) const {
+    return lanes_[static_cast<std::size_t>(lane)];
+  }
 
   /// What to draw of `lane` in the axis' range; zero-length ops are skipped.
   std::vector<DrawItem> visible(int lane, const TimeAxis& axis, double min_px = 3.0) const;

@@ -12,7 +12,18 @@ class OpTableModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kId, kKind, kGroup, kStream, kPhase, kStart, kDuration, kBytes, kBandwidth, kColumnCount };
+  enum Column {
+    kId,
+    kKind,
+    kGroup,
+    kStream,
+    kPhase,
+    kStart,
+    kDuration,
+    kBytes,
+    kBandwidth,
+    kColumnCount
+  };
 
   explicit OpTableModel(QObject* parent = nullptr);
   void set_timeline(const Timeline* timeline);
@@ -20,7 +31,8 @@ class OpTableModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
 
  private:
   const Timeline* timeline_ = nullptr;
@@ -37,7 +49,8 @@ class MetricsModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
 
  private:
   std::vector<std::pair<QString, QString>> rows_;

@@ -27,7 +27,8 @@ struct RunResult {
 };
 
 /// Validates, lowers, simulates and summarizes; throws ValidationError on a bad scenario.
-std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file, bool expandable_segments = false);
+std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file,
+                                              bool expandable_segments = false);
 
 /// Metric rows with units for a summary (the metrics panel).
 std::vector<std::pair<QString, QString>> metric_rows(const sim::Summary& summary);

@@ -24,7 +24,8 @@ struct SweepRow {
   std::string label() const;
 };
 
-std::vector<SweepRow> sweep_rows(const std::vector<sim::SweepAxis>& axes, const std::vector<sim::SweepPoint>& points);
+std::vector<SweepRow> sweep_rows(const std::vector<sim::SweepAxis>& axes,
+                                 const std::vector<sim::SweepPoint>& points);
 /// Parses shardscope.sweep/1 JSON; throws ValidationError naming `origin` when malformed.
 std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::string& origin);
 /// Parses the CSV `shardscope sweep --csv` writes (axis columns first, then the metrics).
