@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 
 #include "shardscope/core/config_tree.hpp"
@@ -368,9 +369,11 @@ std::string scenario_keys_markdown() {
   for (const auto& k : kKeys) {
     if (k.type == K::section && k.path.find('.') == std::string_view::npos) {
       section = k.path;
+      std::string about(k.models);  // a sentence in the docs: capitalised
+      about[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(about[0])));
       out += fmt::format(
           "\n## {}\n\n{}.\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n",
-          section, k.models);
+          section, about);
       continue;
     }
     if (section.empty()) {

@@ -9,6 +9,7 @@
 #include "json_lines.hpp"
 #include "label_table.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/json_field.hpp"
 
 namespace shardscope {
 namespace {
@@ -116,7 +117,7 @@ class Fields {
         problem(path + "." + key, fmt::format("expected integer ids, got {}", x.dump()));
         continue;
       }
-      out.push_back(x.get<std::int32_t>());
+      out.push_back(json_integer<std::int32_t>(x));
     }
     return out;
   }

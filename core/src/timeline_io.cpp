@@ -5,6 +5,7 @@
 
 #include "json_lines.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/json_field.hpp"
 #include "shardscope/core/timeline.hpp"
 
 namespace shardscope {
@@ -84,7 +85,8 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   };
   guarded("name", [&] { t.name = root.at("name").get<std::string>(); });
   guarded("source", [&] { t.source = root.at("source").get<std::string>(); });
-  guarded("memory_capacity", [&] { t.memory_capacity = root.at("memory_capacity").get<Bytes>(); });
+  guarded("memory_capacity",
+          [&] { t.memory_capacity = json_integer<Bytes>(root.at("memory_capacity")); });
   guarded("metrics", [&] {
     for (const auto& [k, v] : root.at("metrics").items()) t.metrics[k] = v.get<double>();
   });
@@ -100,8 +102,8 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   });
   guarded("communicators", [&] {
     for (const auto& c : root.at("communicators")) {
-      t.communicators.push_back(
-          {c.at("name").get<std::string>(), c.at("size").get<int>(), c.at("nodes").get<int>()});
+      t.communicators.push_back({c.at("name").get<std::string>(), json_integer<int>(c.at("size")),
+                                 json_integer<int>(c.at("nodes"))});
     }
   });
   const auto& ops = root.contains("ops") ? root["ops"] : nlohmann::json::array();
@@ -109,20 +111,20 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
     guarded(fmt::format("ops[{}]", i), [&] {
       const auto& j = ops[i];
       TimelineOp o;
-      o.op = j.at("op").get<OpId>();
+      o.op = json_integer<OpId>(j.at("op"));
       auto kind = parse_op_kind(j.at("kind").get<std::string>());
       auto phase = parse_phase(j.at("phase").get<std::string>());
       if (!kind || !phase) problem(fmt::format("ops[{}]", i), "unknown kind or phase");
       o.kind = kind.value_or(OpKind::forward);
       o.phase = phase.value_or(Phase::forward);
-      o.stream = j.at("stream").get<StreamId>();
-      o.group = j.at("group").get<GroupId>();
-      o.iteration = j.at("iteration").get<int>();
-      o.microbatch = j.at("microbatch").get<int>();
-      o.comm = j.at("comm").get<CommId>();
-      o.bytes = j.at("bytes").get<Bytes>();
-      o.start = j.at("start_ns").get<TimeNs>();
-      o.end = j.at("end_ns").get<TimeNs>();
+      o.stream = json_integer<StreamId>(j.at("stream"));
+      o.group = json_integer<GroupId>(j.at("group"));
+      o.iteration = json_integer<int>(j.at("iteration"));
+      o.microbatch = json_integer<int>(j.at("microbatch"));
+      o.comm = json_integer<CommId>(j.at("comm"));
+      o.bytes = json_integer<Bytes>(j.at("bytes"));
+      o.start = json_integer<TimeNs>(j.at("start_ns"));
+      o.end = json_integer<TimeNs>(j.at("end_ns"));
       if (o.end < o.start) problem(fmt::format("ops[{}]", i), "ends before it starts");
       if (o.stream < 0 || static_cast<std::size_t>(o.stream) >= t.streams.size()) {
         problem(fmt::format("ops[{}].stream", i),
@@ -156,8 +158,9 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   for (std::size_t i = 0; i < memory.size(); ++i) {
     guarded(fmt::format("memory[{}]", i), [&] {
       const auto& j = memory[i];
-      MemorySample m{j.at("time_ns").get<TimeNs>(), j.at("allocated").get<Bytes>(),
-                     j.at("reserved").get<Bytes>(), j.at("by_category").get<std::vector<Bytes>>()};
+      MemorySample m{json_integer<TimeNs>(j.at("time_ns")), json_integer<Bytes>(j.at("allocated")),
+                     json_integer<Bytes>(j.at("reserved")),
+                     json_integers<Bytes>(j.at("by_category"))};
       if (m.time < 0 || m.allocated < 0 || m.reserved < 0) {
         problem(fmt::format("memory[{}]", i), "negative time or bytes", "≥ 0");
       }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/json_field.hpp"
 
 namespace shardscope::gui {
 
@@ -45,7 +46,7 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
         r.settings.emplace_back(k, v.get<std::string>());
       r.step_time_s = p.at("step_time_s").get<double>();
       r.tokens_per_s_per_gpu = p.at("tokens_per_s_per_gpu").get<double>();
-      r.peak_reserved = p.at("peak_reserved_bytes").get<Bytes>();
+      r.peak_reserved = json_integer<Bytes>(p.at("peak_reserved_bytes"));
       r.fits = p.at("fits").get<bool>();
       r.pareto = p.at("pareto").get<bool>();
       if (p.contains("error") && p["error"].is_string()) r.error = p["error"].get<std::string>();
