@@ -391,7 +391,8 @@ void ConfigReader::collect_unknown(const ConfigTree& node, std::string& path, st
         }
         std::string hint;
         if (auto guess = closest_match(key, siblings); !guess.empty()) {
-          hint = fmt::format("did you mean '{}'?", parent.empty() ? guess : parent + "." + guess);
+          hint = fmt::format("did you mean '{}'?",
+                             parent.empty() ? guess : fmt::format("{}.{}", parent, guess));
         } else if (!elsewhere.empty()) {
           hint = fmt::format("did you mean '{}'?", elsewhere.front());
         } else if (!siblings.empty()) {

@@ -243,7 +243,7 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     b.location =
         f.enumeration(buffers[i], p, "location", parse_location, Location::gpu, "gpu, host");
     b.live_at_start = f.boolean(buffers[i], p, "live_at_start");
-    s.buffers.push_back(std::move(b));
+    s.buffers.push_back(b);
   }
   const auto& ops = f.array(root, "ops");
   LabelTable op_labels;

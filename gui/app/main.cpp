@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   const bool shot = parser.isSet(screenshot);
   try {
     if (!inputs.isEmpty()) {
-      const QString input = inputs.front();
+      const QString& input = inputs.front();
       if (!is_timeline_file(input)) {
         if (parser.isSet(baseline)) {
           std::vector<std::string> base = overrides;

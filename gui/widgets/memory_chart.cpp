@@ -119,7 +119,7 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
     auto* upper = new QLineSeries;
     double prev = 0;
     QList<QPointF> points;
-    points.reserve(static_cast<qsizetype>(2 * samples.size()));
+    points.reserve(2 * static_cast<qsizetype>(samples.size()));
     for (const auto* m : samples) {
       Bytes cumulative = 0;
       for (std::size_t k = 0; k <= cat && k < m->by_category.size(); ++k)

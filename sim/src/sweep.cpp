@@ -124,6 +124,7 @@ using ParsedAxes = std::vector<std::vector<ConfigTree>>;
 // overrides do not simply replace the last point's, as one may have replaced what the other set.
 bool axes_overlap(const std::vector<SweepAxis>& axes) {
   std::vector<std::vector<std::string>> paths;
+  paths.reserve(axes.size());
   for (const auto& a : axes) paths.push_back(split_key_path(a.key));
   for (std::size_t i = 0; i < paths.size(); ++i) {
     for (std::size_t j = 0; j < paths.size(); ++j) {

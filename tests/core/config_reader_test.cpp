@@ -98,10 +98,10 @@ TEST(ConfigReader, CollectsEveryProblemAndUnknownKeysWithSuggestions) {
   const auto t =
       parse_config_text("training: {seq_len: x, micro_bach: 2, optimizer: adamv}\n", "f.yaml");
   ConfigReader r(t, "f.yaml");
-  constexpr std::array<std::string_view, 3> opts{"adamw", "adam", "sgd"};
+  constexpr std::array<std::string_view, 3> kOpts{"adamw", "adam", "sgd"};
   EXPECT_FALSE(r.get_int("training.seq_len", 1, 100));
   EXPECT_FALSE(r.get_int("training.micro_batch", 1, 100));
-  EXPECT_FALSE(r.get_enum("training.optimizer", opts));
+  EXPECT_FALSE(r.get_enum("training.optimizer", kOpts));
   r.finish();
   const auto& p = r.problems();
   ASSERT_EQ(p.size(), 3u);

@@ -26,7 +26,9 @@ class OutputFile : public ::testing::Test {
     std::ifstream in(p);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
-  std::size_t entries() { return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), {})); }
+  std::size_t entries() {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), {}));
+  }
   fs::path dir_;
 };
 
@@ -65,11 +67,13 @@ TEST_F(OutputFile, ChecksNameEveryProblemBeforeTheWork) {
   const fs::path input = dir_ / "in.yaml";
   write_text_file_atomic(input, "model: {}");
   const fs::path inputs[] = {input};
-  EXPECT_FALSE(check_output_path(input, "--json", inputs).empty());                 // the input itself
-  EXPECT_FALSE(check_output_path(dir_, "--json", inputs).empty());                  // a directory
-  EXPECT_FALSE(check_output_path(dir_ / "no" / "x.json", "--json", inputs).empty());  // no such directory
+  EXPECT_FALSE(check_output_path(input, "--json", inputs).empty());  // the input itself
+  EXPECT_FALSE(check_output_path(dir_, "--json", inputs).empty());   // a directory
+  EXPECT_FALSE(
+      check_output_path(dir_ / "no" / "x.json", "--json", inputs).empty());  // no such directory
   EXPECT_TRUE(check_output_path(dir_ / "out.json", "--json", inputs).empty());
-  const std::pair<std::string, std::string> twice[] = {{"--json", (dir_ / "o.json").string()}, {"--trace", (dir_ / "o.json").string()}};
+  const std::pair<std::string, std::string> twice[] = {{"--json", (dir_ / "o.json").string()},
+                                                       {"--trace", (dir_ / "o.json").string()}};
   EXPECT_THROW(check_output_paths(twice, inputs), ValidationError);
 }
 

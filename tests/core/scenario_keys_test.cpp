@@ -27,10 +27,13 @@ std::vector<Problem> problems_of(std::string_view text, const std::vector<std::s
 
 // A scenario in which `key` is read: custom groups for model.groups[], fsdp1 for its knobs.
 std::string base_for(std::string_view key) {
-  if (key.starts_with("model.groups")) return "model: {family: custom, groups: [{name: root, params: 1, forward_flops: 1}]}\n";
-  for (const char* fsdp1 : {"fsdp.sharding_strategy", "fsdp.backward_prefetch", "fsdp.forward_prefetch:",
-                            "fsdp.limit_all_gathers", "fsdp.mixed_precision.keep_low_precision_grads"}) {
-    if (std::string(key) + ":" == fsdp1 || key == fsdp1) return "model: {preset: tiny}\nfsdp: {api: fsdp1}\n";
+  if (key.starts_with("model.groups"))
+    return "model: {family: custom, groups: [{name: root, params: 1, forward_flops: 1}]}\n";
+  for (const char* fsdp1 : {"fsdp.sharding_strategy", "fsdp.backward_prefetch",
+                            "fsdp.forward_prefetch:", "fsdp.limit_all_gathers",
+                            "fsdp.mixed_precision.keep_low_precision_grads"}) {
+    if (std::string(key) + ":" == fsdp1 || key == fsdp1)
+      return "model: {preset: tiny}\nfsdp: {api: fsdp1}\n";
   }
   return "model: {preset: tiny}\n";
 }
@@ -46,7 +49,8 @@ TEST(ScenarioKeys, EveryKeyInTheTableIsReadByTheLoader) {
     const bool reported = std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
       return p.key == path && p.message != "unknown key";
     });
-    EXPECT_TRUE(reported) << (problems.empty() ? std::string("no problem") : problems.front().to_string());
+    EXPECT_TRUE(reported) << (problems.empty() ? std::string("no problem")
+                                               : problems.front().to_string());
   }
 }
 
@@ -54,8 +58,10 @@ TEST(ScenarioKeys, NumericBoundsAreEnforcedAtBothEnds) {
   for (const auto& key : scenario_keys()) {
     if (key.type != KeyType::integer || key.path.find("[]") != std::string_view::npos) continue;
     SCOPED_TRACE(std::string(key.path));
-    const std::string below = fmt::format("{}={}", key.path, static_cast<std::int64_t>(key.min) - 1);
-    const std::string above = fmt::format("{}={}", key.path, static_cast<std::int64_t>(key.max) + 1);
+    const std::string below =
+        fmt::format("{}={}", key.path, static_cast<std::int64_t>(key.min) - 1);
+    const std::string above =
+        fmt::format("{}={}", key.path, static_cast<std::int64_t>(key.max) + 1);
     for (const auto& set : {below, above}) {
       const auto problems = problems_of(base_for(key.path), {set});
       EXPECT_TRUE(std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
@@ -66,7 +72,8 @@ TEST(ScenarioKeys, NumericBoundsAreEnforcedAtBothEnds) {
 }
 
 TEST(ScenarioKeys, RejectedKeysSayWhy) {
-  const auto problems = problems_of("model: {preset: tiny}\nfsdp: {mixed_precision: {buffer_dtype: fp32}}\n", {});
+  const auto problems =
+      problems_of("model: {preset: tiny}\nfsdp: {mixed_precision: {buffer_dtype: fp32}}\n", {});
   ASSERT_EQ(problems.size(), 1U);
   EXPECT_EQ(problems[0].key, "fsdp.mixed_precision.buffer_dtype");
   EXPECT_NE(problems[0].message.find("not modelled"), std::string::npos);
@@ -76,7 +83,8 @@ TEST(ScenarioKeys, DocsAreGeneratedFromTheTable) {
   std::ifstream in(kDocs + "/scenario.md");
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(), scenario_keys_markdown()) << "regenerate: shardscope keys --markdown > docs/scenario.md";
+  EXPECT_EQ(text.str(), scenario_keys_markdown())
+      << "regenerate: shardscope keys --markdown > docs/scenario.md";
 }
 
 TEST(ScenarioKeys, PathsNormaliseListIndices) {

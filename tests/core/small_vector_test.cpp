@@ -57,7 +57,7 @@ void run_random_operations(std::uint64_t seed) {
         }
         break;
       case 4: {
-        const std::vector<T> values(rng() % (3 * N), static_cast<T>(step));
+        const std::vector<T> values(rng() % (std::size_t{3} * N), static_cast<T>(step));
         vs[a] = values;
         refs[a] = values;
         break;

@@ -26,7 +26,7 @@ struct Builder {
     s.communicators = {{"intra_a", 8, 1}, {"intra_b", 8, 1}, {"inter", 16, 2}};
   }
   OpId add(OpKind kind, StreamId stream, CommId comm = kNone, Bytes bytes = 0,
-           std::optional<TimeNs> fixed = {}, Flops flops = 0, std::vector<OpId> deps = {}) {
+           std::optional<TimeNs> fixed = {}, Flops flops = 0, const std::vector<OpId>& deps = {}) {
     Op op;
     op.kind = kind;
     op.stream = stream;
@@ -34,7 +34,7 @@ struct Builder {
     op.bytes = bytes;
     op.fixed_time = fixed;
     op.flops = flops;
-    op.deps = std::move(deps);
+    op.deps = deps;
     s.ops.push_back(op);
     return static_cast<OpId>(s.ops.size() - 1);
   }

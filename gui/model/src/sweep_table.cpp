@@ -10,7 +10,12 @@ namespace shardscope::gui {
 
 std::string SweepRow::label() const {
   std::string out;
-  for (const auto& [k, v] : settings) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  for (const auto& [k, v] : settings) {
+    if (!out.empty()) out += ", ";
+    out += k;
+    out += '=';
+    out += v;
+  }
   return out;
 }
 

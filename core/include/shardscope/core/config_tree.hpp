@@ -45,7 +45,7 @@ constexpr bool is_key_separator(char c) {
 template <typename F>
 void for_each_key_part(std::string_view path, F&& f) {
   // A table lookup per character: scenario reading splits a few thousand key paths per sweep point.
-  static constexpr auto separator = [] {
+  static constexpr auto kSeparator = [] {
     std::array<bool, 256> t{};
     for (int c = 0; c < 256; ++c)
       t[static_cast<std::size_t>(c)] = is_key_separator(static_cast<char>(c));
@@ -53,7 +53,7 @@ void for_each_key_part(std::string_view path, F&& f) {
   }();
   std::size_t begin = 0;
   for (std::size_t i = 0; i < path.size(); ++i) {
-    if (!separator[static_cast<unsigned char>(path[i])]) continue;
+    if (!kSeparator[static_cast<unsigned char>(path[i])]) continue;
     if (i > begin) f(path.substr(begin, i - begin));
     begin = i + 1;
   }

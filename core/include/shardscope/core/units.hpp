@@ -28,7 +28,6 @@ constexpr Bytes bytes_per_element(DType dtype) {
     case DType::fp32:
       return 4;
     case DType::bf16:
-      return 2;
     case DType::fp16:
       return 2;
     case DType::fp8:

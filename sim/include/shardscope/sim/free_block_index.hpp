@@ -131,7 +131,7 @@ class FreeBlockIndex {
     const auto units = static_cast<std::uint64_t>(size >> 9);
     if (units < 4) return static_cast<int>(units);
     const auto e = static_cast<unsigned>(std::bit_width(units)) - 1;
-    return static_cast<int>(4 * (e - 1) + ((units >> (e - 2)) & 3));
+    return static_cast<int>(4U * (e - 1) + static_cast<unsigned>((units >> (e - 2)) & 3));
   }
 
   std::vector<Node> nodes_;  // by block id
