@@ -43,11 +43,12 @@ Timeline million_ops() {
 
 // Painting the whole 1M-op timeline (zoomed out: everything folds) and a zoomed-in window.
 void BM_PaintMillionOpTimeline(benchmark::State& state) {
-  static const Timeline t = million_ops();
+  static const Timeline kTimeline = million_ops();
   gui::TimelineWidget w;
   w.resize(1400, 160);
-  w.set_timeline(&t);
-  if (state.range(0) == 1) w.set_view(t.end_time() / 2, t.end_time() / 2 + 2'000'000);
+  w.set_timeline(&kTimeline);
+  if (state.range(0) == 1)
+    w.set_view(kTimeline.end_time() / 2, kTimeline.end_time() / 2 + 2'000'000);
   QImage image(w.size(), QImage::Format_ARGB32_Premultiplied);
   for (auto _ : state) {
     QPainter p(&image);

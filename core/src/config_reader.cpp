@@ -11,22 +11,13 @@
 namespace shardscope {
 namespace {
 
-// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name", into `out`
 void normalise_into(std::string_view path, std::string& out) {
-  out.clear();
-  for_each_key_part(path, [&](std::string_view part) {
-    if (is_key_index(part)) {
-      out += "[]";
-    } else {
-      if (!out.empty()) out += '.';
-      out += part;
-    }
-  });
+  normalise_key_path(path, out);
 }
 
 std::string normalise(std::string_view path) {
   std::string out;
-  normalise_into(path, out);
+  normalise_key_path(path, out);
   return out;
 }
 

@@ -17,12 +17,12 @@ namespace shardscope {
 namespace {
 
 bool is_int_text(const std::string& s) {
-  static const std::regex re(R"([-+]?[0-9]+)");
-  return std::regex_match(s, re);
+  static const std::regex kIntText(R"([-+]?[0-9]+)");
+  return std::regex_match(s, kIntText);
 }
 bool is_float_text(const std::string& s) {
-  static const std::regex re(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  return std::regex_match(s, re);
+  static const std::regex kFloatText(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  return std::regex_match(s, kFloatText);
 }
 
 // A plain (unquoted) scalar's value: null, a boolean, an integer, a number or the text itself.
@@ -129,6 +129,18 @@ std::vector<std::string> split_key_path(std::string_view path) {
 bool is_key_index(std::string_view part) {
   return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
     return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+void normalise_key_path(std::string_view path, std::string& out) {
+  out.clear();
+  for_each_key_part(path, [&](std::string_view part) {
+    if (is_key_index(part)) {
+      out += "[]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += part;
+    }
   });
 }
 

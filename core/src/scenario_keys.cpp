@@ -261,14 +261,7 @@ const ScenarioKey* find_scenario_key(std::string_view normalised_path) {
 
 std::string normalise_key_path(std::string_view path) {
   std::string out;
-  for_each_key_part(path, [&](std::string_view part) {
-    if (is_key_index(part)) {
-      out += "[]";
-    } else {
-      if (!out.empty()) out += '.';
-      out += part;
-    }
-  });
+  normalise_key_path(path, out);
   return out;
 }
 

@@ -97,22 +97,12 @@ MainWindow::MainWindow(QWidget* parent)
   file->addAction("Open scenario…", this, [this] {
     const QString path =
         QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml *.json)");
-    if (path.isEmpty()) return;
-    try {
-      open_scenario(path);
-    } catch (const Error& e) {
-      QMessageBox::warning(this, "Invalid scenario", QString::fromStdString(e.what()));
-    }
+    if (!path.isEmpty()) open_or_explain("Invalid scenario", [&] { open_scenario(path); });
   });
   file->addAction("Open timeline…", this, [this] {
     const QString path =
         QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
-    if (path.isEmpty()) return;
-    try {
-      open_timeline(path);
-    } catch (const Error& e) {
-      QMessageBox::warning(this, "Invalid timeline", QString::fromStdString(e.what()));
-    }
+    if (!path.isEmpty()) open_or_explain("Invalid timeline", [&] { open_timeline(path); });
   });
   file->addAction("Save scenario…", this, [this] { save_scenario(); });
   file->addAction("Export view as PNG…", this, [this] { export_png(); });
@@ -197,6 +187,14 @@ void MainWindow::open_timeline(const QString& path) {
   statusBar()->showMessage(QString("%1 timeline: %2 ops")
                                .arg(QString::fromStdString(loaded_timeline_->source))
                                .arg(loaded_timeline_->ops.size()));
+}
+
+void MainWindow::open_or_explain(const QString& title, const std::function<void()>& open) {
+  try {
+    open();
+  } catch (const Error& e) {
+    QMessageBox::warning(this, title, QString::fromStdString(e.what()));
+  }
 }
 
 ConfigTree MainWindow::current_tree() const {

@@ -4,6 +4,7 @@
 // and the summary of a selected range. Every change re-simulates in the background.
 
 #include <QMainWindow>
+#include <functional>
 #include <memory>
 
 #include "shardscope/core/config_tree.hpp"
@@ -50,6 +51,8 @@ class MainWindow : public QMainWindow {
   const RunResult* result() const { return result_.get(); }
 
  private:
+  /// Runs `open` (a file the user picked in a menu); its problems go to a dialog titled `title`.
+  void open_or_explain(const QString& title, const std::function<void()>& open);
   ConfigTree current_tree() const;
   void request_simulation();
   void export_png();

@@ -22,12 +22,14 @@ std::vector<std::string> examples() {
 }
 
 TEST(Metrics, SummaryPropertiesHoldForEveryExampleAndSetting) {
-  const std::vector<std::vector<std::string>> settings{
-      {}, {"training.activation_checkpointing=none"}, {"training.activation_checkpointing=full"},
-      {"training.grad_accum=2"}};
+  const std::vector<std::vector<std::string>> settings{{},
+                                                       {"training.activation_checkpointing=none"},
+                                                       {"training.activation_checkpointing=full"},
+                                                       {"training.grad_accum=2"}};
   for (const auto& path : examples()) {
     for (const auto& overrides : settings) {
-      if (path.find("oracle") != std::string::npos && !overrides.empty()) continue;  // custom model: fixed times
+      if (path.find("oracle") != std::string::npos && !overrides.empty())
+        continue;  // custom model: fixed times
       SCOPED_TRACE(path + (overrides.empty() ? "" : " --set " + overrides[0]));
       const auto r = run_file(path, overrides);
       const auto& s = r.summary;

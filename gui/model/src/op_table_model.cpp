@@ -74,8 +74,8 @@ QVariant OpTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant OpTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* kNames[] = {"#",     "kind",     "group", "stream",   "phase",
-                                 "start", "duration", "bytes", "bandwidth"};
+  static const char* const kNames[] = {"#",     "kind",     "group", "stream",   "phase",
+                                       "start", "duration", "bytes", "bandwidth"};
   return section >= 0 && section < kColumnCount ? QVariant(kNames[section]) : QVariant();
 }
 

@@ -66,4 +66,8 @@ std::vector<std::string> split_key_path(std::string_view path);
 /// Whether a key part is a list index (digits only).
 bool is_key_index(std::string_view part);
 
+/// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name", into `out` (reused:
+/// the config reader normalises every key it is asked for).
+void normalise_key_path(std::string_view path, std::string& out);
+
 }  // namespace shardscope
