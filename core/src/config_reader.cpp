@@ -222,7 +222,7 @@ std::optional<bool> ConfigReader::get_bool(std::string_view path) {
 }
 
 std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::int64_t min,
-                                                  std::int64_t max, std::string range) {
+                                                  std::int64_t max) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) {
@@ -231,15 +231,13 @@ std::optional<std::int64_t> ConfigReader::get_int(std::string_view path, std::in
   }
   const auto value = v->get<std::int64_t>();
   if (value < min || value > max) {
-    add_problem(path, fmt::format("{} is out of range", value),
-                range.empty() ? fmt::format("{}..{}", min, max) : std::move(range));
+    add_problem(path, fmt::format("{} is out of range", value), fmt::format("{}..{}", min, max));
     return std::nullopt;
   }
   return value;
 }
 
-std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max,
-                                               std::string range) {
+std::optional<double> ConfigReader::get_number(std::string_view path, double min, double max) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
   if (!v->is_number()) {
@@ -249,7 +247,7 @@ std::optional<double> ConfigReader::get_number(std::string_view path, double min
   const auto value = v->get<double>();
   if (value < min || value > max) {
     add_problem(path, fmt::format("{:g} is out of range", value),
-                range.empty() ? fmt::format("{:g}..{:g}", min, max) : std::move(range));
+                fmt::format("{:g}..{:g}", min, max));
     return std::nullopt;
   }
   return value;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <unordered_map>
 
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/units.hpp"
@@ -254,9 +255,14 @@ std::span<const ScenarioKey> scenario_keys() {
 }
 
 const ScenarioKey* find_scenario_key(std::string_view normalised_path) {
-  const auto it = std::find_if(kKeys.begin(), kKeys.end(),
-                               [&](const ScenarioKey& k) { return k.path == normalised_path; });
-  return it == kKeys.end() ? nullptr : &*it;
+  // Every scenario read looks up each key it reads (a sweep, thousands of times a second).
+  static const std::unordered_map<std::string_view, const ScenarioKey*> kByPath = [] {
+    std::unordered_map<std::string_view, const ScenarioKey*> map;
+    for (const auto& k : kKeys) map.emplace(k.path, &k);
+    return map;
+  }();
+  const auto it = kByPath.find(normalised_path);
+  return it == kByPath.end() ? nullptr : it->second;
 }
 
 std::string normalise_key_path(std::string_view path) {

@@ -61,20 +61,35 @@ void set_if(std::optional<std::int64_t> v, int& target) {
 // Each reader takes the key's bounds from scenario_keys.cpp, so the file format, `shardscope keys`
 // and docs/scenario.md agree. A key missing from the table is a programming error.
 const ScenarioKey& key_of(std::string_view path) {
-  const ScenarioKey* key = find_scenario_key(normalise_key_path(path));
+  const ScenarioKey* key = find_scenario_key(path);  // most paths are already normal
+  if (!key) key = find_scenario_key(normalise_key_path(path));
   if (!key) throw std::logic_error(fmt::format("scenario key '{}' is not in the key table", path));
   return *key;
 }
 
+// A range problem the reader just added says the range with the key's unit; the text is built
+// only then, not for every key read.
+void explain_range(ConfigReader& r, std::size_t problems_before, const ScenarioKey& k) {
+  if (r.problems().size() > problems_before &&
+      r.problems().back().message.ends_with("out of range")) {
+    r.problems().back().allowed = key_range_text(k);
+  }
+}
+
 std::optional<std::int64_t> read_int(ConfigReader& r, std::string_view path) {
   const ScenarioKey& k = key_of(path);
-  return r.get_int(path, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max),
-                   key_range_text(k));
+  const std::size_t before = r.problems().size();
+  auto value = r.get_int(path, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max));
+  explain_range(r, before, k);
+  return value;
 }
 
 std::optional<double> read_number(ConfigReader& r, std::string_view path) {
   const ScenarioKey& k = key_of(path);
-  return r.get_number(path, k.min, k.max, key_range_text(k));
+  const std::size_t before = r.problems().size();
+  auto value = r.get_number(path, k.min, k.max);
+  explain_range(r, before, k);
+  return value;
 }
 
 // A unit-carrying value (size, duration, bandwidth, FLOP rate) within its key's physical range.

@@ -30,11 +30,8 @@ class ConfigReader {
   std::size_t list_size(std::string_view path);
 
   std::optional<bool> get_bool(std::string_view path);
-  /// `range` is the allowed range in words for the problem ("1..10,000 blocks"); empty: "min..max".
-  std::optional<std::int64_t> get_int(std::string_view path, std::int64_t min, std::int64_t max,
-                                      std::string range = {});
-  std::optional<double> get_number(std::string_view path, double min, double max,
-                                   std::string range = {});
+  std::optional<std::int64_t> get_int(std::string_view path, std::int64_t min, std::int64_t max);
+  std::optional<double> get_number(std::string_view path, double min, double max);
   std::optional<std::string> get_string(std::string_view path);
   /// A string from a fixed set; anything else is a problem listing the allowed values.
   std::optional<std::string> get_enum(std::string_view path,
