@@ -63,6 +63,21 @@ MemoryChart::MemoryChart(QWidget* parent) : QChartView(new QChart(), parent) {
   setMinimumHeight(220);
 }
 
+MemoryChart::~MemoryChart() {
+  clear_chart();
+}
+
+void MemoryChart::clear_chart() {
+  QChart* c = chart();
+  c->removeAllSeries();
+  for (auto* line : area_bounds_) delete line;
+  area_bounds_.clear();
+  for (auto* axis : c->axes()) {
+    c->removeAxis(axis);
+    delete axis;
+  }
+}
+
 void MemoryChart::set_left_margin(int px) {
   QMargins m = chart()->margins();
   m.setLeft(px);
@@ -83,8 +98,7 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   const Timeline* t = timeline_;
   const QString peak_label = peak_label_;
   QChart* c = chart();
-  c->removeAllSeries();
-  for (auto* axis : c->axes()) c->removeAxis(axis);
+  clear_chart();
   x_ = new QValueAxis;
   y_ = new QValueAxis;
   x_->setTitleText("time (ms)");
@@ -117,6 +131,7 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
     for (const auto* m : samples) any |= cat < m->by_category.size() && m->by_category[cat] > 0;
     if (!any) continue;
     auto* upper = new QLineSeries;
+    area_bounds_.push_back(upper);
     double prev = 0;
     QList<QPointF> points;
     points.reserve(2 * static_cast<qsizetype>(samples.size()));

@@ -3,6 +3,7 @@
 // and GPU capacity as lines, the peak marked and explained, and the timeline's cursor.
 
 #include <QChartView>
+#include <vector>
 
 #include "shardscope/core/timeline.hpp"
 
@@ -19,6 +20,7 @@ class MemoryChart : public QChartView {
 
  public:
   explicit MemoryChart(QWidget* parent = nullptr);
+  ~MemoryChart() override;
 
   /// `peak_label` explains the peak ("74.3 GiB at backward root, iteration 1").
   void set_timeline(const Timeline* timeline, const QString& peak_label = {});
@@ -31,6 +33,9 @@ class MemoryChart : public QChartView {
 
  private:
   void build(TimeNs from, TimeNs to);
+  /// Removes and deletes every series and axis, and the line series the areas are bounded by:
+  /// a QAreaSeries does not own those, and QChart::removeAxis hands an axis back to its caller.
+  void clear_chart();
 
   const Timeline* timeline_ = nullptr;
   QString peak_label_;
@@ -41,6 +46,7 @@ class MemoryChart : public QChartView {
   QScatterSeries* peak_marker_ = nullptr;
   QPointF peak_;
   double y_max_ = 1;
+  std::vector<QLineSeries*> area_bounds_;  // upper lines of the stacked areas (owned)
 };
 
 }  // namespace shardscope::gui

@@ -184,7 +184,10 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
   };
   QChart* c = chart_->chart();
   c->removeAllSeries();
-  for (auto* axis : c->axes()) c->removeAxis(axis);
+  for (auto* axis : c->axes()) {
+    c->removeAxis(axis);  // hands the axis back: delete it
+    delete axis;
+  }
   auto* x = new QValueAxis;
   auto* y = new QValueAxis;
   x->setTitleText("peak reserved memory (GiB)");

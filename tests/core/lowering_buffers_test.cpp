@@ -111,9 +111,9 @@ TEST(LoweringBuffers, ActivationCheckpointingShrinksSavedActivations) {
       "fsdp: {mixed_precision: {param_dtype: bf16}}\n";
   auto saved = [&](const char* ac) {
     Bytes total = 0;
-    for (const auto* b :
-         buffers_of(lower_text(base, {fmt::format("training.activation_checkpointing={}", ac)}),
-                    BufferCategory::activations)) {
+    // The schedule must outlive the loop: buffers_of returns pointers into it.
+    const Schedule s = lower_text(base, {fmt::format("training.activation_checkpointing={}", ac)});
+    for (const auto* b : buffers_of(s, BufferCategory::activations)) {
       total += b->size;
     }
     return total;
