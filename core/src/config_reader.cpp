@@ -101,8 +101,7 @@ std::string closest_match(std::string_view word, std::span<const std::string> ca
 ConfigReader::ConfigReader(const ConfigTree& root, std::string file)
     : root_(root), file_(std::move(file)) {
   // A scenario reads ~90 keys: room for them up front rather than regrowing as they come.
-  known_text_.reserve(4096);
-  known_spans_.reserve(128);
+  known_.reserve(128);
   visited_.reserve(64);
   if (!root_.is_object()) return;
   index_.reserve(64);
@@ -141,9 +140,7 @@ const ConfigTree* ConfigReader::find(std::string_view path) {
   const bool plain = plain_key_path(path);
   if (!plain) normalise_into(path, scratch_);
   const std::string_view norm = plain ? path : std::string_view(scratch_);
-  known_spans_.emplace_back(static_cast<std::uint32_t>(known_text_.size()),
-                            static_cast<std::uint32_t>(norm.size()));
-  known_text_.append(norm);
+  known_.emplace_back(norm);
   if (!plain) return walk(path);
   const std::int32_t e =
       index_by_path_.find(path, [this](std::int32_t entry) { return index_path(entry); });
@@ -436,8 +433,7 @@ std::set<std::string, std::less<>> ConfigReader::known_with_parents() {
 void ConfigReader::sort_known_keys() {
   if (known_sorted_ready_) return;
   known_sorted_ready_ = true;
-  for (const auto& [offset, length] : known_spans_)
-    known_sorted_.emplace_back(known_text_.data() + offset, length);
+  for (const auto& k : known_) known_sorted_.emplace_back(k);
   std::sort(known_sorted_.begin(), known_sorted_.end());
   known_sorted_.erase(std::unique(known_sorted_.begin(), known_sorted_.end()), known_sorted_.end());
 }

@@ -72,11 +72,8 @@ class ConfigReader {
 
   const ConfigTree& root_;
   std::string file_;
-  // Normalised keys read ("model.groups[].name"), back to back in one string: a reader asks for
-  // ~90 keys, some twice; appending costs no allocation per key, and finish() sorts them once.
-  std::string known_text_;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>>
-      known_spans_;                             // (offset, length) in known_text_
+  // Normalised keys read ("model.groups[].name"), in order, repeats kept; finish() sorts them once.
+  std::vector<std::string> known_;
   std::vector<std::string_view> known_sorted_;  // distinct known keys, sorted (sort_known_keys)
   bool known_sorted_ready_ = false;
   // Every node find() walked through, sorted in finish(): such a node is known (it was read or lies
