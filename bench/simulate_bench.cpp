@@ -1,4 +1,5 @@
-// Lowering and simulation speed (issue #4 goals: ≤ 1 ms for Llama 3.1 405B on 128 × 8 GPUs).
+// Lowering and simulation speed. Goals (docs/performance.md): lower + simulate Llama 3.1 405B on
+// 128 × 8 GPUs in ≤ 1 ms, and sweep ≥ 10,000 configurations per second on two cores.
 #include <benchmark/benchmark.h>
 
 #include "shardscope/core/lower.hpp"

@@ -1,6 +1,6 @@
 # The simulation path (scenario reading, lowering, the engine, sweeps) is built with -O3 in the
-# optimised configurations: measured on the development VM, a 16-point sweep ran 7–10 % faster than
-# at -O2 (docs/performance.md). Everything else keeps the configuration's own flags.
+# optimised configurations, where sweeps run measurably faster than at -O2 (docs/performance.md).
+# Everything else keeps the configuration's own flags.
 function(shardscope_optimize_hot target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE

@@ -19,8 +19,8 @@ class ScheduleBuilder {
   StreamId add_stream(std::string name, StreamKind kind);
   CommId add_communicator(std::string name, int size, int nodes);
   GroupId add_group(ParamGroup group);
-  // Forced inline: GCC kept it a call (its push_back has a regrowth path), and as a call its
-  // prologue and epilogue cost ~26 instructions of each of lowering's ~740 buffers per point.
+  // Forced inline: GCC keeps it a call (its push_back has a regrowth path), and lowering calls it
+  // for every buffer of every sweep point.
   [[gnu::always_inline]] BufferId add_buffer(BufferName name, Bytes size, DType dtype,
                                              BufferCategory category, GroupId group,
                                              Location location = Location::gpu,

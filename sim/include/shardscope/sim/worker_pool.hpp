@@ -1,11 +1,9 @@
 #pragma once
 // Threads that live for the whole process and help run a job, so a sweep does not start threads
-// each time it runs. Starting a thread is cheap, but on a virtual machine the new thread can sit
-// on its parent's CPU until the scheduler moves it: measured on the 2-vCPU CI machine, a fresh
-// thread began 350–420 µs after it was created while its parent kept working, against 10–25 µs
-// for a pool thread woken from a condition variable (docs/performance.md). A 16-point sweep
-// takes about 2 ms, so that lag alone was a sixth of it. Pool threads also keep their malloc arena
-// warm between sweeps.
+// each time it runs: on a virtual machine a new thread can sit on its parent's CPU for hundreds of
+// microseconds until the scheduler moves it, a sizeable part of a millisecond-long sweep, while a
+// thread woken from a condition variable starts at once (docs/performance.md). Pool threads also
+// keep their malloc arena warm between sweeps.
 //
 // run(helpers, work) calls `work` on the calling thread and on up to `helpers` pool threads at
 // once, and returns when every call has returned. Helpers that have not started by the time the
