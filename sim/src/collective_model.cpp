@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardscope/sim/op_duration.hpp"
+
 namespace shardscope::sim {
 
 std::string_view to_string(NcclProtocol protocol) {
@@ -77,7 +79,7 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
     // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three
     // kinds.
     const double seconds = lat_us * 1e-6 + traffic / bw;
-    const auto t = static_cast<TimeNs>(std::ceil(seconds * 1e9));
+    const auto t = op_duration_ns(seconds, "a collective");
     if (best.time < 0 || t < best.time) {
       best.time = t;
       best.latency = static_cast<TimeNs>(std::llround(lat_us * 1e3));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "shardscope/core/group_compute.hpp"
+#include "shardscope/sim/op_duration.hpp"
 
 namespace shardscope::sim {
 
@@ -55,7 +56,7 @@ TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flo
   if (hbm_bytes > 0)
     seconds +=
         static_cast<double>(hbm_bytes) / (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
-  return compute_.kernel_floor + static_cast<TimeNs>(std::ceil(seconds * 1e9));
+  return compute_.kernel_floor + op_duration_ns(seconds, "a compute kernel");
 }
 
 OpCost CostModel::cost(const Schedule& s, const Op& op) const {
@@ -91,8 +92,8 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::optimizer_step:
       if (stream == StreamKind::cpu) {
         c.resource = Resource::host;
-        c.duration = static_cast<TimeNs>(
-            std::ceil(static_cast<double>(op.bytes) / cluster_.cpu.adam_bytes_per_s * 1e9));
+        c.duration = op_duration_ns(static_cast<double>(op.bytes) / cluster_.cpu.adam_bytes_per_s,
+                                    "the CPU optimizer step");
       } else {
         c.resource = Resource::gpu;
         c.duration = compute_time(0, op.bytes);  // multi-tensor Adam is memory-bound
@@ -113,7 +114,7 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
       c.resource = op.kind == OpKind::h2d ? Resource::pcie_h2d : Resource::pcie_d2h;
       const double bw = pinned_ ? cluster_.pcie.pinned_bandwidth : cluster_.pcie.pageable_bandwidth;
       c.duration = cluster_.pcie.latency +
-                   static_cast<TimeNs>(std::ceil(static_cast<double>(op.bytes) / bw * 1e9));
+                   op_duration_ns(static_cast<double>(op.bytes) / bw, "a host-device copy");
       return c;
     }
     case OpKind::stream_wait:

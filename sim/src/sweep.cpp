@@ -168,8 +168,11 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
     p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
   } catch (const ValidationError& e) {
-    for (const auto& problem : e.problems())
-      p.error += (p.error.empty() ? "" : "; ") + problem.key + ": " + problem.message;
+    for (const auto& problem : e.problems()) {
+      if (!p.error.empty()) p.error += "; ";
+      if (!problem.key.empty()) p.error += problem.key + ": ";
+      p.error += problem.message;
+    }
   }
   return p;
 }
