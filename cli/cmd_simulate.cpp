@@ -32,7 +32,17 @@ int run_simulate(const SimulateArgs& args) {
   const sim::CostModel costs(scenario);
   sim::SimOptions options;
   options.allocator.expandable_segments = args.expandable_segments;
-  const auto result = sim::simulate(schedule, costs, options);
+  const auto result = [&] {
+    try {
+      return sim::simulate(schedule, costs, options);
+    } catch (const ValidationError& e) {  // an op too long to simulate: name the input
+      auto problems = e.problems();
+      for (auto& p : problems) {
+        if (p.file.empty()) p.file = args.scenario.path;
+      }
+      throw ValidationError(std::move(problems));
+    }
+  }();
   const auto summary = sim::summarize(scenario, schedule, result);
   fmt::print("{}", sim::summary_table(summary));
   if (!args.json_path.empty()) write_output(args.json_path, sim::summary_to_json(summary));

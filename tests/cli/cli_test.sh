@@ -88,7 +88,7 @@ expect latency-of-hours 2 'cluster.network.latency: 7200.000 s is out of range' 
 expect tokens-overflow 2 'seq_len 16,000,000 × micro_batch 60,000' -- validate "$default" --set training.seq_len=16000000 --set training.micro_batch=60000
 expect hidden-out-of-range 2 'model.hidden: 1000000000 is out of range \(1\.\.262,144 elements\)' -- validate "$default" --set model.hidden=1000000000
 expect work-limit 2 'the schedule would have about [0-9,]+ ops' -- simulate "$default" --set model.layers=10000 --set training.grad_accum=100
-expect op-too-long 2 'a compute kernel would take .* more than the 1000 s shardscope simulates' -- simulate "$default" --set model.hidden=262144 --set model.heads=16384 --set model.kv_heads=16384 --set model.ffn_hidden=2097152 --set model.layers=1000 --set training.seq_len=16777216 --set training.micro_batch=8
+expect op-too-long 2 'llama3-8b-h100x8.yaml: a compute kernel would take .* more than the 1000 s shardscope simulates' -- simulate "$default" --set model.hidden=262144 --set model.heads=16384 --set model.kv_heads=16384 --set model.ffn_hidden=2097152 --set model.layers=1000 --set training.seq_len=16777216 --set training.micro_batch=8
 expect fp8-params 2 'param_dtype: fp8 is not an FSDP mixed-precision dtype' -- validate "$default" --set fsdp.mixed_precision.param_dtype=fp8
 expect unmodelled-key 2 'fsdp.mixed_precision.output_dtype: not modelled' -- validate "$default" --set fsdp.mixed_precision.output_dtype=bf16
 expect unmodelled-sm-count 2 'cluster.gpu.sm_count: not modelled' -- validate "$default" --set cluster.gpu.sm_count=132
@@ -125,6 +125,7 @@ if grep -q '"complete": true' "$tmpdir/sw.json"; then echo "ok   sweep-json-comp
 expect simulate-ir 0 'step time' -- simulate "$tmpdir/ir.json"
 sed -e '0,/"deps":\[\]/s//"deps":[999999]/' -e '0,/"stream":2,/s//"stream":77,/' "$tmpdir/ir.json" > "$tmpdir/bad_ir.json"
 expect simulate-bad-ir 2 'error: 2 problems' -- simulate "$tmpdir/bad_ir.json"
+expect lower-given-ir 2 'ir.json: schema: is a shardscope.schedule/1 file, not a scenario \(simulate takes a schedule IR' -- lower "$tmpdir/ir.json"
 expect simulate-ir-no-set 2 'is a schedule IR' -- simulate "$tmpdir/ir.json" --set training.micro_batch=2
 expect keys-prefix 0 'fsdp.mixed_precision.param_dtype +dtype' -- keys fsdp.mixed_precision
 expect keys-unknown 2 "no scenario key starts with 'nope'" -- keys nope

@@ -3,7 +3,8 @@
 // Contract: the longest op shardscope simulates is kMaxOpSeconds. With at most kMaxScheduleOps ops
 // (lower.hpp) a run's clock then stays below 4·10^18 ns, inside TimeNs with room to spare, so no
 // sum of durations wraps. An op beyond it means a model far too large for its cluster, or settings
-// at the edge of their ranges together; it is reported as bad input, never cast into a wrapped time.
+// at the edge of their ranges together; it is reported as bad input, never cast into a wrapped
+// time.
 
 #include <string_view>
 
