@@ -70,7 +70,7 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
   auto problem = [&](std::string key, std::string message, std::string allowed = {}) {
     problems.push_back({origin, std::move(key), std::move(message), std::move(allowed)});
   };
-  if (!root.is_object() || root.value("schema", "") != kTimelineSchema) {
+  if (json_schema(root) != kTimelineSchema) {
     throw ValidationError(
         {Problem{origin, "schema", "not a shardscope timeline", std::string(kTimelineSchema)}});
   }

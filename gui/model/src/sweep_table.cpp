@@ -41,7 +41,7 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
   std::vector<SweepRow> rows;
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.value("schema", "") != "shardscope.sweep/1") {
+    if (json_schema(j) != "shardscope.sweep/1") {
       throw ValidationError(
           {Problem{origin, "schema", "not a shardscope sweep", "shardscope.sweep/1"}});
     }

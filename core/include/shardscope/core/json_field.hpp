@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace shardscope {
@@ -39,6 +40,14 @@ std::vector<T> json_integers(const nlohmann::json& j) {
   out.reserve(j.size());
   for (const auto& item : j) out.push_back(json_integer<T>(item));
   return out;
+}
+
+/// The document's "schema" text, or empty when it has none (or one that is not text). Never throws:
+/// nlohmann's value("schema", "") throws when the field is present with another type.
+inline std::string json_schema(const nlohmann::json& root) {
+  if (!root.is_object()) return {};
+  const auto it = root.find("schema");
+  return it != root.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace shardscope
