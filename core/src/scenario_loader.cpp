@@ -161,29 +161,27 @@ std::string keys_below(std::string_view section) {
 // section belongs (`training: 5`, `fsdp.mixed_precision: bf16`) would otherwise hide every key of
 // that section; a key with no value (`seq_len:`) would silently mean "the default"; a key that
 // PyTorch has but shardscope does not model is rejected with the reason.
-void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std::string& norm) {
-  if (!node.is_object()) return;
-  const std::size_t path_size = path.size(), norm_size = norm.size();
-  for (const auto& [name, value] : node.items()) {
-    if (!path.empty()) path += '.';
-    path += name;
-    if (!norm.empty()) norm += '.';
-    norm += name;
-    if (const ScenarioKey* key = find_scenario_key(norm)) {
-      if (key->type == KeyType::rejected) {
-        r.add_problem(path, std::string(key->models));
-        r.mark_subtree_known(path);
-      } else if (key->type == KeyType::section && !value.is_object() && !value.is_null()) {
+void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std::string& norm);
+
+// One key of the tree, `key` its table entry: only sections and lists are walked into.
+void check_key_shape(ConfigReader& r, const ScenarioKey& key, const ConfigTree& value,
+                     std::string& path, std::string& norm) {
+  switch (key.type) {
+    case KeyType::rejected:
+      r.add_problem(path, std::string(key.models));
+      r.mark_subtree_known(path);
+      return;
+    case KeyType::section:
+      if (value.is_object()) {
+        check_shape(r, value, path, norm);
+      } else if (!value.is_null()) {
         r.add_problem(path, fmt::format("is {}, but it is a section of keys", type_word(value)),
                       fmt::format("keys: {}", keys_below(norm)));
         r.mark_subtree_known(path);
-      } else if (key->type == KeyType::list && !value.is_array() && !value.is_null()) {
-        r.add_problem(path, fmt::format("is {}, but it is a list", type_word(value)),
-                      std::string(key->models));
-        r.mark_subtree_known(path);
-      } else if (key->type != KeyType::section && key->type != KeyType::list && value.is_null()) {
-        r.add_problem(path, "has no value", "a value, or leave the key out to use the default");
-      } else if (value.is_array()) {
+      }
+      return;
+    case KeyType::list:
+      if (value.is_array()) {
         norm += "[]";
         for (std::size_t i = 0; i < value.size(); ++i) {
           const std::size_t before = path.size();
@@ -196,10 +194,31 @@ void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std
           check_shape(r, value[i], path, norm);
           path.resize(before);
         }
-      } else {
-        check_shape(r, value, path, norm);
+      } else if (!value.is_null()) {
+        r.add_problem(path, fmt::format("is {}, but it is a list", type_word(value)),
+                      std::string(key.models));
+        r.mark_subtree_known(path);
       }
-    }
+      return;
+    default:  // a value: its type is the typed reader's to check
+      if (value.is_null()) {
+        r.add_problem(path, "has no value", "a value, or leave the key out to use the default");
+      }
+      return;
+  }
+}
+
+void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std::string& norm) {
+  if (!node.is_object()) return;
+  const std::size_t path_size = path.size(), norm_size = norm.size();
+  for (const auto& [name, value] : node.items()) {
+    if (!path.empty()) path += '.';
+    path += name;
+    if (!norm.empty()) norm += '.';
+    norm += name;
+    // Keys not in the table are left for the reader's unknown-key report.
+    if (const ScenarioKey* key = find_scenario_key(norm))
+      check_key_shape(r, *key, value, path, norm);
     path.resize(path_size);
     norm.resize(norm_size);
   }

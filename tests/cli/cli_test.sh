@@ -81,6 +81,7 @@ expect scalar-for-top-section 2 'training: is a section' -- validate "$default" 
 printf 'model: {preset: llama3.1-8b}\nfsdp:\n  mixed_precision: bf16\n' > "$tmpdir/mp.yaml"
 expect scalar-for-section-file 2 'mp.yaml: fsdp.mixed_precision: is the text .bf16., but it is a section of keys \(keys: param_dtype, reduce_dtype' -- validate "$tmpdir/mp.yaml"
 printf 'model: {preset: llama3.1-8b}\ntraining:\n  seq_len:\n' > "$tmpdir/null.yaml"
+expect leaf-given-a-list 2 '^error: 1 problem:' -- validate "$default" --set 'training.seq_len=[1,2]'
 expect key-without-value 2 'training.seq_len: has no value' -- validate "$tmpdir/null.yaml"
 expect empty-set-value 2 'training.seq_len: has no value' -- validate "$default" --set training.seq_len=
 expect bandwidth-too-low 2 'cluster.nvlink.bandwidth: 1 B/s is out of range \(1.0 GB/s\.\.10.00 TB/s\)' -- validate "$default" --set cluster.nvlink.bandwidth=1B/s
