@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <regex>
 
 #include "commands.hpp"
 #include "shardscope/core/lower.hpp"
@@ -17,10 +19,14 @@ bool is_schedule_file(const std::string& path) {
   if (!path.ends_with(".json")) return false;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
-  // The schema key is the first one lower --json writes; a scenario never has it.
-  const std::string head = read_text_file(path).substr(0, 256);
-  return head.find("\"schema\": \"shardscope.schedule/") != std::string::npos ||
-         head.find("\"schema\":\"shardscope.schedule/") != std::string::npos;
+  // The schema key is the first one lower --json writes (a scenario never has it): the head of
+  // the file tells, without reading a large IR twice.
+  std::ifstream in(path, std::ios::binary);
+  std::string head(256, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  static const std::regex kSchema(R"re("schema"\s*:\s*"shardscope\.schedule/)re");
+  return std::regex_search(head, kSchema);
 }
 
 Schedule load_schedule_file(const std::string& path) {

@@ -11,16 +11,6 @@
 namespace shardscope {
 namespace {
 
-void normalise_into(std::string_view path, std::string& out) {
-  normalise_key_path(path, out);
-}
-
-std::string normalise(std::string_view path) {
-  std::string out;
-  normalise_key_path(path, out);
-  return out;
-}
-
 std::string parent_of(const std::string& normalised) {
   const auto dot = normalised.rfind('.');
   return dot == std::string::npos ? std::string() : normalised.substr(0, dot);
@@ -138,7 +128,7 @@ void ConfigReader::index_mapping(const ConfigTree& node, std::int32_t parent) {
 const ConfigTree* ConfigReader::find(std::string_view path) {
   // The key (and so every mapping above it) is known.
   const bool plain = plain_key_path(path);
-  if (!plain) normalise_into(path, scratch_);
+  if (!plain) normalise_key_path(path, scratch_);
   const std::string_view norm = plain ? path : std::string_view(scratch_);
   known_.emplace_back(norm);
   if (!plain) return walk(path);
@@ -347,7 +337,7 @@ std::optional<FlopsPerSecond> ConfigReader::get_flops_rate(std::string_view path
 
 void ConfigReader::mark_subtree_known(std::string_view path) {
   find(path);
-  known_subtrees_.insert(normalise(path));
+  known_subtrees_.insert(normalise_key_path(path));
 }
 
 void ConfigReader::reject_if_present(std::string_view path, std::string_view why,

@@ -144,6 +144,12 @@ void normalise_key_path(std::string_view path, std::string& out) {
   });
 }
 
+std::string normalise_key_path(std::string_view path) {
+  std::string out;
+  normalise_key_path(path, out);
+  return out;
+}
+
 ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
   try {
     if (text.size() > kMaxDocumentBytes) {
@@ -170,7 +176,7 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
                                    "a .yaml, .yml or .json file"}});
   }
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::exists(path, ec)) {
+  if (!std::filesystem::exists(path, ec)) {
     throw ValidationError({Problem{path.string(), "", "cannot read the file",
                                    "an existing .yaml, .yml or .json file"}});
   }

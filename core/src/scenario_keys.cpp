@@ -265,12 +265,6 @@ const ScenarioKey* find_scenario_key(std::string_view normalised_path) {
   return it == kByPath.end() ? nullptr : it->second;
 }
 
-std::string normalise_key_path(std::string_view path) {
-  std::string out;
-  normalise_key_path(path, out);
-  return out;
-}
-
 std::string_view to_string(KeyType type) {
   switch (type) {
     case K::section:

@@ -69,5 +69,6 @@ bool is_key_index(std::string_view part);
 /// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name", into `out` (reused:
 /// the config reader normalises every key it is asked for).
 void normalise_key_path(std::string_view path, std::string& out);
+std::string normalise_key_path(std::string_view path);
 
 }  // namespace shardscope

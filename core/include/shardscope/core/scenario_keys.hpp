@@ -43,8 +43,6 @@ struct ScenarioKey {
 std::span<const ScenarioKey> scenario_keys();
 /// The entry for a normalised path, or nullptr.
 const ScenarioKey* find_scenario_key(std::string_view normalised_path);
-/// "model.groups[3].name" / "model.groups.3.name" → "model.groups[].name".
-std::string normalise_key_path(std::string_view path);
 /// The type's name as docs and errors spell it ("integer", "size", ...).
 std::string_view to_string(KeyType type);
 /// The range of a key in words with units ("1..1,000,000", "1 GB/s..10 TB/s"), empty when none.
