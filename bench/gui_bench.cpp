@@ -33,8 +33,14 @@ Timeline million_ops() {
                                  : OpKind::reduce_scatter;
     for (int i = 0; i < 333'334; ++i) {
       const TimeNs d = len(rng);
-      t.ops.push_back({static_cast<OpId>(t.ops.size()), kind, s, i % 2, Phase::forward, 0, 0, kNone,
-                       0, now, now + d});
+      TimelineOp op;
+      op.op = static_cast<OpId>(t.ops.size());
+      op.kind = kind;
+      op.stream = s;
+      op.group = i % 2;
+      op.start = now;
+      op.end = now + d;
+      t.ops.push_back(op);
       now += d + len(rng) / 4;
     }
   }

@@ -5,7 +5,7 @@
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/engine.hpp"
-#include "shardscope/sim/metrics.hpp"
+#include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace {
@@ -29,23 +29,17 @@ void BM_Simulate(benchmark::State& state) {
   const sim::CostModel costs(s);
   sim::SimOptions options;
   options.record_memory_samples = false;
-  options.record_timeline = false;
   for (auto _ : state) benchmark::DoNotOptimize(sim::simulate(schedule, costs, options));
 }
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMicrosecond);
 
-// The whole pipeline the sweep and the GUI run per configuration.
+// The whole pipeline the sweep and the GUI run per configuration (sweep's options).
 void BM_LowerAndSimulate(benchmark::State& state) {
   const auto s = scenario_405b();
-  sim::SimOptions options;
-  options.record_memory_samples = false;
-  options.record_timeline = false;
-  for (auto _ : state) {
-    const auto schedule = lower(s);
-    const sim::CostModel costs(s);
-    const auto result = sim::simulate(schedule, costs, options);
-    benchmark::DoNotOptimize(sim::summarize(s, schedule, result));
-  }
+  sim::PipelineOptions options;
+  options.sim.record_memory_samples = false;
+  options.sim.record_critical_path = false;
+  for (auto _ : state) benchmark::DoNotOptimize(sim::simulate_scenario(s, options));
 }
 BENCHMARK(BM_LowerAndSimulate)->Unit(benchmark::kMicrosecond);
 

@@ -11,6 +11,8 @@
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
+#include "shardscope/core/timeline.hpp"
+#include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::cli {
 
@@ -33,11 +35,16 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args);
 /// Loads the scenario file with the shortcuts and overrides applied, validated.
 Scenario load_scenario_args(const ScenarioArgs& args);
 
+/// The files a run (simulated or measured) may write.
+struct RunOutputs {
+  std::string json_path;      // --json: the summary
+  std::string timeline_path;  // --timeline
+  std::string trace_path;     // --trace: Chrome trace-event JSON
+};
+
 struct SimulateArgs {
   ScenarioArgs scenario;
-  std::string json_path;
-  std::string timeline_path;
-  std::string trace_path;
+  RunOutputs outputs;
   bool expandable_segments = false;
 };
 
@@ -68,6 +75,12 @@ Schedule load_schedule_file(const std::string& path);
 /// A scenario to cost and summarize a schedule IR with: the --cluster preset (default
 /// h100-sxm-80gb) laid out as the IR's communicators say; FLOPs as the ops carry them.
 Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& args);
+
+/// Simulates a scenario (with the shortcuts and overrides) or a schedule IR file.
+sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOptions& options);
+/// Writes the summary JSON, timeline and trace a run was asked for.
+void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
+                       const Timeline& timeline);
 
 /// Checks every output path before any work (ValidationError listing each problem): none may be
 /// the scenario file, another output, a directory, or in a missing or unwritable directory.

@@ -84,13 +84,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100'000));
   simulate->add_option("--gpus-per-node", sim_args.scenario.gpus_per_node, "GPUs per node")
       ->check(CLI::Range(1, 256));
-  simulate->add_option("--json", sim_args.json_path, "write the summary (shardscope.summary/1)")
+  simulate
+      ->add_option("--json", sim_args.outputs.json_path, "write the summary (shardscope.summary/1)")
       ->type_name("FILE");
   simulate
-      ->add_option("--timeline", sim_args.timeline_path,
-                   "write the timeline (shardscope.timeline/1)")
+      ->add_option("--timeline", sim_args.outputs.timeline_path,
+                   "write the timeline (shardscope.timeline/2)")
       ->type_name("FILE");
-  simulate->add_option("--trace", sim_args.trace_path, "write a Chrome/Perfetto trace")
+  simulate->add_option("--trace", sim_args.outputs.trace_path, "write a Chrome/Perfetto trace")
       ->type_name("FILE");
   simulate->add_flag("--expandable-segments", sim_args.expandable_segments,
                      "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");

@@ -19,7 +19,7 @@ namespace {
 bool is_timeline_file(const QString& path) {
   QFile file(path);
   if (!path.endsWith(".json") || !file.open(QIODevice::ReadOnly)) return false;
-  return file.read(4096).contains("shardscope.timeline/1");
+  return file.read(4096).contains("shardscope.timeline/");
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription("shardscope: FSDP timelines, memory and what-ifs");
   parser.addHelpOption();
   parser.addPositionalArgument(
-      "input", "a scenario (.yaml, .yml, .json) or a timeline (shardscope.timeline/1 .json)");
+      "input", "a scenario (.yaml, .yml, .json) or a timeline (shardscope.timeline/2 .json)");
   QCommandLineOption set({"s", "set"}, "override a scenario key", "key=value");
   QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit",
                                 "file");

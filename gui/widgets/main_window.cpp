@@ -20,8 +20,8 @@
 
 #include "memory_chart.hpp"
 #include "settings_panel.hpp"
+#include "shardscope/core/analysis.hpp"
 #include "shardscope/core/schedule_io.hpp"
-#include "shardscope/gui/range_summary.hpp"
 #include "shardscope/traces/chrome_trace.hpp"
 #include "sweep_view.hpp"
 #include "timeline_widget.hpp"
@@ -140,7 +140,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(timeline_, &TimelineWidget::range_selected, this, [this](qint64 a, qint64 b) {
     const Timeline* t = result_ ? &result_->timeline : loaded_timeline_.get();
     if (!t) return;
-    const auto r = summarize_range(*t, a, b);
+    const auto r = analysis::summarize_range(*t, a, b);
     selection_->setText(QString::fromStdString(fmt::format(
         "range {} – {} ({})\n{} ops\ncompute {}\ncommunication {}, exposed {}, {:.1f} % "
         "overlapped\npeak allocated {}, peak reserved {}",
@@ -180,10 +180,7 @@ void MainWindow::open_timeline(const QString& path) {
   timeline_->set_timeline(loaded_timeline_.get());
   result_.reset();
   ops_.set_timeline(loaded_timeline_.get());
-  std::vector<std::pair<QString, QString>> rows;
-  for (const auto& [k, v] : loaded_timeline_->metrics)
-    rows.emplace_back(QString::fromStdString(k), QString::number(v, 'g', 6));
-  metrics_.set_rows(std::move(rows));
+  metrics_.set_rows(metric_rows(analysis::summarize(*loaded_timeline_)));
   statusBar()->showMessage(QString("%1 timeline: %2 ops")
                                .arg(QString::fromStdString(loaded_timeline_->source))
                                .arg(loaded_timeline_->ops.size()));
@@ -319,8 +316,7 @@ void MainWindow::export_trace() {
       QFileDialog::getSaveFileName(this, "Export Perfetto trace", "trace.json", "JSON (*.json)");
   if (path.isEmpty()) return;
   try {
-    write_text_file_atomic(path.toStdString(),
-                           traces::chrome_trace_json(result_->timeline, &result_->schedule));
+    write_text_file_atomic(path.toStdString(), traces::chrome_trace_json(result_->timeline));
   } catch (const Error& e) {
     QMessageBox::warning(this, "Export", QString::fromStdString(e.what()));
   }

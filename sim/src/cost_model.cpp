@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardscope/core/analysis.hpp"
 #include "shardscope/core/group_compute.hpp"
 #include "shardscope/sim/op_duration.hpp"
 
@@ -41,6 +42,14 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
                      compute_.power_exponent);
   }
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
+  const RunFacts facts = analysis::run_facts(scenario, Schedule{});
+  model_flops_per_token_ = facts.model_flops_per_token;
+  mfu_peak_ = facts.peak_flops;
+}
+
+RunFacts CostModel::run_facts(const Schedule& schedule) const {
+  return {schedule.world_size, schedule.iterations, schedule.tokens_per_iteration,
+          model_flops_per_token_, mfu_peak_};
 }
 
 TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops) const {

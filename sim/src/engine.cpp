@@ -134,9 +134,10 @@ class Engine {
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
     by_category_.assign(all_buffer_categories().size(), 0);
-    result_.peak_allocated_by_phase.assign(4, 0);
-    result_.peak_allocated.by_category = by_category_;
-    result_.peak_reserved.by_category = by_category_;
+    auto& peaks = result_.timeline.peaks;
+    peaks.allocated_by_phase.assign(4, 0);
+    peaks.allocated.by_category = by_category_;
+    peaks.reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
     result_.critical_path_recorded = options.record_critical_path;
     last_on_comm_.assign(comms, kNone);
@@ -258,12 +259,13 @@ class Engine {
   }
 
   void note_peaks(OpId op, Phase phase) {
-    auto& by_phase = result_.peak_allocated_by_phase[static_cast<std::size_t>(phase)];
+    auto& peaks = result_.timeline.peaks;
+    auto& by_phase = peaks.allocated_by_phase[static_cast<std::size_t>(phase)];
     by_phase = std::max(by_phase, allocator_.allocated());
-    if (allocator_.allocated() > result_.peak_allocated.bytes)
-      record_peak(result_.peak_allocated, allocator_.allocated(), op);
-    if (allocator_.reserved() > result_.peak_reserved.bytes)
-      record_peak(result_.peak_reserved, allocator_.reserved(), op);
+    if (allocator_.allocated() > peaks.allocated.bytes)
+      record_peak(peaks.allocated, allocator_.allocated(), op);
+    if (allocator_.reserved() > peaks.reserved.bytes)
+      record_peak(peaks.reserved, allocator_.reserved(), op);
   }
 
   // In place: while memory grows every allocation is a new peak, and a fresh copy of the category
@@ -282,7 +284,7 @@ class Engine {
   enum class SampleAt { start, end };
   void sample_memory(OpId op = kNone, SampleAt at = SampleAt::start) {
     result_.timeline.memory.push_back(
-        {now_, allocator_.allocated(), allocator_.reserved(), by_category_});
+        {now_, allocator_.allocated(), allocator_.reserved(), by_category_, op});
     sample_ops_.emplace_back(op, at);
   }
 
@@ -475,30 +477,45 @@ class Engine {
   void finish_timeline() {
     result_.allocator_retries = allocator_.retries();
     if (options_.record_memory_samples) place_samples_at_gpu_time();
-    if (result_.peak_allocated.op != kNone)
-      result_.peak_allocated.time = rec_[static_cast<std::size_t>(result_.peak_allocated.op)].start;
-    if (result_.peak_reserved.op != kNone)
-      result_.peak_reserved.time = rec_[static_cast<std::size_t>(result_.peak_reserved.op)].start;
-    if (!options_.record_timeline) {
-      result_.ops = std::move(rec_);
-      return;
-    }
     auto& t = result_.timeline;
+    for (MemoryPeak* peak : {&t.peaks.allocated, &t.peaks.reserved}) {
+      if (peak->op != kNone) peak->time = rec_[static_cast<std::size_t>(peak->op)].start;
+    }
     t.name = s_.name;
     t.source = "simulated";
+    t.provenance.backend = "simulator";
+    t.provenance.device = fmt::format("simulated {}", costs_.cluster().gpu.name);
+    t.provenance.version = std::string(shardscope_version());
+    t.facts = costs_.run_facts(s_);
     t.streams = s_.streams;
     t.communicators = s_.communicators;
+    t.op_labels = s_.op_labels;
+    t.groups.reserve(s_.groups.size());
     for (const auto& g : s_.groups) t.groups.push_back(g.name);
     t.memory_capacity = costs_.cluster().gpu.memory;
+    // Timeline order is (start, stream, op). Each stream runs its ops in issue (op id) order, so
+    // its starts never decrease: the order is a merge of the per-stream lists, far cheaper than a
+    // sort of all ops.
+    std::vector<std::vector<OpId>> by_stream(s_.streams.size());
+    for (std::size_t i = 0; i < n_; ++i)
+      by_stream[static_cast<std::size_t>(s_.ops[i].stream)].push_back(static_cast<OpId>(i));
+    std::vector<std::size_t> head(by_stream.size(), 0);
     t.ops.reserve(n_);
-    for (std::size_t i = 0; i < n_; ++i) {
-      const Op& op = s_.ops[i];
-      t.ops.push_back({static_cast<OpId>(i), op.kind, op.stream, op.group, op.phase, op.iteration,
-                       op.microbatch, op.comm, op.bytes, rec_[i].start, rec_[i].end});
+    for (std::size_t placed = 0; placed < n_; ++placed) {
+      std::size_t pick = by_stream.size();
+      for (std::size_t st = 0; st < by_stream.size(); ++st) {
+        if (head[st] == by_stream[st].size()) continue;
+        if (pick == by_stream.size() ||
+            rec_[static_cast<std::size_t>(by_stream[st][head[st]])].start <
+                rec_[static_cast<std::size_t>(by_stream[pick][head[pick]])].start)
+          pick = st;
+      }
+      const OpId id = by_stream[pick][head[pick]++];
+      const Op& op = s_.ops[static_cast<std::size_t>(id)];
+      const OpRecord& rec = rec_[static_cast<std::size_t>(id)];
+      t.ops.push_back({id, op.kind, op.stream, op.group, op.phase, op.iteration, op.microbatch,
+                       op.comm, op.label, op.bytes, op.flops, op.deps, rec.start, rec.end});
     }
-    std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimelineOp& a, const TimelineOp& b) {
-      return std::tie(a.start, a.stream, a.op) < std::tie(b.start, b.stream, b.op);
-    });
     result_.ops = std::move(rec_);
   }
 

@@ -8,10 +8,9 @@
 #include <thread>
 
 #include "shardscope/core/config_reader.hpp"
-#include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/scenario_keys.hpp"
-#include "shardscope/sim/engine.hpp"
+#include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
@@ -156,15 +155,11 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     set_override(tree, axes[a].key, parsed[a][pick[a]], problems);
   try {
     throw_if_any(std::move(problems));
-    const Scenario scenario = read_scenario(tree, file);
-    const Schedule schedule = lower(scenario);
-    const CostModel costs(scenario);
-    SimOptions sim_options;
-    sim_options.record_memory_samples = false;
-    sim_options.record_timeline = false;
-    sim_options.record_critical_path = false;  // a sweep reports headline numbers only
-    const auto result = simulate(schedule, costs, sim_options);
-    p.summary = summarize(scenario, schedule, result);
+    PipelineOptions pipeline;
+    pipeline.origin = file;
+    pipeline.sim.record_memory_samples = false;
+    pipeline.sim.record_critical_path = false;  // a sweep reports headline numbers only
+    p.summary = simulate_scenario(read_scenario(tree, file), pipeline).summary;
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
     p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
   } catch (const ValidationError& e) {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <random>
 
-#include "shardscope/gui/range_summary.hpp"
+#include "core/timeline_test_util.hpp"
 
 namespace shardscope::gui {
 namespace {
@@ -24,9 +24,10 @@ Timeline random_timeline(int per_lane, unsigned seed) {
     for (int i = 0; i < per_lane; ++i) {
       now += gap(rng);
       const TimeNs d = len(rng);
-      t.ops.push_back({static_cast<OpId>(t.ops.size()),
-                       s == 1 ? OpKind::forward : OpKind::all_gather, s, 0, Phase::forward, 0, 0,
-                       kNone, 0, now, now + d});
+      t.ops.push_back(testing::timeline_op(static_cast<OpId>(t.ops.size()),
+                                           s == 1 ? OpKind::forward : OpKind::all_gather, s, now,
+                                           now + d));
+      t.ops.back().group = 0;
       now += d;
     }
   }
@@ -99,28 +100,6 @@ TEST(LaneLayout, OpAtFindsTheOpUnderATime) {
     EXPECT_EQ(layout.op_at(2, (op.start + op.end) / 2), i);
   }
   EXPECT_EQ(layout.op_at(2, -5), -1);
-}
-
-TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
-  Timeline t;
-  t.streams = {{"compute", StreamKind::compute}, {"all_gather", StreamKind::communication}};
-  t.groups = {"g"};
-  // compute 0–10 ms and 20–30 ms; all-gather 5–25 ms: 10 ms of it hidden, 10 exposed.
-  t.ops = {
-      {0, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 0, 10 * kNsPerMs},
-      {1, OpKind::forward, 0, 0, Phase::forward, 0, 0, kNone, 0, 20 * kNsPerMs, 30 * kNsPerMs},
-      {2, OpKind::all_gather, 1, 0, Phase::forward, 0, 0, kNone, 100, 5 * kNsPerMs, 25 * kNsPerMs}};
-  t.memory = {{0, 10, 20, {}}, {15 * kNsPerMs, 50, 60, {}}, {40 * kNsPerMs, 5, 60, {}}};
-  const auto r = summarize_range(t, 0, 30 * kNsPerMs);
-  EXPECT_EQ(r.ops, 3);
-  EXPECT_EQ(r.compute, 20 * kNsPerMs);
-  EXPECT_EQ(r.communication, 20 * kNsPerMs);
-  EXPECT_EQ(r.exposed_communication, 10 * kNsPerMs);
-  EXPECT_DOUBLE_EQ(r.overlap, 0.5);
-  EXPECT_EQ(r.peak_allocated, 50);
-  const auto part = summarize_range(t, 12 * kNsPerMs, 18 * kNsPerMs);  // only communication
-  EXPECT_EQ(part.exposed_communication, 6 * kNsPerMs);
-  EXPECT_EQ(part.peak_allocated, 50);  // the sample in force from 15 ms
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ TEST(Engine, ReportsTheFirstBufferThatDoesNotFit) {
   ASSERT_TRUE(r.out_of_memory);
   EXPECT_EQ(r.out_of_memory->op, 1);
   EXPECT_EQ(r.out_of_memory->buffer, 1);
-  EXPECT_EQ(r.peak_allocated.bytes, 60 * kMiB);
+  EXPECT_EQ(r.timeline.peaks.allocated.bytes, 60 * kMiB);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/engine.hpp"
-#include "shardscope/sim/metrics.hpp"
+#include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::testing {
 
@@ -15,15 +15,13 @@ struct Run {
   Scenario scenario;
   Schedule schedule;
   sim::SimulationResult result;
-  sim::Summary summary;
+  analysis::Summary summary;
 };
 
 inline Run run_scenario(const Scenario& scenario) {
-  Run r{scenario, lower(scenario), {}, {}};
-  const sim::CostModel costs(r.scenario);
-  r.result = sim::simulate(r.schedule, costs);
-  r.summary = sim::summarize(r.scenario, r.schedule, r.result);
-  return r;
+  auto p = sim::simulate_scenario(scenario);
+  return {std::move(p.scenario), std::move(p.schedule), std::move(p.simulation),
+          std::move(p.summary)};
 }
 
 inline Run run_text(const std::string& yaml, const std::vector<std::string>& overrides = {}) {

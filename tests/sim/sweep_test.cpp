@@ -50,8 +50,8 @@ TEST(Sweep, SkippingTheCriticalPathChangesNoOpTime) {
     ASSERT_EQ(full.ops[i].start, fast.ops[i].start) << "op " << i;
     ASSERT_EQ(full.ops[i].end, fast.ops[i].end) << "op " << i;
   }
-  const Summary with_path = summarize(scenario, schedule, full);
-  const Summary without = summarize(scenario, schedule, fast);
+  const analysis::Summary with_path = summarize(schedule, full);
+  const analysis::Summary without = summarize(schedule, fast);
   EXPECT_FALSE(with_path.critical_path.ops.empty());
   EXPECT_TRUE(without.critical_path.ops.empty());
   EXPECT_TRUE(without.critical_path.by_kind.empty());
@@ -69,8 +69,8 @@ TEST(Sweep, EachPointMatchesSimulatingItsConfigurationAlone) {
     const Scenario scenario =
         load_scenario(kDefaultScenario, {"training.activation_checkpointing=" + p.values[0]});
     const Schedule schedule = lower(scenario);
-    const Summary alone = summarize(scenario, schedule, simulate(schedule, CostModel(scenario)));
-    const Summary& s = p.summary;
+    const analysis::Summary alone = summarize(schedule, simulate(schedule, CostModel(scenario)));
+    const analysis::Summary& s = p.summary;
     SCOPED_TRACE(p.values[0]);
     EXPECT_EQ(s.step_time, alone.step_time);
     EXPECT_EQ(s.tokens_per_s_per_gpu, alone.tokens_per_s_per_gpu);

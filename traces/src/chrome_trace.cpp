@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace shardscope::traces {
@@ -22,7 +23,7 @@ std::string event_name(const Timeline& t, const TimelineOp& op) {
 
 }  // namespace
 
-std::string chrome_trace_json(const Timeline& t, const Schedule* schedule) {
+std::string chrome_trace_json(const Timeline& t) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   auto emit = [&](const Json& e) {
@@ -48,18 +49,15 @@ std::string chrome_trace_json(const Timeline& t, const Schedule* schedule) {
               {"tid", i},
               {"args", {{"sort_index", i}}}});
   }
-  std::vector<const TimelineOp*> by_id;
+  std::map<OpId, const TimelineOp*> by_id;  // ordered: flows are written in schedule order
   for (const auto& op : t.ops) {
-    if (op.op >= 0) {
-      if (by_id.size() <= static_cast<std::size_t>(op.op))
-        by_id.resize(static_cast<std::size_t>(op.op) + 1, nullptr);
-      by_id[static_cast<std::size_t>(op.op)] = &op;
-    }
+    if (op.op >= 0) by_id[op.op] = &op;
     if (op.kind == OpKind::stream_wait && op.duration() == 0) continue;
     Json args{{"op", op.op},
               {"phase", to_string(op.phase)},
               {"iteration", op.iteration},
               {"microbatch", op.microbatch}};
+    if (op.label != kNone) args["label"] = op_label(t, op);
     if (op.bytes > 0) args["bytes"] = op.bytes;
     if (op.comm != kNone) {
       const auto& c = t.communicators[static_cast<std::size_t>(op.comm)];
@@ -77,16 +75,14 @@ std::string chrome_trace_json(const Timeline& t, const Schedule* schedule) {
               {"args", args}});
   }
   // Flow arrows: from the op waited on to the op that waited, across streams.
-  if (schedule) {
+  {
     int flow = 0;
-    for (std::size_t i = 0; i < schedule->ops.size() && i < by_id.size(); ++i) {
-      const TimelineOp* to = by_id[i];
-      if (!to) continue;
-      for (OpId d : schedule->ops[i].deps) {
-        const TimelineOp* from = static_cast<std::size_t>(d) < by_id.size()
-                                     ? by_id[static_cast<std::size_t>(d)]
-                                     : nullptr;
-        if (!from || from->stream == to->stream) continue;
+    for (const auto& [id, to] : by_id) {
+      for (OpId d : to->deps) {
+        const auto from_it = by_id.find(d);
+        if (from_it == by_id.end()) continue;
+        const TimelineOp* from = from_it->second;
+        if (from->stream == to->stream) continue;
         ++flow;
         emit(Json{{"name", "wait"},
                   {"cat", "dependency"},

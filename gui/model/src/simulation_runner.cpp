@@ -2,26 +2,26 @@
 
 #include <fmt/format.h>
 
-#include "shardscope/core/lower.hpp"
-#include "shardscope/sim/engine.hpp"
+#include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::gui {
 
 std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file,
                                               bool expandable_segments) {
+  sim::PipelineOptions options;
+  options.origin = file;
+  options.sim.allocator.expandable_segments = expandable_segments;
+  auto p = sim::simulate_scenario(
+      read_scenario(tree, file, std::filesystem::path(file).parent_path()), options);
   auto r = std::make_shared<RunResult>();
-  r->scenario = read_scenario(tree, file, std::filesystem::path(file).parent_path());
-  r->schedule = lower(r->scenario);
-  const sim::CostModel costs(r->scenario);
-  sim::SimOptions options;
-  options.allocator.expandable_segments = expandable_segments;
-  auto result = sim::simulate(r->schedule, costs, options);
-  r->summary = sim::summarize(r->scenario, r->schedule, result);
-  r->timeline = std::move(result.timeline);
+  r->scenario = std::move(p.scenario);
+  r->schedule = std::move(p.schedule);
+  r->summary = std::move(p.summary);
+  r->timeline = std::move(p.simulation.timeline);
   return r;
 }
 
-std::vector<std::pair<QString, QString>> metric_rows(const sim::Summary& m) {
+std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& m) {
   auto q = [](const std::string& s) { return QString::fromStdString(s); };
   std::vector<std::pair<QString, QString>> rows{
       {"step time", q(format_duration(m.step_time))},

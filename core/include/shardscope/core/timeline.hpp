@@ -1,9 +1,10 @@
 #pragma once
-// What happened (or is predicted to happen): executed ops with start and end per stream, memory
-// over time, and metrics. The simulator and the GPU executor both produce it; the GUI, traces and
-// CLI read it. Self-contained: it carries stream, group and communicator names.
+// What happened (or is predicted to happen) on one rank: executed ops with start and end per
+// stream, memory over time and the run's facts. This is the contract between whoever produces a
+// run (the simulator, the executor, an importer) and whoever reads it (analysis, the GUI, traces,
+// the CLI): a Timeline stands alone, with no Schedule or simulator result beside it.
 
-#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,7 +14,7 @@
 namespace shardscope {
 
 struct TimelineOp {
-  OpId op = kNone;  // index in the schedule it came from
+  OpId op = kNone;  // index in the schedule it came from (kNone: not from a schedule)
   OpKind kind = OpKind::forward;
   StreamId stream = 0;
   GroupId group = kNone;
@@ -21,7 +22,10 @@ struct TimelineOp {
   int iteration = 0;
   int microbatch = 0;
   CommId comm = kNone;
+  std::int32_t label = kNone;  // index into Timeline::op_labels
   Bytes bytes = 0;
+  Flops flops = 0;  // FLOPs the op executes (MFU/HFU)
+  IdList deps;      // schedule op ids (TimelineOp::op) this op waited for
   TimeNs start = 0;
   TimeNs end = 0;
 
@@ -33,24 +37,75 @@ struct MemorySample {
   Bytes allocated = 0;
   Bytes reserved = 0;
   std::vector<Bytes> by_category;  // indexed by BufferCategory
+  OpId op = kNone;                 // the op whose allocation or free made it (kNone: the start)
+};
+
+/// The highest memory of a run and what was allocated at that moment.
+struct MemoryPeak {
+  Bytes bytes = 0;
+  TimeNs time = 0;
+  OpId op = kNone;                 // the op whose allocation made the peak (kNone: the start)
+  std::vector<Bytes> by_category;  // allocated bytes by BufferCategory at that moment
+};
+
+/// Peaks as the producer saw them. A producer that tracks its allocator (the simulator, the
+/// executor) sees every allocation; one that only has samples fills them with peaks_from_samples.
+struct MemoryPeaks {
+  MemoryPeak allocated;
+  MemoryPeak reserved;
+  std::vector<Bytes> allocated_by_phase;  // by Phase
+};
+
+/// Where a timeline came from, for reports and for telling runs apart.
+struct Provenance {
+  std::string scenario;  // the scenario or IR file ("" when built in memory)
+  std::string device;    // "simulated h100-sxm-80gb", "host (4 ranks as threads)", ...
+  std::string backend;   // "simulator", "host", "cuda", "kineto"
+  std::string version;   // the shardscope version that wrote it
+  int rank = 0;          // the rank this timeline is of
+};
+
+/// What a consumer needs besides the ops to compute throughput and utilisation.
+struct RunFacts {
+  int world_size = 1;
+  int iterations = 1;
+  std::int64_t tokens_per_iteration = 0;  // per rank, all micro-batches
+  double model_flops_per_token = 0;       // MFU's numerator (analysis::model_flops_per_token)
+  double peak_flops = 0;                  // dense peak of the compute dtype, FLOP/s per GPU
 };
 
 struct Timeline {
   std::string name;
-  std::string source;  // "simulated" or "measured"
+  std::string source;  // "simulated", "measured" or "imported"
+  Provenance provenance;
+  RunFacts facts;
   std::vector<Stream> streams;
   std::vector<std::string> groups;
   std::vector<Communicator> communicators;
-  std::vector<TimelineOp> ops;       // sorted by (start, stream, op)
-  std::vector<MemorySample> memory;  // sorted by time
+  std::vector<std::string> op_labels;  // TimelineOp::label texts
+  std::vector<TimelineOp> ops;         // sorted by (start, stream, op)
+  std::vector<MemorySample> memory;    // sorted by time; may be empty (sweeps)
+  MemoryPeaks peaks;
   Bytes memory_capacity = 0;
-  std::map<std::string, double>
-      metrics;  // keys end in their unit: step_time_s, peak_reserved_bytes
 
   TimeNs end_time() const;
 };
 
-inline constexpr std::string_view kTimelineSchema = "shardscope.timeline/1";
+inline std::string_view op_label(const Timeline& t, const TimelineOp& op) {
+  return op.label == kNone ? std::string_view()
+                           : std::string_view(t.op_labels[static_cast<std::size_t>(op.label)]);
+}
+
+/// The shardscope version (the project version CMake was given).
+std::string_view shardscope_version();
+
+/// Sorts ops by (start, stream, op), the order a Timeline keeps them in.
+void sort_timeline_ops(std::vector<TimelineOp>& ops);
+
+/// Peaks from the memory samples (for producers that have only samples).
+MemoryPeaks peaks_from_samples(const Timeline& timeline);
+
+inline constexpr std::string_view kTimelineSchema = "shardscope.timeline/2";
 
 std::string timeline_to_json(const Timeline& timeline);
 /// Throws ValidationError listing every malformed field.

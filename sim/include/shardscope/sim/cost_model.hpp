@@ -16,6 +16,7 @@
 
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
+#include "shardscope/core/timeline.hpp"
 #include "shardscope/sim/collective_model.hpp"
 
 namespace shardscope::sim {
@@ -51,6 +52,8 @@ class CostModel {
   /// Compute-only time of `flops` and `hbm_bytes` (exposed for tests).
   TimeNs compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops = 0) const;
   FlopsPerSecond effective_peak() const { return peak_; }
+  /// The facts a timeline of `schedule` carries for throughput and MFU (analysis::run_facts).
+  RunFacts run_facts(const Schedule& schedule) const;
 
   const ClusterSpec& cluster() const { return cluster_; }
   const CollectiveModel& collectives() const { return collectives_; }
@@ -63,6 +66,8 @@ class CostModel {
   InterferenceParams interference_;
   CollectiveModel collectives_;
   FlopsPerSecond peak_ = 0;
+  double model_flops_per_token_ = 0;
+  FlopsPerSecond mfu_peak_ = 0;  // dense peak of the parameter dtype, MFU's denominator
   bool pinned_ = true;
 };
 

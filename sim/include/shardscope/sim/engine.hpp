@@ -28,7 +28,6 @@ namespace shardscope::sim {
 struct SimOptions {
   AllocatorParams allocator;
   bool record_memory_samples = true;  // off in sweeps: peaks are still tracked
-  bool record_timeline = true;        // off in sweeps: per-op records and peaks are still kept
   bool record_critical_path =
       true;  // off in sweeps: what bound each op's start (OpRecord::binding, predecessor)
 };
@@ -52,19 +51,9 @@ struct OutOfMemory {
   Bytes allocated = 0;
 };
 
-struct MemoryPeak {
-  Bytes bytes = 0;
-  TimeNs time = 0;
-  OpId op = kNone;                 // the op whose allocation made the peak
-  std::vector<Bytes> by_category;  // allocated bytes by BufferCategory at that moment
-};
-
 struct SimulationResult {
   std::vector<OpRecord> ops;  // by op id
-  Timeline timeline;
-  MemoryPeak peak_allocated;
-  MemoryPeak peak_reserved;
-  std::vector<Bytes> peak_allocated_by_phase;  // by Phase
+  Timeline timeline;          // with the facts the cost model knows and the exact peaks
   std::optional<OutOfMemory> out_of_memory;
   std::vector<TimeNs> cpu_busy_by_iteration;  // issue overheads and CPU-side work
   int allocator_retries = 0;                  // cudaFree-and-retry events (slow in PyTorch)

@@ -38,7 +38,7 @@ struct SweepPoint {
   std::size_t index = 0;            // position in the grid (row-major, first axis slowest)
   std::vector<std::string> values;  // one per axis
   std::string error;                // validation problems; empty when valid
-  Summary summary;  // headline numbers: the critical path is not recorded in a sweep
+  analysis::Summary summary;  // headline numbers: the critical path is not recorded in a sweep
   bool fits = false;
   bool pareto = false;
 };

@@ -10,11 +10,11 @@
 #include <mutex>
 #include <optional>
 
+#include "shardscope/core/analysis.hpp"
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
-#include "shardscope/sim/metrics.hpp"
 
 namespace shardscope::gui {
 
@@ -23,7 +23,7 @@ struct RunResult {
   Scenario scenario;
   Schedule schedule;
   Timeline timeline;
-  sim::Summary summary;
+  analysis::Summary summary;
 };
 
 /// Validates, lowers, simulates and summarizes; throws ValidationError on a bad scenario.
@@ -31,7 +31,7 @@ std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std:
                                               bool expandable_segments = false);
 
 /// Metric rows with units for a summary (the metrics panel).
-std::vector<std::pair<QString, QString>> metric_rows(const sim::Summary& summary);
+std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& summary);
 
 class SimulationRunner : public QObject {
   Q_OBJECT

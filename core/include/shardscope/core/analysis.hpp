@@ -1,0 +1,100 @@
+#pragma once
+// What a user reads off any Timeline — simulated, measured or imported. Every consumer (CLI, GUI,
+// sweeps, compare) computes its numbers here, from the Timeline alone. Definitions:
+//   steady state   the last iteration: step time = end of its last op − end of the iteration
+//                  before (the whole run when there is one iteration)
+//   tokens/s/GPU   facts.tokens_per_iteration / step time
+//   MFU            tokens/s/GPU × facts.model_flops_per_token / facts.peak_flops, with
+//                  torchtitan's FLOPs per token: 6·(parameters − token embedding) +
+//                  12·layers·heads·head_dim·seq (custom models: their forward + backward FLOPs)
+//   HFU            MFU × executed / model FLOPs of the step's ops (recompute counted): ≥ MFU
+//   phase times    each instant of the step counted once, for the phase that started last
+//   exposed comm   time a collective runs while the compute streams run nothing; overlap is
+//                  1 − exposed / total collective time
+//   peaks          the producer's (Timeline::peaks), over the whole run
+//   critical path  from the op that ended last, back through what it waited for (its
+//                  dependencies, the op before it on its stream and on its communicator): the
+//                  one that ended last binds it; a gap before the op is CPU issue time ("cpu").
+//                  Needs dependencies; the simulator replaces it with its exact bindings.
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/core/timeline.hpp"
+
+namespace shardscope::analysis {
+
+struct CriticalPath {
+  std::vector<OpId> ops;                  // last op first
+  std::map<std::string, TimeNs> by_kind;  // time on the path by op kind ("cpu" for issue gaps)
+};
+
+struct Summary {
+  std::string name;
+  std::string source;  // the timeline's: simulated, measured, imported
+  int world_size = 1;
+  TimeNs step_time = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_flops_per_token = 0;
+  double mfu = 0;
+  double hfu = 0;
+  TimeNs forward_time = 0;
+  TimeNs backward_time = 0;
+  TimeNs optimizer_time = 0;
+  TimeNs comm_total = 0;
+  TimeNs comm_exposed = 0;
+  double overlap_fraction = 1;
+  std::vector<std::pair<std::string, TimeNs>> stream_busy;  // by stream, in stream order
+  CriticalPath critical_path;  // empty without dependencies or when not recorded (sweeps)
+  Bytes peak_allocated = 0;
+  Bytes peak_reserved = 0;
+  Bytes capacity = 0;
+  bool fits = true;
+  std::vector<Bytes> peak_by_category;         // allocated bytes by category at the allocated peak
+  std::string peak_op;                         // the op that made the allocated peak
+  std::vector<Bytes> peak_allocated_by_phase;  // by Phase
+  std::map<std::string, int> collectives;  // per iteration: all_gather, reduce_scatter, all_reduce
+  std::string out_of_memory;               // empty when it fits (the simulator's report)
+  int allocator_retries = 0;  // cached segments released to make room (the simulator's count)
+};
+
+/// The summary of a timeline. The critical path is included when `with_critical_path` and the ops
+/// carry dependencies.
+Summary summarize(const Timeline& timeline, bool with_critical_path = true);
+
+/// The critical path of the last iteration (see above); empty without dependencies.
+CriticalPath critical_path(const Timeline& timeline);
+
+/// "backward layers.3 (backward, iteration 1)": an op as reports name it.
+std::string op_description(const Timeline& timeline, const TimelineOp& op);
+
+/// What happened in a time range (drag-select in the GUI): compute time (union of compute-stream
+/// work), communication time (union of collectives), the communication no compute hid, and the
+/// memory peaks inside the range.
+struct RangeSummary {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  int ops = 0;
+  TimeNs compute = 0;
+  TimeNs communication = 0;
+  TimeNs exposed_communication = 0;
+  double overlap = 1.0;  // share of communication hidden behind compute
+  Bytes peak_allocated = 0;
+  Bytes peak_reserved = 0;
+};
+RangeSummary summarize_range(const Timeline& timeline, TimeNs start, TimeNs end);
+
+/// Torchtitan's model FLOPs per token (see above).
+double model_flops_per_token(const Scenario& scenario);
+/// The facts a Timeline of `schedule` needs for throughput and MFU, from its scenario.
+RunFacts run_facts(const Scenario& scenario, const Schedule& schedule);
+
+/// The public summary JSON (keys documented in docs/simulator.md).
+std::string summary_to_json(const Summary& summary);
+/// A readable table; every number with its unit.
+std::string summary_table(const Summary& summary);
+
+}  // namespace shardscope::analysis

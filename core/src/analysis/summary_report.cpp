@@ -1,0 +1,139 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "shardscope/core/analysis.hpp"
+
+// The summary's two renderings (JSON for tools, a table for people) and the facts behind MFU.
+namespace shardscope::analysis {
+
+double model_flops_per_token(const Scenario& sc) {
+  if (sc.model.family == ModelFamily::transformer) {
+    const auto& c = sc.model.transformer;
+    if (c.heads <= 0) return 0;  // no model described (a bare scenario costing an IR): MFU unknown
+    const auto p = count_params(c);
+    const double n = static_cast<double>(sc.model.total_params() - p.token_embedding);
+    return 6.0 * n +
+           12.0 * static_cast<double>(c.layers * c.heads * c.head_dim() * sc.training.seq_len);
+  }
+  double flops = 0;
+  for (const auto& g : sc.model.groups) {
+    const double fwd = g.forward_flops.value_or(0);
+    flops += fwd + g.backward_flops.value_or(2 * fwd);
+  }
+  return flops /
+         static_cast<double>(std::max<std::int64_t>(1, sc.training.tokens_per_microbatch()));
+}
+
+RunFacts run_facts(const Scenario& scenario, const Schedule& schedule) {
+  RunFacts f;
+  f.world_size = schedule.world_size;
+  f.iterations = schedule.iterations;
+  f.tokens_per_iteration = schedule.tokens_per_iteration;
+  f.model_flops_per_token = model_flops_per_token(scenario);
+  f.peak_flops = scenario.cluster.gpu.peak_flops.for_dtype(
+      scenario.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+  return f;
+}
+
+std::string summary_to_json(const Summary& m) {
+  nlohmann::ordered_json j;
+  j["schema"] = "shardscope.summary/1";
+  j["name"] = m.name;
+  j["source"] = m.source;
+  j["world_size"] = m.world_size;
+  j["step_time_s"] = ns_to_s(m.step_time);
+  j["tokens_per_s_per_gpu"] = m.tokens_per_s_per_gpu;
+  j["model_flops_per_token"] = m.model_flops_per_token;
+  j["mfu"] = m.mfu;
+  j["hfu"] = m.hfu;
+  j["phase_time_s"] = {{"forward", ns_to_s(m.forward_time)},
+                       {"backward", ns_to_s(m.backward_time)},
+                       {"optimizer", ns_to_s(m.optimizer_time)}};
+  nlohmann::ordered_json cats = nlohmann::ordered_json::object();
+  for (auto c : all_buffer_categories())
+    cats[std::string(to_string(c))] = m.peak_by_category[static_cast<std::size_t>(c)];
+  j["peak_memory"] = {{"allocated_bytes", m.peak_allocated},
+                      {"reserved_bytes", m.peak_reserved},
+                      {"capacity_bytes", m.capacity},
+                      {"fits", m.fits},
+                      {"at", m.peak_op},
+                      {"by_category", cats}};
+  j["peak_allocated_by_phase_bytes"] = {{"forward", m.peak_allocated_by_phase[0]},
+                                        {"backward", m.peak_allocated_by_phase[1]},
+                                        {"optimizer", m.peak_allocated_by_phase[2]}};
+  j["comm"] = {{"total_s", ns_to_s(m.comm_total)},
+               {"exposed_s", ns_to_s(m.comm_exposed)},
+               {"overlap_fraction", m.overlap_fraction}};
+  nlohmann::ordered_json coll = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.collectives) coll[k] = v;
+  j["collectives"] = coll;
+  nlohmann::ordered_json busy = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.stream_busy) busy[k] = ns_to_s(v);
+  j["stream_busy_s"] = busy;
+  nlohmann::ordered_json path = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.critical_path.by_kind) path[k] = ns_to_s(v);
+  j["critical_path_s"] = path;
+  j["allocator_retries"] = m.allocator_retries;
+  j["out_of_memory"] = m.out_of_memory.empty() ? nlohmann::ordered_json(nullptr)
+                                               : nlohmann::ordered_json(m.out_of_memory);
+  return j.dump(2) + "\n";
+}
+
+std::string summary_table(const Summary& m) {
+  std::string out;
+  auto row = [&](std::string_view k, const std::string& v) {
+    out += fmt::format("  {:<28}{}\n", k, v);
+  };
+  out += fmt::format("{} ({} GPUs), {}, steady state = last iteration\n", m.name, m.world_size,
+                     m.source);
+  row("step time", format_duration(m.step_time));
+  row("throughput", fmt::format("{:.0f} tokens/s per GPU", m.tokens_per_s_per_gpu));
+  row("MFU / HFU", fmt::format("{:.1f} % / {:.1f} %", 100 * m.mfu, 100 * m.hfu));
+  row("forward / backward / optim",
+      fmt::format("{} / {} / {}", format_duration(m.forward_time), format_duration(m.backward_time),
+                  format_duration(m.optimizer_time)));
+  row("communication",
+      fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
+                  format_duration(m.comm_exposed), 100 * m.overlap_fraction));
+  row("collectives per iteration",
+      fmt::format("{} all-gather, {} reduce-scatter, {} all-reduce", m.collectives.at("all_gather"),
+                  m.collectives.at("reduce_scatter"), m.collectives.at("all_reduce")));
+  row("peak allocated", fmt::format("{} at {}", format_bytes(m.peak_allocated), m.peak_op));
+  std::vector<std::pair<Bytes, std::string>> cats;
+  for (auto c : all_buffer_categories()) {
+    const Bytes b = m.peak_by_category[static_cast<std::size_t>(c)];
+    if (b > 0) cats.emplace_back(b, std::string(to_string(c)));
+  }
+  std::sort(cats.rbegin(), cats.rend());
+  for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
+  row("peak reserved", fmt::format("{} of {} ({})", format_bytes(m.peak_reserved),
+                                   format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT"));
+  if (m.allocator_retries > 0) {
+    row("allocator retries",
+        fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
+                    m.allocator_retries));
+  }
+  row("peak allocated by phase", fmt::format("forward {}, backward {}, optimizer {}",
+                                             format_bytes(m.peak_allocated_by_phase[0]),
+                                             format_bytes(m.peak_allocated_by_phase[1]),
+                                             format_bytes(m.peak_allocated_by_phase[2])));
+  std::string busy;
+  for (const auto& [name, t] : m.stream_busy)
+    busy += fmt::format("{}{} {}", busy.empty() ? "" : ", ", name, format_duration(t));
+  row("stream busy", busy);
+  std::vector<std::pair<TimeNs, std::string>> path;
+  for (const auto& [k, v] : m.critical_path.by_kind) path.emplace_back(v, k);
+  std::sort(path.rbegin(), path.rend());
+  std::string cp;
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, path.size()); ++i) {
+    cp += fmt::format("{}{} {}", cp.empty() ? "" : ", ", path[i].second,
+                      format_duration(path[i].first));
+  }
+  row("critical path", cp);
+  if (!m.out_of_memory.empty()) row("OUT OF MEMORY", m.out_of_memory);
+  return out;
+}
+
+}  // namespace shardscope::analysis

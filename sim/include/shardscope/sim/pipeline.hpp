@@ -1,0 +1,36 @@
+#pragma once
+// The one way from a scenario to its prediction: lower → simulate → summarize. The CLI, the GUI,
+// sweeps and benchmarks all come through here, so they cannot disagree.
+
+#include <string>
+
+#include "shardscope/core/analysis.hpp"
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/core/schedule.hpp"
+#include "shardscope/sim/engine.hpp"
+
+namespace shardscope::sim {
+
+struct PipelineOptions {
+  SimOptions sim;
+  std::string origin;  // the scenario or IR file: provenance, and the file errors name
+};
+
+struct PipelineResult {
+  Scenario scenario;
+  Schedule schedule;
+  SimulationResult simulation;  // per-op records and the Timeline
+  analysis::Summary summary;
+
+  const Timeline& timeline() const { return simulation.timeline; }
+};
+
+/// Lowers, simulates and summarizes a scenario. Throws ValidationError on a schedule that cannot
+/// be simulated (an op too long), naming options.origin.
+PipelineResult simulate_scenario(Scenario scenario, const PipelineOptions& options = {});
+
+/// Simulates and summarizes a given schedule (an IR file), costed on `scenario`'s hardware.
+PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
+                                 const PipelineOptions& options = {});
+
+}  // namespace shardscope::sim

@@ -1,0 +1,33 @@
+#include "shardscope/sim/pipeline.hpp"
+
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/metrics.hpp"
+
+namespace shardscope::sim {
+
+PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
+                                 const PipelineOptions& options) {
+  PipelineResult r{std::move(scenario), std::move(schedule), {}, {}};
+  const CostModel costs(r.scenario);
+  try {
+    r.simulation = simulate(r.schedule, costs, options.sim);
+  } catch (const ValidationError& e) {  // an op too long to simulate: name the input
+    auto problems = e.problems();
+    for (auto& p : problems) {
+      if (p.file.empty()) p.file = options.origin;
+    }
+    throw ValidationError(std::move(problems));
+  }
+  r.simulation.timeline.provenance.scenario = options.origin;
+  r.summary = summarize(r.schedule, r.simulation);
+  return r;
+}
+
+PipelineResult simulate_scenario(Scenario scenario, const PipelineOptions& options) {
+  Schedule schedule = lower(scenario);
+  return simulate_schedule(std::move(scenario), std::move(schedule), options);
+}
+
+}  // namespace shardscope::sim

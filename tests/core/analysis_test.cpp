@@ -1,0 +1,128 @@
+#include "shardscope/core/analysis.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/timeline_test_util.hpp"
+
+namespace shardscope::analysis {
+namespace {
+
+using testing::no_categories;
+using testing::timeline_op;
+
+constexpr TimeNs kMs = kNsPerMs;
+
+// Two iterations on compute (stream 1) and an all-gather stream (stream 2):
+//   iteration 0: forward 0–10 ms, backward 10–30 ms
+//   iteration 1: all-gather 30–40 ms (exposed), forward 40–50, recompute 50–55, backward 55–80,
+//                all-gather 60–70 ms (hidden behind the backward)
+Timeline two_iterations() {
+  Timeline t;
+  t.name = "hand";
+  t.source = "measured";
+  t.facts = {8, 2, 8192, 1e9, 1e15};
+  t.streams = {{"cpu", StreamKind::cpu},
+               {"compute", StreamKind::compute},
+               {"all_gather", StreamKind::communication}};
+  t.groups = {"layers.0"};
+  t.communicators = {{"shard", 8, 1}};
+  auto op = [&](OpId id, OpKind kind, StreamId stream, TimeNs a, TimeNs b, Phase phase, int it,
+                double flops, IdList deps = {}) {
+    auto o = timeline_op(id, kind, stream, a * kMs, b * kMs, phase);
+    o.iteration = it;
+    o.flops = flops;
+    o.group = 0;
+    o.deps = std::move(deps);
+    if (kind == OpKind::all_gather) o.comm = 0;
+    t.ops.push_back(o);
+  };
+  op(0, OpKind::forward, 1, 0, 10, Phase::forward, 0, 1e12);
+  op(1, OpKind::backward, 1, 10, 30, Phase::backward, 0, 2e12);
+  op(2, OpKind::all_gather, 2, 30, 40, Phase::forward, 1, 0);
+  op(3, OpKind::forward, 1, 40, 50, Phase::forward, 1, 1e12, {2});
+  op(4, OpKind::recompute, 1, 50, 55, Phase::backward, 1, 1e12);
+  op(5, OpKind::backward, 1, 55, 80, Phase::backward, 1, 2e12);
+  op(6, OpKind::all_gather, 2, 60, 70, Phase::backward, 1, 0);
+  sort_timeline_ops(t.ops);
+  t.memory = {{0, 10, 20, no_categories(), kNone}, {40 * kMs, 50, 60, no_categories(), 3}};
+  t.peaks = peaks_from_samples(t);
+  t.memory_capacity = 100;
+  return t;
+}
+
+TEST(Analysis, StepTimeThroughputAndUtilisationFollowTheirDefinitions) {
+  const auto s = summarize(two_iterations());
+  EXPECT_EQ(s.source, "measured");
+  EXPECT_EQ(s.step_time, 50 * kMs);                        // 80 − 30 ms
+  EXPECT_DOUBLE_EQ(s.tokens_per_s_per_gpu, 8192 / 0.050);  // 163,840 tokens/s
+  EXPECT_DOUBLE_EQ(s.mfu, 8192 / 0.050 * 1e9 / 1e15);
+  EXPECT_DOUBLE_EQ(s.hfu, s.mfu * 4e12 / 3e12);  // the recompute's FLOPs count for HFU only
+  EXPECT_EQ(s.forward_time, 20 * kMs);           // 30–50 ms: the all-gather belongs to forward
+  EXPECT_EQ(s.backward_time, 30 * kMs);
+  EXPECT_EQ(s.comm_total, 20 * kMs);
+  EXPECT_EQ(s.comm_exposed, 10 * kMs);
+  EXPECT_DOUBLE_EQ(s.overlap_fraction, 0.5);
+  EXPECT_EQ(s.collectives.at("all_gather"), 2);
+  ASSERT_EQ(s.stream_busy.size(), 3u);
+  EXPECT_EQ(s.stream_busy[1].second, 40 * kMs);
+  EXPECT_EQ(s.stream_busy[2].second, 20 * kMs);
+  EXPECT_EQ(s.peak_allocated, 50);
+  EXPECT_EQ(s.peak_reserved, 60);
+  EXPECT_EQ(s.peak_op, "forward layers.0 (forward, iteration 1)");
+  EXPECT_TRUE(s.fits);
+}
+
+TEST(Analysis, CriticalPathFollowsWhatEachOpWaitedFor) {
+  auto t = two_iterations();
+  const auto path = critical_path(t);
+  // backward ← recompute ← forward ← (dependency) all-gather; the all-gather followed iteration 0
+  // with no gap, so no CPU time.
+  ASSERT_EQ(path.ops, (std::vector<OpId>{5, 4, 3, 2}));
+  EXPECT_EQ(path.by_kind.at("all_gather"), 10 * kMs);
+  EXPECT_EQ(path.by_kind.at("backward"), 25 * kMs);
+  EXPECT_EQ(path.by_kind.count("cpu"), 0u);
+  // Delay the forward by 2 ms after its all-gather: the gap is CPU issue time.
+  for (auto& op : t.ops) {
+    if (op.op >= 3 && op.iteration == 1 && op.kind != OpKind::all_gather) {
+      op.start += 2 * kMs;
+      op.end += 2 * kMs;
+    }
+  }
+  EXPECT_EQ(critical_path(t).by_kind.at("cpu"), 2 * kMs);
+}
+
+TEST(Analysis, NoDependenciesMeansNoCriticalPath) {
+  auto t = two_iterations();
+  for (auto& op : t.ops) op.deps.clear();
+  EXPECT_TRUE(summarize(t).critical_path.ops.empty());
+}
+
+TEST(Analysis, SummaryJsonAndTableCarryTheSource) {
+  const auto s = summarize(two_iterations());
+  EXPECT_NE(summary_to_json(s).find("\"source\": \"measured\""), std::string::npos);
+  EXPECT_NE(summary_table(s).find("hand (8 GPUs), measured,"), std::string::npos);
+}
+
+TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
+  Timeline t;
+  t.streams = {{"compute", StreamKind::compute}, {"all_gather", StreamKind::communication}};
+  t.groups = {"g"};
+  // compute 0–10 ms and 20–30 ms; all-gather 5–25 ms: 10 ms of it hidden, 10 exposed.
+  t.ops = {timeline_op(0, OpKind::forward, 0, 0, 10 * kMs),
+           timeline_op(2, OpKind::all_gather, 1, 5 * kMs, 25 * kMs),
+           timeline_op(1, OpKind::forward, 0, 20 * kMs, 30 * kMs)};
+  t.memory = {{0, 10, 20, {}, kNone}, {15 * kMs, 50, 60, {}, 2}, {40 * kMs, 5, 60, {}, 1}};
+  const auto r = summarize_range(t, 0, 30 * kMs);
+  EXPECT_EQ(r.ops, 3);
+  EXPECT_EQ(r.compute, 20 * kMs);
+  EXPECT_EQ(r.communication, 20 * kMs);
+  EXPECT_EQ(r.exposed_communication, 10 * kMs);
+  EXPECT_DOUBLE_EQ(r.overlap, 0.5);
+  EXPECT_EQ(r.peak_allocated, 50);
+  const auto part = summarize_range(t, 12 * kMs, 18 * kMs);  // only communication
+  EXPECT_EQ(part.exposed_communication, 6 * kMs);
+  EXPECT_EQ(part.peak_allocated, 50);  // the sample in force from 15 ms
+}
+
+}  // namespace
+}  // namespace shardscope::analysis
