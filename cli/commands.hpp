@@ -63,6 +63,34 @@ struct SweepArgs {
   unsigned threads = 0;
 };
 
+struct RunArgs {
+  ScenarioArgs scenario;
+  RunOutputs outputs;
+  std::string backend = "host";
+  int nproc_per_node = 0;  // spawn this many local processes (0: ranks as threads)
+  int iterations = 0;      // measured iterations (0: the scenario's)
+  int warmup = 0;          // iterations before them
+  double time_scale = 1.0;
+  double jitter = 0.0;
+  std::vector<std::string> slow_ranks;  // RANK:FACTOR
+  double timeout_s = 30;
+  std::uint64_t seed = 1;
+  std::vector<std::string> argv;  // this process's command line (to spawn ranks)
+};
+
+struct SummarizeArgs {
+  std::string timeline;
+  std::string json_path;
+};
+
+struct CompareArgs {
+  std::string a;
+  std::string b;
+  bool per_op = false;
+  std::size_t top = 20;
+  std::string json_path;
+};
+
 struct KeysArgs {
   std::string prefix;
   bool markdown = false;
@@ -96,5 +124,11 @@ int run_sweep(const SweepArgs& args);
 int run_simulate(const SimulateArgs& args);
 int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);
+int run_run(const RunArgs& args);
+int run_summarize(const SummarizeArgs& args);
+int run_compare(const CompareArgs& args);
+
+/// Reads a timeline file (shardscope.timeline/2); ValidationError naming the file otherwise.
+Timeline load_timeline_file(const std::string& path);
 
 }  // namespace shardscope::cli

@@ -14,8 +14,8 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 6> kCommands{"presets", "keys",     "validate",
-                                                    "lower",   "simulate", "sweep"};
+constexpr std::array<std::string_view, 9> kCommands{
+    "presets", "keys", "validate", "lower", "simulate", "sweep", "run", "summarize", "compare"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
       fmt::print(
           stderr,
-          "commands: presets, keys, validate, lower, simulate, sweep; see shardscope --help\n");
+          "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, compare; see "
+          "shardscope --help\n");
       return kExitBadInput;
     }
   }
@@ -113,6 +114,66 @@ int main(int argc, char** argv) {
   sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
 
+  RunArgs run_args;
+  run_args.argv.assign(argv, argv + argc);
+  auto* run = app.add_subcommand(
+      "run",
+      "run a scenario's schedule on a backend and measure it (the host backend: CPU "
+      "threads or processes, collectives moving real data)");
+  add_scenario_args(run, run_args.scenario);
+  run->add_option("--cluster", run_args.scenario.cluster_preset, "cost an IR on this cluster")
+      ->type_name("PRESET");
+  run->add_option("--nodes", run_args.scenario.nodes, "number of nodes")
+      ->check(CLI::Range(1, 8192));
+  run->add_option("--gpus-per-node", run_args.scenario.gpus_per_node, "GPUs per node")
+      ->check(CLI::Range(1, 256));
+  run->add_option("--backend", run_args.backend, "host (CPU threads or processes) or cuda")
+      ->type_name("NAME");
+  run->add_option("--nproc-per-node", run_args.nproc_per_node,
+                  "start this many local processes, one rank each (default: ranks as threads)")
+      ->check(CLI::Range(1, 64));
+  run->add_option("--iterations", run_args.iterations,
+                  "measured iterations (default: the scenario's)")
+      ->check(CLI::Range(1, 1000));
+  run->add_option("--warmup", run_args.warmup, "iterations run before the measured ones")
+      ->check(CLI::Range(0, 1000));
+  run->add_option("--time-scale", run_args.time_scale,
+                  "host backend: stretch every duration by this (recorded times are divided back)")
+      ->check(CLI::Range(0.01, 1000.0));
+  run->add_option("--jitter", run_args.jitter,
+                  "host backend: relative standard deviation of every op's duration (0.05 = 5 %)")
+      ->check(CLI::Range(0.0, 1.0));
+  run->add_option("--slow-rank", run_args.slow_ranks,
+                  "host backend: RANK:FACTOR, that rank's ops take FACTOR× as long (repeatable)")
+      ->type_name("R:F");
+  run->add_option("--timeout", run_args.timeout_s,
+                  "seconds any wait or collective may take before the run fails naming the op")
+      ->check(CLI::Range(0.1, 3600.0));
+  run->add_option("--seed", run_args.seed, "jitter's random seed");
+  run->add_option("--json", run_args.outputs.json_path, "write the summary (shardscope.summary/1)")
+      ->type_name("FILE");
+  run->add_option("--timeline", run_args.outputs.timeline_path,
+                  "write rank 0's measured timeline (shardscope.timeline/2)")
+      ->type_name("FILE");
+  run->add_option("--trace", run_args.outputs.trace_path, "write a Chrome/Perfetto trace")
+      ->type_name("FILE");
+
+  SummarizeArgs summarize_args;
+  auto* summarize = app.add_subcommand("summarize", "print the summary of any timeline");
+  summarize->add_option("timeline", summarize_args.timeline, "a timeline (.json)")->required();
+  summarize->add_option("--json", summarize_args.json_path, "write the summary")->type_name("FILE");
+
+  CompareArgs compare_args;
+  auto* compare = app.add_subcommand(
+      "compare", "two timelines side by side (e.g. simulated and measured), op by op");
+  compare->add_option("a", compare_args.a, "the first timeline (A)")->required();
+  compare->add_option("b", compare_args.b, "the second timeline (B)")->required();
+  compare->add_flag("--per-op", compare_args.per_op, "each matched op's delta, largest first");
+  compare->add_option("--top", compare_args.top, "with --per-op: how many ops (0: all)");
+  compare
+      ->add_option("--json", compare_args.json_path, "write the comparison (shardscope.compare/1)")
+      ->type_name("FILE");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -131,6 +192,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("lower")) return run_lower(lower_args);
     if (app.got_subcommand("simulate")) return run_simulate(sim_args);
     if (app.got_subcommand("sweep")) return run_sweep(sweep_args);
+    if (app.got_subcommand("run")) return run_run(run_args);
+    if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
+    if (app.got_subcommand("compare")) return run_compare(compare_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);
     return kExitBadInput;

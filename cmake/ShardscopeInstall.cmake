@@ -3,10 +3,10 @@
 # shardscope::sim and shardscope::traces; and the programs shardscope and shardscope-gui.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS shardscope_core shardscope_sim shardscope_traces EXPORT shardscopeTargets
+install(TARGETS shardscope_core shardscope_sim shardscope_exec shardscope_traces EXPORT shardscopeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(layer core sim traces)
+foreach(layer core sim exec traces)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 install(TARGETS shardscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -1,0 +1,34 @@
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "shardscope/core/compare.hpp"
+#include "shardscope/core/output_file.hpp"
+
+namespace shardscope::cli {
+
+Timeline load_timeline_file(const std::string& path) {
+  return timeline_from_json(read_text_file(path), path);
+}
+
+int run_summarize(const SummarizeArgs& args) {
+  const std::filesystem::path inputs[] = {args.timeline};
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
+  check_output_paths(outputs, inputs);
+  const auto summary = analysis::summarize(load_timeline_file(args.timeline));
+  fmt::print("{}", analysis::summary_table(summary));
+  if (!args.json_path.empty()) write_output(args.json_path, analysis::summary_to_json(summary));
+  return kExitOk;
+}
+
+int run_compare(const CompareArgs& args) {
+  const std::filesystem::path inputs[] = {args.a, args.b};
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
+  check_output_paths(outputs, inputs);
+  const auto comparison = analysis::compare(load_timeline_file(args.a), load_timeline_file(args.b));
+  fmt::print("{}", analysis::comparison_table(comparison, args.per_op, args.top));
+  if (!args.json_path.empty())
+    write_output(args.json_path, analysis::comparison_json(comparison, args.per_op));
+  return kExitOk;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,173 @@
+// `shardscope run`: the scenario's schedule executed on a backend, measured op by op, summarized
+// like `simulate` and compared with the simulation.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+
+#include "commands.hpp"
+#include "shardscope/exec/host_job.hpp"
+#include "shardscope/sim/cost_model.hpp"
+
+namespace shardscope::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop(int) {
+  g_stop.store(true);
+}
+
+std::map<int, double> parse_slow_ranks(const std::vector<std::string>& items) {
+  std::map<int, double> out;
+  std::vector<Problem> problems;
+  for (const auto& item : items) {
+    const auto colon = item.find(':');
+    int rank = -1;
+    double factor = 0;
+    bool ok = colon != std::string::npos;
+    if (ok) {
+      const auto [r_end, r_ec] = std::from_chars(item.data(), item.data() + colon, rank);
+      const auto [f_end, f_ec] =
+          std::from_chars(item.data() + colon + 1, item.data() + item.size(), factor);
+      ok = r_ec == std::errc() && r_end == item.data() + colon && f_ec == std::errc() &&
+           f_end == item.data() + item.size() && rank >= 0 && factor > 0 && factor <= 100;
+    }
+    if (!ok) {
+      problems.push_back({"--slow-rank", item, "is not RANK:FACTOR",
+                          "e.g. 3:1.5 (rank 3 runs every op 1.5× as long; factor in (0, 100])"});
+      continue;
+    }
+    out[rank] = factor;
+  }
+  throw_if_any(std::move(problems));
+  return out;
+}
+
+void check_args(const RunArgs& args, const Schedule& schedule, const std::map<int, double>& slow) {
+  std::vector<Problem> problems;
+  for (const auto& [rank, factor] : slow) {
+    if (rank >= schedule.world_size)
+      problems.push_back({"--slow-rank", fmt::format("{}:{}", rank, factor),
+                          fmt::format("rank {} is not in the world", rank),
+                          fmt::format("0..{}", schedule.world_size - 1)});
+  }
+  if (args.nproc_per_node > 0 && args.nproc_per_node != schedule.world_size) {
+    problems.push_back({"--nproc-per-node", std::to_string(args.nproc_per_node),
+                        fmt::format("the scenario has {} GPUs", schedule.world_size),
+                        "as many processes as the scenario's world (nodes × gpus_per_node)"});
+  }
+  throw_if_any(std::move(problems));
+}
+
+// The argv a spawned rank runs: this one without --nproc-per-node.
+std::vector<std::string> child_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--nproc-per-node") {
+      ++i;
+      continue;
+    }
+    if (argv[i].rfind("--nproc-per-node=", 0) == 0) continue;
+    out.push_back(argv[i]);
+  }
+  return out;
+}
+
+ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args) {
+  if (args.iterations > 0)
+    input.overrides.push_back(fmt::format("training.iterations={}", args.iterations + args.warmup));
+  return input;
+}
+
+void print_run_report(const exec::HostJobResult& result, const analysis::Summary& measured,
+                      const analysis::Summary& simulated) {
+  fmt::print("{}", analysis::summary_table(measured));
+  const auto slowest = std::max_element(result.step_time.begin(), result.step_time.end());
+  const auto fastest = std::min_element(result.step_time.begin(), result.step_time.end());
+  if (slowest != result.step_time.end()) {
+    fmt::print("  {:<28}{} to {} (slowest: rank {})\n", "step time over ranks",
+               format_duration(*fastest), format_duration(*slowest),
+               slowest - result.step_time.begin());
+  }
+  fmt::print("  {:<28}{} on this process's ranks, {} elements, all as expected\n",
+             "collectives checked", result.collectives_checked, result.elements_checked);
+  const double delta = simulated.step_time > 0
+                           ? 100.0 * static_cast<double>(measured.step_time - simulated.step_time) /
+                                 static_cast<double>(simulated.step_time)
+                           : 0.0;
+  fmt::print("  {:<28}{} measured, {} simulated ({:+.2f} %)\n", "against the simulation",
+             format_duration(measured.step_time), format_duration(simulated.step_time), delta);
+}
+
+}  // namespace
+
+int run_run(const RunArgs& args) {
+  if (args.backend != "host") {
+    throw ValidationError({Problem{
+        "--backend", args.backend,
+        args.backend == "cuda" ? "this build has no CUDA backend (it needs CUDA 13, cuBLASLt and "
+                                 "NCCL; see docs/exec.md)"
+                               : "unknown backend",
+        "host"}});
+  }
+  const auto slow = parse_slow_ranks(args.slow_ranks);
+  const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
+  if (args.nproc_per_node > 0 && !job) {
+    // Lower once here so a bad scenario or a wrong process count fails before any process starts.
+    const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+    check_args(args, planned.schedule, slow);
+    return exec::spawn_local_ranks(child_argv(args.argv), args.nproc_per_node, {});
+  }
+  const bool reports = !job || job->rank == 0;
+  if (reports) {
+    check_outputs(args.scenario, {{"--json", args.outputs.json_path},
+                                  {"--timeline", args.outputs.timeline_path},
+                                  {"--trace", args.outputs.trace_path}});
+  }
+  const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+  check_args(args, planned.schedule, slow);
+
+  // The host backend takes each op's simulated time on its stream and the CPU issue cost.
+  const sim::CostModel costs(planned.scenario);
+  exec::HostJobOptions options;
+  options.backend.cost = [&](OpId id, const Op& op) {
+    const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
+    return exec::HostCost{rec.end - rec.start, costs.cost(planned.schedule, op).cpu};
+  };
+  options.backend.time_scale = args.time_scale;
+  options.backend.jitter = args.jitter;
+  options.backend.seed = args.seed;
+  options.backend.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
+  options.slow_ranks = slow;
+  options.run.facts = planned.timeline().facts;
+  options.run.memory_capacity = planned.timeline().memory_capacity;
+  options.run.scenario = args.scenario.path;
+  options.run.stop = &g_stop;
+  const int iterations = planned.schedule.iterations;
+  if (reports) {
+    options.run.on_iteration = [iterations](int i) {
+      fmt::print(stderr, "run: iteration {} of {}\n", i + 1, iterations);
+    };
+  }
+  auto previous = std::signal(SIGINT, on_stop);
+  exec::HostJobResult result;
+  try {
+    result = job ? exec::run_host_process(planned.schedule, *job, options)
+                 : exec::run_host_threads(planned.schedule, options);
+  } catch (const exec::Interrupted&) {
+    std::signal(SIGINT, previous);
+    fmt::print(stderr, "run: interrupted; nothing written\n");
+    return kExitFailure;
+  }
+  std::signal(SIGINT, previous);
+  if (!reports) return kExitOk;
+  const auto measured = analysis::summarize(result.timeline);
+  print_run_report(result, measured, planned.summary);
+  write_run_outputs(args.outputs, measured, result.timeline);
+  return kExitOk;
+}
+
+}  // namespace shardscope::cli

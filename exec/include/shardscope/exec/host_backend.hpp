@@ -1,0 +1,143 @@
+#pragma once
+// The host backend: runs a schedule on CPU threads, no GPU needed (what CI runs, and a dry run of
+// the executor on any laptop). Per rank: a worker thread per stream runs its ops in order, events
+// are completion flags, collectives go through a HostWorld shared with the other ranks and move
+// real data (checked element by element after every collective), and compute and copies take the
+// durations a cost callback gives (the CLI passes the simulator's per-op times). The issuing
+// thread pays each op's CPU issue cost from the same callback.
+//
+// Buffers are bookkeeping only: a 70B model's buffers would not fit a CI machine. "allocated" is
+// exact; "reserved" rounds each live block up to the 2 MiB granule the CUDA caching allocator
+// maps, with no caching of freed blocks.
+//
+// Times: every sleep is to an absolute deadline, so wake-up latency (about 0.05–0.1 ms on Linux)
+// delays but does not accumulate within an op; `time_scale` stretches every duration so that this
+// latency is small beside the ops, and the recorded spans are divided by it again.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shardscope/exec/backend.hpp"
+#include "shardscope/exec/host_world.hpp"
+
+namespace shardscope::exec {
+
+/// What an op costs on the host backend.
+struct HostCost {
+  TimeNs device = 0;  // on its stream (or on the CPU for CPU-stream ops)
+  TimeNs cpu = 0;     // the issuing thread's time to issue it
+};
+using HostCostFn = std::function<HostCost(OpId id, const Op& op)>;
+
+struct HostBackendOptions {
+  int rank = 0;
+  HostWorld* world = nullptr;  // shared by all ranks; required when the schedule has collectives
+  HostCostFn cost;             // required
+  std::string ranks_as = "threads";  // "threads" or "processes", for the device description
+  HostWorld::Clock::time_point epoch = HostWorld::Clock::now();  // time 0 of every rank
+  double time_scale = 1.0;                    // durations × this; recorded spans ÷ this
+  double jitter = 0.0;                        // relative standard deviation of every duration
+  double slow_factor = 1.0;                   // this rank's durations × this (a straggler)
+  std::uint64_t seed = 1;                     // jitter's random stream (mixed with the rank)
+  std::chrono::milliseconds timeout{30'000};  // the longest any wait or collective may take
+};
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(HostBackendOptions options);
+  ~HostBackend() override;
+
+  std::string name() const override { return "host"; }
+  std::string device() const override;
+  int rank() const override { return options_.rank; }
+
+  void begin(const Schedule& schedule) override;
+  void allocate(BufferId id, const Buffer& buffer, StreamId stream) override;
+  void free(BufferId id, const Buffer& buffer) override;
+  MemoryUsage memory() const override;
+  void stream_wait(StreamId stream, OpId event) override;
+  void host_wait(OpId event) override;
+  void launch(OpId id, const Op& op) override;
+  void run_host(OpId id, const Op& op) override;
+  std::vector<OpSpan> finish() override;
+  void abort() noexcept override;
+
+  /// Collectives run and elements checked so far (all correct, or the run failed).
+  std::int64_t collectives_checked() const { return collectives_checked_.load(); }
+  std::int64_t elements_checked() const { return elements_checked_.load(); }
+
+ private:
+  using Clock = HostWorld::Clock;
+  struct Task {
+    bool is_wait = false;
+    OpId op = kNone;
+  };
+  struct Worker {
+    std::thread thread;
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::vector<Task> queue;
+    std::size_t head = 0;
+    bool closed = false;
+  };
+
+  void work(Worker& worker);
+  void run_op(OpId id);
+  void run_collective(OpId id, const Op& op, Clock::time_point& transfer_start);
+  Clock::duration duration_of(OpId id, const Op& op);
+  void wait_event(OpId event);
+  void wait_turn(OpId id, CommId comm);
+  void fail(OpId op, const std::string& message) noexcept;
+  void throw_if_failed() const;
+  void stop_workers() noexcept;
+  void sleep_until(Clock::time_point t);  // wakes early on abort
+
+  HostBackendOptions options_;
+  const Schedule* schedule_ = nullptr;
+  std::vector<std::unique_ptr<Worker>> workers_;  // by stream (none for the CPU stream)
+  std::vector<OpSpan> spans_;
+  std::vector<HostCost> costs_;  // by op, asked once in begin()
+  std::vector<double> factors_;  // by op: jitter × straggler
+  // Completion events, one per op.
+  mutable std::mutex events_mutex_;
+  std::condition_variable event_done_;
+  std::vector<char> done_;
+  // Collectives per communicator in issue order: a ticket at launch, run when it is their turn.
+  std::vector<std::int64_t> ticket_;       // by op
+  std::vector<std::int64_t> comm_issued_;  // by communicator (the issuing thread only)
+  std::vector<std::int64_t> comm_done_;    // by communicator, under events_mutex_
+  // The first failure anywhere on this rank.
+  mutable std::mutex error_mutex_;
+  std::optional<std::pair<OpId, std::string>> error_;
+  std::atomic<bool> aborted_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;    // sleeping ops wake on abort
+  Clock::time_point issue_free_{};  // when the issuing thread may issue the next op
+  std::map<BufferId, Bytes> live_;
+  Bytes allocated_ = 0;
+  Bytes reserved_ = 0;
+  std::atomic<std::int64_t> collectives_checked_{0};
+  std::atomic<std::int64_t> elements_checked_{0};
+};
+
+/// A world for `world_size` ranks as threads of this process: the region lives on the heap.
+class LocalHostWorld {
+ public:
+  explicit LocalHostWorld(HostWorldLayout layout);
+  HostWorld& world() { return *world_; }
+
+ private:
+  std::vector<std::byte> region_;
+  std::unique_ptr<HostWorld> world_;
+};
+
+}  // namespace shardscope::exec

@@ -1,0 +1,80 @@
+#pragma once
+// Joining a multi-process job. A job comes from torchrun's environment (RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm's (SLURM_PROCID, SLURM_NTASKS,
+// SLURM_LOCALID, SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE, SLURM_NODELIST: the first node is
+// the master), or Open MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, with
+// MASTER_ADDR), in that order of precedence; MASTER_PORT defaults to 29500 as torchrun's does.
+//
+// Rank 0 serves a rendezvous over TCP: every rank connects (retrying until the timeout), says who
+// it is, and the job then exchanges short messages through rank 0: gather (rank 0 receives one
+// message per rank) and broadcast (every rank receives rank 0's). The run uses it to check that
+// every rank runs the same schedule (its hash) in the same world, to hand out the bootstrap blob
+// (the shared-memory name here; NCCL's unique id with the CUDA backend), and to collect results.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/schedule.hpp"
+
+namespace shardscope::exec {
+
+struct JobEnv {
+  std::string launcher;  // "torchrun", "slurm", "openmpi", "shardscope" (--nproc-per-node)
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+/// The job this process belongs to, or nullopt when no launcher set one. Throws
+/// ValidationError naming each missing or malformed variable.
+std::optional<JobEnv> job_from_environment(const GetEnv& getenv);
+
+/// The first host of a Slurm node list: "gpu[003-006,9],login1" → "gpu003".
+std::string first_slurm_host(const std::string& nodelist);
+
+/// A stable hash of a schedule (FNV-1a, 64 bits, over its IR JSON): equal on every rank that
+/// lowered the same scenario.
+std::uint64_t schedule_hash(const Schedule& schedule);
+
+class Rendezvous {
+ public:
+  /// Connects the job (rank 0 listens, the others connect); throws Error after `timeout`.
+  Rendezvous(const JobEnv& job, std::chrono::milliseconds timeout);
+  ~Rendezvous();
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  /// Rank 0 gets every rank's message, by rank; the others get an empty list.
+  std::vector<std::string> gather(const std::string& mine);
+  /// Every rank gets rank 0's `message` (ignored on the others).
+  std::string broadcast(const std::string& message);
+
+ private:
+  void send(int fd, const std::string& message);
+  std::string receive(int fd);
+
+  JobEnv job_;
+  std::chrono::milliseconds timeout_;
+  int listen_fd_ = -1;
+  std::vector<int> peers_;  // rank 0: the socket of each rank (index 0 unused); others: [rank 0]
+};
+
+/// A free TCP port on the loopback interface (for --nproc-per-node).
+int free_loopback_port();
+
+/// Runs `argv` as `processes` local ranks (fork + exec, each with torchrun's variables set) and
+/// waits for them. The first to fail stops the others; returns its exit status (0 if none
+/// failed). `on_exit(rank, status)` is told about each.
+int spawn_local_ranks(const std::vector<std::string>& argv, int processes,
+                      const std::function<void(int rank, int status)>& on_exit);
+
+}  // namespace shardscope::exec

@@ -1,0 +1,357 @@
+#include "shardscope/exec/host_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+
+#include "dtype_codec.hpp"
+#include "shardscope/exec/executor.hpp"
+
+namespace shardscope::exec {
+namespace {
+
+constexpr Bytes kGranule = 2 * kMiB;  // the CUDA caching allocator maps in 2 MiB granules
+
+// The test pattern every rank's collective input holds: small integers, exact in every dtype.
+float pattern(int position, std::size_t element) {
+  return static_cast<float>(position + 1) + static_cast<float>(element % 7);
+}
+
+float rounded(float value, DType dtype) {
+  std::array<std::byte, 4> one{};
+  detail::store(one.data(), 0, dtype, value);
+  return detail::load(one.data(), 0, dtype);
+}
+
+// A collective's element type: that of the first GPU buffer it touches (its input or output).
+DType collective_dtype(const Schedule& s, const Op& op) {
+  for (const IdList* ids : {&op.uses, &op.allocs}) {
+    for (BufferId b : *ids) {
+      const Buffer& buf = s.buffers[static_cast<std::size_t>(b)];
+      if (buf.location == Location::gpu) return buf.dtype;
+    }
+  }
+  return DType::fp32;
+}
+
+}  // namespace
+
+LocalHostWorld::LocalHostWorld(HostWorldLayout layout)
+    : region_(HostWorld::region_bytes(layout)),
+      world_(std::make_unique<HostWorld>(region_.data(), std::move(layout))) {}
+
+HostBackend::HostBackend(HostBackendOptions options) : options_(std::move(options)) {
+  if (!options_.cost) throw Error("the host backend needs a cost callback");
+  if (!(options_.time_scale > 0) || !(options_.slow_factor > 0) || !(options_.jitter >= 0))
+    throw Error("host backend: time scale and slow factor must be > 0, jitter ≥ 0");
+}
+
+HostBackend::~HostBackend() {
+  // Only this rank's threads: a rank that finished must not stop its peers.
+  {
+    std::lock_guard lock(sleep_mutex_);
+    aborted_ = true;
+  }
+  wake_.notify_all();
+  event_done_.notify_all();
+  stop_workers();
+}
+
+std::string HostBackend::device() const {
+  const int world = options_.world ? options_.world->layout().world_size : 1;
+  return fmt::format("host, rank {} of {} ({})", options_.rank, world, options_.ranks_as);
+}
+
+void HostBackend::begin(const Schedule& schedule) {
+  schedule_ = &schedule;
+  const std::size_t n = schedule.ops.size();
+  spans_.assign(n, {});
+  done_.assign(n, 0);
+  ticket_.assign(n, 0);
+  comm_issued_.assign(schedule.communicators.size(), 0);
+  comm_done_.assign(schedule.communicators.size(), 0);
+  costs_.reserve(n);
+  factors_.reserve(n);
+  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15;
+  std::mt19937_64 rng(options_.seed * kMix + static_cast<std::uint64_t>(options_.rank));
+  std::normal_distribution<double> noise(0.0, 1.0);
+  bool collectives = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = schedule.ops[i];
+    costs_.push_back(options_.cost(static_cast<OpId>(i), op));
+    const double jitter =
+        options_.jitter > 0 ? std::max(0.0, 1.0 + options_.jitter * noise(rng)) : 1.0;
+    factors_.push_back(jitter * options_.slow_factor * options_.time_scale);
+    collectives = collectives || is_collective(op.kind);
+  }
+  if (collectives && !options_.world) throw Error("the schedule has collectives but no host world");
+  workers_.clear();
+  for (std::size_t st = 0; st < schedule.streams.size(); ++st) {
+    workers_.push_back(std::make_unique<Worker>());
+    if (schedule.streams[st].kind == StreamKind::cpu) continue;  // the issuing thread runs those
+    Worker& w = *workers_.back();
+    w.thread = std::thread([this, &w] { work(w); });
+  }
+  issue_free_ = Clock::now();
+}
+
+void HostBackend::allocate(BufferId id, const Buffer& buffer, StreamId) {
+  throw_if_failed();
+  if (buffer.location != Location::gpu) return;
+  live_[id] = buffer.size;
+  allocated_ += buffer.size;
+  reserved_ += (buffer.size + kGranule - 1) / kGranule * kGranule;
+}
+
+void HostBackend::free(BufferId id, const Buffer& buffer) {
+  if (buffer.location != Location::gpu) return;
+  const auto it = live_.find(id);
+  if (it == live_.end()) throw Error(fmt::format("buffer {} freed but not allocated", id));
+  allocated_ -= it->second;
+  reserved_ -= (it->second + kGranule - 1) / kGranule * kGranule;
+  live_.erase(it);
+}
+
+MemoryUsage HostBackend::memory() const {
+  return {allocated_, reserved_};
+}
+
+void HostBackend::stream_wait(StreamId stream, OpId event) {
+  throw_if_failed();
+  Worker& w = *workers_.at(static_cast<std::size_t>(stream));
+  {
+    std::lock_guard lock(w.mutex);
+    w.queue.push_back({true, event});
+  }
+  w.ready.notify_one();
+}
+
+void HostBackend::host_wait(OpId event) {
+  throw_if_failed();
+  wait_event(event);
+  throw_if_failed();
+}
+
+HostWorld::Clock::duration HostBackend::duration_of(OpId id, const Op&) {
+  const auto& c = costs_[static_cast<std::size_t>(id)];
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(
+      std::llround(static_cast<double>(c.device) * factors_[static_cast<std::size_t>(id)])));
+}
+
+void HostBackend::launch(OpId id, const Op& op) {
+  throw_if_failed();
+  if (op.comm != kNone)
+    ticket_[static_cast<std::size_t>(id)] = comm_issued_[static_cast<std::size_t>(op.comm)]++;
+  std::this_thread::sleep_until(issue_free_);  // the CPU is still busy issuing the last op
+  Worker& w = *workers_.at(static_cast<std::size_t>(op.stream));
+  {
+    std::lock_guard lock(w.mutex);
+    w.queue.push_back({false, id});
+  }
+  w.ready.notify_one();
+  const auto cpu =
+      static_cast<double>(costs_[static_cast<std::size_t>(id)].cpu) * options_.time_scale;
+  issue_free_ = Clock::now() + std::chrono::nanoseconds(std::llround(cpu));
+}
+
+void HostBackend::run_host(OpId id, const Op&) {
+  throw_if_failed();
+  std::this_thread::sleep_until(issue_free_);
+  run_op(id);
+  throw_if_failed();
+  const auto cpu =
+      static_cast<double>(costs_[static_cast<std::size_t>(id)].cpu) * options_.time_scale;
+  issue_free_ = Clock::now() + std::chrono::nanoseconds(std::llround(cpu));
+}
+
+void HostBackend::work(Worker& w) {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock lock(w.mutex);
+      w.ready.wait(lock, [&] { return w.head < w.queue.size() || w.closed; });
+      if (w.head == w.queue.size()) return;  // closed and drained
+      task = w.queue[w.head++];
+    }
+    if (aborted_.load()) continue;  // drain without running
+    try {
+      if (task.is_wait) {
+        wait_event(task.op);
+      } else {
+        run_op(task.op);
+      }
+    } catch (const std::exception& e) {
+      fail(task.op, e.what());
+    }
+  }
+}
+
+void HostBackend::run_op(OpId id) {
+  const Op& op = schedule_->ops[static_cast<std::size_t>(id)];
+  // A communicator runs its collectives one at a time in issue order (one NCCL stream per
+  // process group), whichever stream issued them.
+  if (op.comm != kNone) wait_turn(id, op.comm);
+  const auto start = Clock::now();
+  auto transfer_start = start;
+  if (is_collective(op.kind)) run_collective(id, op, transfer_start);
+  const auto duration = duration_of(id, op);
+  sleep_until(transfer_start + duration);
+  // An op that costs nothing (a wait, a view) is instantaneous here, whatever this thread's own
+  // overhead was: its span says what the op took, not what the host took to get to it.
+  const auto end = duration.count() == 0 && !is_collective(op.kind) ? start : Clock::now();
+  const auto since_epoch = [&](Clock::time_point t) {
+    const double ns = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t - options_.epoch).count());
+    return static_cast<TimeNs>(std::llround(ns / options_.time_scale));
+  };
+  spans_[static_cast<std::size_t>(id)] = {since_epoch(start), since_epoch(end)};
+  {
+    std::lock_guard lock(events_mutex_);
+    done_[static_cast<std::size_t>(id)] = 1;
+    if (op.comm != kNone) ++comm_done_[static_cast<std::size_t>(op.comm)];
+  }
+  event_done_.notify_all();
+}
+
+void HostBackend::wait_turn(OpId id, CommId comm) {
+  const auto deadline = Clock::now() + options_.timeout;
+  const std::int64_t ticket = ticket_[static_cast<std::size_t>(id)];
+  std::unique_lock lock(events_mutex_);
+  while (comm_done_[static_cast<std::size_t>(comm)] != ticket) {
+    if (aborted_.load()) throw Error("stopped (another op failed)");
+    event_done_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+    if (Clock::now() >= deadline)
+      throw Error(
+          fmt::format("timed out after {} ms waiting for the collectives issued before it "
+                      "on its communicator",
+                      options_.timeout.count()));
+  }
+}
+
+// Moves the data and checks every element: an all-gather must hold each position's pattern, a
+// reduction the rounded sum of all positions' patterns.
+void HostBackend::run_collective(OpId id, const Op& op, Clock::time_point& transfer_start) {
+  HostWorld& world = *options_.world;
+  const auto& comm = schedule_->communicators.at(static_cast<std::size_t>(op.comm));
+  const Membership me = membership(comm, world.layout().world_size, options_.rank);
+  const auto n = static_cast<std::size_t>(me.size);
+  const DType dtype = collective_dtype(*schedule_, op);
+  const std::int64_t chunk_elements =
+      HostWorld::chunk_elements(world.layout(), op.bytes, dtype, me.size);
+  const auto chunk = static_cast<std::size_t>(chunk_elements);
+  const auto element = static_cast<std::size_t>(bytes_per_element(dtype));
+  const std::size_t in_count = op.kind == OpKind::all_gather ? chunk : n * chunk;
+  const std::size_t out_count = op.kind == OpKind::reduce_scatter ? chunk : n * chunk;
+  std::vector<std::byte> input(in_count * element), output(out_count * element);
+  for (std::size_t e = 0; e < in_count; ++e)
+    detail::store(input.data(), static_cast<std::int64_t>(e), dtype, pattern(me.position, e));
+  CollectiveCall call{id, op.kind, op.comm, dtype, chunk_elements, input, output};
+  transfer_start = world.run(options_.rank, call, Clock::now() + options_.timeout);
+  for (std::size_t e = 0; e < out_count; ++e) {
+    float expected = 0;
+    if (op.kind == OpKind::all_gather) {
+      expected = pattern(static_cast<int>(e / chunk), e % chunk);
+    } else {
+      const std::size_t at =
+          op.kind == OpKind::reduce_scatter ? static_cast<std::size_t>(me.position) * chunk + e : e;
+      for (std::size_t p = 0; p < n; ++p) expected += pattern(static_cast<int>(p), at);
+      expected = rounded(expected, dtype);
+    }
+    const float got = detail::load(output.data(), static_cast<std::int64_t>(e), dtype);
+    if (got != expected) {
+      throw CollectiveError(fmt::format("{} returned a wrong value at element {}: {} instead of {}",
+                                        to_string(op.kind), e, got, expected));
+    }
+  }
+  ++collectives_checked_;
+  elements_checked_ += static_cast<std::int64_t>(out_count);
+}
+
+void HostBackend::wait_event(OpId event) {
+  const auto deadline = Clock::now() + options_.timeout;
+  std::unique_lock lock(events_mutex_);
+  while (!done_.at(static_cast<std::size_t>(event))) {
+    if (aborted_.load()) throw Error("stopped (another op failed)");
+    if (event_done_.wait_until(lock,
+                               std::min(deadline, Clock::now() + std::chrono::milliseconds(20))) ==
+            std::cv_status::timeout &&
+        Clock::now() >= deadline) {
+      throw Error(fmt::format("timed out after {} ms waiting for {}", options_.timeout.count(),
+                              describe_op(*schedule_, event)));
+    }
+  }
+}
+
+void HostBackend::fail(OpId op, const std::string& message) noexcept {
+  {
+    std::lock_guard lock(error_mutex_);
+    if (!error_) error_.emplace(op, message);
+  }
+  {
+    std::lock_guard lock(sleep_mutex_);
+    aborted_ = true;
+  }
+  wake_.notify_all();
+  if (options_.world) options_.world->abort();
+  event_done_.notify_all();
+}
+
+void HostBackend::throw_if_failed() const {
+  std::lock_guard lock(error_mutex_);
+  if (error_) {
+    throw ExecError(error_->first,
+                    fmt::format("{} failed on rank {}: {}", describe_op(*schedule_, error_->first),
+                                options_.rank, error_->second));
+  }
+  if (options_.world && options_.world->aborted())
+    throw Error(fmt::format("rank {} stopped: another rank failed", options_.rank));
+}
+
+std::vector<OpSpan> HostBackend::finish() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard lock(w->mutex);
+      w->closed = true;
+    }
+    w->ready.notify_one();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  throw_if_failed();
+  return spans_;
+}
+
+void HostBackend::abort() noexcept {
+  {
+    std::lock_guard lock(sleep_mutex_);
+    aborted_ = true;
+  }
+  wake_.notify_all();
+  event_done_.notify_all();
+  if (options_.world) options_.world->abort();
+  stop_workers();
+}
+
+void HostBackend::sleep_until(Clock::time_point t) {
+  std::unique_lock lock(sleep_mutex_);
+  wake_.wait_until(lock, t, [&] { return aborted_.load(); });
+}
+
+void HostBackend::stop_workers() noexcept {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard lock(w->mutex);
+      w->closed = true;
+    }
+    w->ready.notify_one();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+}  // namespace shardscope::exec

@@ -1,0 +1,181 @@
+#include "shardscope/exec/host_job.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <sstream>
+#include <thread>
+
+#include "shardscope/core/analysis.hpp"
+#include "shardscope/exec/shared_memory.hpp"
+
+namespace shardscope::exec {
+namespace {
+
+HostWorldLayout layout_for(const Schedule& s, const HostJobOptions& options) {
+  return {s.world_size, s.communicators, options.max_chunk_bytes};
+}
+
+HostBackendOptions backend_for(const HostJobOptions& options, int rank, HostWorld& world,
+                               HostWorld::Clock::time_point epoch, const char* ranks_as) {
+  HostBackendOptions b = options.backend;
+  b.rank = rank;
+  b.world = &world;
+  b.epoch = epoch;
+  b.ranks_as = ranks_as;
+  const auto slow = options.slow_ranks.find(rank);
+  b.slow_factor = slow == options.slow_ranks.end() ? 1.0 : slow->second;
+  return b;
+}
+
+void check_world(const Schedule& s) {
+  if (s.world_size > kMaxHostRanks) {
+    throw ValidationError(
+        {Problem{"", "cluster",
+                 fmt::format("the host backend runs at most {} ranks; this schedule has {}",
+                             kMaxHostRanks, s.world_size),
+                 "fewer GPUs (--nodes, --gpus-per-node), or --backend cuda on real GPUs"}});
+  }
+}
+
+// A rank that stopped because another failed says so; the failure itself ranks first.
+bool is_consequence(const std::string& message) {
+  return message.find("another rank failed") != std::string::npos ||
+         message.find("another op failed") != std::string::npos;
+}
+
+}  // namespace
+
+HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options) {
+  check_world(s);
+  LocalHostWorld local(layout_for(s, options));
+  const auto epoch = HostWorld::Clock::now();
+  const auto ranks = static_cast<std::size_t>(s.world_size);
+  std::vector<Timeline> timelines(ranks);
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::int64_t> collectives(ranks, 0), elements(ranks, 0);
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        HostBackend backend(
+            backend_for(options, static_cast<int>(r), local.world(), epoch, "threads"));
+        RunOptions run = options.run;
+        if (r != 0) run.on_iteration = nullptr;  // rank 0 reports progress
+        timelines[r] = exec::run(s, backend, run);
+        collectives[r] = backend.collectives_checked();
+        elements[r] = backend.elements_checked();
+      } catch (...) {
+        errors[r] = std::current_exception();
+        local.world().abort();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::exception_ptr first, cause;  // the first failure, and the first that is not a consequence
+  for (const auto& e : errors) {
+    if (!e) continue;
+    if (!first) first = e;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      if (!cause && !is_consequence(ex.what())) cause = e;
+    }
+  }
+  if (cause) std::rethrow_exception(cause);
+  if (first) std::rethrow_exception(first);
+  HostJobResult result;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    result.step_time.push_back(analysis::summarize(timelines[r], false).step_time);
+    result.collectives_checked += collectives[r];
+    result.elements_checked += elements[r];
+  }
+  result.timeline = std::move(timelines[0]);
+  return result;
+}
+
+HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
+                               const HostJobOptions& options) {
+  check_world(s);
+  if (job.world_size != s.world_size) {
+    throw ValidationError(
+        {Problem{"", "WORLD_SIZE",
+                 fmt::format("the job has {} ranks but the schedule is for {}", job.world_size,
+                             s.world_size),
+                 "as many processes as the scenario has GPUs (nodes × gpus_per_node)"}});
+  }
+  if (job.local_world_size != job.world_size) {
+    throw ValidationError({Problem{
+        "", "LOCAL_WORLD_SIZE",
+        fmt::format("the job spans several machines ({} of {} ranks here)", job.local_world_size,
+                    job.world_size),
+        "the host backend runs all ranks on one machine; --backend cuda runs across nodes"}});
+  }
+  Rendezvous rdv(job, options.rendezvous_timeout);
+  const auto hash = schedule_hash(s);
+  const auto hellos = rdv.gather(fmt::format("{:016x} {}", hash, job.world_size));
+  const HostWorldLayout layout = layout_for(s, options);
+  std::optional<SharedMemory> shm;
+  std::string verdict;
+  if (job.rank == 0) {
+    for (std::size_t r = 0; r < hellos.size() && verdict.empty(); ++r) {
+      if (hellos[r] != hellos[0]) {
+        verdict = fmt::format(
+            "error rank {} runs a different schedule or world ('{}' against rank 0's '{}'): "
+            "every rank must lower the same scenario",
+            r, hellos[r], hellos[0]);
+      }
+    }
+    if (verdict.empty()) {
+      const std::string name = SharedMemory::unique_name();
+      shm.emplace(SharedMemory::create(name, HostWorld::region_bytes(layout)));
+      const auto epoch_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              (HostWorld::Clock::now() + std::chrono::milliseconds(100)).time_since_epoch())
+              .count();
+      verdict = fmt::format("ok {} {}", name, epoch_ns);
+    }
+  }
+  verdict = rdv.broadcast(verdict);
+  if (verdict.rfind("ok ", 0) != 0) throw Error(verdict.substr(6));
+  std::istringstream parts(verdict.substr(3));
+  std::string name;
+  std::int64_t epoch_ns = 0;
+  parts >> name >> epoch_ns;
+  if (job.rank != 0) shm.emplace(SharedMemory::open(name, HostWorld::region_bytes(layout)));
+  (void)rdv.gather("mapped");
+  if (job.rank == 0) shm->unlink();  // every rank has it mapped: nothing can leak now
+  (void)rdv.broadcast("go");
+
+  HostWorld world(shm->data(), layout);
+  const HostWorld::Clock::time_point epoch{std::chrono::nanoseconds(epoch_ns)};
+  HostJobResult result;
+  std::string outcome;
+  std::exception_ptr failure;
+  try {
+    HostBackend backend(backend_for(options, job.rank, world, epoch, "processes"));
+    RunOptions run = options.run;
+    if (job.rank != 0) run.on_iteration = nullptr;
+    result.timeline = exec::run(s, backend, run);
+    result.collectives_checked = backend.collectives_checked();
+    result.elements_checked = backend.elements_checked();
+    outcome = fmt::format("ok {}", analysis::summarize(result.timeline, false).step_time);
+  } catch (const std::exception& e) {
+    failure = std::current_exception();
+    world.abort();
+    outcome = fmt::format("error {}", e.what());
+  }
+  const auto outcomes = rdv.gather(outcome);
+  (void)rdv.broadcast("done");
+  if (failure) std::rethrow_exception(failure);
+  if (job.rank == 0) {
+    for (std::size_t r = 0; r < outcomes.size(); ++r) {
+      if (outcomes[r].rfind("ok ", 0) != 0)
+        throw Error(fmt::format("rank {} failed: {}", r, outcomes[r].substr(6)));
+      result.step_time.push_back(std::stoll(outcomes[r].substr(3)));
+    }
+  }
+  return result;
+}
+
+}  // namespace shardscope::exec
