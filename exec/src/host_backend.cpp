@@ -131,7 +131,12 @@ void HostBackend::stream_wait(StreamId stream, OpId event) {
 
 void HostBackend::host_wait(OpId event) {
   throw_if_failed();
-  wait_event(event);
+  try {
+    wait_event(event);
+  } catch (const std::exception&) {
+    throw_if_failed();  // a stream's failure is the cause: report it, not this wait
+    throw;
+  }
   throw_if_failed();
 }
 
@@ -217,7 +222,7 @@ void HostBackend::run_op(OpId id) {
 }
 
 void HostBackend::wait_turn(OpId id, CommId comm) {
-  const auto deadline = Clock::now() + options_.timeout;
+  const auto deadline = Clock::now() + 2 * options_.timeout;
   const std::int64_t ticket = ticket_[static_cast<std::size_t>(id)];
   std::unique_lock lock(events_mutex_);
   while (comm_done_[static_cast<std::size_t>(comm)] != ticket) {
@@ -270,8 +275,10 @@ void HostBackend::run_collective(OpId id, const Op& op, Clock::time_point& trans
   elements_checked_ += static_cast<std::int64_t>(out_count);
 }
 
+// Waits get twice the timeout: when a collective is stuck, the collective fails first and names
+// itself, and the ops waiting behind it stop with it.
 void HostBackend::wait_event(OpId event) {
-  const auto deadline = Clock::now() + options_.timeout;
+  const auto deadline = Clock::now() + 2 * options_.timeout;
   std::unique_lock lock(events_mutex_);
   while (!done_.at(static_cast<std::size_t>(event))) {
     if (aborted_.load()) throw Error("stopped (another op failed)");
@@ -279,7 +286,7 @@ void HostBackend::wait_event(OpId event) {
                                std::min(deadline, Clock::now() + std::chrono::milliseconds(20))) ==
             std::cv_status::timeout &&
         Clock::now() >= deadline) {
-      throw Error(fmt::format("timed out after {} ms waiting for {}", options_.timeout.count(),
+      throw Error(fmt::format("timed out after {} ms waiting for {}", 2 * options_.timeout.count(),
                               describe_op(*schedule_, event)));
     }
   }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <sstream>
 #include <thread>
 
 #include "shardscope/core/analysis.hpp"
@@ -129,23 +128,21 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
     if (verdict.empty()) {
       const std::string name = SharedMemory::unique_name();
       shm.emplace(SharedMemory::create(name, HostWorld::region_bytes(layout)));
-      const auto epoch_ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              (HostWorld::Clock::now() + std::chrono::milliseconds(100)).time_since_epoch())
-              .count();
-      verdict = fmt::format("ok {} {}", name, epoch_ns);
+      verdict = "ok " + name;
     }
   }
   verdict = rdv.broadcast(verdict);
   if (verdict.rfind("ok ", 0) != 0) throw Error(verdict.substr(6));
-  std::istringstream parts(verdict.substr(3));
-  std::string name;
-  std::int64_t epoch_ns = 0;
-  parts >> name >> epoch_ns;
-  if (job.rank != 0) shm.emplace(SharedMemory::open(name, HostWorld::region_bytes(layout)));
+  if (job.rank != 0)
+    shm.emplace(SharedMemory::open(verdict.substr(3), HostWorld::region_bytes(layout)));
   (void)rdv.gather("mapped");
   if (job.rank == 0) shm->unlink();  // every rank has it mapped: nothing can leak now
-  (void)rdv.broadcast("go");
+  // Time 0 of every rank: when rank 0 says go (one steady clock on one machine).
+  const std::string go =
+      rdv.broadcast(std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       HostWorld::Clock::now().time_since_epoch())
+                                       .count()));
+  const std::int64_t epoch_ns = std::stoll(go);
 
   HostWorld world(shm->data(), layout);
   const HostWorld::Clock::time_point epoch{std::chrono::nanoseconds(epoch_ns)};

@@ -66,6 +66,24 @@ expect sweep-progress 0 'sweep: 100 % \(2/2 configurations\)' -- sweep "$example
 expect sweep-invalid-point 0 'invalid: fsdp.reshard_after_forward' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,3
 expect sweep-bad-grid 2 'key=v1,v2' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid nonsense
 expect sweep-bad-budget 2 'memory-budget' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget lots
+# run: the host backend as threads and as processes (the launcher on loopback), summarize, compare.
+oracle="$examples/fsdp2-overlap-oracle.yaml"
+expect run-threads 0 'custom \(2 GPUs\), measured.*' -- run "$oracle" --timeline "$tmpdir/m.json" --json "$tmpdir/m-summary.json"
+expect run-checks-collectives 0 'collectives checked +18 on this process.s ranks' -- run "$oracle"
+expect run-processes 0 'host, rank 0 of 2 \(processes\)|collectives checked +9 on this process' -- run "$oracle" --nproc-per-node 2 --timeline "$tmpdir/p.json"
+if grep -q '"device":"host, rank 0 of 2 (processes)"' "$tmpdir/p.json"; then echo "ok   run-processes-timeline"; passed=$((passed + 1)); else echo "FAIL run-processes-timeline"; failed=$((failed + 1)); fi
+expect run-wrong-nproc 2 'nproc-per-node.*the scenario has 2 GPUs' -- run "$oracle" --nproc-per-node 3
+RANK=0 WORLD_SIZE=3 expect run-torchrun-world 2 'WORLD_SIZE.*3 ranks but the schedule is for 2' -- run "$oracle"
+expect run-no-cuda 2 'no CUDA backend' -- run "$oracle" --backend cuda
+expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
+expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2
+expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
+expect summarize 0 'custom \(2 GPUs\), measured' -- summarize "$tmpdir/m.json"
+"$bin" simulate "$oracle" --timeline "$tmpdir/s.json" >/dev/null
+expect compare-self 0 'step time +255.107 ms +255.107 ms +\+0 ns +0.0 %' -- compare "$tmpdir/s.json" "$tmpdir/s.json"
+expect compare-per-op 0 'matched ops: 58; only in A: 0; only in B: 0' -- compare "$tmpdir/s.json" "$tmpdir/m.json" --per-op --json "$tmpdir/c.json"
+sed 's/timeline\/2/timeline\/1/' "$tmpdir/s.json" > "$tmpdir/old.json"
+expect compare-old-timeline 2 'older timeline format' -- compare "$tmpdir/s.json" "$tmpdir/old.json"
 rm -rf "$tmpdir"
 
 # Hostile input: every class gets exit 2 with the file, key and what is allowed; nothing crashes.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/timeline_test_util.hpp"
+#include "shardscope/core/compare.hpp"
 
 namespace shardscope::analysis {
 namespace {
@@ -122,6 +123,53 @@ TEST(RangeSummary, ExposedCommunicationIsTheCommunicationComputeDoesNotHide) {
   const auto part = summarize_range(t, 12 * kMs, 18 * kMs);  // only communication
   EXPECT_EQ(part.exposed_communication, 6 * kMs);
   EXPECT_EQ(part.peak_allocated, 50);  // the sample in force from 15 ms
+}
+
+}  // namespace
+}  // namespace shardscope::analysis
+
+namespace shardscope::analysis {
+namespace {
+
+TEST(Compare, ATimelineAgainstItselfIsAllZeros) {
+  const auto t = two_iterations();
+  const auto c = compare(t, t);
+  for (const auto& m : c.metrics) EXPECT_EQ(m.a, m.b) << m.name;
+  for (const auto& k : c.kinds) EXPECT_EQ(k.a, k.b);
+  ASSERT_EQ(c.ops.size(), t.ops.size());
+  for (const auto& op : c.ops) {
+    EXPECT_EQ(op.start_delta, 0);
+    EXPECT_EQ(op.duration_delta, 0);
+  }
+  EXPECT_EQ(c.only_in_a + c.only_in_b, 0);
+}
+
+TEST(Compare, AShiftedCopyShowsTheShiftAndNothingElse) {
+  const auto a = two_iterations();
+  auto b = a;
+  for (auto& op : b.ops) {
+    op.start += 3 * kMs;
+    op.end += 3 * kMs;
+  }
+  for (auto& op : b.ops) {
+    if (op.op == 5) op.end += kMs;  // and the last backward 1 ms longer
+  }
+  const auto c = compare(a, b);
+  for (const auto& op : c.ops) EXPECT_EQ(op.start_delta, 3 * kMs);
+  EXPECT_EQ(c.ops.front().duration_delta, kMs);  // the largest delta first
+  EXPECT_EQ(c.metrics.front().name, "step time");
+  EXPECT_DOUBLE_EQ(c.metrics.front().b - c.metrics.front().a, ns_to_s(kMs));
+  const auto json = comparison_json(c, true);
+  EXPECT_NE(json.find("\"start_delta_ns\": 3000000"), std::string::npos);
+}
+
+TEST(Compare, OpsOnlyOneSideHasAreCounted) {
+  const auto a = two_iterations();
+  auto b = a;
+  b.ops.pop_back();
+  const auto c = compare(a, b);
+  EXPECT_EQ(c.only_in_a, 1);
+  EXPECT_EQ(c.only_in_b, 0);
 }
 
 }  // namespace

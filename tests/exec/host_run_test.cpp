@@ -1,0 +1,174 @@
+// The host backend runs a lowered scenario: dependency, stream and communicator order as the IR
+// says, the simulation's times within a stated tolerance, stragglers delaying everyone, and errors
+// that name the op instead of hanging.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "shardscope/core/analysis.hpp"
+#include "shardscope/exec/host_job.hpp"
+#include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/pipeline.hpp"
+
+namespace shardscope::exec {
+namespace {
+
+const std::string kOracle = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/fsdp2-overlap-oracle.yaml";
+
+sim::PipelineResult plan(int gpus) {
+  return sim::simulate_scenario(
+      load_scenario(kOracle, {fmt::format("cluster.gpus_per_node={}", gpus)}));
+}
+
+// The simulator's per-op times as the host backend's costs (what `shardscope run` passes).
+HostJobOptions options_for(const sim::PipelineResult& p) {
+  HostJobOptions o;
+  o.backend.cost = [&p](OpId id, const Op&) {
+    const auto& rec = p.simulation.ops[static_cast<std::size_t>(id)];
+    return HostCost{rec.end - rec.start, 0};
+  };
+  o.backend.timeout = std::chrono::milliseconds(10'000);
+  o.run.facts = p.timeline().facts;
+  return o;
+}
+
+std::map<OpId, const TimelineOp*> by_id(const Timeline& t) {
+  std::map<OpId, const TimelineOp*> out;
+  for (const auto& op : t.ops) out[op.op] = &op;
+  return out;
+}
+
+class HostRun : public ::testing::TestWithParam<int> {};
+
+TEST_P(HostRun, RunsInDependencyStreamAndCommunicatorOrder) {
+  const auto p = plan(GetParam());
+  const auto result = run_host_threads(p.schedule, options_for(p));
+  const auto ops = by_id(result.timeline);
+  ASSERT_EQ(ops.size(), p.schedule.ops.size());
+  std::map<StreamId, const TimelineOp*> last_on_stream;
+  std::map<CommId, const TimelineOp*> last_on_comm;
+  for (const auto& [id, op] : ops) {  // in op id (issue) order
+    for (OpId d : op->deps) EXPECT_GE(op->start, ops.at(d)->end) << "op " << id << " dep " << d;
+    if (auto& prev = last_on_stream[op->stream]; prev) {
+      EXPECT_GE(op->start, prev->end) << id;
+    }
+    last_on_stream[op->stream] = op;
+    if (op->comm != kNone) {
+      if (auto& prev = last_on_comm[op->comm]; prev) {
+        EXPECT_GE(op->start, prev->end) << id;
+      }
+      last_on_comm[op->comm] = op;
+    }
+  }
+  // Every collective moved data and every element was checked on every rank.
+  int collectives = 0;
+  for (const auto& op : p.schedule.ops) collectives += is_collective(op.kind);
+  EXPECT_EQ(result.collectives_checked, collectives * GetParam());
+  EXPECT_GT(result.elements_checked, 0);
+  EXPECT_EQ(result.step_time.size(), static_cast<std::size_t>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, HostRun, ::testing::Values(2, 4, 8));
+
+// Tolerance (docs/exec.md): with time scale 10 and no jitter, the step time is within 3 % of the
+// simulation's and every op starts within 3 ms of its simulated start. Measured on the 2-core CI
+// VM: 0.2 % and under 1 ms.
+TEST(HostRun, ReproducesTheSimulationWithinTolerance) {
+  const auto p = plan(2);
+  auto options = options_for(p);
+  options.backend.time_scale = 10;
+  const auto result = run_host_threads(p.schedule, options);
+  const auto measured = analysis::summarize(result.timeline);
+  EXPECT_NEAR(static_cast<double>(measured.step_time), static_cast<double>(p.summary.step_time),
+              0.03 * static_cast<double>(p.summary.step_time));
+  const auto ops = by_id(result.timeline);
+  for (std::size_t i = 0; i < p.schedule.ops.size(); ++i) {
+    EXPECT_NEAR(static_cast<double>(ops.at(static_cast<OpId>(i))->start),
+                static_cast<double>(p.simulation.ops[i].start), 3e6)
+        << "op " << i;
+  }
+}
+
+TEST(HostRun, ASlowRankDelaysEveryRank) {
+  const auto p = plan(2);
+  auto options = options_for(p);
+  options.slow_ranks = {{1, 1.5}};
+  const auto result = run_host_threads(p.schedule, options);
+  // Rank 0 waits for rank 1 at every collective: its step stretches too.
+  for (const TimeNs step : result.step_time)
+    EXPECT_GT(static_cast<double>(step), 1.3 * static_cast<double>(p.summary.step_time));
+}
+
+TEST(HostRun, JitterChangesDurationsAroundTheirCost) {
+  const auto p = plan(2);
+  auto options = options_for(p);
+  options.backend.jitter = 0.2;
+  const auto result = run_host_threads(p.schedule, options);
+  int changed = 0;
+  for (const auto& op : result.timeline.ops) {
+    const auto& rec = p.simulation.ops[static_cast<std::size_t>(op.op)];
+    const TimeNs planned = rec.end - rec.start;
+    if (op.kind == OpKind::forward || op.kind == OpKind::backward)
+      changed += std::llabs(op.duration() - planned) > planned / 50;
+  }
+  EXPECT_GT(changed, 0);
+}
+
+TEST(HostRun, AMissingPeerEndsInAnErrorNamingTheOpNotAHang) {
+  const auto p = plan(2);
+  auto options = options_for(p);
+  LocalHostWorld local({2, p.schedule.communicators, 4096});
+  auto b = options.backend;
+  b.world = &local.world();
+  b.timeout = std::chrono::milliseconds(300);
+  HostBackend rank0(b);  // rank 1 never comes
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    (void)run(p.schedule, rank0, options.run);
+    FAIL() << "finished without its peer";
+  } catch (const ExecError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("all_gather"), std::string::npos) << what;
+    EXPECT_NE(what.find("communicator shard"), std::string::npos) << what;
+    EXPECT_NE(what.find("timed out"), std::string::npos) << what;
+    EXPECT_NE(e.op(), kNone);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(HostRun, RanksIssuingDifferentCollectivesFailWithinTheTimeout) {
+  const auto p = plan(2);
+  auto options = options_for(p);
+  Schedule other = p.schedule;  // rank 1 issues an all-reduce where rank 0 all-gathers
+  for (auto& op : other.ops) {
+    if (is_collective(op.kind)) {
+      op.kind = OpKind::all_reduce;
+      break;
+    }
+  }
+  LocalHostWorld local({2, p.schedule.communicators, 1 << 20});
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      auto b = options.backend;
+      b.rank = r;
+      b.world = &local.world();
+      b.timeout = std::chrono::milliseconds(2000);
+      HostBackend backend(b);
+      try {
+        (void)run(r == 0 ? p.schedule : other, backend, options.run);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string all = errors[0] + "\n" + errors[1];
+  EXPECT_NE(all.find("ranks issued different collectives"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace shardscope::exec
