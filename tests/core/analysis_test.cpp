@@ -158,7 +158,7 @@ TEST(Compare, AShiftedCopyShowsTheShiftAndNothingElse) {
   for (const auto& op : c.ops) EXPECT_EQ(op.start_delta, 3 * kMs);
   EXPECT_EQ(c.ops.front().duration_delta, kMs);  // the largest delta first
   EXPECT_EQ(c.metrics.front().name, "step time");
-  EXPECT_DOUBLE_EQ(c.metrics.front().b - c.metrics.front().a, ns_to_s(kMs));
+  EXPECT_NEAR(c.metrics.front().b - c.metrics.front().a, ns_to_s(kMs), 1e-12);
   const auto json = comparison_json(c, true);
   EXPECT_NE(json.find("\"start_delta_ns\": 3000000"), std::string::npos);
 }
