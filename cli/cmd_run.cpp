@@ -123,9 +123,7 @@ int run_run(const RunArgs& args) {
   }
   const bool reports = !job || job->rank == 0;
   if (reports) {
-    check_outputs(args.scenario, {{"--json", args.outputs.json_path},
-                                  {"--timeline", args.outputs.timeline_path},
-                                  {"--trace", args.outputs.trace_path}});
+    check_run_outputs(args.scenario, args.outputs);
   }
   const auto planned = simulate_input(with_iterations(args.scenario, args), {});
   check_args(args, planned.schedule, slow);

@@ -37,10 +37,14 @@ void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summa
                  " (open it in ui.perfetto.dev)");
 }
 
+void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs) {
+  check_outputs(input, {{"--json", outputs.json_path},
+                        {"--timeline", outputs.timeline_path},
+                        {"--trace", outputs.trace_path}});
+}
+
 int run_simulate(const SimulateArgs& args) {
-  check_outputs(args.scenario, {{"--json", args.outputs.json_path},
-                                {"--timeline", args.outputs.timeline_path},
-                                {"--trace", args.outputs.trace_path}});
+  check_run_outputs(args.scenario, args.outputs);
   sim::SimOptions options;
   options.allocator.expandable_segments = args.expandable_segments;
   const auto run = simulate_input(args.scenario, options);

@@ -106,6 +106,8 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
 
 /// Simulates a scenario (with the shortcuts and overrides) or a schedule IR file.
 sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOptions& options);
+/// Checks a run's output paths before any work (check_outputs).
+void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs);
 /// Writes the summary JSON, timeline and trace a run was asked for.
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
                        const Timeline& timeline);

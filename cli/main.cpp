@@ -24,6 +24,25 @@ void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
       ->type_name("KEY=VALUE");
 }
 
+// The shortcuts that replace a scenario's model or cluster (simulate, run).
+void add_shortcut_args(CLI::App* cmd, ScenarioArgs& args) {
+  cmd->add_option("--model", args.model_preset, "use this model preset")->type_name("PRESET");
+  cmd->add_option("--cluster", args.cluster_preset, "use this cluster preset")->type_name("PRESET");
+  cmd->add_option("--nodes", args.nodes, "number of nodes")->check(CLI::Range(1, 100'000));
+  cmd->add_option("--gpus-per-node", args.gpus_per_node, "GPUs per node")
+      ->check(CLI::Range(1, 256));
+}
+
+// The files a run writes (simulate, run).
+void add_run_output_args(CLI::App* cmd, RunOutputs& outputs, std::string_view timeline_help) {
+  cmd->add_option("--json", outputs.json_path, "write the summary (shardscope.summary/1)")
+      ->type_name("FILE");
+  cmd->add_option("--timeline", outputs.timeline_path, std::string(timeline_help))
+      ->type_name("FILE");
+  cmd->add_option("--trace", outputs.trace_path, "write a Chrome/Perfetto trace")
+      ->type_name("FILE");
+}
+
 void print_problems(const shardscope::ValidationError& e) {
   const auto& problems = e.problems();
   fmt::print(stderr, "error: {} problem{}:\n", problems.size(), problems.size() == 1 ? "" : "s");
@@ -77,23 +96,8 @@ int main(int argc, char** argv) {
                                       "simulate a scenario or a schedule IR (lower --json): step "
                                       "time, throughput, memory, overlap");
   add_scenario_args(simulate, sim_args.scenario);
-  simulate->add_option("--model", sim_args.scenario.model_preset, "use this model preset")
-      ->type_name("PRESET");
-  simulate->add_option("--cluster", sim_args.scenario.cluster_preset, "use this cluster preset")
-      ->type_name("PRESET");
-  simulate->add_option("--nodes", sim_args.scenario.nodes, "number of nodes")
-      ->check(CLI::Range(1, 100'000));
-  simulate->add_option("--gpus-per-node", sim_args.scenario.gpus_per_node, "GPUs per node")
-      ->check(CLI::Range(1, 256));
-  simulate
-      ->add_option("--json", sim_args.outputs.json_path, "write the summary (shardscope.summary/1)")
-      ->type_name("FILE");
-  simulate
-      ->add_option("--timeline", sim_args.outputs.timeline_path,
-                   "write the timeline (shardscope.timeline/2)")
-      ->type_name("FILE");
-  simulate->add_option("--trace", sim_args.outputs.trace_path, "write a Chrome/Perfetto trace")
-      ->type_name("FILE");
+  add_shortcut_args(simulate, sim_args.scenario);
+  add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/2)");
   simulate->add_flag("--expandable-segments", sim_args.expandable_segments,
                      "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
 
@@ -121,12 +125,7 @@ int main(int argc, char** argv) {
       "run a scenario's schedule on a backend and measure it (the host backend: CPU "
       "threads or processes, collectives moving real data)");
   add_scenario_args(run, run_args.scenario);
-  run->add_option("--cluster", run_args.scenario.cluster_preset, "cost an IR on this cluster")
-      ->type_name("PRESET");
-  run->add_option("--nodes", run_args.scenario.nodes, "number of nodes")
-      ->check(CLI::Range(1, 8192));
-  run->add_option("--gpus-per-node", run_args.scenario.gpus_per_node, "GPUs per node")
-      ->check(CLI::Range(1, 256));
+  add_shortcut_args(run, run_args.scenario);
   run->add_option("--backend", run_args.backend, "host (CPU threads or processes) or cuda")
       ->type_name("NAME");
   run->add_option("--nproc-per-node", run_args.nproc_per_node,
@@ -150,13 +149,8 @@ int main(int argc, char** argv) {
                   "seconds any wait or collective may take before the run fails naming the op")
       ->check(CLI::Range(0.1, 3600.0));
   run->add_option("--seed", run_args.seed, "jitter's random seed");
-  run->add_option("--json", run_args.outputs.json_path, "write the summary (shardscope.summary/1)")
-      ->type_name("FILE");
-  run->add_option("--timeline", run_args.outputs.timeline_path,
-                  "write rank 0's measured timeline (shardscope.timeline/2)")
-      ->type_name("FILE");
-  run->add_option("--trace", run_args.outputs.trace_path, "write a Chrome/Perfetto trace")
-      ->type_name("FILE");
+  add_run_output_args(run, run_args.outputs,
+                      "write rank 0's measured timeline (shardscope.timeline/2)");
 
   SummarizeArgs summarize_args;
   auto* summarize = app.add_subcommand("summarize", "print the summary of any timeline");

@@ -23,6 +23,20 @@ std::string_view shardscope_version() {
   return SHARDSCOPE_VERSION;
 }
 
+Timeline timeline_of(const Schedule& s) {
+  Timeline t;
+  t.name = s.name;
+  t.facts.world_size = s.world_size;
+  t.facts.iterations = s.iterations;
+  t.facts.tokens_per_iteration = s.tokens_per_iteration;
+  t.streams = s.streams;
+  t.communicators = s.communicators;
+  t.op_labels = s.op_labels;
+  t.groups.reserve(s.groups.size());
+  for (const auto& g : s.groups) t.groups.push_back(g.name);
+  return t;
+}
+
 void sort_timeline_ops(std::vector<TimelineOp>& ops) {
   std::stable_sort(ops.begin(), ops.end(), [](const TimelineOp& a, const TimelineOp& b) {
     return std::tie(a.start, a.stream, a.op) < std::tie(b.start, b.stream, b.op);

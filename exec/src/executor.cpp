@@ -37,20 +37,8 @@ class MemoryRecorder {
     at_end_.push_back(at_end);
   }
 
-  // Once the spans are known: each sample at its op's start or end, peaks at their op's start.
-  void place(const std::vector<OpSpan>& spans) {
-    for (std::size_t k = 0; k < t_.memory.size(); ++k) {
-      const OpId op = t_.memory[k].op;
-      if (op == kNone) continue;
-      const auto& span = spans[static_cast<std::size_t>(op)];
-      t_.memory[k].time = at_end_[k] ? span.end : span.start;
-    }
-    std::stable_sort(t_.memory.begin(), t_.memory.end(),
-                     [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
-    for (MemoryPeak* peak : {&t_.peaks.allocated, &t_.peaks.reserved}) {
-      if (peak->op != kNone) peak->time = spans[static_cast<std::size_t>(peak->op)].start;
-    }
-  }
+  // Once the spans are known: samples and peaks at their ops (as the simulator places them).
+  void place(const std::vector<OpSpan>& spans) { place_memory_at_ops(t_, at_end_, spans); }
 
  private:
   Timeline& t_;
@@ -59,20 +47,13 @@ class MemoryRecorder {
 };
 
 Timeline skeleton(const Schedule& s, const Backend& backend, const RunOptions& options) {
-  Timeline t;
-  t.name = s.name;
+  Timeline t = timeline_of(s);
   t.source = "measured";
   t.provenance = {options.scenario, backend.device(), backend.name(),
                   std::string(shardscope_version()), backend.rank()};
-  t.facts = options.facts;
+  t.facts.model_flops_per_token = options.facts.model_flops_per_token;
+  t.facts.peak_flops = options.facts.peak_flops;
   t.memory_capacity = options.memory_capacity;
-  t.facts.world_size = s.world_size;
-  t.facts.iterations = s.iterations;
-  t.facts.tokens_per_iteration = s.tokens_per_iteration;
-  t.streams = s.streams;
-  t.communicators = s.communicators;
-  t.op_labels = s.op_labels;
-  for (const auto& g : s.groups) t.groups.push_back(g.name);
   return t;
 }
 
@@ -161,12 +142,8 @@ Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
   }
   memory.place(spans);
   t.ops.reserve(s.ops.size());
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
-    const Op& op = s.ops[i];
-    t.ops.push_back({static_cast<OpId>(i), op.kind, op.stream, op.group, op.phase, op.iteration,
-                     op.microbatch, op.comm, op.label, op.bytes, op.flops, op.deps, spans[i].start,
-                     spans[i].end});
-  }
+  for (std::size_t i = 0; i < s.ops.size(); ++i)
+    t.ops.push_back(timeline_op_of(s, static_cast<OpId>(i), spans[i].start, spans[i].end));
   sort_timeline_ops(t.ops);
   return t;
 }

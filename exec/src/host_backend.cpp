@@ -51,12 +51,7 @@ HostBackend::HostBackend(HostBackendOptions options) : options_(std::move(option
 
 HostBackend::~HostBackend() {
   // Only this rank's threads: a rank that finished must not stop its peers.
-  {
-    std::lock_guard lock(sleep_mutex_);
-    aborted_ = true;
-  }
-  wake_.notify_all();
-  event_done_.notify_all();
+  stop_local();
   stop_workers();
 }
 
@@ -140,7 +135,7 @@ void HostBackend::host_wait(OpId event) {
   throw_if_failed();
 }
 
-HostWorld::Clock::duration HostBackend::duration_of(OpId id, const Op&) {
+HostWorld::Clock::duration HostBackend::duration_of(OpId id) const {
   const auto& c = costs_[static_cast<std::size_t>(id)];
   return std::chrono::nanoseconds(static_cast<std::int64_t>(
       std::llround(static_cast<double>(c.device) * factors_[static_cast<std::size_t>(id)])));
@@ -157,9 +152,7 @@ void HostBackend::launch(OpId id, const Op& op) {
     w.queue.push_back({false, id});
   }
   w.ready.notify_one();
-  const auto cpu =
-      static_cast<double>(costs_[static_cast<std::size_t>(id)].cpu) * options_.time_scale;
-  issue_free_ = Clock::now() + std::chrono::nanoseconds(std::llround(cpu));
+  issued(id);
 }
 
 void HostBackend::run_host(OpId id, const Op&) {
@@ -167,6 +160,11 @@ void HostBackend::run_host(OpId id, const Op&) {
   std::this_thread::sleep_until(issue_free_);
   run_op(id);
   throw_if_failed();
+  issued(id);
+}
+
+// The issuing thread is busy for the op's CPU cost before it may issue the next.
+void HostBackend::issued(OpId id) {
   const auto cpu =
       static_cast<double>(costs_[static_cast<std::size_t>(id)].cpu) * options_.time_scale;
   issue_free_ = Clock::now() + std::chrono::nanoseconds(std::llround(cpu));
@@ -202,7 +200,7 @@ void HostBackend::run_op(OpId id) {
   const auto start = Clock::now();
   auto transfer_start = start;
   if (is_collective(op.kind)) run_collective(id, op, transfer_start);
-  const auto duration = duration_of(id, op);
+  const auto duration = duration_of(id);
   sleep_until(transfer_start + duration);
   // An op that costs nothing (a wait, a view) is instantaneous here, whatever this thread's own
   // overhead was: its span says what the op took, not what the host took to get to it.
@@ -222,18 +220,9 @@ void HostBackend::run_op(OpId id) {
 }
 
 void HostBackend::wait_turn(OpId id, CommId comm) {
-  const auto deadline = Clock::now() + 2 * options_.timeout;
   const std::int64_t ticket = ticket_[static_cast<std::size_t>(id)];
-  std::unique_lock lock(events_mutex_);
-  while (comm_done_[static_cast<std::size_t>(comm)] != ticket) {
-    if (aborted_.load()) throw Error("stopped (another op failed)");
-    event_done_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
-    if (Clock::now() >= deadline)
-      throw Error(
-          fmt::format("timed out after {} ms waiting for the collectives issued before it "
-                      "on its communicator",
-                      options_.timeout.count()));
-  }
+  wait_for([&] { return comm_done_[static_cast<std::size_t>(comm)] == ticket; },
+           [] { return std::string("the collectives issued before it on its communicator"); });
 }
 
 // Moves the data and checks every element: an all-gather must hold each position's pattern, a
@@ -275,20 +264,23 @@ void HostBackend::run_collective(OpId id, const Op& op, Clock::time_point& trans
   elements_checked_ += static_cast<std::int64_t>(out_count);
 }
 
-// Waits get twice the timeout: when a collective is stuck, the collective fails first and names
-// itself, and the ops waiting behind it stop with it.
 void HostBackend::wait_event(OpId event) {
-  const auto deadline = Clock::now() + 2 * options_.timeout;
+  wait_for([&] { return done_.at(static_cast<std::size_t>(event)) != 0; },
+           [&] { return describe_op(*schedule_, event); });
+}
+
+// Waits get twice the timeout: when a collective is stuck, the collective fails first and names
+// itself, and the ops waiting behind it stop with it. `done` is read under events_mutex_.
+template <typename Done, typename What>
+void HostBackend::wait_for(Done done, What what) {
+  const auto timeout = 2 * options_.timeout;
+  const auto deadline = Clock::now() + timeout;
   std::unique_lock lock(events_mutex_);
-  while (!done_.at(static_cast<std::size_t>(event))) {
+  while (!done()) {
     if (aborted_.load()) throw Error("stopped (another op failed)");
-    if (event_done_.wait_until(lock,
-                               std::min(deadline, Clock::now() + std::chrono::milliseconds(20))) ==
-            std::cv_status::timeout &&
-        Clock::now() >= deadline) {
-      throw Error(fmt::format("timed out after {} ms waiting for {}", 2 * options_.timeout.count(),
-                              describe_op(*schedule_, event)));
-    }
+    if (Clock::now() >= deadline)
+      throw Error(fmt::format("timed out after {} ms waiting for {}", timeout.count(), what()));
+    event_done_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
   }
 }
 
@@ -297,13 +289,8 @@ void HostBackend::fail(OpId op, const std::string& message) noexcept {
     std::lock_guard lock(error_mutex_);
     if (!error_) error_.emplace(op, message);
   }
-  {
-    std::lock_guard lock(sleep_mutex_);
-    aborted_ = true;
-  }
-  wake_.notify_all();
+  stop_local();
   if (options_.world) options_.world->abort();
-  event_done_.notify_all();
 }
 
 void HostBackend::throw_if_failed() const {
@@ -318,29 +305,24 @@ void HostBackend::throw_if_failed() const {
 }
 
 std::vector<OpSpan> HostBackend::finish() {
-  for (auto& w : workers_) {
-    {
-      std::lock_guard lock(w->mutex);
-      w->closed = true;
-    }
-    w->ready.notify_one();
-  }
-  for (auto& w : workers_) {
-    if (w->thread.joinable()) w->thread.join();
-  }
+  stop_workers();  // they drain their queues first
   throw_if_failed();
   return spans_;
 }
 
 void HostBackend::abort() noexcept {
+  stop_local();
+  if (options_.world) options_.world->abort();
+  stop_workers();
+}
+
+void HostBackend::stop_local() noexcept {
   {
     std::lock_guard lock(sleep_mutex_);
     aborted_ = true;
   }
   wake_.notify_all();
   event_done_.notify_all();
-  if (options_.world) options_.world->abort();
-  stop_workers();
 }
 
 void HostBackend::sleep_until(Clock::time_point t) {
@@ -348,6 +330,7 @@ void HostBackend::sleep_until(Clock::time_point t) {
   wake_.wait_until(lock, t, [&] { return aborted_.load(); });
 }
 
+// Closes every queue (workers finish what is queued, skipping it once aborted) and joins them.
 void HostBackend::stop_workers() noexcept {
   for (auto& w : workers_) {
     {

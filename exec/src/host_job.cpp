@@ -27,6 +27,25 @@ HostBackendOptions backend_for(const HostJobOptions& options, int rank, HostWorl
   return b;
 }
 
+struct RankRun {
+  Timeline timeline;
+  std::int64_t collectives_checked = 0;
+  std::int64_t elements_checked = 0;
+};
+
+// One rank: its backend over `world`, the executor, what its collectives checked. Rank 0 alone
+// reports progress.
+RankRun run_rank(const Schedule& s, const HostJobOptions& options, int rank, HostWorld& world,
+                 HostWorld::Clock::time_point epoch, const char* ranks_as) {
+  HostBackend backend(backend_for(options, rank, world, epoch, ranks_as));
+  RunOptions run = options.run;
+  if (rank != 0) run.on_iteration = nullptr;
+  RankRun out{exec::run(s, backend, run), 0, 0};
+  out.collectives_checked = backend.collectives_checked();
+  out.elements_checked = backend.elements_checked();
+  return out;
+}
+
 void check_world(const Schedule& s) {
   if (s.world_size > kMaxHostRanks) {
     throw ValidationError(
@@ -50,20 +69,13 @@ HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options)
   LocalHostWorld local(layout_for(s, options));
   const auto epoch = HostWorld::Clock::now();
   const auto ranks = static_cast<std::size_t>(s.world_size);
-  std::vector<Timeline> timelines(ranks);
+  std::vector<RankRun> runs(ranks);
   std::vector<std::exception_ptr> errors(ranks);
-  std::vector<std::int64_t> collectives(ranks, 0), elements(ranks, 0);
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        HostBackend backend(
-            backend_for(options, static_cast<int>(r), local.world(), epoch, "threads"));
-        RunOptions run = options.run;
-        if (r != 0) run.on_iteration = nullptr;  // rank 0 reports progress
-        timelines[r] = exec::run(s, backend, run);
-        collectives[r] = backend.collectives_checked();
-        elements[r] = backend.elements_checked();
+        runs[r] = run_rank(s, options, static_cast<int>(r), local.world(), epoch, "threads");
       } catch (...) {
         errors[r] = std::current_exception();
         local.world().abort();
@@ -84,12 +96,12 @@ HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options)
   if (cause) std::rethrow_exception(cause);
   if (first) std::rethrow_exception(first);
   HostJobResult result;
-  for (std::size_t r = 0; r < ranks; ++r) {
-    result.step_time.push_back(analysis::summarize(timelines[r], false).step_time);
-    result.collectives_checked += collectives[r];
-    result.elements_checked += elements[r];
+  for (const auto& run : runs) {
+    result.step_time.push_back(analysis::summarize(run.timeline, false).step_time);
+    result.collectives_checked += run.collectives_checked;
+    result.elements_checked += run.elements_checked;
   }
-  result.timeline = std::move(timelines[0]);
+  result.timeline = std::move(runs[0].timeline);
   return result;
 }
 
@@ -150,12 +162,10 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
   std::string outcome;
   std::exception_ptr failure;
   try {
-    HostBackend backend(backend_for(options, job.rank, world, epoch, "processes"));
-    RunOptions run = options.run;
-    if (job.rank != 0) run.on_iteration = nullptr;
-    result.timeline = exec::run(s, backend, run);
-    result.collectives_checked = backend.collectives_checked();
-    result.elements_checked = backend.elements_checked();
+    RankRun run = run_rank(s, options, job.rank, world, epoch, "processes");
+    result.timeline = std::move(run.timeline);
+    result.collectives_checked = run.collectives_checked;
+    result.elements_checked = run.elements_checked;
     outcome = fmt::format("ok {}", analysis::summarize(result.timeline, false).step_time);
   } catch (const std::exception& e) {
     failure = std::current_exception();

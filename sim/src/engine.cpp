@@ -248,14 +248,14 @@ class Engine {
     const Op& op = s_.ops[i];
     for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);
     if (options_.record_memory_samples && !op.allocs.empty())
-      sample_memory(static_cast<OpId>(i), SampleAt::start);
+      sample_memory(static_cast<OpId>(i), false);
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
       if (allocator_.free(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
     }
     if (options_.record_memory_samples && !op.frees.empty())
-      sample_memory(static_cast<OpId>(i), SampleAt::end);
+      sample_memory(static_cast<OpId>(i), true);
   }
 
   void note_peaks(OpId op, Phase phase) {
@@ -281,23 +281,10 @@ class Engine {
   // at its start, what it frees at its end, so the chart lines up with the ops that use the memory
   // (the CPU may run far ahead of the GPU) and an op's transient workspace shows for its duration.
   // Called only when the run records samples.
-  enum class SampleAt { start, end };
-  void sample_memory(OpId op = kNone, SampleAt at = SampleAt::start) {
+  void sample_memory(OpId op = kNone, bool at_end = false) {
     result_.timeline.memory.push_back(
         {now_, allocator_.allocated(), allocator_.reserved(), by_category_, op});
-    sample_ops_.emplace_back(op, at);
-  }
-
-  void place_samples_at_gpu_time() {
-    auto& samples = result_.timeline.memory;
-    for (std::size_t k = 0; k < samples.size(); ++k) {
-      const auto [op, at] = sample_ops_[k];
-      if (op == kNone) continue;
-      const auto& rec = rec_[static_cast<std::size_t>(op)];
-      samples[k].time = at == SampleAt::start ? rec.start : rec.end;
-    }
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
+    sample_at_end_.push_back(at_end);
   }
 
   // ---- GPU streams
@@ -476,22 +463,16 @@ class Engine {
 
   void finish_timeline() {
     result_.allocator_retries = allocator_.retries();
-    if (options_.record_memory_samples) place_samples_at_gpu_time();
-    auto& t = result_.timeline;
-    for (MemoryPeak* peak : {&t.peaks.allocated, &t.peaks.reserved}) {
-      if (peak->op != kNone) peak->time = rec_[static_cast<std::size_t>(peak->op)].start;
-    }
-    t.name = s_.name;
+    // Memory and peaks went into the result as the run recorded them; the rest is the schedule's.
+    Timeline t = timeline_of(s_);
+    t.memory = std::move(result_.timeline.memory);
+    t.peaks = std::move(result_.timeline.peaks);
+    place_memory_at_ops(t, sample_at_end_, rec_);
     t.source = "simulated";
     t.provenance.backend = "simulator";
     t.provenance.device = fmt::format("simulated {}", costs_.cluster().gpu.name);
     t.provenance.version = std::string(shardscope_version());
     t.facts = costs_.run_facts(s_);
-    t.streams = s_.streams;
-    t.communicators = s_.communicators;
-    t.op_labels = s_.op_labels;
-    t.groups.reserve(s_.groups.size());
-    for (const auto& g : s_.groups) t.groups.push_back(g.name);
     t.memory_capacity = costs_.cluster().gpu.memory;
     // Timeline order is (start, stream, op). Each stream runs its ops in issue (op id) order, so
     // its starts never decrease: the order is a merge of the per-stream lists, far cheaper than a
@@ -511,11 +492,10 @@ class Engine {
           pick = st;
       }
       const OpId id = by_stream[pick][head[pick]++];
-      const Op& op = s_.ops[static_cast<std::size_t>(id)];
       const OpRecord& rec = rec_[static_cast<std::size_t>(id)];
-      t.ops.push_back({id, op.kind, op.stream, op.group, op.phase, op.iteration, op.microbatch,
-                       op.comm, op.label, op.bytes, op.flops, op.deps, rec.start, rec.end});
+      t.ops.push_back(timeline_op_of(s_, id, rec.start, rec.end));
     }
+    result_.timeline = std::move(t);
     result_.ops = std::move(rec_);
   }
 
@@ -543,8 +523,7 @@ class Engine {
   std::vector<Active> active_;
   std::vector<OpId> finished_;
   std::vector<Bytes> by_category_;
-  std::vector<std::pair<OpId, SampleAt>>
-      sample_ops_;  // the op behind each memory sample (kNone: start)
+  std::vector<bool> sample_at_end_;  // per memory sample: placed at its op's end, not start
   bool rates_dirty_ = true;
   TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)
   std::size_t next_issue_ = 0;

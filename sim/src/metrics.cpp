@@ -9,9 +9,10 @@ namespace {
 
 std::string op_name(const Schedule& s, OpId id) {
   const Op& op = s.ops[static_cast<std::size_t>(id)];
-  return fmt::format("{} {} ({}, iteration {})", to_string(op.kind),
-                     op.group == kNone ? "-" : s.groups[static_cast<std::size_t>(op.group)].name,
-                     to_string(op.phase), op.iteration);
+  return analysis::op_description(
+      op.kind,
+      op.group == kNone ? "-" : std::string_view(s.groups[static_cast<std::size_t>(op.group)].name),
+      op.phase, op.iteration);
 }
 
 // From the op that ended last, follow what bound each start back through the last iteration.

@@ -148,10 +148,16 @@ void summarize_memory(const Timeline& t, Summary& out) {
 
 }  // namespace
 
+std::string op_description(OpKind kind, std::string_view group, Phase phase, int iteration) {
+  return fmt::format("{} {} ({}, iteration {})", to_string(kind), group, to_string(phase),
+                     iteration);
+}
+
 std::string op_description(const Timeline& t, const TimelineOp& op) {
-  return fmt::format("{} {} ({}, iteration {})", to_string(op.kind),
-                     op.group == kNone ? "-" : t.groups[static_cast<std::size_t>(op.group)],
-                     to_string(op.phase), op.iteration);
+  return op_description(
+      op.kind,
+      op.group == kNone ? "-" : std::string_view(t.groups[static_cast<std::size_t>(op.group)]),
+      op.phase, op.iteration);
 }
 
 Summary summarize(const Timeline& t, bool with_critical_path) {

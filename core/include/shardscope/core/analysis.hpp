@@ -68,7 +68,8 @@ Summary summarize(const Timeline& timeline, bool with_critical_path = true);
 /// The critical path of the last iteration (see above); empty without dependencies.
 CriticalPath critical_path(const Timeline& timeline);
 
-/// "backward layers.3 (backward, iteration 1)": an op as reports name it.
+/// "backward layers.3 (backward, iteration 1)": an op as reports name it ("-" for no group).
+std::string op_description(OpKind kind, std::string_view group, Phase phase, int iteration);
 std::string op_description(const Timeline& timeline, const TimelineOp& op);
 
 /// What happened in a time range (drag-select in the GUI): compute time (union of compute-stream

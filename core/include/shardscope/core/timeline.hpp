@@ -4,6 +4,7 @@
 // run (the simulator, the executor, an importer) and whoever reads it (analysis, the GUI, traces,
 // the CLI): a Timeline stands alone, with no Schedule or simulator result beside it.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,37 @@ struct Timeline {
 inline std::string_view op_label(const Timeline& t, const TimelineOp& op) {
   return op.label == kNone ? std::string_view()
                            : std::string_view(t.op_labels[static_cast<std::size_t>(op.label)]);
+}
+
+/// A timeline of `schedule` with no ops yet: its name, streams, groups, communicators, op labels
+/// and the facts the schedule knows (world, iterations, tokens). Producers fill in the rest.
+Timeline timeline_of(const Schedule& schedule);
+
+/// Op `id` of `schedule` as it ran from `start` to `end`.
+inline TimelineOp timeline_op_of(const Schedule& schedule, OpId id, TimeNs start, TimeNs end) {
+  const Op& op = schedule.ops[static_cast<std::size_t>(id)];
+  return {id,      op.kind,  op.stream, op.group, op.phase, op.iteration, op.microbatch,
+          op.comm, op.label, op.bytes,  op.flops, op.deps,  start,        end};
+}
+
+/// Places memory samples taken in issue order on the device timeline, as the simulator and the
+/// executor both record them: sample k at the start of its op, or at its end where at_end[k]
+/// (what an op allocates shows from its start, what it frees until its end); samples of no op
+/// keep their time. Then sorts them by time (stable) and puts each peak at its op's start.
+/// `spans[op]` has `start` and `end`.
+template <typename Spans>
+void place_memory_at_ops(Timeline& t, const std::vector<bool>& at_end, const Spans& spans) {
+  for (std::size_t k = 0; k < t.memory.size(); ++k) {
+    const OpId op = t.memory[k].op;
+    if (op == kNone) continue;
+    const auto& span = spans[static_cast<std::size_t>(op)];
+    t.memory[k].time = at_end[k] ? span.end : span.start;
+  }
+  std::stable_sort(t.memory.begin(), t.memory.end(),
+                   [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
+  for (MemoryPeak* peak : {&t.peaks.allocated, &t.peaks.reserved}) {
+    if (peak->op != kNone) peak->time = spans[static_cast<std::size_t>(peak->op)].start;
+  }
 }
 
 /// The shardscope version (the project version CMake was given).

@@ -37,7 +37,7 @@ class Interrupted : public Error {
 };
 
 struct RunOptions {
-  RunFacts facts;                                   // for the Timeline (throughput, MFU)
+  RunFacts facts;  // for MFU: model FLOPs per token and peak FLOP/s (the rest is the schedule's)
   Bytes memory_capacity = 0;                        // of the device the run stands for
   std::string scenario;                             // Provenance::scenario
   const std::atomic<bool>* stop = nullptr;          // set it to stop the run (Ctrl-C)

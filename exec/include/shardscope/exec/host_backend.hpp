@@ -93,12 +93,16 @@ class HostBackend final : public Backend {
   void work(Worker& worker);
   void run_op(OpId id);
   void run_collective(OpId id, const Op& op, Clock::time_point& transfer_start);
-  Clock::duration duration_of(OpId id, const Op& op);
+  Clock::duration duration_of(OpId id) const;
+  void issued(OpId id);
   void wait_event(OpId event);
   void wait_turn(OpId id, CommId comm);
+  template <typename Done, typename What>
+  void wait_for(Done done, What what);
   void fail(OpId op, const std::string& message) noexcept;
   void throw_if_failed() const;
   void stop_workers() noexcept;
+  void stop_local() noexcept;             // stops this rank's waits and sleeps (not its peers)
   void sleep_until(Clock::time_point t);  // wakes early on abort
 
   HostBackendOptions options_;
