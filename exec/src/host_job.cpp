@@ -72,6 +72,7 @@ HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options)
   std::vector<RankRun> runs(ranks);
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;
+  threads.reserve(ranks);
   for (std::size_t r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {

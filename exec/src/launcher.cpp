@@ -166,7 +166,7 @@ std::optional<JobEnv> job_from_environment(const GetEnv& getenv) {
 }
 
 std::string first_slurm_host(const std::string& nodelist) {
-  const std::string first = nodelist.substr(0, nodelist.find(','));
+  std::string first = nodelist.substr(0, nodelist.find(','));
   const auto open = first.find('[');
   if (open == std::string::npos) return first;
   // "gpu[003-006,9]": the prefix and the first number of the range, zero padding kept.
@@ -315,6 +315,7 @@ int spawn_local_ranks(const std::vector<std::string>& argv, int processes,
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("SHARDSCOPE_LAUNCHER", "shardscope", 1);
       std::vector<char*> args;
+      args.reserve(argv.size() + 1);
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
       ::execv("/proc/self/exe", args.data());

@@ -151,6 +151,7 @@ TEST(HostRun, RanksIssuingDifferentCollectivesFailWithinTheTimeout) {
   LocalHostWorld local({2, p.schedule.communicators, 1 << 20});
   std::vector<std::string> errors(2);
   std::vector<std::thread> threads;
+  threads.reserve(2);
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
       auto b = options.backend;

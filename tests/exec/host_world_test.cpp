@@ -34,6 +34,7 @@ std::vector<std::vector<float>> collective(int ranks, OpKind kind, DType dtype,
   const std::size_t out = kind == OpKind::reduce_scatter ? c : n * c;
   std::vector<std::vector<float>> results(n);
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       auto input = filled(in, dtype, value_of, r);
@@ -79,7 +80,7 @@ TEST_P(Collectives, AllReduceGivesEveryRankTheSum) {
   const int n = GetParam();
   const auto out = collective(n, OpKind::all_reduce, DType::fp16, 3);
   for (int r = 0; r < n; ++r) {
-    for (std::size_t e = 0; e < static_cast<std::size_t>(3 * n); ++e) {
+    for (std::size_t e = 0; e < 3 * static_cast<std::size_t>(n); ++e) {
       float expected = 0;
       for (int p = 0; p < n; ++p) expected += value_of(p, e);
       EXPECT_EQ(out[static_cast<std::size_t>(r)][e], expected);
@@ -93,6 +94,7 @@ TEST(HostWorld, DifferentCollectivesOnPeersAreAnErrorNamingBoth) {
   LocalHostWorld local({2, {{"shard", 2, 1}}, 1024});
   std::vector<std::string> errors(2);
   std::vector<std::thread> threads;
+  threads.reserve(2);
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
       std::vector<std::byte> in(64), out(128);

@@ -83,6 +83,7 @@ TEST(Launcher, RendezvousGathersAndBroadcastsOnLoopback) {
   std::vector<std::vector<std::string>> gathered(kRanks);
   std::vector<std::string> received(kRanks);
   std::vector<std::thread> threads;
+  threads.reserve(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       JobEnv job{"test", r, kRanks, r, kRanks, "127.0.0.1", port};

@@ -23,7 +23,8 @@ struct HostJobOptions {
   HostBackendOptions backend;        // rank, world, epoch and slow_factor are set per rank
   std::map<int, double> slow_ranks;  // rank → duration factor (--slow-rank R:F)
   RunOptions run;
-  std::int64_t max_chunk_bytes = 64 * 1024;  // collective data per rank (HostWorldLayout)
+  std::int64_t max_chunk_bytes =
+      std::int64_t{64} * 1024;  // collective data per rank (HostWorldLayout)
   std::chrono::milliseconds rendezvous_timeout{60'000};
 };
 

@@ -45,7 +45,8 @@ Membership membership(const Communicator& comm, int world_size, int rank);
 struct HostWorldLayout {
   int world_size = 1;
   std::vector<Communicator> communicators;
-  std::int64_t max_chunk_bytes = 64 * 1024;  // per rank per collective: larger chunks are capped
+  std::int64_t max_chunk_bytes =
+      std::int64_t{64} * 1024;  // per rank per collective: larger chunks are capped
 };
 
 /// One collective as a rank issues it. Input and output hold elements of `dtype`:
