@@ -1,57 +1,61 @@
 #include "shardscope/core/group_compute.hpp"
 
-#include <array>
+#include <map>
+#include <utility>
+
+#include "transformer_kernels.hpp"
 
 namespace shardscope {
 namespace {
 
-struct BlockMatmuls {
-  std::array<std::int64_t, 7> out_dims;  // output features of each matmul in forward order
-  std::array<std::int64_t, 7> in_dims;
-  std::size_t count;
+// Interns kernel sets: every group of n identical blocks shares one set per pass.
+class KernelSetTable {
+ public:
+  explicit KernelSetTable(std::vector<KernelSet>& sets) : sets_(sets) {}
+
+  /// The pass that runs `kernels` `times` over: its set's index and totals.
+  PassCompute pass(const KernelSet& kernels, std::int64_t times) {
+    const auto key = std::make_pair(&kernels, times);
+    if (const auto it = seen_.find(key); it != seen_.end()) return it->second;
+    return seen_[key] = add(detail::repeated(kernels, times));
+  }
+  PassCompute pass(KernelSet kernels) { return add(std::move(kernels)); }
+
+ private:
+  PassCompute add(KernelSet kernels) {
+    const KernelTotals totals = kernel_set_totals(kernels);
+    sets_.push_back(std::move(kernels));
+    return {totals.flops, totals.attention_flops, totals.memory_bytes,
+            static_cast<std::int32_t>(sets_.size() - 1)};
+  }
+
+  std::vector<KernelSet>& sets_;
+  std::map<std::pair<const KernelSet*, std::int64_t>, PassCompute> seen_;
 };
 
-BlockMatmuls block_matmuls(const TransformerConfig& c) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
-  if (c.mlp == MlpKind::swiglu)
-    return {{h, kv, kv, h, f, f, h}, {h, h, h, h, h, h, f}, 7};  // wq wk wv wo w1 w3 w2
-  return {{h, kv, kv, h, f, h}, {h, h, h, h, h, f}, 6};          // wq wk wv wo fc1 fc2
+ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels) {
+  ComputePart embed;
+  embed.label = "embed";
+  embed.position = ComputePosition::before_children;
+  embed.forward = kernels.pass(detail::embed_forward_kernels(shape));
+  embed.backward = kernels.pass(detail::embed_backward_kernels(shape));
+  return embed;
 }
 
-Flops block_matmul_flops(const TransformerConfig& c, std::int64_t tokens) {
-  const auto mm = block_matmuls(c);
-  Flops flops = 0;
-  for (std::size_t i = 0; i < mm.count; ++i) {
-    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) *
-             static_cast<double>(mm.in_dims[i]);
-  }
-  return flops;
-}
-
-// Causal attention: QKᵀ and AV over half of the s × s score matrix.
-Flops block_attention_flops(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq) {
-  return 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
-         static_cast<double>(c.hidden);
-}
-
-// Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k,
-// the MLP activation and gating, two residual adds.
-Bytes block_elementwise_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
-  const std::int64_t act = c.mlp == MlpKind::swiglu ? 5 * f : 2 * f;
-  return tokens * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + tokens * 4 * 4 * h;
-}
-
-// Matmuls torchtitan's selective-op policy does not keep: every second one (wk, wo, w3 / wk, wo,
-// fc2).
-Flops sac_recompute_flops(const TransformerConfig& c, std::int64_t tokens) {
-  const auto mm = block_matmuls(c);
-  Flops flops = 0;
-  for (std::size_t i = 1; i < mm.count; i += 2) {
-    flops += 2.0 * static_cast<double>(tokens) * static_cast<double>(mm.out_dims[i]) *
-             static_cast<double>(mm.in_dims[i]);
-  }
-  return flops;
+ComputePart head_part(const detail::BlockShape& shape, KernelSetTable& kernels) {
+  const std::int64_t t = shape.tokens(), h = shape.config.hidden, vocab = shape.config.vocab;
+  const Bytes elem = bytes_per_element(shape.dtype);
+  ComputePart head;
+  head.label = "head+loss";
+  head.position = ComputePosition::after_children;
+  head.forward = kernels.pass(detail::head_forward_kernels(shape));
+  head.backward = kernels.pass(detail::head_backward_kernels(shape));
+  head.saved_bytes = t * vocab * 4 + 2 * t * h * elem;  // fp32 log_softmax output, norm in/out
+  head.saved_category = BufferCategory::logits;
+  head.forward_workspace = {t * vocab * elem, t * vocab * 4};  // logits and their fp32 copy
+  head.backward_workspace = {t * vocab * 4, t * vocab * 4,
+                             t * vocab * elem};  // nll, log_softmax grads, cast
+  return head;
 }
 
 bool block_fully_checkpointed(const TrainingSpec& t, std::int64_t block) {
@@ -112,8 +116,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
       const auto& cg = s.model.groups[static_cast<std::size_t>(groups[i].custom_index)];
       ComputePart part;
       part.label = cg.name;
-      part.forward_flops = cg.forward_flops.value_or(0);
-      part.backward_flops = cg.backward_flops.value_or(2 * part.forward_flops);
+      part.forward.flops = cg.forward_flops.value_or(0);
+      part.backward.flops = cg.backward_flops.value_or(2 * part.forward.flops);
       part.saved_bytes = cg.activation_bytes;
       part.forward_time = cg.forward_time;
       part.backward_time = cg.backward_time;
@@ -124,14 +128,15 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     return out;
   }
   const auto& c = s.model.transformer;
-  const double td = static_cast<double>(t);
-  // Every block is the same: its costs once (a sweep lowers thousands of 126-block models).
-  const Flops attn = block_attention_flops(c, t, s.training.seq_len);
-  const Flops fwd = block_matmul_flops(c, t) + attn;
+  const detail::BlockShape shape{c, s.training.micro_batch, s.training.seq_len, compute_dtype(s)};
+  KernelSetTable kernels(out.kernel_sets);
+  // Every block is the same: its kernels and sizes once (a sweep lowers thousands of 126-block
+  // models); a group of n blocks runs each kernel n times.
+  const KernelSet block_forward = detail::block_forward_kernels(shape);
+  const KernelSet block_backward = detail::block_backward_kernels(shape);
+  const KernelSet block_sac = detail::block_selective_recompute_kernels(shape);
   const Bytes all = block_activation_bytes(c, t, elem);
-  const Bytes elementwise = block_elementwise_bytes(c, t, elem);
   const Bytes sac_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
-  const Flops sac_recompute = sac_recompute_flops(c, t);
   const Bytes full_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
   const WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
@@ -139,55 +144,31 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
-      ComputePart embed;
-      embed.label = "embed";
-      embed.position = ComputePosition::before_children;
-      embed.forward_memory_bytes = t * c.hidden * elem;
-      embed.backward_flops =
-          td * static_cast<double>(c.hidden);  // scatter-add into the embedding gradient
-      ComputePart head;
-      head.label = "head+loss";
-      head.position = ComputePosition::after_children;
-      const double vocab = static_cast<double>(c.vocab);
-      head.forward_flops = 2.0 * td * static_cast<double>(c.hidden) * vocab + 5.0 * td * vocab;
-      head.backward_flops = 4.0 * td * static_cast<double>(c.hidden) * vocab + 3.0 * td * vocab;
-      head.saved_bytes =
-          t * c.vocab * 4 + 2 * t * c.hidden * elem;  // fp32 log_softmax output, norm in/out
-      head.saved_category = BufferCategory::logits;
-      head.forward_workspace = {t * c.vocab * elem, t * c.vocab * 4};  // logits and their fp32 copy
-      head.backward_workspace = {t * c.vocab * 4, t * c.vocab * 4,
-                                 t * c.vocab * elem};  // nll, log_softmax grads, cast
-      head.forward_memory_bytes =
-          t * c.vocab * (elem + 4 + 4 + 4);  // write logits, cast, log_softmax
-      head.backward_memory_bytes = t * c.vocab * (4 + 4 + 4 + 4 + elem);
-      add_part(i, std::move(embed));
-      add_part(i, std::move(head));
+      add_part(i, embed_part(shape, kernels));
+      add_part(i, head_part(shape, kernels));
       continue;
     }
     ComputePart part;
     part.label = g.block_count == 1 ? "block" : "blocks";
-    for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b) {
-      part.forward_flops += fwd;
-      part.forward_attention_flops += attn;
-      part.backward_flops += 2 * (fwd - attn) + 2.5 * attn;
-      part.backward_attention_flops += 2.5 * attn;
-      part.forward_memory_bytes += elementwise;
-      part.backward_memory_bytes += 2 * elementwise;
-      if (block_fully_checkpointed(s.training, b)) {
-        part.saved_bytes += full_saved;
-        part.recompute_flops += fwd;
-        part.recompute_memory_bytes += elementwise;
-        part.recompute_bytes += all;
-      } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
-        part.saved_bytes += sac_saved;
-        part.recompute_flops += sac_recompute;
-        part.recompute_memory_bytes += elementwise;  // norms, RoPE and activations are not kept
-        part.recompute_bytes += all - sac_saved;
-      } else {
-        part.saved_bytes += all;
-      }
+    if (g.block_count > 0) {
+      part.forward = kernels.pass(block_forward, g.block_count);
+      part.backward = kernels.pass(block_backward, g.block_count);
+      part.backward_workspace = block_workspace;
     }
-    if (g.block_count > 0) part.backward_workspace = block_workspace;
+    std::int64_t checkpointed = 0;
+    for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b)
+      checkpointed += block_fully_checkpointed(s.training, b) ? 1 : 0;
+    if (checkpointed > 0) {  // full or every_n: the rest of the blocks keep everything
+      part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * all;
+      part.recompute = kernels.pass(block_forward, checkpointed);
+      part.recompute_bytes = checkpointed * all;
+    } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
+      part.saved_bytes = g.block_count * sac_saved;
+      part.recompute = kernels.pass(block_sac, g.block_count);
+      part.recompute_bytes = g.block_count * (all - sac_saved);
+    } else {
+      part.saved_bytes = g.block_count * all;
+    }
     add_part(i, std::move(part));
   }
   return out;

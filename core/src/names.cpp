@@ -32,6 +32,13 @@ std::string_view to_string(Optimizer optimizer) {
   return "adamw";
 }
 
+std::optional<Optimizer> parse_optimizer(std::string_view text) {
+  for (const Optimizer o : {Optimizer::adamw, Optimizer::adam, Optimizer::sgd}) {
+    if (to_string(o) == text) return o;
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(Synchronize synchronize) {
   switch (synchronize) {
     case Synchronize::none:

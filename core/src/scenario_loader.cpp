@@ -441,11 +441,8 @@ TrainingSpec read_training(ConfigReader& r) {
   set_if(read_int(r, "training.micro_batch"), t.micro_batch);
   set_if(read_int(r, "training.grad_accum"), t.grad_accum);
   set_if(read_int(r, "training.iterations"), t.iterations);
-  if (auto opt = r.get_enum("training.optimizer", kOptimizers)) {
-    t.optimizer = *opt == "adamw"  ? Optimizer::adamw
-                  : *opt == "adam" ? Optimizer::adam
-                                   : Optimizer::sgd;
-  }
+  if (auto opt = r.get_enum("training.optimizer", kOptimizers))
+    t.optimizer = *parse_optimizer(*opt);
   if (auto sync = r.get_enum("training.synchronize", kSynchronize)) {
     t.synchronize = *sync == "after_forward" ? Synchronize::after_forward
                     : *sync == "after_step"  ? Synchronize::after_step

@@ -4,6 +4,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
+#include <cmath>
 
 namespace shardscope {
 namespace {
@@ -22,6 +23,41 @@ struct CycleFinder : boost::default_dfs_visitor {
 
 bool in_range(std::int64_t id, std::size_t size) {
   return id >= 0 && static_cast<std::size_t>(id) < size;
+}
+
+bool runs_kernels(OpKind kind) {
+  return kind == OpKind::forward || kind == OpKind::backward || kind == OpKind::recompute ||
+         kind == OpKind::optimizer_step;
+}
+
+bool same_flops(Flops a, Flops b) {
+  return std::abs(a - b) <= 1e-9 * std::max(a, b);
+}
+
+// An op's kernels exist, suit its kind, and add up to its FLOPs and bytes.
+template <typename Add>
+void check_kernels(const Schedule& s, const Op& op, const std::string& key,
+                   const std::vector<KernelTotals>& totals, Add&& add) {
+  if (op.kernels == kNone) return;
+  if (!in_range(op.kernels, s.kernel_sets.size())) {
+    add(key + ".kernels", fmt::format("kernel set {} does not exist", op.kernels));
+    return;
+  }
+  if (!runs_kernels(op.kind)) {
+    add(key + ".kernels", fmt::format("{} runs no kernels", to_string(op.kind)),
+        "forward, backward, recompute, optimizer_step");
+    return;
+  }
+  const KernelTotals& t = totals[static_cast<std::size_t>(op.kernels)];
+  if (!same_flops(op.flops, t.flops) || !same_flops(op.attention_flops, t.attention_flops) ||
+      op.bytes != t.memory_bytes) {
+    add(key,
+        fmt::format("carries {} FLOPs ({} in attention) and {} B, but its kernels (set {}) add up "
+                    "to {} FLOPs ({} in attention) and {} B",
+                    op.flops, op.attention_flops, op.bytes, op.kernels, t.flops, t.attention_flops,
+                    t.memory_bytes),
+        "flops, attention_flops and bytes equal to the kernels' sums");
+  }
 }
 
 }  // namespace
@@ -54,6 +90,9 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
           fmt::format("size {} over {} nodes is impossible", c.size, c.nodes), "1 ≤ nodes ≤ size");
     }
   }
+  std::vector<KernelTotals> kernel_totals;
+  kernel_totals.reserve(s.kernel_sets.size());
+  for (const KernelSet& set : s.kernel_sets) kernel_totals.push_back(kernel_set_totals(set));
   const std::size_t n = s.ops.size();
   std::vector<int> alloc_count(s.buffers.size(), 0), free_count(s.buffers.size(), 0);
   std::vector<std::int64_t> alloc_at(s.buffers.size(), -1), free_at(s.buffers.size(), -1);
@@ -75,6 +114,7 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
         s.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::cpu) {
       add(key + ".stream", "a cpu_wait runs on the CPU lane");
     }
+    check_kernels(s, op, key, kernel_totals, add);
     for (OpId d : op.deps) {
       if (!in_range(d, n)) {
         add(key + ".deps", fmt::format("op {} does not exist", d));

@@ -22,6 +22,59 @@ Json ids(const IdList& v) {
   return out;
 }
 
+struct KernelShapeJson {
+  Json& j;
+  void operator()(const Gemm& g) const {
+    j["m"] = g.m;
+    j["n"] = g.n;
+    j["k"] = g.k;
+    j["batch"] = g.batch;
+    j["transpose_a"] = g.transpose_a;
+    j["transpose_b"] = g.transpose_b;
+    j["input"] = to_string(g.input);
+    j["output"] = to_string(g.output);
+  }
+  void operator()(const Attention& a) const {
+    j["batch"] = a.batch;
+    j["heads"] = a.heads;
+    j["kv_heads"] = a.kv_heads;
+    j["q_len"] = a.q_len;
+    j["kv_len"] = a.kv_len;
+    j["head_dim"] = a.head_dim;
+    j["causal"] = a.causal;
+    j["backward"] = a.backward;
+    j["dtype"] = to_string(a.dtype);
+  }
+  void operator()(const MemoryBound& m) const {
+    j["bytes"] = m.bytes;
+    j["flops"] = m.flops;
+  }
+  void operator()(const CrossEntropy& l) const {
+    j["tokens"] = l.tokens;
+    j["vocab"] = l.vocab;
+    j["backward"] = l.backward;
+    j["logits"] = to_string(l.logits);
+  }
+  void operator()(const OptimizerUpdate& o) const {
+    j["elements"] = o.elements;
+    j["optimizer"] = to_string(o.optimizer);
+    j["dtype"] = to_string(o.dtype);
+  }
+};
+
+Json kernel_set_json(const KernelSet& set, std::size_t) {
+  Json out = Json::array();
+  for (const Kernel& k : set) {
+    Json j;
+    j["kind"] = to_string(k.kind());
+    j["label"] = k.label;
+    j["repeat"] = k.repeat;
+    std::visit(KernelShapeJson{j}, k.shape);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   Json j;
   j["id"] = index;
@@ -30,6 +83,7 @@ Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   if (op.attention_flops > 0) j["attention_flops"] = op.attention_flops;
   if (op.fixed_time) j["fixed_time_ns"] = *op.fixed_time;
   if (const auto label = op_label(s, op); !label.empty()) j["label"] = label;
+  if (op.kernels != kNone) j["kernels"] = op.kernels;
   j["deps"] = ids(op.deps);
   j["allocs"] = ids(op.allocs);
   j["frees"] = ids(op.frees);
@@ -142,6 +196,65 @@ class Fields {
 };
 
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
+
+// One kernel of kernel_sets[set][index]; a missing or wrong field is a problem naming it.
+Kernel read_kernel(Fields& f, const nlohmann::json& j, const std::string& p) {
+  Kernel k;
+  const std::string kind_name = f.text(j, p, "kind");
+  const std::optional<KernelKind> kind = parse_kernel_kind(kind_name);
+  if (!kind) {  // its other fields mean nothing without a kind
+    if (!kind_name.empty())
+      f.problem(p + ".kind", fmt::format("unknown value '{}'", kind_name),
+                std::string(kKernelKindNames));
+    return k;
+  }
+  k.label = f.text(j, p, "label");
+  k.repeat = f.integer(j, p, "repeat", 1, kMaxCount);
+  const auto count = [&](const char* key, std::int64_t min = 0) {
+    return f.integer(j, p, key, min, kMaxCount);
+  };
+  const auto dtype = [&](const char* key) {
+    return f.enumeration(j, p, key, parse_dtype, DType::fp32, kDTypeNames);
+  };
+  switch (*kind) {
+    case KernelKind::gemm:
+      k.shape = Gemm{count("m"),
+                     count("n"),
+                     count("k"),
+                     count("batch", 1),
+                     f.boolean(j, p, "transpose_a"),
+                     f.boolean(j, p, "transpose_b"),
+                     dtype("input"),
+                     dtype("output")};
+      break;
+    case KernelKind::attention:
+      k.shape = Attention{count("batch", 1),
+                          count("heads", 1),
+                          count("kv_heads", 1),
+                          count("q_len"),
+                          count("kv_len"),
+                          count("head_dim"),
+                          f.boolean(j, p, "causal"),
+                          f.boolean(j, p, "backward"),
+                          dtype("dtype")};
+      break;
+    case KernelKind::memory:
+      k.shape = MemoryBound{count("bytes"), f.number(j, p, "flops")};
+      break;
+    case KernelKind::loss:
+      k.shape = CrossEntropy{count("tokens"), count("vocab"), f.boolean(j, p, "backward"),
+                             dtype("logits")};
+      break;
+    case KernelKind::optimizer:
+      k.shape = OptimizerUpdate{
+          count("elements"),
+          f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw, kOptimizerNames),
+          dtype("dtype")};
+      break;
+  }
+  return k;
+}
 
 }  // namespace
 
@@ -180,6 +293,7 @@ std::string schedule_to_json(const Schedule& s) {
         return j;
       },
       false);
+  detail::emit_json_array(out, "kernel_sets", s.kernel_sets, kernel_set_json, false);
   detail::emit_json_array(
       out, "ops", s.ops, [&s](const Op& op, std::size_t i) { return op_json(s, op, i); }, true);
   out += "}\n";
@@ -192,6 +306,13 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   Fields f(origin, problems);
   Schedule s;
   if (!root.is_object()) throw ValidationError({Problem{origin, "", "expected a JSON object", ""}});
+  if (f.text(root, "", "schema") == "shardscope.schedule/1") {
+    f.problem("schema",
+              "shardscope.schedule/1 is an older IR format (compute ops carry no kernels): lower "
+              "the scenario again with this shardscope (lower --json)",
+              std::string(kScheduleSchema));
+    throw ValidationError(std::move(problems));
+  }
   if (f.text(root, "", "schema") != kScheduleSchema) {
     f.problem("schema", "not a shardscope schedule", std::string(kScheduleSchema));
     throw ValidationError(std::move(problems));
@@ -245,6 +366,17 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     b.live_at_start = f.boolean(buffers[i], p, "live_at_start");
     s.buffers.push_back(b);
   }
+  const auto& kernel_sets = f.array(root, "kernel_sets");
+  for (std::size_t i = 0; i < kernel_sets.size(); ++i) {
+    const std::string p = fmt::format("kernel_sets[{}]", i);
+    KernelSet& set = s.kernel_sets.emplace_back();
+    if (!kernel_sets[i].is_array()) {
+      f.problem(p, "expected a list of kernels");
+      continue;
+    }
+    for (std::size_t k = 0; k < kernel_sets[i].size(); ++k)
+      set.push_back(read_kernel(f, kernel_sets[i][k], fmt::format("{}[{}]", p, k)));
+  }
   const auto& ops = f.array(root, "ops");
   LabelTable op_labels;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -272,6 +404,8 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     }
     if (j.is_object() && j.contains("label"))
       op.label = op_labels.id(s.op_labels, f.text(j, p, "label"));
+    if (j.is_object() && j.contains("kernels"))
+      op.kernels = static_cast<std::int32_t>(f.integer(j, p, "kernels", 0, kMaxId));
     op.deps = f.id_list(j, p, "deps");
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");

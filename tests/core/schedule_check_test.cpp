@@ -57,6 +57,19 @@ TEST(ScheduleCheck, BufferLifetimeViolations) {
   EXPECT_TRUE(mentions(p, "before it is allocated"));
 }
 
+TEST(ScheduleCheck, KernelsMustExistSuitTheOpAndAddUpToItsWork) {
+  auto s = golden();
+  s.ops[3].flops += 1e6;  // a forward whose FLOPs its kernels do not account for
+  s.ops[5].kernels = 7;   // no such set
+  s.ops[4].kernels = 0;   // a reshard runs no kernels
+  const auto p = check_schedule(s);
+  EXPECT_TRUE(mentions(p,
+                       "ops[3]: carries 53433568 FLOPs (4096 in attention) and 2304 B, but its "
+                       "kernels (set 0) add up to 52433568 FLOPs"));
+  EXPECT_TRUE(mentions(p, "ops[5].kernels: kernel set 7 does not exist"));
+  EXPECT_TRUE(mentions(p, "ops[4].kernels: reshard runs no kernels"));
+}
+
 TEST(ScheduleCheck, CollectivesNeedCommunicatorsAndIdsMustExist) {
   auto s = golden();
   s.ops[1].comm = kNone;

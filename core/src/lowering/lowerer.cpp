@@ -5,10 +5,21 @@
 #include <charconv>
 
 namespace shardscope::lowering {
+namespace {
+
+void set_pass(Op& op, const PassCompute& pass) {
+  op.flops = pass.flops;
+  op.attention_flops = pass.attention_flops;
+  op.bytes = pass.memory_bytes;
+  op.kernels = pass.kernels;
+}
+
+}  // namespace
 
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
+  b_.schedule().kernel_sets = compute_.kernel_sets;  // ComputePart passes index these
   part_first_.reserve(compute_.groups.size() + 1);
   part_first_.push_back(0);
   for (const auto& c : compute_.groups) part_first_.push_back(part_first_.back() + c.part_count);
@@ -182,9 +193,7 @@ void Lowerer::backward_pass() {
 void Lowerer::forward_part(int g, std::size_t p) {
   const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   Op& op = b_.add_op(OpKind::forward, compute_stream_, gid(g));
-  op.flops = part.forward_flops;
-  op.attention_flops = part.forward_attention_flops;
-  op.bytes = part.forward_memory_bytes;
+  set_pass(op, part.forward);
   op.fixed_time = part.forward_time;
   op.label = b_.op_label(part.label);
   if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
@@ -201,10 +210,9 @@ void Lowerer::backward_part(int g, std::size_t p) {
   const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   const BufferId params = unsharded_params(g);
   BufferId recompute = kNone;
-  if (part.recompute_flops > 0 || part.recompute_bytes > 0) {
+  if (part.recompute.flops > 0 || part.recompute_bytes > 0) {
     Op& re = b_.add_op(OpKind::recompute, compute_stream_, gid(g));
-    re.flops = part.recompute_flops;
-    re.bytes = part.recompute_memory_bytes;
+    set_pass(re, part.recompute);
     re.label = b_.op_label(part.label);
     if (params != kNone) re.uses.push_back(params);
     if (part.recompute_bytes > 0) {
@@ -214,9 +222,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
     }
   }
   Op& op = b_.add_op(OpKind::backward, compute_stream_, gid(g));
-  op.flops = part.backward_flops;
-  op.attention_flops = part.backward_attention_flops;
-  op.bytes = part.backward_memory_bytes;
+  set_pass(op, part.backward);
   op.fixed_time = part.backward_time;
   op.label = b_.op_label(part.label);
   if (params != kNone) op.uses.push_back(params);
@@ -297,9 +303,15 @@ void Lowerer::optimizer_step() {
     step.allocs.push_back(tmp);
     step.frees.push_back(tmp);
   }
-  // Bytes touched: parameter, gradient and states read, parameter and states written.
-  step.bytes = elems(shard_numel, orig_dtype_) * (3 + 2 * states);
-  step.flops = static_cast<double>(shard_numel) * (states == 2 ? 12.0 : 4.0);
+  // One kernel: parameter, gradient and states read, parameter and states written.
+  if (shard_numel > 0) {
+    const KernelSet update{{std::string(to_string(s_.training.optimizer)), 1,
+                            OptimizerUpdate{shard_numel, s_.training.optimizer, orig_dtype_}}};
+    const KernelTotals totals = kernel_set_totals(update);
+    step.bytes = totals.memory_bytes;
+    step.flops = totals.flops;
+    step.kernels = b_.kernel_set(update);
+  }
   const OpId id = b_.emit(std::move(step));
   after_optimizer_step(id);
   // optimizer.zero_grad(set_to_none=True): sharded gradients are dropped.

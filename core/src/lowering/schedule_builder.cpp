@@ -33,6 +33,15 @@ OpId ScheduleBuilder::emit(Op&& op) {
   return last_op();
 }
 
+std::int32_t ScheduleBuilder::kernel_set(const KernelSet& kernels) {
+  auto& sets = schedule_.kernel_sets;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    if (sets[i] == kernels) return static_cast<std::int32_t>(i);
+  }
+  sets.push_back(kernels);
+  return static_cast<std::int32_t>(sets.size() - 1);
+}
+
 OpId ScheduleBuilder::last_on(StreamId stream) const {
   return last_on_stream_[static_cast<std::size_t>(stream)];
 }

@@ -44,6 +44,8 @@ class ScheduleBuilder {
   }
   /// The index of an op label ("prefetch", "rate limiter") in Schedule::op_labels.
   std::int32_t op_label(std::string_view text) { return op_labels_.id(schedule_.op_labels, text); }
+  /// The index of `kernels` in Schedule::kernel_sets (an equal set is shared).
+  std::int32_t kernel_set(const KernelSet& kernels);
   /// Name parts "<group>/<label>@i<iteration>m<microbatch>" at the current step.
   BufferName step_name(std::int32_t label) const { return {label, true, iteration_, microbatch_}; }
 

@@ -3,9 +3,11 @@
 //
 // Transformer block (t = seq_len × micro_batch tokens, p = bytes per element of the compute
 // dtype, h hidden, kv = kv_heads × head_dim, f ffn_hidden, s seq_len), flash attention (no s²
-// term):
-//   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h          (causal attention does half of
-//   4·t·s·h) backward FLOPs = 2 × forward for matmuls; flash attention backward = 2.5 × its forward
+// term). Each pass is a list of kernels (transformer_kernels.cpp, conventions in kernel.hpp) and
+// its FLOPs and bytes are their sums:
+//   forward FLOPs  = 2·t·(linear weights) + 2·t·s·h  (causal attention: half of 4·t·s·h)
+//   backward FLOPs = 2 × forward for matmuls (input and weight gradients); flash attention
+//                    backward = 2.5 × its forward
 //   elementwise HBM traffic (forward) = t·p·(16h + 2kv + 5f) + t·4·4h (norms in fp32, RoPE,
 //       SiLU·mul or GELU, residual adds); backward twice that
 //   all activations A = t·p·(6h + 2kv + M) + t·4·(heads + 2·norms)
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/kernel.hpp"
 #include "shardscope/core/param_groups.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/small_vector.hpp"
@@ -42,21 +45,24 @@ enum class ComputePosition {
 /// Sizes of an op's transient tensors: a few per op, kept inline (no allocation per group).
 using WorkspaceSizes = SmallVector<Bytes, 4>;
 
+/// The work of one pass (forward, backward or recompute) of a part: what its op carries.
+struct PassCompute {
+  Flops flops = 0;
+  Flops attention_flops = 0;     // the part of `flops` in attention kernels, ≤ flops
+  Bytes memory_bytes = 0;        // HBM traffic of memory-bound kernels
+  std::int32_t kernels = kNone;  // index into ModelCompute::kernel_sets; kNone: not known (custom)
+};
+
 struct ComputePart {
   std::string label;
   ComputePosition position = ComputePosition::before_children;
-  Flops forward_flops = 0;
-  Flops backward_flops = 0;
-  Flops recompute_flops = 0;          // forward re-run inside backward (activation checkpointing)
-  Flops forward_attention_flops = 0;  // parts of the above in attention kernels
-  Flops backward_attention_flops = 0;
-  Bytes backward_memory_bytes = 0;  // HBM traffic of memory-bound backward kernels
-  Bytes recompute_memory_bytes = 0;
+  PassCompute forward;
+  PassCompute backward;
+  PassCompute recompute;              // forward re-run inside backward (activation checkpointing)
   Bytes saved_bytes = 0;              // kept from forward to backward
   WorkspaceSizes forward_workspace;   // tensors transient during the forward op
   Bytes recompute_bytes = 0;          // rematerialised before backward, freed by it
   WorkspaceSizes backward_workspace;  // tensors transient during the backward op
-  Bytes forward_memory_bytes = 0;     // HBM traffic, for memory-bound parts
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
   BufferCategory saved_category = BufferCategory::activations;
@@ -71,10 +77,12 @@ struct GroupCompute {
 };
 
 /// The compute of every group: the parts of all groups back to back, in group order (one table,
-/// not a vector per group: a sweep builds this for every point).
+/// not a vector per group: a sweep builds this for every point), and the kernel sets their passes
+/// name (identical blocks share one set).
 struct ModelCompute {
   std::vector<GroupCompute> groups;
   std::vector<ComputePart> parts;
+  std::vector<KernelSet> kernel_sets;
 
   std::span<const ComputePart> parts_of(std::size_t group) const {
     const GroupCompute& g = groups[group];

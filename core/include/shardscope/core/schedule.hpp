@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardscope/core/kernel.hpp"
 #include "shardscope/core/small_vector.hpp"
 #include "shardscope/core/units.hpp"
 
@@ -104,8 +105,9 @@ struct Op {
   CommId comm = kNone;
   std::int32_t label =
       kNone;  // index into Schedule::op_labels: what PyTorch calls it, e.g. "prefetch", "embed"
-  Bytes bytes = 0;  // collective: gathered/pre-scatter size; copy: bytes moved
-  Flops flops = 0;
+  std::int32_t kernels = kNone;  // index into Schedule::kernel_sets (compute ops); kNone: unknown
+  Bytes bytes = 0;               // collective: gathered/pre-scatter size; copy: bytes moved
+  Flops flops = 0;               // with kernels: their sum (kernel_set_totals)
   Flops attention_flops = 0;  // the part of `flops` in attention kernels (flash attention), ≤ flops
   std::optional<TimeNs> fixed_time;  // overrides every cost model
   IdList deps;                       // ops this one waits for (cross-stream events, CPU waits)
@@ -146,6 +148,7 @@ struct Schedule {
   std::vector<Buffer> buffers;
   std::vector<std::string> buffer_labels;  // name labels, see BufferName
   std::vector<std::string> op_labels;      // Op::label texts
+  std::vector<KernelSet> kernel_sets;      // Op::kernels: what compute ops run
 };
 
 /// The op's label ("" when it has none).
@@ -154,10 +157,16 @@ inline std::string_view op_label(const Schedule& s, const Op& op) {
                            : std::string_view(s.op_labels[static_cast<std::size_t>(op.label)]);
 }
 
+/// The op's kernels (empty when it has none).
+inline std::span<const Kernel> op_kernels(const Schedule& s, const Op& op) {
+  if (op.kernels == kNone) return {};
+  return s.kernel_sets[static_cast<std::size_t>(op.kernels)];
+}
+
 /// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".
 std::string buffer_name(const Schedule& schedule, BufferId id);
 
-inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/1";
+inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/2";
 
 std::string_view to_string(StreamKind kind);
 std::string_view to_string(OpKind kind);

@@ -2,7 +2,9 @@
 // How it is trained: tokens per micro-batch, accumulation, activation checkpointing, optimizer.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace shardscope {
 
@@ -33,6 +35,8 @@ struct TrainingSpec {
 
 std::string to_string(ActivationCheckpointing ac, std::int64_t every);
 std::string_view to_string(Optimizer optimizer);
+std::optional<Optimizer> parse_optimizer(std::string_view text);
+inline constexpr std::string_view kOptimizerNames = "adamw, adam, sgd";
 std::string_view to_string(Synchronize synchronize);
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
 int optimizer_states_per_param(Optimizer optimizer);

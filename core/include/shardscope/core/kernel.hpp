@@ -1,0 +1,119 @@
+#pragma once
+// The kernels a compute op stands for. Lowering attaches them so that a backend can run the real
+// thing (cuBLASLt GEMMs of these shapes, a fused attention, a bandwidth kernel, a fused optimizer)
+// and a cost model can look at shapes; an op's `flops`, `attention_flops` and `bytes` are the sums
+// of its kernels' (kernel_set_totals), so the two views never disagree.
+//
+// Conventions (row-major, as PyTorch lays tensors out):
+//   GEMM       C[m×n] = op(A)·op(B), A is [m×k] ([k×m] when transpose_a), B is [k×n] ([n×k] when
+//              transpose_b); `batch` independent products; FLOPs 2·m·n·k·batch. nn.Linear's
+//              forward y = x·Wᵀ is (m = tokens, n = out, k = in, transpose_b); its input gradient
+//              dx = dy·W is (tokens, in, out); its weight gradient dW = dyᵀ·x is (out, in, tokens,
+//              transpose_a).
+//   attention  fused scaled-dot-product attention (flash): QKᵀ and PV over batch × heads,
+//              4·batch·heads·q_len·kv_len·head_dim FLOPs, half of that when causal (the diagonal
+//              ignored); the backward recomputes the scores and does 2.5× the forward's FLOPs
+//              (FlashAttention-2's accounting). kv_heads < heads is grouped-query attention.
+//   memory     memory-bound kernels (norms, RoPE, activations, residual adds, embedding): HBM
+//              bytes moved and the few FLOPs they do.
+//   loss       cross-entropy over `tokens` rows of `vocab` logits, upcast to fp32: per element 5
+//              FLOPs forward, 3 backward; HBM traffic (logits, fp32 copy, log_softmax, and its
+//              gradients) as in group_compute.hpp.
+//   optimizer  one multi-tensor step over `elements` sharded parameters of `dtype`: reads
+//              parameter, gradient and states, writes parameter and states; Adam(W) 12 FLOPs per
+//              element, SGD with momentum 4.
+// `repeat` runs a kernel that many times back to back (a group of several identical blocks).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "shardscope/core/training_spec.hpp"
+#include "shardscope/core/units.hpp"
+
+namespace shardscope {
+
+struct Gemm {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  DType input = DType::bf16;   // A and B
+  DType output = DType::bf16;  // C
+  bool operator==(const Gemm&) const = default;
+};
+
+struct Attention {
+  std::int64_t batch = 1;
+  std::int64_t heads = 1;
+  std::int64_t kv_heads = 1;
+  std::int64_t q_len = 0;
+  std::int64_t kv_len = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  bool backward = false;
+  DType dtype = DType::bf16;
+  bool operator==(const Attention&) const = default;
+};
+
+struct MemoryBound {
+  Bytes bytes = 0;
+  Flops flops = 0;
+  bool operator==(const MemoryBound&) const = default;
+};
+
+struct CrossEntropy {
+  std::int64_t tokens = 0;
+  std::int64_t vocab = 0;
+  bool backward = false;
+  DType logits = DType::bf16;  // the dtype the head writes the logits in
+  bool operator==(const CrossEntropy&) const = default;
+};
+
+struct OptimizerUpdate {
+  std::int64_t elements = 0;
+  Optimizer optimizer = Optimizer::adamw;
+  DType dtype = DType::fp32;  // parameters, gradients and states
+  bool operator==(const OptimizerUpdate&) const = default;
+};
+
+enum class KernelKind { gemm, attention, memory, loss, optimizer };
+
+struct Kernel {
+  std::string label;  // what it computes, e.g. "wq", "w2.dgrad", "attention", "norms+rope"
+  std::int64_t repeat = 1;
+  std::variant<Gemm, Attention, MemoryBound, CrossEntropy, OptimizerUpdate> shape;
+  bool operator==(const Kernel&) const = default;
+
+  KernelKind kind() const { return static_cast<KernelKind>(shape.index()); }
+};
+
+/// The kernels of one op, in the order they run. Ops with the same kernels share one set
+/// (Schedule::kernel_sets), so a model of a hundred identical blocks stores a handful.
+using KernelSet = std::vector<Kernel>;
+
+/// FLOPs of one kernel, repeats included.
+Flops kernel_flops(const Kernel& kernel);
+/// HBM bytes of the memory-bound kinds (memory, loss, optimizer), repeats included; 0 for GEMMs
+/// and attention, whose time their FLOPs set.
+Bytes kernel_memory_bytes(const Kernel& kernel);
+
+/// What an op with these kernels carries: Op::flops, Op::attention_flops, Op::bytes.
+struct KernelTotals {
+  Flops flops = 0;
+  Flops attention_flops = 0;
+  Bytes memory_bytes = 0;
+};
+KernelTotals kernel_set_totals(std::span<const Kernel> kernels);
+
+std::string_view to_string(KernelKind kind);
+std::optional<KernelKind> parse_kernel_kind(std::string_view text);
+inline constexpr std::string_view kKernelKindNames = "gemm, attention, memory, loss, optimizer";
+
+}  // namespace shardscope

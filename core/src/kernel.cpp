@@ -1,0 +1,79 @@
+#include "shardscope/core/kernel.hpp"
+
+#include <array>
+
+namespace shardscope {
+namespace {
+
+double d(std::int64_t x) {
+  return static_cast<double>(x);
+}
+
+struct FlopsOf {
+  Flops operator()(const Gemm& g) const { return 2.0 * d(g.m) * d(g.n) * d(g.k) * d(g.batch); }
+  Flops operator()(const Attention& a) const {
+    const Flops forward = 4.0 * d(a.batch) * d(a.heads) * d(a.q_len) * d(a.kv_len) * d(a.head_dim) *
+                          (a.causal ? 0.5 : 1.0);
+    return a.backward ? 2.5 * forward : forward;
+  }
+  Flops operator()(const MemoryBound& m) const { return m.flops; }
+  Flops operator()(const CrossEntropy& l) const {
+    return (l.backward ? 3.0 : 5.0) * d(l.tokens) * d(l.vocab);
+  }
+  Flops operator()(const OptimizerUpdate& o) const {
+    return d(o.elements) * (optimizer_states_per_param(o.optimizer) == 2 ? 12.0 : 4.0);
+  }
+};
+
+struct MemoryBytesOf {
+  Bytes operator()(const Gemm&) const { return 0; }
+  Bytes operator()(const Attention&) const { return 0; }
+  Bytes operator()(const MemoryBound& m) const { return m.bytes; }
+  // Forward: write the logits, their fp32 copy, log_softmax in and out. Backward: the fp32 nll
+  // and log_softmax gradients (each read and written) and their cast to the logits' dtype.
+  Bytes operator()(const CrossEntropy& l) const {
+    const Bytes elem = bytes_per_element(l.logits);
+    return l.tokens * l.vocab * (l.backward ? 4 + 4 + 4 + 4 + elem : elem + 4 + 4 + 4);
+  }
+  Bytes operator()(const OptimizerUpdate& o) const {
+    const int states = optimizer_states_per_param(o.optimizer);
+    return o.elements * bytes_per_element(o.dtype) * (3 + 2 * states);
+  }
+};
+
+constexpr std::array<std::string_view, 5> kKindNames{"gemm", "attention", "memory", "loss",
+                                                     "optimizer"};
+
+}  // namespace
+
+Flops kernel_flops(const Kernel& kernel) {
+  return d(kernel.repeat) * std::visit(FlopsOf{}, kernel.shape);
+}
+
+Bytes kernel_memory_bytes(const Kernel& kernel) {
+  return kernel.repeat * std::visit(MemoryBytesOf{}, kernel.shape);
+}
+
+KernelTotals kernel_set_totals(std::span<const Kernel> kernels) {
+  KernelTotals t;
+  for (const Kernel& k : kernels) {
+    const Flops flops = kernel_flops(k);
+    t.flops += flops;
+    if (k.kind() == KernelKind::attention) t.attention_flops += flops;
+    t.memory_bytes += kernel_memory_bytes(k);
+  }
+  return t;
+}
+
+std::string_view to_string(KernelKind kind) {
+  return kKindNames[static_cast<std::size_t>(kind)];
+}
+
+std::optional<KernelKind> parse_kernel_kind(std::string_view text) {
+  for (std::size_t i = 0; i < kKindNames.size(); ++i) {
+    if (kKindNames[i] == text) return static_cast<KernelKind>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace shardscope

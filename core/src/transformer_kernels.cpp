@@ -1,0 +1,138 @@
+#include "transformer_kernels.hpp"
+
+#include <array>
+#include <string>
+
+namespace shardscope::detail {
+namespace {
+
+struct Matmul {
+  const char* name;
+  std::int64_t in = 0;
+  std::int64_t out = 0;
+};
+
+// A block's nn.Linear layers in forward order; the attention runs between wv and wo.
+struct BlockMatmuls {
+  std::array<Matmul, 7> layers;
+  std::size_t count = 0;
+
+  std::span<const Matmul> all() const { return {layers.data(), count}; }
+};
+constexpr std::size_t kAttentionAfter = 3;  // wq, wk, wv
+
+BlockMatmuls block_matmuls(const TransformerConfig& c) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  if (c.mlp == MlpKind::swiglu) {
+    return {{{{"wq", h, h},
+              {"wk", h, kv},
+              {"wv", h, kv},
+              {"wo", h, h},
+              {"w1", h, f},
+              {"w3", h, f},
+              {"w2", f, h}}},
+            7};
+  }
+  return {
+      {{{"wq", h, h}, {"wk", h, kv}, {"wv", h, kv}, {"wo", h, h}, {"fc1", h, f}, {"fc2", f, h}}},
+      6};
+}
+
+// y = x·Wᵀ
+Kernel linear_forward(const Matmul& mm, const BlockShape& b) {
+  return {mm.name, 1, Gemm{b.tokens(), mm.out, mm.in, 1, false, true, b.dtype, b.dtype}};
+}
+// dx = dy·W
+Kernel linear_input_grad(const Matmul& mm, const BlockShape& b) {
+  return {std::string(mm.name) + ".dgrad", 1,
+          Gemm{b.tokens(), mm.in, mm.out, 1, false, false, b.dtype, b.dtype}};
+}
+// dW = dyᵀ·x
+Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
+  return {std::string(mm.name) + ".wgrad", 1,
+          Gemm{mm.out, mm.in, b.tokens(), 1, true, false, b.dtype, b.dtype}};
+}
+
+Kernel attention(const BlockShape& b, bool backward) {
+  const TransformerConfig& c = b.config;
+  return {backward ? "attention.backward" : "attention", 1,
+          Attention{b.micro_batch, c.heads, c.kv_heads, b.seq_len, b.seq_len, c.head_dim(), true,
+                    backward, b.dtype}};
+}
+
+// Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k,
+// the MLP activation and gating, two residual adds.
+Bytes block_elementwise_bytes(const BlockShape& b) {
+  const TransformerConfig& c = b.config;
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden, t = b.tokens();
+  const Bytes elem = bytes_per_element(b.dtype);
+  const std::int64_t act = c.mlp == MlpKind::swiglu ? 5 * f : 2 * f;
+  return t * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + t * 4 * 4 * h;
+}
+
+Kernel elementwise(const BlockShape& b, std::int64_t passes) {
+  return {"norms+rope+activation+residual", 1, MemoryBound{passes * block_elementwise_bytes(b), 0}};
+}
+
+}  // namespace
+
+KernelSet block_forward_kernels(const BlockShape& b) {
+  const auto mm = block_matmuls(b.config);
+  KernelSet out;
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    if (i == kAttentionAfter) out.push_back(attention(b, false));
+    out.push_back(linear_forward(mm.layers[i], b));
+  }
+  out.push_back(elementwise(b, 1));
+  return out;
+}
+
+KernelSet block_backward_kernels(const BlockShape& b) {
+  const auto mm = block_matmuls(b.config);
+  KernelSet out;
+  for (std::size_t i = mm.count; i-- > 0;) {
+    out.push_back(linear_input_grad(mm.layers[i], b));
+    out.push_back(linear_weight_grad(mm.layers[i], b));
+    if (i == kAttentionAfter) out.push_back(attention(b, true));
+  }
+  out.push_back(elementwise(b, 2));
+  return out;
+}
+
+KernelSet block_selective_recompute_kernels(const BlockShape& b) {
+  const auto mm = block_matmuls(b.config);
+  KernelSet out;
+  for (std::size_t i = 1; i < mm.count; i += 2) out.push_back(linear_forward(mm.layers[i], b));
+  out.push_back(elementwise(b, 1));
+  return out;
+}
+
+KernelSet embed_forward_kernels(const BlockShape& b) {
+  const Bytes rows = b.tokens() * b.config.hidden * bytes_per_element(b.dtype);
+  return {{"embedding", 1, MemoryBound{rows, 0}}};
+}
+
+KernelSet embed_backward_kernels(const BlockShape& b) {
+  const Flops adds = static_cast<double>(b.tokens()) * static_cast<double>(b.config.hidden);
+  return {{"embedding.backward", 1, MemoryBound{0, adds}}};
+}
+
+KernelSet head_forward_kernels(const BlockShape& b) {
+  const Matmul output{"output", b.config.hidden, b.config.vocab};
+  return {linear_forward(output, b),
+          {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype}}};
+}
+
+KernelSet head_backward_kernels(const BlockShape& b) {
+  const Matmul output{"output", b.config.hidden, b.config.vocab};
+  return {{"cross_entropy.backward", 1, CrossEntropy{b.tokens(), b.config.vocab, true, b.dtype}},
+          linear_input_grad(output, b),
+          linear_weight_grad(output, b)};
+}
+
+KernelSet repeated(KernelSet kernels, std::int64_t times) {
+  for (Kernel& k : kernels) k.repeat *= times;
+  return kernels;
+}
+
+}  // namespace shardscope::detail

@@ -1,0 +1,42 @@
+#pragma once
+// The kernels of a transformer's compute parts (private to core: group_compute builds the parts
+// from them, so a part's FLOPs and bytes are its kernels' sums). Formulas: group_compute.hpp.
+
+#include <cstdint>
+
+#include "shardscope/core/kernel.hpp"
+#include "shardscope/core/model_spec.hpp"
+
+namespace shardscope::detail {
+
+/// One micro-batch of one transformer block, in the compute dtype.
+struct BlockShape {
+  const TransformerConfig& config;
+  std::int64_t micro_batch = 1;  // sequences
+  std::int64_t seq_len = 0;
+  DType dtype = DType::bf16;
+
+  std::int64_t tokens() const { return micro_batch * seq_len; }
+};
+
+/// Every kernel of a block's forward: q, k, v projections, attention, output projection, MLP,
+/// and one memory-bound kernel for norms, RoPE, the MLP activation and residual adds.
+KernelSet block_forward_kernels(const BlockShape& b);
+/// Input- and weight-gradient GEMMs of every matmul, the attention backward and twice the
+/// forward's memory-bound traffic, in the order backward runs them.
+KernelSet block_backward_kernels(const BlockShape& b);
+/// What torchtitan's selective-op policy recomputes: every second matmul (wk, wo, w3 | wk, wo,
+/// fc2) and the memory-bound kernels, whose outputs it does not keep.
+KernelSet block_selective_recompute_kernels(const BlockShape& b);
+
+/// The root's "embed" (lookup; backward a scatter-add into the embedding gradient) and
+/// "head+loss" (output projection, fp32 cross-entropy).
+KernelSet embed_forward_kernels(const BlockShape& b);
+KernelSet embed_backward_kernels(const BlockShape& b);
+KernelSet head_forward_kernels(const BlockShape& b);
+KernelSet head_backward_kernels(const BlockShape& b);
+
+/// `kernels` with every repeat multiplied by `times` (a group of `times` identical blocks).
+KernelSet repeated(KernelSet kernels, std::int64_t times);
+
+}  // namespace shardscope::detail
