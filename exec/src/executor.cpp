@@ -4,47 +4,26 @@
 
 #include <algorithm>
 
+#include "shardscope/core/memory_ledger.hpp"
+
 namespace shardscope::exec {
 namespace {
 
-// Memory as the CPU changes it: one sample per op that allocates (placed at its start) or frees
-// (placed at its end), and the peaks at every allocation.
-class MemoryRecorder {
- public:
-  explicit MemoryRecorder(Timeline& t) : t_(t) {
-    by_category_.assign(all_buffer_categories().size(), 0);
-    t_.peaks.allocated_by_phase.assign(4, 0);
-    t_.peaks.allocated.by_category = by_category_;
-    t_.peaks.reserved.by_category = by_category_;
-  }
+// One memory sample per op that allocates (placed at its start) or frees (placed at its end); the
+// ledger notes the peaks at every allocation.
+void sample(MemoryLedger& memory, OpId op, bool at_end, const Backend& backend) {
+  const MemoryUsage usage = backend.memory();
+  memory.sample(op, at_end, usage.allocated, usage.reserved);
+}
 
-  void allocated(const Buffer& b, OpId op, Phase phase, MemoryUsage usage) {
-    if (b.location == Location::gpu) by_category_[static_cast<std::size_t>(b.category)] += b.size;
-    auto& by_phase = t_.peaks.allocated_by_phase[static_cast<std::size_t>(phase)];
-    by_phase = std::max(by_phase, usage.allocated);
-    if (usage.allocated > t_.peaks.allocated.bytes)
-      t_.peaks.allocated = {usage.allocated, 0, op, by_category_};
-    if (usage.reserved > t_.peaks.reserved.bytes)
-      t_.peaks.reserved = {usage.reserved, 0, op, by_category_};
-  }
-
-  void freed(const Buffer& b) {
-    if (b.location == Location::gpu) by_category_[static_cast<std::size_t>(b.category)] -= b.size;
-  }
-
-  void sample(OpId op, bool at_end, MemoryUsage usage) {
-    t_.memory.push_back({0, usage.allocated, usage.reserved, by_category_, op});
-    at_end_.push_back(at_end);
-  }
-
-  // Once the spans are known: samples and peaks at their ops (as the simulator places them).
-  void place(const std::vector<OpSpan>& spans) { place_memory_at_ops(t_, at_end_, spans); }
-
- private:
-  Timeline& t_;
-  std::vector<Bytes> by_category_;
-  std::vector<bool> at_end_;
-};
+// Buffer `b` made live for `op` (kNone: before the first op) on `stream`, and noted.
+void allocate(const Schedule& s, BufferId b, OpId op, Phase phase, StreamId stream,
+              Backend& backend, MemoryLedger& memory) {
+  const Buffer& buf = s.buffers[static_cast<std::size_t>(b)];
+  backend.allocate(b, buf, stream);
+  const MemoryUsage usage = backend.memory();
+  memory.allocated(buf, op, phase, usage.allocated, usage.reserved);
+}
 
 Timeline skeleton(const Schedule& s, const Backend& backend, const RunOptions& options) {
   Timeline t = timeline_of(s);
@@ -58,14 +37,10 @@ Timeline skeleton(const Schedule& s, const Backend& backend, const RunOptions& o
 }
 
 // Issues op `i`: its buffers, its waits, the op itself.
-void issue(const Schedule& s, OpId id, Backend& backend, MemoryRecorder& memory) {
+void issue(const Schedule& s, OpId id, Backend& backend, MemoryLedger& memory) {
   const Op& op = s.ops[static_cast<std::size_t>(id)];
-  for (BufferId b : op.allocs) {
-    const Buffer& buf = s.buffers[static_cast<std::size_t>(b)];
-    backend.allocate(b, buf, op.stream);
-    memory.allocated(buf, id, op.phase, backend.memory());
-  }
-  if (!op.allocs.empty()) memory.sample(id, false, backend.memory());
+  for (BufferId b : op.allocs) allocate(s, b, id, op.phase, op.stream, backend, memory);
+  if (!op.allocs.empty()) sample(memory, id, false, backend);
   const bool on_cpu = s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu;
   for (OpId d : op.deps) {
     if (on_cpu || op.kind == OpKind::cpu_wait) {
@@ -84,7 +59,7 @@ void issue(const Schedule& s, OpId id, Backend& backend, MemoryRecorder& memory)
     backend.free(b, buf);
     memory.freed(buf);
   }
-  if (!op.frees.empty()) memory.sample(id, true, backend.memory());
+  if (!op.frees.empty()) sample(memory, id, true, backend);
 }
 
 }  // namespace
@@ -103,18 +78,16 @@ std::string describe_op(const Schedule& s, OpId id) {
 
 Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
   Timeline t = skeleton(s, backend, options);
-  MemoryRecorder memory(t);
+  MemoryLedger memory;
   OpId current = kNone;
   std::vector<OpSpan> spans;
   try {
     backend.begin(s);
     for (std::size_t b = 0; b < s.buffers.size(); ++b) {
-      if (s.buffers[b].live_at_start) {
-        backend.allocate(static_cast<BufferId>(b), s.buffers[b], 0);
-        memory.allocated(s.buffers[b], kNone, Phase::forward, backend.memory());
-      }
+      if (s.buffers[b].live_at_start)
+        allocate(s, static_cast<BufferId>(b), kNone, Phase::forward, 0, backend, memory);
     }
-    memory.sample(kNone, false, backend.memory());
+    sample(memory, kNone, false, backend);
     int iteration = -1;
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       if (options.stop && options.stop->load()) throw Interrupted("interrupted");
@@ -140,7 +113,7 @@ Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
     if (current == kNone) throw ExecError(kNone, fmt::format("run failed: {}", e.what()));
     throw ExecError(current, fmt::format("{} failed: {}", describe_op(s, current), e.what()));
   }
-  memory.place(spans);
+  memory.move_into(t, spans);
   t.ops.reserve(s.ops.size());
   for (std::size_t i = 0; i < s.ops.size(); ++i)
     t.ops.push_back(timeline_op_of(s, static_cast<OpId>(i), spans[i].start, spans[i].end));

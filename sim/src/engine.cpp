@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/memory_ledger.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -133,11 +134,6 @@ class Engine {
     running_.assign(streams, kNone);
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
-    by_category_.assign(all_buffer_categories().size(), 0);
-    auto& peaks = result_.timeline.peaks;
-    peaks.allocated_by_phase.assign(4, 0);
-    peaks.allocated.by_category = by_category_;
-    peaks.reserved.by_category = by_category_;
     result_.capacity = costs.cluster().gpu.memory;
     result_.critical_path_recorded = options.record_critical_path;
     last_on_comm_.assign(comms, kNone);
@@ -238,8 +234,7 @@ class Engine {
       }
       return;
     }
-    by_category_[static_cast<std::size_t>(buf.category)] += buf.size;
-    note_peaks(op, phase);
+    ledger_.allocated(buf, op, phase, allocator_.allocated(), allocator_.reserved());
   }
 
   // ---- memory at issue time: allocations, then frees
@@ -252,29 +247,10 @@ class Engine {
     for (BufferId b : op.frees) {
       const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
       if (buf.location != Location::gpu) continue;
-      if (allocator_.free(b)) by_category_[static_cast<std::size_t>(buf.category)] -= buf.size;
+      if (allocator_.free(b)) ledger_.freed(buf);
     }
     if (options_.record_memory_samples && !op.frees.empty())
       sample_memory(static_cast<OpId>(i), true);
-  }
-
-  void note_peaks(OpId op, Phase phase) {
-    auto& peaks = result_.timeline.peaks;
-    auto& by_phase = peaks.allocated_by_phase[static_cast<std::size_t>(phase)];
-    by_phase = std::max(by_phase, allocator_.allocated());
-    if (allocator_.allocated() > peaks.allocated.bytes)
-      record_peak(peaks.allocated, allocator_.allocated(), op);
-    if (allocator_.reserved() > peaks.reserved.bytes)
-      record_peak(peaks.reserved, allocator_.reserved(), op);
-  }
-
-  // In place: while memory grows every allocation is a new peak, and a fresh copy of the category
-  // table each time was a heap allocation.
-  void record_peak(MemoryPeak& peak, Bytes bytes, OpId op) {
-    peak.bytes = bytes;
-    peak.time = now_;
-    peak.op = op;
-    std::copy(by_category_.begin(), by_category_.end(), peak.by_category.begin());
   }
 
   // Samples are taken in issue order and later placed on the GPU timeline: what an op allocates
@@ -282,9 +258,7 @@ class Engine {
   // (the CPU may run far ahead of the GPU) and an op's transient workspace shows for its duration.
   // Called only when the run records samples.
   void sample_memory(OpId op = kNone, bool at_end = false) {
-    result_.timeline.memory.push_back(
-        {now_, allocator_.allocated(), allocator_.reserved(), by_category_, op});
-    sample_at_end_.push_back(at_end);
+    ledger_.sample(op, at_end, allocator_.allocated(), allocator_.reserved(), now_);
   }
 
   // ---- GPU streams
@@ -465,9 +439,7 @@ class Engine {
     result_.allocator_retries = allocator_.retries();
     // Memory and peaks went into the result as the run recorded them; the rest is the schedule's.
     Timeline t = timeline_of(s_);
-    t.memory = std::move(result_.timeline.memory);
-    t.peaks = std::move(result_.timeline.peaks);
-    place_memory_at_ops(t, sample_at_end_, rec_);
+    ledger_.move_into(t, rec_);
     t.source = "simulated";
     t.provenance.backend = "simulator";
     t.provenance.device = fmt::format("simulated {}", costs_.cluster().gpu.name);
@@ -522,8 +494,7 @@ class Engine {
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<OpId> finished_;
-  std::vector<Bytes> by_category_;
-  std::vector<bool> sample_at_end_;  // per memory sample: placed at its op's end, not start
+  MemoryLedger ledger_;
   bool rates_dirty_ = true;
   TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)
   std::size_t next_issue_ = 0;
