@@ -142,6 +142,7 @@ int run_run(const RunArgs& args) {
   options.slow_ranks = slow;
   options.run.facts = planned.timeline().facts;
   options.run.memory_capacity = planned.timeline().memory_capacity;
+  options.backend.memory_capacity = planned.timeline().memory_capacity;
   options.run.scenario = args.scenario.path;
   options.run.stop = &g_stop;
   const int iterations = planned.schedule.iterations;

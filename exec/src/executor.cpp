@@ -85,7 +85,8 @@ Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
     backend.begin(s);
     for (std::size_t b = 0; b < s.buffers.size(); ++b) {
       if (s.buffers[b].live_at_start)
-        allocate(s, static_cast<BufferId>(b), kNone, Phase::forward, 0, backend, memory);
+        allocate(s, static_cast<BufferId>(b), kNone, Phase::forward, default_stream(s), backend,
+                 memory);
     }
     sample(memory, kNone, false, backend);
     int iteration = -1;

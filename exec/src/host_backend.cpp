@@ -13,8 +13,6 @@
 namespace shardscope::exec {
 namespace {
 
-constexpr Bytes kGranule = 2 * kMiB;  // the CUDA caching allocator maps in 2 MiB granules
-
 // The test pattern every rank's collective input holds: small integers, exact in every dtype.
 float pattern(int position, std::size_t element) {
   return static_cast<float>(position + 1) + static_cast<float>(element % 7);
@@ -83,6 +81,7 @@ void HostBackend::begin(const Schedule& schedule) {
     collectives = collectives || is_collective(op.kind);
   }
   if (collectives && !options_.world) throw Error("the schedule has collectives but no host world");
+  allocator_ = std::make_unique<DeviceAllocator>(address_space_, options_.memory_capacity);
   workers_.clear();
   for (std::size_t st = 0; st < schedule.streams.size(); ++st) {
     workers_.push_back(std::make_unique<Worker>());
@@ -93,25 +92,17 @@ void HostBackend::begin(const Schedule& schedule) {
   issue_free_ = Clock::now();
 }
 
-void HostBackend::allocate(BufferId id, const Buffer& buffer, StreamId) {
+void HostBackend::allocate(BufferId id, const Buffer& buffer, StreamId stream) {
   throw_if_failed();
-  if (buffer.location != Location::gpu) return;
-  live_[id] = buffer.size;
-  allocated_ += buffer.size;
-  reserved_ += (buffer.size + kGranule - 1) / kGranule * kGranule;
+  if (buffer.location == Location::gpu) allocator_->allocate(id, buffer.size, stream);
 }
 
 void HostBackend::free(BufferId id, const Buffer& buffer) {
-  if (buffer.location != Location::gpu) return;
-  const auto it = live_.find(id);
-  if (it == live_.end()) throw Error(fmt::format("buffer {} freed but not allocated", id));
-  allocated_ -= it->second;
-  reserved_ -= (it->second + kGranule - 1) / kGranule * kGranule;
-  live_.erase(it);
+  if (buffer.location == Location::gpu) allocator_->free(id);
 }
 
 MemoryUsage HostBackend::memory() const {
-  return {allocated_, reserved_};
+  return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved()} : MemoryUsage{};
 }
 
 void HostBackend::stream_wait(StreamId stream, OpId event) {

@@ -208,13 +208,7 @@ class Engine {
   // Sharded parameters (and anything else live at start) were allocated on the default stream at
   // model construction.
   void allocate_live_at_start() {
-    StreamId compute = 0;
-    for (std::size_t i = 0; i < s_.streams.size(); ++i) {
-      if (s_.streams[i].kind == StreamKind::compute) {
-        compute = static_cast<StreamId>(i);
-        break;
-      }
-    }
+    const StreamId compute = default_stream(s_);
     for (std::size_t b = 0; b < s_.buffers.size(); ++b) {
       if (s_.buffers[b].live_at_start)
         allocate_buffer(static_cast<BufferId>(b), compute, kNone, Phase::forward);

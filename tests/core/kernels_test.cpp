@@ -194,7 +194,9 @@ TEST(Kernels, ACustomModelHasNoShapesToGive) {
       "training: {iterations: 1}\n",
       {}));
   for (const Op& op : s.ops) {
-    if (op.kind == OpKind::forward || op.kind == OpKind::backward) EXPECT_EQ(op.kernels, kNone);
+    if (op.kind == OpKind::forward || op.kind == OpKind::backward) {
+      EXPECT_EQ(op.kernels, kNone);
+    }
   }
   EXPECT_TRUE(check_schedule(s).empty());
 }

@@ -163,6 +163,15 @@ inline std::span<const Kernel> op_kernels(const Schedule& s, const Op& op) {
   return s.kernel_sets[static_cast<std::size_t>(op.kernels)];
 }
 
+/// The default CUDA stream, on which the model was built: buffers live at start (sharded
+/// parameters) were allocated there. The first compute stream, else stream 0.
+inline StreamId default_stream(const Schedule& s) {
+  for (std::size_t i = 0; i < s.streams.size(); ++i) {
+    if (s.streams[i].kind == StreamKind::compute) return static_cast<StreamId>(i);
+  }
+  return 0;
+}
+
 /// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".
 std::string buffer_name(const Schedule& schedule, BufferId id);
 

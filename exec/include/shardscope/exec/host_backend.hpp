@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "shardscope/exec/backend.hpp"
+#include "shardscope/exec/device_allocator.hpp"
 #include "shardscope/exec/host_world.hpp"
 
 namespace shardscope::exec {
@@ -49,6 +51,9 @@ struct HostBackendOptions {
   double slow_factor = 1.0;                   // this rank's durations × this (a straggler)
   std::uint64_t seed = 1;                     // jitter's random stream (mixed with the rank)
   std::chrono::milliseconds timeout{30'000};  // the longest any wait or collective may take
+  // The device the buffers are placed on: the simulator's caching-allocator policy over address
+  // space, so allocated and reserved follow the simulator's rules (and the same capacity).
+  Bytes memory_capacity = std::numeric_limits<Bytes>::max() / 2;
 };
 
 class HostBackend final : public Backend {
@@ -126,9 +131,8 @@ class HostBackend final : public Backend {
   std::mutex sleep_mutex_;
   std::condition_variable wake_;    // sleeping ops wake on abort
   Clock::time_point issue_free_{};  // when the issuing thread may issue the next op
-  std::map<BufferId, Bytes> live_;
-  Bytes allocated_ = 0;
-  Bytes reserved_ = 0;
+  AddressSpaceMemory address_space_;
+  std::unique_ptr<DeviceAllocator> allocator_;  // made by begin()
   std::atomic<std::int64_t> collectives_checked_{0};
   std::atomic<std::int64_t> elements_checked_{0};
 };

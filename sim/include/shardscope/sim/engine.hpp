@@ -18,9 +18,9 @@
 #include <optional>
 #include <vector>
 
+#include "shardscope/core/caching_allocator.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
-#include "shardscope/sim/caching_allocator.hpp"
 #include "shardscope/sim/cost_model.hpp"
 
 namespace shardscope::sim {

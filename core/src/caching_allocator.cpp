@@ -1,8 +1,8 @@
-#include "shardscope/sim/caching_allocator.hpp"
+#include "shardscope/core/caching_allocator.hpp"
 
 #include <algorithm>
 
-namespace shardscope::sim {
+namespace shardscope {
 namespace {
 constexpr Bytes kMinBlockSize = 512;
 constexpr Bytes kSmallSize = 1 * kMiB;
@@ -272,4 +272,4 @@ bool CachingAllocator::free(BufferId id) {
   return true;
 }
 
-}  // namespace shardscope::sim
+}  // namespace shardscope

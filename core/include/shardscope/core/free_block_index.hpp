@@ -21,7 +21,7 @@
 
 #include "shardscope/core/units.hpp"
 
-namespace shardscope::sim {
+namespace shardscope {
 
 class FreeBlockIndex {
  public:
@@ -138,4 +138,4 @@ class FreeBlockIndex {
   std::vector<Pool> pools_;
 };
 
-}  // namespace shardscope::sim
+}  // namespace shardscope

@@ -1,8 +1,8 @@
-#include "shardscope/sim/caching_allocator.hpp"
+#include "shardscope/core/caching_allocator.hpp"
 
 #include <gtest/gtest.h>
 
-namespace shardscope::sim {
+namespace shardscope {
 namespace {
 
 TEST(CachingAllocator, RoundsAndSizesSegmentsLikePyTorch) {
@@ -102,4 +102,4 @@ TEST(CachingAllocator, ExpandableSegmentsGrowInPlaceInsteadOfFragmenting) {
 }
 
 }  // namespace
-}  // namespace shardscope::sim
+}  // namespace shardscope

@@ -1,7 +1,7 @@
 // FreeBlockIndex answers best_fit exactly as PyTorch's ordered set of free blocks per pool does
 // (std::set ordered by size, then address; lower_bound of the request), under any mix of inserts
 // and erases in several pools. Checked against one std::set per pool on random operations.
-#include "shardscope/sim/free_block_index.hpp"
+#include "shardscope/core/free_block_index.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-namespace shardscope::sim {
+namespace shardscope {
 namespace {
 
 using Key = std::tuple<Bytes, std::int64_t, int>;  // size, address, block
@@ -94,4 +94,4 @@ TEST(FreeBlockIndex, PoolsDoNotShareBlocksAndErasingAnUnlistedBlockChangesNothin
 }
 
 }  // namespace
-}  // namespace shardscope::sim
+}  // namespace shardscope

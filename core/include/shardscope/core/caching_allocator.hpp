@@ -13,10 +13,10 @@
 
 #include <vector>
 
+#include "shardscope/core/free_block_index.hpp"
 #include "shardscope/core/schedule.hpp"
-#include "shardscope/sim/free_block_index.hpp"
 
-namespace shardscope::sim {
+namespace shardscope {
 
 struct AllocatorParams {
   bool expandable_segments = false;
@@ -48,6 +48,27 @@ class CachingAllocator {
   /// Times cached segments had to be released to satisfy an allocation (PyTorch's
   /// num_alloc_retries).
   int retries() const { return retries_; }
+
+  /// Where buffer `id`'s block lies, for a backend that places real memory: segment `segment`
+  /// (0.. segment_count() − 1) at `offset`, `size` bytes; segment −1 when `id` holds none.
+  struct Placement {
+    int segment = -1;
+    Bytes offset = 0;
+    Bytes size = 0;
+  };
+  Placement placement(BufferId id) const {
+    if (!owns(id)) return {};
+    const Block& b = blocks_[static_cast<std::size_t>(live_[static_cast<std::size_t>(id)])];
+    return {b.segment, b.offset, b.size};
+  }
+  /// Every segment ever created, in creation order; a released one is no longer live. A backend
+  /// mirrors them: it reserves each new one and gives back each that stops being live.
+  int segment_count() const { return static_cast<int>(segments_.size()); }
+  Bytes segment_bytes(int segment) const {
+    return segments_[static_cast<std::size_t>(segment)].size;
+  }
+  bool segment_live(int segment) const { return segments_[static_cast<std::size_t>(segment)].live; }
+  bool expandable_segments() const { return params_.expandable_segments; }
 
   static Bytes round_size(Bytes size);
   static Bytes segment_size(Bytes rounded);
@@ -110,4 +131,4 @@ class CachingAllocator {
   int retries_ = 0;
 };
 
-}  // namespace shardscope::sim
+}  // namespace shardscope

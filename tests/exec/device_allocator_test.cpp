@@ -1,0 +1,123 @@
+// The executor's allocator: the simulator's caching-allocator policy over real segments. Real
+// memory follows the policy's segments exactly (reserved, released to make room, refused by the
+// device), blocks never overlap, and a host run of a scenario reports the simulator's peaks.
+#include "shardscope/exec/device_allocator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "shardscope/exec/host_job.hpp"
+#include "shardscope/sim/pipeline.hpp"
+
+namespace shardscope::exec {
+namespace {
+
+// Segments from the host heap, counted, with an optional limit on what the "device" gives.
+class CountingMemory final : public SegmentMemory {
+ public:
+  explicit CountingMemory(Bytes device_limit = 1LL << 50) : limit_(device_limit) {}
+  std::byte* reserve(Bytes bytes) override {
+    if (held_ + bytes > limit_) return nullptr;
+    held_ += bytes;
+    return space_.reserve(bytes);
+  }
+  void release(std::byte*, Bytes bytes) noexcept override { held_ -= bytes; }
+  Bytes held() const { return held_; }
+
+ private:
+  AddressSpaceMemory space_;
+  Bytes limit_;
+  Bytes held_ = 0;
+};
+
+TEST(DeviceAllocator, RealSegmentsFollowThePolicyThroughReleaseAndRetry) {
+  CountingMemory memory;
+  DeviceAllocator a(memory, 64 * kMiB);
+  // Two 30 MiB buffers: a 30 MiB segment each (large requests round up to 2 MiB).
+  a.allocate(0, 30 * kMiB, 0);
+  a.allocate(1, 30 * kMiB, 0);
+  EXPECT_EQ(memory.held(), a.reserved());
+  EXPECT_EQ(a.reserved(), 60 * kMiB);
+  a.free(0);
+  a.free(1);
+  EXPECT_EQ(memory.held(), 60 * kMiB);  // cached, as PyTorch keeps them
+  // 40 MiB does not fit beside the cache: the policy releases both cached segments (a retry) and
+  // the real ones are given back before the new one is reserved.
+  a.allocate(2, 40 * kMiB, 0);
+  EXPECT_EQ(a.retries(), 1);
+  EXPECT_EQ(memory.held(), 40 * kMiB);
+  EXPECT_EQ(a.events(),
+            (std::vector<SegmentEvent>{
+                {0, 30 * kMiB}, {1, 30 * kMiB}, {0, -30 * kMiB}, {1, -30 * kMiB}, {2, 40 * kMiB}}));
+}
+
+TEST(DeviceAllocator, LiveBlocksNeverOverlapAndReuseCachedSpace) {
+  CountingMemory memory;
+  DeviceAllocator a(memory, 1LL << 40);
+  std::map<BufferId, std::pair<std::byte*, Bytes>> live;
+  std::uint64_t x = 12345;
+  for (BufferId id = 0; id < 2000; ++id) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // a fixed pseudo-random walk
+    const Bytes size = static_cast<Bytes>((x >> 33) % (24 * kMiB)) + 1;
+    live[id] = {a.allocate(id, size, static_cast<StreamId>((x >> 20) % 3)), size};
+    if ((x >> 40) % 3 != 0 && !live.empty()) {  // free an older one about two times in three
+      const auto victim = live.begin();
+      a.free(victim->first);
+      live.erase(victim);
+    }
+    ASSERT_EQ(memory.held(), a.reserved());
+  }
+  std::vector<std::pair<std::byte*, Bytes>> spans;
+  for (const auto& [id, span] : live) spans.push_back(span);
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i)
+    EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first);
+}
+
+TEST(DeviceAllocator, ADeviceThatRefusesASegmentIsAnOutOfMemoryThatSaysSo) {
+  CountingMemory memory(30 * kMiB);  // the device has less than the policy's capacity
+  DeviceAllocator a(memory, 80 * kMiB);
+  a.allocate(0, 20 * kMiB, 0);
+  try {
+    a.allocate(1, 20 * kMiB, 0);
+    FAIL();
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.buffer, 1);
+    EXPECT_EQ(e.requested, 20 * kMiB);
+    EXPECT_NE(std::string(e.what()).find("the device refused a new segment"), std::string::npos);
+  }
+  DeviceAllocator b(memory, 30 * kMiB);  // now the policy itself runs out
+  EXPECT_THROW(b.allocate(0, 40 * kMiB, 0), OutOfMemory);
+}
+
+TEST(DeviceAllocator, ExpandableSegmentsAreRefusedClearly) {
+  CountingMemory memory;
+  EXPECT_THROW(DeviceAllocator(memory, kGiB, AllocatorParams{true}), Error);
+}
+
+// One allocator policy, two users: the host executor, placing every buffer through
+// DeviceAllocator, reports the simulator's allocated and reserved peaks, at the same ops.
+TEST(DeviceAllocator, AHostRunReportsTheSimulatorsPeaks) {
+  const auto p = sim::simulate_scenario(
+      load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+                    {"model.layers=2", "training.seq_len=256", "training.iterations=1",
+                     "cluster.gpus_per_node=2", "cluster.gpu.memory=24GiB"}));
+  HostJobOptions o;
+  o.backend.cost = [](OpId, const Op&) { return HostCost{1000, 0}; };  // 1 µs each: order only
+  o.backend.memory_capacity = p.timeline().memory_capacity;
+  o.run.memory_capacity = p.timeline().memory_capacity;
+  const auto result = run_host_threads(p.schedule, o);
+  const MemoryPeaks& sim = p.timeline().peaks;
+  const MemoryPeaks& run = result.timeline.peaks;
+  EXPECT_GT(sim.reserved.bytes, sim.allocated.bytes);  // the cache holds something: a real check
+  EXPECT_EQ(run.allocated.bytes, sim.allocated.bytes);
+  EXPECT_EQ(run.reserved.bytes, sim.reserved.bytes);
+  EXPECT_EQ(run.allocated.op, sim.allocated.op);
+  EXPECT_EQ(run.reserved.op, sim.reserved.op);
+  EXPECT_EQ(run.allocated.by_category, sim.allocated.by_category);
+  EXPECT_EQ(run.allocated_by_phase, sim.allocated_by_phase);
+}
+
+}  // namespace
+}  // namespace shardscope::exec
