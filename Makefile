@@ -8,6 +8,7 @@ SCENARIO  ?= examples/llama3-8b-h100x8.yaml
 # of silently shrinking what it tests.
 WERROR    := $(if $(CI),ON,OFF)
 WITH_QT   ?= $(if $(CI),ON,AUTO)
+WITH_CUDA ?= $(if $(CI),ON,AUTO)
 CMAKE_ARGS ?=
 # Seconds each fuzz target runs under `make fuzz` (CI runs each for FUZZ_SECONDS=20).
 FUZZ_SECONDS ?= 300
@@ -24,7 +25,7 @@ deps:
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DSHARDSCOPE_WERROR=$(WERROR) -DSHARDSCOPE_WITH_QT=$(WITH_QT) $(CMAKE_ARGS)
+	  -DSHARDSCOPE_WERROR=$(WERROR) -DSHARDSCOPE_WITH_QT=$(WITH_QT) -DSHARDSCOPE_WITH_CUDA=$(WITH_CUDA) $(CMAKE_ARGS)
 
 build: configure
 	@cmake --build $(BUILD_DIR) --parallel $(JOBS)

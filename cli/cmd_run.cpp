@@ -62,26 +62,6 @@ void check_args(const RunArgs& args, const Schedule& schedule, const std::map<in
   throw_if_any(std::move(problems));
 }
 
-// The argv a spawned rank runs: this one without --nproc-per-node.
-std::vector<std::string> child_argv(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--nproc-per-node") {
-      ++i;
-      continue;
-    }
-    if (argv[i].rfind("--nproc-per-node=", 0) == 0) continue;
-    out.push_back(argv[i]);
-  }
-  return out;
-}
-
-ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args) {
-  if (args.iterations > 0)
-    input.overrides.push_back(fmt::format("training.iterations={}", args.iterations + args.warmup));
-  return input;
-}
-
 void print_run_report(const exec::HostJobResult& result, const analysis::Summary& measured,
                       const analysis::Summary& simulated) {
   fmt::print("{}", analysis::summary_table(measured));
@@ -104,15 +84,33 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
 
 }  // namespace
 
-int run_run(const RunArgs& args) {
-  if (args.backend != "host") {
-    throw ValidationError({Problem{
-        "--backend", args.backend,
-        args.backend == "cuda" ? "this build has no CUDA backend (it needs CUDA 13, cuBLASLt and "
-                                 "NCCL; see docs/exec.md)"
-                               : "unknown backend",
-        "host"}});
+// The argv a spawned rank runs: this one without --nproc-per-node.
+std::vector<std::string> child_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--nproc-per-node") {
+      ++i;
+      continue;
+    }
+    if (argv[i].rfind("--nproc-per-node=", 0) == 0) continue;
+    out.push_back(argv[i]);
   }
+  return out;
+}
+
+ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args) {
+  if (args.iterations > 0)
+    input.overrides.push_back(fmt::format("training.iterations={}", args.iterations + args.warmup));
+  return input;
+}
+
+int run_run(const RunArgs& args) {
+  if (args.backend == "cuda") return run_cuda(args);
+  if (args.backend != "host")
+    throw ValidationError({Problem{"--backend", args.backend, "unknown backend", "host, cuda"}});
+  if (!args.comm.empty())
+    throw ValidationError(
+        {Problem{"--comm", args.comm, "is a cuda backend option", "--backend cuda"}});
   const auto slow = parse_slow_ranks(args.slow_ranks);
   const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
   if (args.nproc_per_node > 0 && !job) {

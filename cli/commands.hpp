@@ -67,6 +67,7 @@ struct RunArgs {
   ScenarioArgs scenario;
   RunOutputs outputs;
   std::string backend = "host";
+  std::string comm;        // cuda backend: "nccl" or "emulate" ("": nccl with several processes)
   int nproc_per_node = 0;  // spawn this many local processes (0: ranks as threads)
   int iterations = 0;      // measured iterations (0: the scenario's)
   int warmup = 0;          // iterations before them
@@ -77,6 +78,14 @@ struct RunArgs {
   std::uint64_t seed = 1;
   std::vector<std::string> argv;  // this process's command line (to spawn ranks)
 };
+
+/// The argv a spawned rank runs: this one without --nproc-per-node.
+std::vector<std::string> child_argv(const std::vector<std::string>& argv);
+/// The scenario with --iterations and --warmup applied.
+ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args);
+
+/// `run --backend cuda` (cmd_run_cuda.cpp; an error in a build without CUDA).
+int run_cuda(const RunArgs& args);
 
 struct SummarizeArgs {
   std::string timeline;

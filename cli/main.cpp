@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
   add_shortcut_args(run, run_args.scenario);
   run->add_option("--backend", run_args.backend, "host (CPU threads or processes) or cuda")
       ->type_name("NAME");
+  run->add_option("--comm", run_args.comm,
+                  "cuda backend: nccl (one GPU per rank) or emulate (one GPU plays rank 0; "
+                  "collectives are kernels lasting the modelled time); default nccl with several "
+                  "processes, else emulate")
+      ->check(CLI::IsMember({"nccl", "emulate"}));
   run->add_option("--nproc-per-node", run_args.nproc_per_node,
                   "start this many local processes, one rank each (default: ranks as threads)")
       ->check(CLI::Range(1, 64));

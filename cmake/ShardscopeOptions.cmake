@@ -2,8 +2,7 @@
 #   AUTO: use the feature when its packages are found, skip it otherwise.
 #   ON:   the feature is required; configuration fails with a clear message when missing.
 #   OFF:  never look for it.
-# No target uses CUDA yet: the GPU executor (exec/) is still to be written. The toolkit is looked
-# for so the configure summary says whether that executor could be built here.
+# With CUDA, exec/cuda builds the CUDA/NCCL backend (`shardscope run --backend cuda`).
 set(SHARDSCOPE_WITH_CUDA "AUTO" CACHE STRING "Look for the CUDA toolkit and NCCL (AUTO|ON|OFF)")
 set_property(CACHE SHARDSCOPE_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 set(SHARDSCOPE_WITH_QT "AUTO" CACHE STRING "Build the Qt6 desktop GUI (AUTO|ON|OFF)")
@@ -24,7 +23,7 @@ macro(shardscope_resolve_cuda)
     if(CUDAToolkit_FOUND)
       find_package(NCCL QUIET)
     endif()
-    if(CUDAToolkit_FOUND AND NCCL_FOUND)
+    if(CUDAToolkit_FOUND AND NCCL_FOUND AND TARGET CUDA::cublasLt AND CUDAToolkit_NVCC_EXECUTABLE)
       set(SHARDSCOPE_HAVE_CUDA ON)
     elseif(SHARDSCOPE_WITH_CUDA STREQUAL "ON")
       message(FATAL_ERROR
@@ -33,7 +32,7 @@ macro(shardscope_resolve_cuda)
         "or configure with -DSHARDSCOPE_WITH_CUDA=AUTO or OFF.")
     endif()
   endif()
-  add_feature_info(CUDA SHARDSCOPE_HAVE_CUDA "CUDA toolkit and NCCL; no GPU executor is built yet (SHARDSCOPE_WITH_CUDA=${SHARDSCOPE_WITH_CUDA})")
+  add_feature_info(CUDA SHARDSCOPE_HAVE_CUDA "CUDA toolkit, cuBLASLt and NCCL: the CUDA/NCCL backend of `run` (SHARDSCOPE_WITH_CUDA=${SHARDSCOPE_WITH_CUDA})")
 endmacro()
 
 # Sets SHARDSCOPE_HAVE_QT (Qt6 Widgets + Charts found and wanted).

@@ -1,0 +1,113 @@
+// `shardscope run --backend cuda`: the schedule on this machine's GPU(s) through the CUDA/NCCL
+// backend, measured op by op and compared with the simulation. One process per GPU under a
+// launcher (torchrun, Slurm, Open MPI, or --nproc-per-node) with --comm nccl; or one GPU playing
+// rank 0 of the scenario's world with --comm emulate.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+#if SHARDSCOPE_HAVE_CUDA
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+
+#include "shardscope/exec/cuda_backend.hpp"
+#include "shardscope/exec/executor.hpp"
+#include "shardscope/exec/launcher.hpp"
+#endif
+
+namespace shardscope::cli {
+
+#if !SHARDSCOPE_HAVE_CUDA
+
+int run_cuda(const RunArgs&) {
+  throw ValidationError({Problem{"--backend", "cuda",
+                                 "this build has no CUDA backend (it is built when the CUDA "
+                                 "toolkit, cuBLASLt and NCCL are found; see docs/exec.md)",
+                                 "host"}});
+}
+
+#else
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_cuda_stop(int) {
+  g_stop.store(true);
+}
+
+}  // namespace
+
+int run_cuda(const RunArgs& args) {
+  const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
+  if (args.nproc_per_node > 0 && !job)
+    return exec::spawn_local_ranks(child_argv(args.argv), args.nproc_per_node, {});
+  const bool several = job && job->world_size > 1;
+  const exec::CommMode comm =
+      args.comm.empty() ? (several ? exec::CommMode::nccl : exec::CommMode::emulate)
+                        : (args.comm == "nccl" ? exec::CommMode::nccl : exec::CommMode::emulate);
+  const bool reports = !job || job->rank == 0;
+  if (reports) check_run_outputs(args.scenario, args.outputs);
+  const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+  if (std::string why; !exec::cuda_device_available(&why))
+    throw Error(fmt::format("--backend cuda: {}", why));
+
+  exec::CudaBackendOptions options;
+  options.rank = job ? job->rank : 0;
+  options.world = job ? job->world_size : 1;
+  options.device = job ? job->local_rank : 0;
+  options.comm = comm;
+  options.modelled_time = [&planned](OpId id, const Op&) {
+    const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
+    return rec.end - rec.start;
+  };
+  options.pinned_host = planned.scenario.fsdp.cpu_offload.pin_memory;
+  options.memory_capacity = planned.timeline().memory_capacity;
+  options.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
+  if (comm == exec::CommMode::nccl && job) {
+    exec::Rendezvous rendezvous(*job, options.timeout);
+    options.nccl_id = rendezvous.broadcast(job->rank == 0 ? exec::make_nccl_id() : std::string());
+  }
+  const auto backend = exec::make_cuda_backend(options);
+
+  exec::RunOptions run;
+  run.facts = planned.timeline().facts;
+  run.memory_capacity = planned.timeline().memory_capacity;
+  run.scenario = args.scenario.path;
+  run.stop = &g_stop;
+  const int iterations = planned.schedule.iterations;
+  if (reports) {
+    run.on_iteration = [iterations](int i) {
+      fmt::print(stderr, "run: iteration {} of {}\n", i + 1, iterations);
+    };
+  }
+  auto previous = std::signal(SIGINT, on_cuda_stop);
+  Timeline timeline;
+  try {
+    timeline = exec::run(planned.schedule, *backend, run);
+  } catch (const exec::Interrupted&) {
+    std::signal(SIGINT, previous);
+    fmt::print(stderr, "run: interrupted; nothing written\n");
+    return kExitFailure;
+  }
+  std::signal(SIGINT, previous);
+  if (!reports) return kExitOk;
+  const auto measured = analysis::summarize(timeline);
+  fmt::print("{}", analysis::summary_table(measured));
+  fmt::print("  {:<28}{}\n", "device", timeline.provenance.device);
+  const auto& simulated = planned.summary;
+  const double delta = simulated.step_time > 0
+                           ? 100.0 * static_cast<double>(measured.step_time - simulated.step_time) /
+                                 static_cast<double>(simulated.step_time)
+                           : 0.0;
+  fmt::print("  {:<28}{} measured, {} simulated ({:+.2f} %)\n", "against the simulation",
+             format_duration(measured.step_time), format_duration(simulated.step_time), delta);
+  write_run_outputs(args.outputs, measured, timeline);
+  return kExitOk;
+}
+
+#endif
+
+}  // namespace shardscope::cli

@@ -1,0 +1,576 @@
+#include "shardscope/exec/cuda_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "device_kernels.hpp"
+#include "gemm_runner.hpp"
+#include "shardscope/exec/device_allocator.hpp"
+#include "shardscope/exec/host_world.hpp"
+
+namespace shardscope::exec {
+namespace cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Kernel operands live in a scratch arena of four regions of this size, outside the caching
+// allocator (the IR names buffers, not the tensors inside them); larger GEMMs run as tiles of the
+// same total FLOPs, memory-bound traffic and copies in chunks of the same total bytes.
+constexpr Bytes kRegion = 128 * kMiB;
+constexpr int kRegions = 4;
+constexpr int kCausalChunks = 8;  // query-row chunks of a causal attention: 56 % of full work
+
+// cudaMalloc'd segments; a refusal is reported to the allocator, which reports the OOM.
+class CudaSegmentMemory final : public SegmentMemory {
+ public:
+  std::byte* reserve(Bytes bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, static_cast<std::size_t>(bytes));
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear the sticky-free error state
+      return nullptr;
+    }
+    SHARDSCOPE_CUDA(e);
+    return static_cast<std::byte*>(p);
+  }
+  void release(std::byte* base, Bytes) noexcept override { SHARDSCOPE_CUDA_LOG(cudaFree(base)); }
+};
+
+ncclDataType_t nccl_type(DType d) {
+  switch (d) {
+    case DType::fp32:
+      return ncclFloat32;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::fp16:
+      return ncclFloat16;
+    case DType::fp8:
+      return ncclFloat8e4m3;
+  }
+  return ncclFloat32;
+}
+
+bool runs_on_cpu(const Schedule& s, const Op& op) {
+  return s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(CudaBackendOptions options) : options_(std::move(options)) {}
+  ~CudaBackend() override { release(); }
+
+  std::string name() const override { return "cuda"; }
+  std::string device() const override {
+    return fmt::format(
+        "{} (device {}), rank {} of {}, {}; attention as blocked cuBLASLt GEMMs and "
+        "a softmax kernel",
+        gpu_name_, options_.device, options_.rank, options_.world,
+        options_.comm == CommMode::nccl ? "NCCL collectives"
+                                        : "emulated collectives (--comm emulate)");
+  }
+  int rank() const override { return options_.rank; }
+
+  void begin(const Schedule& s) override {
+    s_ = &s;
+    SHARDSCOPE_CUDA(cudaSetDevice(options_.device));
+    cudaDeviceProp prop{};
+    SHARDSCOPE_CUDA(cudaGetDeviceProperties(&prop, options_.device));
+    gpu_name_ = prop.name;
+    int least = 0, greatest = 0;
+    SHARDSCOPE_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    for (const Stream& st : s.streams) {
+      cudaStream_t stream = nullptr;
+      if (st.kind != StreamKind::cpu) {
+        const bool high = st.kind == StreamKind::communication || st.kind == StreamKind::copy;
+        SHARDSCOPE_CUDA(
+            cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, high ? greatest : least));
+      }
+      streams_.push_back(stream);
+    }
+    start_.resize(s.ops.size());
+    end_.resize(s.ops.size());
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      SHARDSCOPE_CUDA(cudaEventCreate(&start_[i]));
+      SHARDSCOPE_CUDA(cudaEventCreate(&end_[i]));
+    }
+    host_spans_.assign(s.ops.size(), {});
+    for (auto& region : scratch_) {
+      SHARDSCOPE_CUDA(cudaMalloc(&region, static_cast<std::size_t>(kRegion)));
+      fill_random(region, static_cast<std::size_t>(kRegion), 7, nullptr);
+    }
+    if (options_.pinned_host) {
+      SHARDSCOPE_CUDA(cudaMallocHost(&host_staging_, static_cast<std::size_t>(kRegion)));
+    } else {
+      pageable_.resize(static_cast<std::size_t>(kRegion));
+      host_staging_ = pageable_.data();
+    }
+    gemm_ = std::make_unique<GemmRunner>();
+    start_communicators(s);
+    std::size_t free_bytes = 0, total = 0;
+    SHARDSCOPE_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    const Bytes capacity =
+        options_.memory_capacity > 0
+            ? std::min<Bytes>(options_.memory_capacity, static_cast<Bytes>(free_bytes))
+            : static_cast<Bytes>(free_bytes);
+    allocator_ = std::make_unique<DeviceAllocator>(memory_, capacity);
+    SHARDSCOPE_CUDA(cudaDeviceSynchronize());
+    SHARDSCOPE_CUDA(cudaEventCreate(&base_));
+    SHARDSCOPE_CUDA(cudaEventRecord(base_, nullptr));
+    SHARDSCOPE_CUDA(cudaEventSynchronize(base_));
+    host_base_ = Clock::now();
+  }
+
+  void allocate(BufferId id, const Buffer& buffer, StreamId stream) override {
+    if (buffer.location == Location::gpu) allocator_->allocate(id, buffer.size, stream);
+  }
+  void free(BufferId id, const Buffer& buffer) override {
+    if (buffer.location == Location::gpu) allocator_->free(id);
+  }
+  MemoryUsage memory() const override {
+    return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved()}
+                      : MemoryUsage{};
+  }
+
+  void stream_wait(StreamId stream, OpId event) override {
+    SHARDSCOPE_CUDA(cudaStreamWaitEvent(stream_of(stream), end_[static_cast<std::size_t>(event)]));
+  }
+
+  void host_wait(OpId event) override {
+    const Op& op = s_->ops[static_cast<std::size_t>(event)];
+    if (runs_on_cpu(*s_, op)) return;  // the issuing thread already ran it
+    wait_until([&] { return cudaEventQuery(end_[static_cast<std::size_t>(event)]); },
+               fmt::format("op {}", event));
+  }
+
+  void launch(OpId id, const Op& op) override {
+    const auto i = static_cast<std::size_t>(id);
+    cudaStream_t st = stream_of(op.stream);
+    SHARDSCOPE_CUDA(cudaEventRecord(start_[i], st));
+    run_op(id, op, st);
+    SHARDSCOPE_CUDA(cudaEventRecord(end_[i], st));
+  }
+
+  void run_host(OpId id, const Op& op) override {
+    const auto t0 = Clock::now();
+    if (op.kind == OpKind::optimizer_step) cpu_adamw(op);
+    host_spans_[static_cast<std::size_t>(id)] = {since_base(t0), since_base(Clock::now())};
+  }
+
+  std::vector<OpSpan> finish() override {
+    wait_until(
+        [] {
+          return cudaStreamQuery(nullptr) == cudaSuccess ? cudaDeviceSynchronize()
+                                                         : cudaErrorNotReady;
+        },
+        "the end of the run");
+    for (cudaStream_t st : streams_) {
+      if (st != nullptr) SHARDSCOPE_CUDA(cudaStreamSynchronize(st));
+    }
+    std::vector<OpSpan> spans(s_->ops.size());
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      if (runs_on_cpu(*s_, s_->ops[i])) {
+        spans[i] = host_spans_[i];
+        continue;
+      }
+      spans[i] = {elapsed(start_[i]), elapsed(end_[i])};
+    }
+    return spans;
+  }
+
+  void abort() noexcept override {
+    for (ncclComm_t c : comms_) {
+      if (c != nullptr) SHARDSCOPE_CUDA_LOG(ncclCommAbort(c));
+    }
+    comms_.clear();
+    if (world_comm_ != nullptr) SHARDSCOPE_CUDA_LOG(ncclCommAbort(world_comm_));
+    world_comm_ = nullptr;
+  }
+
+ private:
+  cudaStream_t stream_of(StreamId st) const { return streams_[static_cast<std::size_t>(st)]; }
+  TimeNs since_base(Clock::time_point t) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t - host_base_).count();
+  }
+  TimeNs elapsed(cudaEvent_t e) const {
+    float ms = 0;
+    SHARDSCOPE_CUDA(cudaEventElapsedTime(&ms, base_, e));
+    return static_cast<TimeNs>(static_cast<double>(ms) * 1e6);
+  }
+
+  // Polls instead of blocking, so a stuck collective is noticed: NCCL's asynchronous errors and
+  // the timeout abort every communicator and name what was waited for.
+  template <typename Query>
+  void wait_until(Query done, const std::string& what) {
+    const auto deadline = Clock::now() + options_.timeout;
+    for (;;) {
+      const cudaError_t e = done();
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) SHARDSCOPE_CUDA(e);
+      for (ncclComm_t c : comms_) {
+        ncclResult_t async = ncclSuccess;
+        SHARDSCOPE_CUDA(ncclCommGetAsyncError(c, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+          abort();
+          throw CudaError(fmt::format("NCCL reported {} while waiting for {}",
+                                      ncclGetErrorString(async), what));
+        }
+      }
+      if (Clock::now() > deadline) {
+        abort();
+        throw CudaError(
+            fmt::format("waited {} s for {}: a collective is stuck (a missing peer, "
+                        "or ranks issuing collectives in different orders); "
+                        "communicators aborted",
+                        options_.timeout.count() / 1000, what));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  void start_communicators(const Schedule& s) {
+    const bool collectives = std::any_of(s.ops.begin(), s.ops.end(),
+                                         [](const Op& op) { return is_collective(op.kind); });
+    if (options_.comm == CommMode::emulate || !collectives) return;
+    if (options_.world != s.world_size) {
+      throw Error(
+          fmt::format("--comm nccl needs one process per rank of the schedule's world "
+                      "({} ranks), got {}; on one GPU use --comm emulate",
+                      s.world_size, options_.world));
+    }
+    if (options_.nccl_id.size() != sizeof(ncclUniqueId))
+      throw Error("--comm nccl needs the NCCL unique id from rank 0's rendezvous");
+    ncclUniqueId id{};
+    std::memcpy(&id, options_.nccl_id.data(), sizeof(id));
+    SHARDSCOPE_CUDA(ncclCommInitRank(&world_comm_, options_.world, id, options_.rank));
+    for (const Communicator& c : s.communicators) {
+      const Membership m = membership(c, s.world_size, options_.rank);
+      ncclComm_t comm = nullptr;
+      SHARDSCOPE_CUDA(ncclCommSplit(world_comm_, m.instance, m.position, &comm, nullptr));
+      comms_.push_back(comm);
+    }
+  }
+
+  // ---- what an op does
+  void run_op(OpId id, const Op& op, cudaStream_t st) {
+    switch (op.kind) {
+      case OpKind::forward:
+      case OpKind::backward:
+      case OpKind::recompute:
+      case OpKind::optimizer_step:
+        if (op.kernels == kNone) {
+          occupy(id, op, st);  // a custom model's op: no shapes, the modelled time
+        } else {
+          for (const Kernel& k : op_kernels(*s_, op)) {
+            for (std::int64_t r = 0; r < k.repeat; ++r) run_kernel(k, st);
+          }
+        }
+        return;
+      case OpKind::copy_in:
+      case OpKind::copy_out:
+      case OpKind::reduce_copy_in:
+      case OpKind::grad_div:
+      case OpKind::reshard:
+        device_copy(op, st);
+        return;
+      case OpKind::h2d:
+      case OpKind::d2h:
+        host_copy(op, st);
+        return;
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_reduce:
+        collective(id, op, st);
+        return;
+      case OpKind::stream_wait:
+      case OpKind::cpu_wait:
+      case OpKind::zero_grad:
+      case OpKind::state_dict:
+        return;
+    }
+  }
+
+  void run_kernel(const Kernel& k, cudaStream_t st) {
+    switch (k.kind()) {
+      case KernelKind::gemm:
+        tiled_gemm(std::get<Gemm>(k.shape), st);
+        return;
+      case KernelKind::attention:
+        attention(std::get<Attention>(k.shape), st);
+        return;
+      case KernelKind::memory:
+      case KernelKind::loss:
+        move_traffic(kernel_memory_bytes({k.label, 1, k.shape}), st);
+        return;
+      case KernelKind::optimizer: {
+        const auto& o = std::get<OptimizerUpdate>(k.shape);
+        const std::int64_t per_pass = kRegion / static_cast<Bytes>(bytes_per_element(o.dtype));
+        for (std::int64_t done = 0; done < o.elements; done += per_pass) {
+          AdamWArgs a;
+          a.param = scratch_[0];
+          a.grad = scratch_[1];
+          a.exp_avg = scratch_[2];
+          a.exp_avg_sq = scratch_[3];
+          a.n = std::min(per_pass, o.elements - done);
+          a.bf16 = o.dtype != DType::fp32;
+          adamw(a, st);
+        }
+        return;
+      }
+    }
+  }
+
+  // Tiles of at most one scratch region per operand, along m and n: the same FLOPs; tiles of
+  // thousands of rows run at the whole GEMM's efficiency.
+  void tiled_gemm(const Gemm& g, cudaStream_t st) {
+    const Bytes elem = std::max(bytes_per_element(g.input), bytes_per_element(g.output));
+    const std::int64_t nc = std::clamp<std::int64_t>(
+        kRegion / (std::max<std::int64_t>(g.k, 1) * elem * g.batch), 1, g.n);
+    const std::int64_t mc =
+        std::clamp<std::int64_t>(kRegion / (std::max(g.k, nc) * elem * g.batch), 1, g.m);
+    for (std::int64_t m0 = 0; m0 < g.m; m0 += mc) {
+      for (std::int64_t n0 = 0; n0 < g.n; n0 += nc) {
+        Gemm tile = g;
+        tile.m = std::min(mc, g.m - m0);
+        tile.n = std::min(nc, g.n - n0);
+        gemm_->run(tile, scratch_[0], scratch_[1], scratch_[2], st);
+      }
+    }
+  }
+
+  // Blocked attention per group of (batch × head) slices: S = Q·Kᵀ, softmax, O = P·V; causal
+  // attention in kCausalChunks row chunks, each against the keys up to its last row. The backward
+  // recomputes S and P and runs dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q (2.5× the
+  // forward's GEMM work, as FlashAttention's).
+  void attention(const Attention& a, cudaStream_t st) {
+    const std::int64_t slices = a.batch * a.heads;
+    const std::int64_t chunks = a.causal ? std::min<std::int64_t>(kCausalChunks, a.q_len) : 1;
+    const std::int64_t rows = (a.q_len + chunks - 1) / chunks;
+    const std::int64_t per_call = std::clamp<std::int64_t>(
+        kRegion / std::max<std::int64_t>(rows * a.kv_len * 2, 1), 1, slices);
+    for (std::int64_t s0 = 0; s0 < slices; s0 += per_call) {
+      const std::int64_t hb = std::min(per_call, slices - s0);
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t r = std::min(rows, a.q_len - c * rows);
+        const std::int64_t kv = a.causal ? std::min(a.kv_len, (c + 1) * rows) : a.kv_len;
+        const auto g = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb) {
+          gemm_->run(Gemm{m, n, k, hb, ta, tb, a.dtype, a.dtype}, scratch_[0], scratch_[1],
+                     scratch_[3], st);
+        };
+        g(r, kv, a.head_dim, false, true);  // S = Q·Kᵀ
+        softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);
+        g(r, a.head_dim, kv, false, false);  // O = P·V, or dQ = dS·K in the backward
+        if (a.backward) {
+          g(r, kv, a.head_dim, false, true);                             // dP = dO·Vᵀ
+          g(kv, a.head_dim, r, true, false);                             // dV = Pᵀ·dO
+          g(kv, a.head_dim, r, true, false);                             // dK = dSᵀ·Q
+          softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);  // dS, elementwise
+        }
+      }
+    }
+  }
+
+  // `traffic` bytes of HBM: half read, half written, a region at a time.
+  void move_traffic(Bytes traffic, cudaStream_t st) {
+    for (Bytes left = traffic; left > 0; left -= 2 * kRegion)
+      move_bytes(scratch_[0], scratch_[1], static_cast<std::size_t>(std::min(left, 2 * kRegion)),
+                 st);
+  }
+
+  // The first GPU buffer of `ids` this op may read (or write), and its address.
+  std::byte* gpu_buffer(const IdList& ids, Bytes at_least) const {
+    for (BufferId b : ids) {
+      const Buffer& buf = s_->buffers[static_cast<std::size_t>(b)];
+      if (buf.location != Location::gpu || buf.size < at_least) continue;
+      if (std::byte* p = allocator_->address(b)) return p;
+    }
+    return nullptr;
+  }
+
+  // Copies between the IR's buffers where the op names both (copy-in reads the sharded
+  // parameters it uses and writes the all-gather input it allocates); otherwise the same bytes
+  // through scratch.
+  void device_copy(const Op& op, cudaStream_t st) {
+    if (op.bytes == 0) return;
+    std::byte* src = gpu_buffer(op.uses, op.bytes);
+    std::byte* dst = gpu_buffer(op.allocs, op.bytes);
+    if (src != nullptr && dst != nullptr) {
+      SHARDSCOPE_CUDA(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(op.bytes),
+                                      cudaMemcpyDeviceToDevice, st));
+    } else {
+      move_traffic(2 * op.bytes, st);
+    }
+  }
+
+  void host_copy(const Op& op, cudaStream_t st) {
+    for (Bytes done = 0; done < op.bytes; done += kRegion) {
+      const auto n = static_cast<std::size_t>(std::min(kRegion, op.bytes - done));
+      if (op.kind == OpKind::h2d) {
+        SHARDSCOPE_CUDA(cudaMemcpyAsync(scratch_[0], host_staging_, n, cudaMemcpyHostToDevice, st));
+      } else {
+        SHARDSCOPE_CUDA(cudaMemcpyAsync(host_staging_, scratch_[0], n, cudaMemcpyDeviceToHost, st));
+      }
+    }
+  }
+
+  // A custom model's compute, or an emulated collective: the SMs busy for the modelled time.
+  void occupy(OpId id, const Op& op, cudaStream_t st, const void* in = nullptr,
+              std::size_t in_bytes = 0, void* out = nullptr, std::size_t out_bytes = 0) {
+    const TimeNs t = options_.modelled_time ? options_.modelled_time(id, op) : 0;
+    emulated_collective(in, in_bytes, out, out_bytes,
+                        static_cast<std::uint64_t>(std::max<TimeNs>(t, 0)),
+                        options_.emulated_channels, st);
+  }
+
+  void collective(OpId id, const Op& op, cudaStream_t st) {
+    const Communicator& c = s_->communicators[static_cast<std::size_t>(op.comm)];
+    const Bytes chunk = op.bytes / std::max(c.size, 1);
+    const bool gather = op.kind == OpKind::all_gather;
+    const Bytes in_bytes = gather ? chunk : op.bytes;
+    const Bytes out_bytes = op.kind == OpKind::reduce_scatter ? chunk : op.bytes;
+    std::byte* in = gpu_buffer(op.frees, in_bytes);
+    if (in == nullptr) in = gpu_buffer(op.uses, in_bytes);
+    std::byte* out = gpu_buffer(op.allocs, out_bytes);
+    if (op.kind == OpKind::all_reduce && out == nullptr) out = in;
+    const bool real_buffers = in != nullptr && out != nullptr;
+    if (options_.comm == CommMode::emulate) {
+      if (real_buffers) {
+        occupy(id, op, st, in, static_cast<std::size_t>(in_bytes), out,
+               static_cast<std::size_t>(out_bytes));
+      } else {
+        occupy(id, op, st, scratch_[0], static_cast<std::size_t>(std::min(in_bytes, kRegion)),
+               scratch_[1], static_cast<std::size_t>(std::min(out_bytes, kRegion)));
+      }
+      return;
+    }
+    DType dtype = DType::bf16;
+    if (!op.allocs.empty()) dtype = s_->buffers[static_cast<std::size_t>(op.allocs[0])].dtype;
+    const auto elem = static_cast<std::size_t>(bytes_per_element(dtype));
+    if (!real_buffers) {  // scratch holds at most a region per side
+      in = static_cast<std::byte*>(scratch_[0]);
+      out = static_cast<std::byte*>(scratch_[1]);
+      if (out_bytes > kRegion || in_bytes > kRegion) {
+        throw Error(
+            fmt::format("{} of {} does not name its buffers and exceeds the scratch "
+                        "region ({})",
+                        to_string(op.kind), format_bytes(op.bytes), format_bytes(kRegion)));
+      }
+    }
+    ncclComm_t comm = comms_[static_cast<std::size_t>(op.comm)];
+    const ncclDataType_t type = nccl_type(dtype);
+    switch (op.kind) {
+      case OpKind::all_gather:
+        SHARDSCOPE_CUDA(
+            ncclAllGather(in, out, static_cast<std::size_t>(chunk) / elem, type, comm, st));
+        return;
+      case OpKind::reduce_scatter:
+        SHARDSCOPE_CUDA(ncclReduceScatter(in, out, static_cast<std::size_t>(chunk) / elem, type,
+                                          ncclSum, comm, st));
+        return;
+      default:
+        SHARDSCOPE_CUDA(ncclAllReduce(in, out, static_cast<std::size_t>(op.bytes) / elem, type,
+                                      ncclSum, comm, st));
+        return;
+    }
+  }
+
+  // torch.optim.AdamW on the CPU (CPU offload): fp32 in host memory, split over the cores.
+  void cpu_adamw(const Op& op) {
+    std::int64_t elements = 0;
+    for (const Kernel& k : op_kernels(*s_, op)) {
+      if (const auto* o = std::get_if<OptimizerUpdate>(&k.shape))
+        elements += o->elements * k.repeat;
+    }
+    constexpr std::int64_t kPass = 1 << 24;
+    if (host_state_.empty() && elements > 0)
+      host_state_.assign(static_cast<std::size_t>(4 * std::min(elements, kPass)), 0.001F);
+    const std::int64_t per_pass = static_cast<std::int64_t>(host_state_.size() / 4);
+    const unsigned threads = std::max(1U, std::thread::hardware_concurrency());
+    for (std::int64_t done = 0; done < elements; done += per_pass) {
+      const std::int64_t n = std::min(per_pass, elements - done);
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([this, n, t, threads] {
+          float* p = host_state_.data();
+          float* g = p + n;
+          float* m = g + n;
+          float* v = m + n;
+          for (std::int64_t i = t; i < n; i += threads) {
+            m[i] = 0.9F * m[i] + 0.1F * g[i];
+            v[i] = 0.95F * v[i] + 0.05F * g[i] * g[i];
+            p[i] -= 1e-4F * (0.1F * p[i] + m[i] / (std::sqrt(v[i]) + 1e-8F));
+          }
+        });
+      }
+      for (auto& th : pool) th.join();
+    }
+  }
+
+  void release() noexcept {
+    abort();
+    allocator_.reset();
+    gemm_.reset();
+    for (auto& e : start_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
+    for (auto& e : end_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
+    if (base_ != nullptr) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(base_));
+    for (cudaStream_t st : streams_) {
+      if (st != nullptr) SHARDSCOPE_CUDA_LOG(cudaStreamDestroy(st));
+    }
+    for (void* region : scratch_) {
+      if (region != nullptr) SHARDSCOPE_CUDA_LOG(cudaFree(region));
+    }
+    if (options_.pinned_host && host_staging_ != nullptr)
+      SHARDSCOPE_CUDA_LOG(cudaFreeHost(host_staging_));
+  }
+
+  CudaBackendOptions options_;
+  const Schedule* s_ = nullptr;
+  std::string gpu_name_;
+  std::vector<cudaStream_t> streams_;  // per IR stream; nullptr for the CPU lane
+  std::vector<cudaEvent_t> start_, end_;
+  cudaEvent_t base_ = nullptr;
+  Clock::time_point host_base_;
+  std::vector<OpSpan> host_spans_;  // CPU-lane ops, timed on the host clock from the base
+  std::array<void*, kRegions> scratch_{};
+  void* host_staging_ = nullptr;
+  std::vector<std::byte> pageable_;
+  std::vector<float> host_state_;
+  std::unique_ptr<GemmRunner> gemm_;
+  CudaSegmentMemory memory_;
+  std::unique_ptr<DeviceAllocator> allocator_;
+  ncclComm_t world_comm_ = nullptr;
+  std::vector<ncclComm_t> comms_;  // per IR communicator
+};
+
+}  // namespace
+}  // namespace cuda
+
+bool cuda_device_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why != nullptr) *why = fmt::format("no usable CUDA driver ({})", cudaGetErrorString(e));
+    return false;
+  }
+  if (n == 0) {
+    if (why != nullptr) *why = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+std::string make_nccl_id() {
+  ncclUniqueId id{};
+  SHARDSCOPE_CUDA(ncclGetUniqueId(&id));
+  return {reinterpret_cast<const char*>(&id), sizeof(id)};
+}
+
+std::unique_ptr<Backend> make_cuda_backend(CudaBackendOptions options) {
+  return std::make_unique<cuda::CudaBackend>(std::move(options));
+}
+
+}  // namespace shardscope::exec
