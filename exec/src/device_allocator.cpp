@@ -27,13 +27,13 @@ std::byte* AddressSpaceMemory::reserve(Bytes bytes) {
   return reinterpret_cast<std::byte*>(base);  // NOLINT(performance-no-int-to-ptr): never read
 }
 
-OutOfMemory::OutOfMemory(BufferId buffer_, Bytes requested_, Bytes allocated_, Bytes reserved_,
-                         Bytes capacity, bool device_refused)
-    : Error(oom_message(buffer_, requested_, allocated_, reserved_, capacity, device_refused)),
-      buffer(buffer_),
-      requested(requested_),
-      allocated(allocated_),
-      reserved(reserved_) {}
+OutOfMemory::OutOfMemory(BufferId id, Bytes request, Bytes live, Bytes held, Bytes capacity,
+                         bool device_refused)
+    : Error(oom_message(id, request, live, held, capacity, device_refused)),
+      buffer(id),
+      requested(request),
+      allocated(live),
+      reserved(held) {}
 
 DeviceAllocator::DeviceAllocator(SegmentMemory& memory, Bytes capacity, AllocatorParams params)
     : memory_(memory), policy_(capacity, params) {

@@ -74,7 +74,13 @@ expect run-processes 0 'host, rank 0 of 2 \(processes\)|collectives checked +9 o
 if grep -q '"device":"host, rank 0 of 2 (processes)"' "$tmpdir/p.json"; then echo "ok   run-processes-timeline"; passed=$((passed + 1)); else echo "FAIL run-processes-timeline"; failed=$((failed + 1)); fi
 expect run-wrong-nproc 2 'nproc-per-node.*the scenario has 2 GPUs' -- run "$oracle" --nproc-per-node 3
 RANK=0 WORLD_SIZE=3 expect run-torchrun-world 2 'WORLD_SIZE.*3 ranks but the schedule is for 2' -- run "$oracle"
-expect run-no-cuda 2 'no CUDA backend' -- run "$oracle" --backend cuda
+if grep -q '^cuda=ON' "$(dirname "$bin")/../shardscope-parts.txt" 2>/dev/null; then
+  # Built with the CUDA backend: without a GPU it says why; with one, two ranks need two processes.
+  expect run-cuda-here 1 'backend cuda: no|one process per rank' -- run "$oracle" --backend cuda --comm nccl
+else
+  expect run-no-cuda 2 'no CUDA backend' -- run "$oracle" --backend cuda
+fi
+expect run-comm-needs-cuda 2 'is a cuda backend option' -- run "$oracle" --comm emulate
 expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
 expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2
 expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
