@@ -69,6 +69,7 @@ TEST(DeviceAllocator, LiveBlocksNeverOverlapAndReuseCachedSpace) {
     ASSERT_EQ(memory.held(), a.reserved());
   }
   std::vector<std::pair<std::byte*, Bytes>> spans;
+  spans.reserve(live.size());
   for (const auto& [id, span] : live) spans.push_back(span);
   std::sort(spans.begin(), spans.end());
   for (std::size_t i = 1; i < spans.size(); ++i)
