@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_fields.hpp"
 #include "json_lines.hpp"
 #include "label_table.hpp"
 #include "shardscope/core/error.hpp"
@@ -22,46 +23,6 @@ Json ids(const IdList& v) {
   return out;
 }
 
-struct KernelShapeJson {
-  Json& j;
-  void operator()(const Gemm& g) const {
-    j["m"] = g.m;
-    j["n"] = g.n;
-    j["k"] = g.k;
-    j["batch"] = g.batch;
-    j["transpose_a"] = g.transpose_a;
-    j["transpose_b"] = g.transpose_b;
-    j["input"] = to_string(g.input);
-    j["output"] = to_string(g.output);
-  }
-  void operator()(const Attention& a) const {
-    j["batch"] = a.batch;
-    j["heads"] = a.heads;
-    j["kv_heads"] = a.kv_heads;
-    j["q_len"] = a.q_len;
-    j["kv_len"] = a.kv_len;
-    j["head_dim"] = a.head_dim;
-    j["causal"] = a.causal;
-    j["backward"] = a.backward;
-    j["dtype"] = to_string(a.dtype);
-  }
-  void operator()(const MemoryBound& m) const {
-    j["bytes"] = m.bytes;
-    j["flops"] = m.flops;
-  }
-  void operator()(const CrossEntropy& l) const {
-    j["tokens"] = l.tokens;
-    j["vocab"] = l.vocab;
-    j["backward"] = l.backward;
-    j["logits"] = to_string(l.logits);
-  }
-  void operator()(const OptimizerUpdate& o) const {
-    j["elements"] = o.elements;
-    j["optimizer"] = to_string(o.optimizer);
-    j["dtype"] = to_string(o.dtype);
-  }
-};
-
 Json kernel_set_json(const KernelSet& set, std::size_t) {
   Json out = Json::array();
   for (const Kernel& k : set) {
@@ -69,7 +30,7 @@ Json kernel_set_json(const KernelSet& set, std::size_t) {
     j["kind"] = to_string(k.kind());
     j["label"] = k.label;
     j["repeat"] = k.repeat;
-    std::visit(KernelShapeJson{j}, k.shape);
+    std::visit(detail::KernelShapeJson{j}, k.shape);
     out.push_back(std::move(j));
   }
   return out;
@@ -91,115 +52,10 @@ Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   return j;
 }
 
-// Strict field access that records problems instead of throwing.
-class Fields {
- public:
-  Fields(std::string origin, std::vector<Problem>& problems)
-      : origin_(std::move(origin)), problems_(problems) {}
-
-  const nlohmann::json* get(const nlohmann::json& obj, const std::string& path, const char* key,
-                            bool required = true) {
-    if (!obj.is_object()) {
-      problem(path, "expected an object");
-      return nullptr;
-    }
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (required) problem(path + "." + key, "missing");
-      return nullptr;
-    }
-    return &*it;
-  }
-  std::int64_t integer(const nlohmann::json& obj, const std::string& path, const char* key,
-                       std::int64_t min, std::int64_t max) {
-    const auto* v = get(obj, path, key);
-    if (!v) return min;
-    if (!v->is_number_integer() || v->get<std::int64_t>() < min || v->get<std::int64_t>() > max) {
-      problem(path + "." + key,
-              fmt::format("expected an integer in {}..{}, got {}", min, max, v->dump()));
-      return min;
-    }
-    return v->get<std::int64_t>();
-  }
-  double number(const nlohmann::json& obj, const std::string& path, const char* key) {
-    const auto* v = get(obj, path, key);
-    if (!v) return 0;
-    if (!v->is_number() || v->get<double>() < 0) {
-      problem(path + "." + key, fmt::format("expected a number ≥ 0, got {}", v->dump()));
-      return 0;
-    }
-    return v->get<double>();
-  }
-  std::string text(const nlohmann::json& obj, const std::string& path, const char* key) {
-    const auto* v = get(obj, path, key);
-    if (!v) return {};
-    if (!v->is_string()) {
-      problem(path + "." + key, fmt::format("expected a string, got {}", v->dump()));
-      return {};
-    }
-    return v->get<std::string>();
-  }
-  bool boolean(const nlohmann::json& obj, const std::string& path, const char* key) {
-    const auto* v = get(obj, path, key);
-    if (!v) return false;
-    if (!v->is_boolean()) {
-      problem(path + "." + key, fmt::format("expected true or false, got {}", v->dump()));
-      return false;
-    }
-    return v->get<bool>();
-  }
-  template <typename E>
-  E enumeration(const nlohmann::json& obj, const std::string& path, const char* key,
-                std::optional<E> (*parse)(std::string_view), E fallback, std::string_view allowed) {
-    const std::string s = text(obj, path, key);
-    if (s.empty()) return fallback;
-    if (auto v = parse(s)) return *v;
-    problem(path + "." + key, fmt::format("unknown value '{}'", s), std::string(allowed));
-    return fallback;
-  }
-  std::vector<std::int32_t> id_list(const nlohmann::json& obj, const std::string& path,
-                                    const char* key) {
-    std::vector<std::int32_t> out;
-    const auto* v = get(obj, path, key);
-    if (!v) return out;
-    if (!v->is_array()) {
-      problem(path + "." + key, "expected a list of ids");
-      return out;
-    }
-    for (const auto& x : *v) {
-      if (!x.is_number_integer()) {
-        problem(path + "." + key, fmt::format("expected integer ids, got {}", x.dump()));
-        continue;
-      }
-      out.push_back(json_integer<std::int32_t>(x));
-    }
-    return out;
-  }
-  const nlohmann::json& array(const nlohmann::json& root, const char* key) {
-    static const nlohmann::json kEmpty = nlohmann::json::array();
-    const auto* v = get(root, "", key);
-    if (!v) return kEmpty;
-    if (!v->is_array()) {
-      problem(key, "expected a list");
-      return kEmpty;
-    }
-    return *v;
-  }
-  void problem(const std::string& key, std::string message, std::string allowed = {}) {
-    problems_.push_back({origin_, key.starts_with('.') ? key.substr(1) : key, std::move(message),
-                         std::move(allowed)});
-  }
-
- private:
-  std::string origin_;
-  std::vector<Problem>& problems_;
-};
-
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max();
-constexpr std::int64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
 
 // One kernel of kernel_sets[set][index]; a missing or wrong field is a problem naming it.
-Kernel read_kernel(Fields& f, const nlohmann::json& j, const std::string& p) {
+Kernel read_kernel(detail::Fields& f, const nlohmann::json& j, const std::string& p) {
   Kernel k;
   const std::string kind_name = f.text(j, p, "kind");
   const std::optional<KernelKind> kind = parse_kernel_kind(kind_name);
@@ -210,49 +66,8 @@ Kernel read_kernel(Fields& f, const nlohmann::json& j, const std::string& p) {
     return k;
   }
   k.label = f.text(j, p, "label");
-  k.repeat = f.integer(j, p, "repeat", 1, kMaxCount);
-  const auto count = [&](const char* key, std::int64_t min = 0) {
-    return f.integer(j, p, key, min, kMaxCount);
-  };
-  const auto dtype = [&](const char* key) {
-    return f.enumeration(j, p, key, parse_dtype, DType::fp32, kDTypeNames);
-  };
-  switch (*kind) {
-    case KernelKind::gemm:
-      k.shape = Gemm{count("m"),
-                     count("n"),
-                     count("k"),
-                     count("batch", 1),
-                     f.boolean(j, p, "transpose_a"),
-                     f.boolean(j, p, "transpose_b"),
-                     dtype("input"),
-                     dtype("output")};
-      break;
-    case KernelKind::attention:
-      k.shape = Attention{count("batch", 1),
-                          count("heads", 1),
-                          count("kv_heads", 1),
-                          count("q_len"),
-                          count("kv_len"),
-                          count("head_dim"),
-                          f.boolean(j, p, "causal"),
-                          f.boolean(j, p, "backward"),
-                          dtype("dtype")};
-      break;
-    case KernelKind::memory:
-      k.shape = MemoryBound{count("bytes"), f.number(j, p, "flops")};
-      break;
-    case KernelKind::loss:
-      k.shape = CrossEntropy{count("tokens"), count("vocab"), f.boolean(j, p, "backward"),
-                             dtype("logits")};
-      break;
-    case KernelKind::optimizer:
-      k.shape = OptimizerUpdate{
-          count("elements"),
-          f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw, kOptimizerNames),
-          dtype("dtype")};
-      break;
-  }
+  k.repeat = f.integer(j, p, "repeat", 1, std::numeric_limits<std::int64_t>::max());
+  k.shape = detail::read_kernel_shape(f, j, p, *kind);
   return k;
 }
 
@@ -303,7 +118,7 @@ std::string schedule_to_json(const Schedule& s) {
 Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   const nlohmann::json root = detail::parse_json(text, origin);
   std::vector<Problem> problems;
-  Fields f(origin, problems);
+  detail::Fields f(origin, problems);
   Schedule s;
   if (!root.is_object()) throw ValidationError({Problem{origin, "", "expected a JSON object", ""}});
   if (f.text(root, "", "schema") == "shardscope.schedule/1") {

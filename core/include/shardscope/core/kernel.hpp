@@ -83,12 +83,14 @@ struct OptimizerUpdate {
   bool operator==(const OptimizerUpdate&) const = default;
 };
 
-enum class KernelKind { gemm, attention, memory, loss, optimizer };
+enum class KernelKind { gemm, attention, memory, loss, optimizer };  // the shape's index
+
+using KernelShape = std::variant<Gemm, Attention, MemoryBound, CrossEntropy, OptimizerUpdate>;
 
 struct Kernel {
   std::string label;  // what it computes, e.g. "wq", "w2.dgrad", "attention", "norms+rope"
   std::int64_t repeat = 1;
-  std::variant<Gemm, Attention, MemoryBound, CrossEntropy, OptimizerUpdate> shape;
+  KernelShape shape;
   bool operator==(const Kernel&) const = default;
 
   KernelKind kind() const { return static_cast<KernelKind>(shape.index()); }

@@ -1,0 +1,53 @@
+#include "json_fields.hpp"
+
+namespace shardscope::detail {
+
+KernelShape read_kernel_shape(Fields& f, const nlohmann::json& j, const std::string& p,
+                              KernelKind kind) {
+  KernelShape shape;
+  const auto count = [&](const char* key, std::int64_t min = 0) {
+    return f.integer(j, p, key, min, std::numeric_limits<std::int64_t>::max());
+  };
+  const auto dtype = [&](const char* key) {
+    return f.enumeration(j, p, key, parse_dtype, DType::fp32, kDTypeNames);
+  };
+  switch (kind) {
+    case KernelKind::gemm:
+      shape = Gemm{count("m"),
+                   count("n"),
+                   count("k"),
+                   count("batch", 1),
+                   f.boolean(j, p, "transpose_a"),
+                   f.boolean(j, p, "transpose_b"),
+                   dtype("input"),
+                   dtype("output")};
+      break;
+    case KernelKind::attention:
+      shape = Attention{count("batch", 1),
+                        count("heads", 1),
+                        count("kv_heads", 1),
+                        count("q_len"),
+                        count("kv_len"),
+                        count("head_dim"),
+                        f.boolean(j, p, "causal"),
+                        f.boolean(j, p, "backward"),
+                        dtype("dtype")};
+      break;
+    case KernelKind::memory:
+      shape = MemoryBound{count("bytes"), f.number(j, p, "flops")};
+      break;
+    case KernelKind::loss:
+      shape = CrossEntropy{count("tokens"), count("vocab"), f.boolean(j, p, "backward"),
+                           dtype("logits")};
+      break;
+    case KernelKind::optimizer:
+      shape = OptimizerUpdate{
+          count("elements"),
+          f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw, kOptimizerNames),
+          dtype("dtype")};
+      break;
+  }
+  return shape;
+}
+
+}  // namespace shardscope::detail
