@@ -68,6 +68,25 @@ TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flo
   return compute_.kernel_floor + op_duration_ns(seconds, "a compute kernel");
 }
 
+// Measured kernels at their measured times; what the profile lacks on the roofline.
+TimeNs CostModel::profiled_compute_time(const Schedule& s, const Op& op) const {
+  TimeNs measured = 0;
+  Flops rest_flops = 0, rest_attention = 0;
+  Bytes rest_bytes = 0;
+  for (const Kernel& k : op_kernels(s, op)) {
+    if (const auto t = measured_time(*profile_, k)) {
+      measured += *t * k.repeat;
+      continue;
+    }
+    const KernelTotals rest = kernel_set_totals(std::span<const Kernel>(&k, 1));
+    rest_flops += rest.flops;
+    rest_attention += rest.attention_flops;
+    rest_bytes += rest.memory_bytes;
+  }
+  const bool rest = rest_flops > 0 || rest_bytes > 0;
+  return measured + (rest ? compute_time(rest_flops, rest_bytes, rest_attention) : 0);
+}
+
 OpCost CostModel::cost(const Schedule& s, const Op& op) const {
   OpCost c;
   c.cpu = cluster_.cpu.launch_overhead;
@@ -81,8 +100,13 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::backward:
     case OpKind::recompute:
       c.resource = Resource::gpu;
-      c.duration =
-          op.fixed_time ? *op.fixed_time : compute_time(op.flops, op.bytes, op.attention_flops);
+      if (op.fixed_time) {
+        c.duration = *op.fixed_time;
+      } else if (profile_ && op.kernels != kNone) {
+        c.duration = profiled_compute_time(s, op);
+      } else {
+        c.duration = compute_time(op.flops, op.bytes, op.attention_flops);
+      }
       return c;
     case OpKind::copy_in:
     case OpKind::copy_out:
@@ -121,7 +145,13 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::h2d:
     case OpKind::d2h: {
       c.resource = op.kind == OpKind::h2d ? Resource::pcie_h2d : Resource::pcie_d2h;
-      const double bw = pinned_ ? cluster_.pcie.pinned_bandwidth : cluster_.pcie.pageable_bandwidth;
+      double bw = pinned_ ? cluster_.pcie.pinned_bandwidth : cluster_.pcie.pageable_bandwidth;
+      if (profile_) {  // measured rates win where the profile has them
+        const bool h2d = op.kind == OpKind::h2d;
+        const double measured = pinned_ ? (h2d ? profile_->h2d_pinned : profile_->d2h_pinned)
+                                        : (h2d ? profile_->h2d_pageable : profile_->d2h_pageable);
+        if (measured > 0) bw = measured;
+      }
       c.duration = cluster_.pcie.latency +
                    op_duration_ns(static_cast<double>(op.bytes) / bw, "a host-device copy");
       return c;

@@ -40,7 +40,8 @@ class OpCostCache {
                   std::bit_cast<std::uint64_t>(op.attention_flops),
                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stream)) << 32 |
                       static_cast<std::uint32_t>(op.comm),
-                  static_cast<std::uint64_t>(op.kind) + 1};
+                  (static_cast<std::uint64_t>(op.kernels + 1) << 8) +
+                      static_cast<std::uint64_t>(op.kind) + 1};
     // Sizes are multiples of large powers of two: mix, then take the high bits.
     const std::uint64_t mixed =
         (key.bytes ^ key.flops ^ (key.kind + 64 * key.queues)) * std::uint64_t{0x9E3779B97F4A7C15};
@@ -62,7 +63,7 @@ class OpCostCache {
     std::uint64_t flops;
     std::uint64_t attention_flops;
     std::uint64_t queues;  // stream (high half), communicator (low half)
-    std::uint64_t kind;    // OpKind + 1; 0: an empty slot
+    std::uint64_t kind;    // OpKind + 1 (and the kernel set, above bit 8); 0: an empty slot
     bool operator==(const Key&) const = default;
   };
   struct Slot {

@@ -1,5 +1,7 @@
 #include "shardscope/sim/pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
@@ -10,7 +12,8 @@ namespace shardscope::sim {
 PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
                                  const PipelineOptions& options) {
   PipelineResult r{std::move(scenario), std::move(schedule), {}, {}};
-  const CostModel costs(r.scenario);
+  CostModel costs(r.scenario);
+  costs.use_device_profile(options.device_profile);
   try {
     r.simulation = simulate(r.schedule, costs, options.sim);
   } catch (const ValidationError& e) {  // an op too long to simulate: name the input
@@ -21,6 +24,10 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
     throw ValidationError(std::move(problems));
   }
   r.simulation.timeline.provenance.scenario = options.origin;
+  if (options.device_profile) {
+    r.simulation.timeline.provenance.device +=
+        fmt::format(" (kernel times measured on {})", options.device_profile->device);
+  }
   r.summary = summarize(r.schedule, r.simulation);
   return r;
 }

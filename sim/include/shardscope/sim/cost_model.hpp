@@ -12,8 +12,10 @@
 // Collectives: CollectiveModel (NCCL ring, protocol choice). Copies: PCIe pinned or pageable.
 // Fixed times from a custom model win over every formula.
 
+#include <memory>
 #include <string>
 
+#include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
@@ -49,6 +51,12 @@ class CostModel {
                      InterferenceParams interference = {}, CollectiveModelParams collectives = {});
 
   OpCost cost(const Schedule& schedule, const Op& op) const;
+  /// Prices every kernel `profile` measured by its measured time (and host copies by its measured
+  /// bandwidths); the rest stays on the roofline. nullptr: the roofline only.
+  void use_device_profile(std::shared_ptr<const DeviceProfile> profile) {
+    profile_ = std::move(profile);
+  }
+  const DeviceProfile* device_profile() const { return profile_.get(); }
   /// Compute-only time of `flops` and `hbm_bytes` (exposed for tests).
   TimeNs compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops = 0) const;
   FlopsPerSecond effective_peak() const { return peak_; }
@@ -69,6 +77,9 @@ class CostModel {
   double model_flops_per_token_ = 0;
   FlopsPerSecond mfu_peak_ = 0;  // dense peak of the parameter dtype, MFU's denominator
   bool pinned_ = true;
+  std::shared_ptr<const DeviceProfile> profile_;
+
+  TimeNs profiled_compute_time(const Schedule& schedule, const Op& op) const;
 };
 
 }  // namespace shardscope::sim

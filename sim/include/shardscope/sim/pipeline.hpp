@@ -2,9 +2,11 @@
 // The one way from a scenario to its prediction: lower → simulate → summarize. The CLI, the GUI,
 // sweeps and benchmarks all come through here, so they cannot disagree.
 
+#include <memory>
 #include <string>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/sim/engine.hpp"
@@ -14,6 +16,7 @@ namespace shardscope::sim {
 struct PipelineOptions {
   SimOptions sim;
   std::string origin;  // the scenario or IR file: provenance, and the file errors name
+  std::shared_ptr<const DeviceProfile> device_profile;  // measured kernel times (optional)
 };
 
 struct PipelineResult {

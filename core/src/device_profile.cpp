@@ -1,0 +1,134 @@
+#include "shardscope/core/device_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "json_fields.hpp"
+#include "json_lines.hpp"
+#include "shardscope/core/output_file.hpp"
+
+namespace shardscope {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json shape_json(const KernelShape& shape, TimeNs time) {
+  Json j;
+  std::visit(detail::KernelShapeJson{j}, shape);
+  j["time_ns"] = time;
+  return j;
+}
+
+}  // namespace
+
+std::optional<TimeNs> measured_time(const DeviceProfile& p, const Kernel& kernel) {
+  if (const auto* g = std::get_if<Gemm>(&kernel.shape)) {
+    for (const auto& m : p.gemms) {
+      if (m.shape == *g) return m.time;
+    }
+    return std::nullopt;
+  }
+  if (const auto* a = std::get_if<Attention>(&kernel.shape)) {
+    for (const auto& m : p.attention) {
+      if (m.shape == *a) return m.time;
+    }
+    return std::nullopt;
+  }
+  if (p.memory_bandwidth <= 0) return std::nullopt;
+  const Bytes bytes = kernel_memory_bytes({kernel.label, 1, kernel.shape});
+  return static_cast<TimeNs>(std::llround(static_cast<double>(bytes) / p.memory_bandwidth * 1e9));
+}
+
+std::vector<Kernel> distinct_shapes(const Schedule& s) {
+  std::vector<Kernel> out;
+  for (const KernelSet& set : s.kernel_sets) {
+    for (const Kernel& k : set) {
+      if (k.kind() != KernelKind::gemm && k.kind() != KernelKind::attention) continue;
+      const bool seen =
+          std::any_of(out.begin(), out.end(), [&](const Kernel& o) { return o.shape == k.shape; });
+      if (!seen) out.push_back({k.label, 1, k.shape});
+    }
+  }
+  return out;
+}
+
+ProfileCoverage profile_coverage(const Schedule& s, const DeviceProfile& p) {
+  ProfileCoverage c;
+  for (const Op& op : s.ops) {
+    if (op.kernels == kNone) continue;
+    ++c.compute_ops;
+    const auto kernels = op_kernels(s, op);
+    c.covered_ops += std::all_of(kernels.begin(), kernels.end(),
+                                 [&](const Kernel& k) { return measured_time(p, k).has_value(); });
+  }
+  for (const Kernel& k : distinct_shapes(s)) c.missing_shapes += !measured_time(p, k).has_value();
+  return c;
+}
+
+std::string device_profile_to_json(const DeviceProfile& p) {
+  std::string out = "{\n";
+  const auto field = [&out](std::string_view key, const Json& value) {
+    out += fmt::format("  \"{}\": {},\n", key, value.dump());
+  };
+  field("schema", kDeviceProfileSchema);
+  field("device", p.device);
+  field("version", p.version);
+  field("memory_bandwidth_bytes_per_s", p.memory_bandwidth);
+  field("h2d_pinned_bytes_per_s", p.h2d_pinned);
+  field("d2h_pinned_bytes_per_s", p.d2h_pinned);
+  field("h2d_pageable_bytes_per_s", p.h2d_pageable);
+  field("d2h_pageable_bytes_per_s", p.d2h_pageable);
+  field("launch_overhead_ns", p.launch_overhead);
+  field("event_overhead_ns", p.event_overhead);
+  detail::emit_json_array(
+      out, "gemms", p.gemms,
+      [](const MeasuredGemm& m, std::size_t) { return shape_json(m.shape, m.time); }, false);
+  detail::emit_json_array(
+      out, "attention", p.attention,
+      [](const MeasuredAttention& m, std::size_t) { return shape_json(m.shape, m.time); }, true);
+  out += "}\n";
+  return out;
+}
+
+DeviceProfile device_profile_from_json(std::string_view text, const std::string& origin) {
+  const nlohmann::json root = detail::parse_json(text, origin);
+  std::vector<Problem> problems;
+  detail::Fields f(origin, problems);
+  if (!root.is_object() || !root.contains("schema") || root["schema"] != kDeviceProfileSchema) {
+    throw ValidationError({Problem{origin, "schema", "not a shardscope device profile",
+                                   std::string(kDeviceProfileSchema)}});
+  }
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  DeviceProfile p;
+  p.device = f.text(root, "", "device");
+  p.version = f.text(root, "", "version");
+  p.memory_bandwidth = f.number(root, "", "memory_bandwidth_bytes_per_s");
+  p.h2d_pinned = f.number(root, "", "h2d_pinned_bytes_per_s");
+  p.d2h_pinned = f.number(root, "", "d2h_pinned_bytes_per_s");
+  p.h2d_pageable = f.number(root, "", "h2d_pageable_bytes_per_s");
+  p.d2h_pageable = f.number(root, "", "d2h_pageable_bytes_per_s");
+  p.launch_overhead = f.integer(root, "", "launch_overhead_ns", 0, kMax);
+  p.event_overhead = f.integer(root, "", "event_overhead_ns", 0, kMax);
+  const auto& gemms = f.array(root, "gemms");
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const std::string key = fmt::format("gemms[{}]", i);
+    const KernelShape shape = detail::read_kernel_shape(f, gemms[i], key, KernelKind::gemm);
+    p.gemms.push_back({std::get<Gemm>(shape), f.integer(gemms[i], key, "time_ns", 0, kMax)});
+  }
+  const auto& attention = f.array(root, "attention");
+  for (std::size_t i = 0; i < attention.size(); ++i) {
+    const std::string key = fmt::format("attention[{}]", i);
+    const KernelShape shape =
+        detail::read_kernel_shape(f, attention[i], key, KernelKind::attention);
+    p.attention.push_back(
+        {std::get<Attention>(shape), f.integer(attention[i], key, "time_ns", 0, kMax)});
+  }
+  throw_if_any(std::move(problems));
+  return p;
+}
+
+DeviceProfile load_device_profile(const std::string& path) {
+  return device_profile_from_json(read_text_file(path), path);
+}
+
+}  // namespace shardscope

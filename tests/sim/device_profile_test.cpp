@@ -1,0 +1,122 @@
+// Device profiles: their JSON round trip and errors, coverage of a schedule, and the cost model
+// pricing measured kernels at their measured times and the rest on the roofline.
+#include "shardscope/core/device_profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include "shardscope/core/lower.hpp"
+#include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/pipeline.hpp"
+
+namespace shardscope {
+namespace {
+
+Scenario small() {
+  return load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+                       {"model.layers=2", "training.iterations=1"});
+}
+
+// Every GEMM and attention shape of `s` at `time` each, memory-bound kernels at `bandwidth`.
+DeviceProfile profile_for(const Schedule& s, TimeNs time, double bandwidth) {
+  DeviceProfile p;
+  p.device = "test GPU";
+  p.version = "test";
+  p.memory_bandwidth = bandwidth;
+  p.h2d_pinned = p.d2h_pinned = 20e9;
+  p.h2d_pageable = p.d2h_pageable = 5e9;
+  p.launch_overhead = 4000;
+  p.event_overhead = 2000;
+  for (const Kernel& k : distinct_shapes(s)) {
+    if (const auto* g = std::get_if<Gemm>(&k.shape)) p.gemms.push_back({*g, time});
+    if (const auto* a = std::get_if<Attention>(&k.shape)) p.attention.push_back({*a, time});
+  }
+  return p;
+}
+
+TEST(DeviceProfile, JsonRoundTripsByteForByte) {
+  const Schedule s = lower(small());
+  const DeviceProfile p = profile_for(s, 12345, 2.5e12);
+  ASSERT_FALSE(p.gemms.empty());
+  ASSERT_FALSE(p.attention.empty());
+  const std::string text = device_profile_to_json(p);
+  const DeviceProfile back = device_profile_from_json(text, "p.json");
+  EXPECT_EQ(device_profile_to_json(back), text);
+  EXPECT_EQ(back.gemms.size(), p.gemms.size());
+  EXPECT_EQ(back.gemms[0].shape, p.gemms[0].shape);
+}
+
+TEST(DeviceProfile, BadFilesNameTheKey) {
+  EXPECT_THROW(device_profile_from_json(R"({"schema": "shardscope.timeline/2"})", "p.json"),
+               ValidationError);
+  try {
+    device_profile_from_json(
+        R"({"schema": "shardscope.device_profile/1", "device": "x", "version": "v",
+            "memory_bandwidth_bytes_per_s": -1, "h2d_pinned_bytes_per_s": 1,
+            "d2h_pinned_bytes_per_s": 1, "h2d_pageable_bytes_per_s": 1,
+            "d2h_pageable_bytes_per_s": 1, "launch_overhead_ns": 1, "event_overhead_ns": 1,
+            "gemms": [{"m": 1, "n": 1, "k": 1, "batch": 1, "transpose_a": false,
+                       "transpose_b": false, "input": "bf16", "output": "bf17", "time_ns": 5}],
+            "attention": []})",
+        "p.json");
+    FAIL();
+  } catch (const ValidationError& e) {
+    std::vector<std::string> keys;
+    for (const auto& p : e.problems()) keys.push_back(p.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"memory_bandwidth_bytes_per_s", "gemms[0].output"}));
+  }
+}
+
+TEST(DeviceProfile, CoverageCountsOpsWhoseEveryKernelIsMeasured) {
+  const Schedule s = lower(small());
+  const ProfileCoverage none = profile_coverage(s, DeviceProfile{});
+  EXPECT_GT(none.compute_ops, 0);
+  EXPECT_EQ(none.covered_ops, 0);
+  EXPECT_EQ(none.missing_shapes, static_cast<int>(distinct_shapes(s).size()));
+  const ProfileCoverage all = profile_coverage(s, profile_for(s, 1000, 1e12));
+  EXPECT_EQ(all.covered_ops, all.compute_ops);
+  EXPECT_EQ(all.missing_shapes, 0);
+  // Without a measured bandwidth, ops with memory-bound kernels are not fully covered.
+  const ProfileCoverage shapes_only = profile_coverage(s, profile_for(s, 1000, 0));
+  EXPECT_LT(shapes_only.covered_ops, shapes_only.compute_ops);
+}
+
+TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
+  const Scenario sc = small();
+  const Schedule s = lower(sc);
+  sim::CostModel costs(sc);
+  const TimeNs t = 250'000;
+  const double bw = 2e12;
+  costs.use_device_profile(std::make_shared<DeviceProfile>(profile_for(s, t, bw)));
+  int checked = 0;
+  for (const Op& op : s.ops) {
+    if (op.kernels == kNone || op.kind == OpKind::optimizer_step) continue;
+    TimeNs want = 0;
+    for (const Kernel& k : op_kernels(s, op)) {
+      if (k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention) {
+        want += t * k.repeat;
+      } else {
+        want += static_cast<TimeNs>(std::llround(
+                    static_cast<double>(kernel_memory_bytes({k.label, 1, k.shape})) / bw * 1e9)) *
+                k.repeat;
+      }
+    }
+    EXPECT_EQ(costs.cost(s, op).duration, want) << to_string(op.kind);
+    ++checked;
+  }
+  EXPECT_GT(checked, 4);
+}
+
+TEST(DeviceProfile, ASlowerMeasuredGpuSlowsTheSimulatedStep) {
+  const Scenario sc = small();
+  const auto roofline = sim::simulate_scenario(sc);
+  // Every GEMM and attention at 10 ms: far slower than the roofline's H100.
+  sim::PipelineOptions options;
+  options.device_profile =
+      std::make_shared<DeviceProfile>(profile_for(roofline.schedule, 10 * kNsPerMs, 2.4e12));
+  const auto profiled = sim::simulate_scenario(sc, options);
+  EXPECT_GT(profiled.summary.step_time, roofline.summary.step_time);
+  EXPECT_NE(profiled.timeline().provenance.device.find("measured on test GPU"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope
