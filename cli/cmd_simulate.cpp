@@ -11,6 +11,9 @@ sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOpti
   sim::PipelineOptions pipeline;
   pipeline.sim = options;
   pipeline.origin = input.path;
+  if (!input.device_profile.empty())
+    pipeline.device_profile =
+        std::make_shared<DeviceProfile>(load_device_profile(input.device_profile));
   if (is_schedule_file(input.path)) {
     if (!input.overrides.empty() || !input.model_preset.empty() || input.nodes > 0 ||
         input.gpus_per_node > 0) {
@@ -24,6 +27,14 @@ sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOpti
     return sim::simulate_schedule(std::move(scenario), std::move(schedule), pipeline);
   }
   return sim::simulate_scenario(load_scenario_args(input), pipeline);
+}
+
+void print_profile_coverage(const Schedule& schedule, const DeviceProfile& profile) {
+  const ProfileCoverage c = profile_coverage(schedule, profile);
+  fmt::print(
+      "  {:<28}{} of {} compute ops fully measured ({} GEMM/attention shapes not in it; "
+      "those run on the roofline), profile of {}\n",
+      "device profile", c.covered_ops, c.compute_ops, c.missing_shapes, profile.device);
 }
 
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
@@ -49,6 +60,8 @@ int run_simulate(const SimulateArgs& args) {
   options.allocator.expandable_segments = args.expandable_segments;
   const auto run = simulate_input(args.scenario, options);
   fmt::print("{}", analysis::summary_table(run.summary));
+  if (!args.scenario.device_profile.empty())
+    print_profile_coverage(run.schedule, load_device_profile(args.scenario.device_profile));
   write_run_outputs(args.outputs, run.summary, run.timeline());
   if (!run.summary.fits) {
     fmt::print(stderr, "does not fit: {}\n",

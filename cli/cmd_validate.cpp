@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "report.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope::cli {
@@ -9,6 +10,8 @@ namespace shardscope::cli {
 int run_validate(const ScenarioArgs& args) {
   const Scenario scenario = load_scenario_args(args);
   fmt::print("{}", scenario_report(scenario));
+  if (!args.device_profile.empty())
+    print_profile_coverage(lower(scenario), load_device_profile(args.device_profile));
   fmt::print("valid: yes\n");
   return kExitOk;
 }

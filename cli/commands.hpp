@@ -28,6 +28,7 @@ struct ScenarioArgs {
   std::string cluster_preset;          // --cluster
   int nodes = 0;                       // --nodes
   int gpus_per_node = 0;               // --gpus-per-node
+  std::string device_profile;  // --device-profile: measured kernel times (simulate, validate)
 };
 
 /// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
@@ -116,6 +117,8 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
 /// Simulates a scenario (with the shortcuts and overrides) or a schedule IR file.
 sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOptions& options);
 /// Checks a run's output paths before any work (check_outputs).
+/// "device profile: N of M compute ops fully measured ...".
+void print_profile_coverage(const Schedule& schedule, const DeviceProfile& profile);
 void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs);
 /// Writes the summary JSON, timeline and trace a run was asked for.
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,

@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
   ScenarioArgs validate_args;
   auto* validate = app.add_subcommand("validate", "check a scenario and print what it describes");
   add_scenario_args(validate, validate_args);
+  validate
+      ->add_option("--device-profile", validate_args.device_profile,
+                   "say how many compute ops this device profile (profile-device) measured")
+      ->type_name("PROFILE.json");
 
   LowerArgs lower_args;
   auto* lower = app.add_subcommand(
@@ -97,6 +101,11 @@ int main(int argc, char** argv) {
                                       "time, throughput, memory, overlap");
   add_scenario_args(simulate, sim_args.scenario);
   add_shortcut_args(simulate, sim_args.scenario);
+  simulate
+      ->add_option("--device-profile", sim_args.scenario.device_profile,
+                   "price the kernels this profile measured (profile-device) at their measured "
+                   "times, the rest on the roofline")
+      ->type_name("PROFILE.json");
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/2)");
   simulate->add_flag("--expandable-segments", sim_args.expandable_segments,
                      "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");

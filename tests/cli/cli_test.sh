@@ -81,6 +81,10 @@ else
   expect run-no-cuda 2 'no CUDA backend' -- run "$oracle" --backend cuda
 fi
 expect run-comm-needs-cuda 2 'is a cuda backend option' -- run "$oracle" --comm emulate
+profile="$data/device_profile_bandwidth_only.json"
+expect simulate-device-profile 0 'device profile +6 of 202 compute ops fully measured \(17 GEMM/attention shapes' -- simulate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
+expect validate-device-profile 0 'device profile +6 of 202 compute ops' -- validate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
+expect simulate-bad-profile 2 'schema: not a shardscope device profile' -- simulate "$examples/llama3-8b-h100x8.yaml" --device-profile "$data/schedule_small.json"
 expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
 expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2
 expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
