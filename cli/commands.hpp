@@ -88,6 +88,14 @@ ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args);
 /// `run --backend cuda` (cmd_run_cuda.cpp; an error in a build without CUDA).
 int run_cuda(const RunArgs& args);
 
+struct ProfileDeviceArgs {
+  ScenarioArgs scenario;
+  std::string out;
+  int repetitions = 5;
+};
+/// `profile-device` (cmd_profile_device.cpp; an error in a build without CUDA).
+int run_profile_device(const ProfileDeviceArgs& args);
+
 struct SummarizeArgs {
   std::string timeline;
   std::string json_path;

@@ -14,8 +14,9 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 9> kCommands{
-    "presets", "keys", "validate", "lower", "simulate", "sweep", "run", "summarize", "compare"};
+constexpr std::array<std::string_view, 10> kCommands{
+    "presets", "keys", "validate",  "lower",   "simulate",
+    "sweep",   "run",  "summarize", "compare", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
       fmt::print(
           stderr,
-          "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, compare; see "
+          "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, compare, "
+          "profile-device; see "
           "shardscope --help\n");
       return kExitBadInput;
     }
@@ -182,6 +184,21 @@ int main(int argc, char** argv) {
       ->add_option("--json", compare_args.json_path, "write the comparison (shardscope.compare/1)")
       ->type_name("FILE");
 
+  ProfileDeviceArgs profile_args;
+  auto* profile = app.add_subcommand(
+      "profile-device",
+      "measure the local GPU on a scenario's kernels (each GEMM and attention shape, bandwidths, "
+      "overheads) and write a device profile for simulate --device-profile");
+  add_scenario_args(profile, profile_args.scenario);
+  profile
+      ->add_option("--out", profile_args.out, "the profile to write (shardscope.device_profile/1)")
+      ->required()
+      ->type_name("FILE");
+  profile
+      ->add_option("--repetitions", profile_args.repetitions,
+                   "timed runs per kernel after a warm-up; the median is kept")
+      ->check(CLI::Range(1, 1000));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -203,6 +220,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("run")) return run_run(run_args);
     if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
     if (app.got_subcommand("compare")) return run_compare(compare_args);
+    if (app.got_subcommand("profile-device")) return run_profile_device(profile_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);
     return kExitBadInput;

@@ -7,7 +7,7 @@
 
 #include "cuda_check.hpp"
 #include "device_kernels.hpp"
-#include "gemm_runner.hpp"
+#include "kernel_runner.hpp"
 #include "shardscope/exec/device_allocator.hpp"
 #include "shardscope/exec/host_world.hpp"
 
@@ -17,12 +17,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Kernel operands live in a scratch arena of four regions of this size, outside the caching
-// allocator (the IR names buffers, not the tensors inside them); larger GEMMs run as tiles of the
-// same total FLOPs, memory-bound traffic and copies in chunks of the same total bytes.
-constexpr Bytes kRegion = 128 * kMiB;
-constexpr int kRegions = 4;
-constexpr int kCausalChunks = 8;  // query-row chunks of a causal attention: 56 % of full work
+// Copies without named buffers and host staging go a scratch region at a time.
+constexpr Bytes kRegion = KernelRunner::kRegion;
 
 // cudaMalloc'd segments; a refusal is reported to the allocator, which reports the OOM.
 class CudaSegmentMemory final : public SegmentMemory {
@@ -98,17 +94,13 @@ class CudaBackend final : public Backend {
       SHARDSCOPE_CUDA(cudaEventCreate(&end_[i]));
     }
     host_spans_.assign(s.ops.size(), {});
-    for (auto& region : scratch_) {
-      SHARDSCOPE_CUDA(cudaMalloc(&region, static_cast<std::size_t>(kRegion)));
-      fill_random(region, static_cast<std::size_t>(kRegion), 7, nullptr);
-    }
+    kernels_ = std::make_unique<KernelRunner>();
     if (options_.pinned_host) {
       SHARDSCOPE_CUDA(cudaMallocHost(&host_staging_, static_cast<std::size_t>(kRegion)));
     } else {
       pageable_.resize(static_cast<std::size_t>(kRegion));
       host_staging_ = pageable_.data();
     }
-    gemm_ = std::make_unique<GemmRunner>();
     start_communicators(s);
     std::size_t free_bytes = 0, total = 0;
     SHARDSCOPE_CUDA(cudaMemGetInfo(&free_bytes, &total));
@@ -265,7 +257,7 @@ class CudaBackend final : public Backend {
           occupy(id, op, st);  // a custom model's op: no shapes, the modelled time
         } else {
           for (const Kernel& k : op_kernels(*s_, op)) {
-            for (std::int64_t r = 0; r < k.repeat; ++r) run_kernel(k, st);
+            for (std::int64_t r = 0; r < k.repeat; ++r) kernels_->run(k, st);
           }
         }
         return;
@@ -293,93 +285,6 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void run_kernel(const Kernel& k, cudaStream_t st) {
-    switch (k.kind()) {
-      case KernelKind::gemm:
-        tiled_gemm(std::get<Gemm>(k.shape), st);
-        return;
-      case KernelKind::attention:
-        attention(std::get<Attention>(k.shape), st);
-        return;
-      case KernelKind::memory:
-      case KernelKind::loss:
-        move_traffic(kernel_memory_bytes({k.label, 1, k.shape}), st);
-        return;
-      case KernelKind::optimizer: {
-        const auto& o = std::get<OptimizerUpdate>(k.shape);
-        const std::int64_t per_pass = kRegion / static_cast<Bytes>(bytes_per_element(o.dtype));
-        for (std::int64_t done = 0; done < o.elements; done += per_pass) {
-          AdamWArgs a;
-          a.param = scratch_[0];
-          a.grad = scratch_[1];
-          a.exp_avg = scratch_[2];
-          a.exp_avg_sq = scratch_[3];
-          a.n = std::min(per_pass, o.elements - done);
-          a.bf16 = o.dtype != DType::fp32;
-          adamw(a, st);
-        }
-        return;
-      }
-    }
-  }
-
-  // Tiles of at most one scratch region per operand, along m and n: the same FLOPs; tiles of
-  // thousands of rows run at the whole GEMM's efficiency.
-  void tiled_gemm(const Gemm& g, cudaStream_t st) {
-    const Bytes elem = std::max(bytes_per_element(g.input), bytes_per_element(g.output));
-    const std::int64_t nc = std::clamp<std::int64_t>(
-        kRegion / (std::max<std::int64_t>(g.k, 1) * elem * g.batch), 1, g.n);
-    const std::int64_t mc =
-        std::clamp<std::int64_t>(kRegion / (std::max(g.k, nc) * elem * g.batch), 1, g.m);
-    for (std::int64_t m0 = 0; m0 < g.m; m0 += mc) {
-      for (std::int64_t n0 = 0; n0 < g.n; n0 += nc) {
-        Gemm tile = g;
-        tile.m = std::min(mc, g.m - m0);
-        tile.n = std::min(nc, g.n - n0);
-        gemm_->run(tile, scratch_[0], scratch_[1], scratch_[2], st);
-      }
-    }
-  }
-
-  // Blocked attention per group of (batch × head) slices: S = Q·Kᵀ, softmax, O = P·V; causal
-  // attention in kCausalChunks row chunks, each against the keys up to its last row. The backward
-  // recomputes S and P and runs dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q (2.5× the
-  // forward's GEMM work, as FlashAttention's).
-  void attention(const Attention& a, cudaStream_t st) {
-    const std::int64_t slices = a.batch * a.heads;
-    const std::int64_t chunks = a.causal ? std::min<std::int64_t>(kCausalChunks, a.q_len) : 1;
-    const std::int64_t rows = (a.q_len + chunks - 1) / chunks;
-    const std::int64_t per_call = std::clamp<std::int64_t>(
-        kRegion / std::max<std::int64_t>(rows * a.kv_len * 2, 1), 1, slices);
-    for (std::int64_t s0 = 0; s0 < slices; s0 += per_call) {
-      const std::int64_t hb = std::min(per_call, slices - s0);
-      for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::int64_t r = std::min(rows, a.q_len - c * rows);
-        const std::int64_t kv = a.causal ? std::min(a.kv_len, (c + 1) * rows) : a.kv_len;
-        const auto g = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb) {
-          gemm_->run(Gemm{m, n, k, hb, ta, tb, a.dtype, a.dtype}, scratch_[0], scratch_[1],
-                     scratch_[3], st);
-        };
-        g(r, kv, a.head_dim, false, true);  // S = Q·Kᵀ
-        softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);
-        g(r, a.head_dim, kv, false, false);  // O = P·V, or dQ = dS·K in the backward
-        if (a.backward) {
-          g(r, kv, a.head_dim, false, true);                             // dP = dO·Vᵀ
-          g(kv, a.head_dim, r, true, false);                             // dV = Pᵀ·dO
-          g(kv, a.head_dim, r, true, false);                             // dK = dSᵀ·Q
-          softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);  // dS, elementwise
-        }
-      }
-    }
-  }
-
-  // `traffic` bytes of HBM: half read, half written, a region at a time.
-  void move_traffic(Bytes traffic, cudaStream_t st) {
-    for (Bytes left = traffic; left > 0; left -= 2 * kRegion)
-      move_bytes(scratch_[0], scratch_[1], static_cast<std::size_t>(std::min(left, 2 * kRegion)),
-                 st);
-  }
-
   // The first GPU buffer of `ids` this op may read (or write), and its address.
   std::byte* gpu_buffer(const IdList& ids, Bytes at_least) const {
     for (BufferId b : ids) {
@@ -401,7 +306,7 @@ class CudaBackend final : public Backend {
       SHARDSCOPE_CUDA(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(op.bytes),
                                       cudaMemcpyDeviceToDevice, st));
     } else {
-      move_traffic(2 * op.bytes, st);
+      kernels_->move_traffic(2 * op.bytes, st);
     }
   }
 
@@ -409,9 +314,11 @@ class CudaBackend final : public Backend {
     for (Bytes done = 0; done < op.bytes; done += kRegion) {
       const auto n = static_cast<std::size_t>(std::min(kRegion, op.bytes - done));
       if (op.kind == OpKind::h2d) {
-        SHARDSCOPE_CUDA(cudaMemcpyAsync(scratch_[0], host_staging_, n, cudaMemcpyHostToDevice, st));
+        SHARDSCOPE_CUDA(
+            cudaMemcpyAsync(kernels_->scratch(0), host_staging_, n, cudaMemcpyHostToDevice, st));
       } else {
-        SHARDSCOPE_CUDA(cudaMemcpyAsync(host_staging_, scratch_[0], n, cudaMemcpyDeviceToHost, st));
+        SHARDSCOPE_CUDA(
+            cudaMemcpyAsync(host_staging_, kernels_->scratch(0), n, cudaMemcpyDeviceToHost, st));
       }
     }
   }
@@ -441,8 +348,9 @@ class CudaBackend final : public Backend {
         occupy(id, op, st, in, static_cast<std::size_t>(in_bytes), out,
                static_cast<std::size_t>(out_bytes));
       } else {
-        occupy(id, op, st, scratch_[0], static_cast<std::size_t>(std::min(in_bytes, kRegion)),
-               scratch_[1], static_cast<std::size_t>(std::min(out_bytes, kRegion)));
+        occupy(id, op, st, kernels_->scratch(0),
+               static_cast<std::size_t>(std::min(in_bytes, kRegion)), kernels_->scratch(1),
+               static_cast<std::size_t>(std::min(out_bytes, kRegion)));
       }
       return;
     }
@@ -450,8 +358,8 @@ class CudaBackend final : public Backend {
     if (!op.allocs.empty()) dtype = s_->buffers[static_cast<std::size_t>(op.allocs[0])].dtype;
     const auto elem = static_cast<std::size_t>(bytes_per_element(dtype));
     if (!real_buffers) {  // scratch holds at most a region per side
-      in = static_cast<std::byte*>(scratch_[0]);
-      out = static_cast<std::byte*>(scratch_[1]);
+      in = static_cast<std::byte*>(kernels_->scratch(0));
+      out = static_cast<std::byte*>(kernels_->scratch(1));
       if (out_bytes > kRegion || in_bytes > kRegion) {
         throw Error(
             fmt::format("{} of {} does not name its buffers and exceeds the scratch "
@@ -512,15 +420,12 @@ class CudaBackend final : public Backend {
   void release() noexcept {
     abort();
     allocator_.reset();
-    gemm_.reset();
+    kernels_.reset();
     for (auto& e : start_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
     for (auto& e : end_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
     if (base_ != nullptr) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(base_));
     for (cudaStream_t st : streams_) {
       if (st != nullptr) SHARDSCOPE_CUDA_LOG(cudaStreamDestroy(st));
-    }
-    for (void* region : scratch_) {
-      if (region != nullptr) SHARDSCOPE_CUDA_LOG(cudaFree(region));
     }
     if (options_.pinned_host && host_staging_ != nullptr)
       SHARDSCOPE_CUDA_LOG(cudaFreeHost(host_staging_));
@@ -534,11 +439,10 @@ class CudaBackend final : public Backend {
   cudaEvent_t base_ = nullptr;
   Clock::time_point host_base_;
   std::vector<OpSpan> host_spans_;  // CPU-lane ops, timed on the host clock from the base
-  std::array<void*, kRegions> scratch_{};
   void* host_staging_ = nullptr;
   std::vector<std::byte> pageable_;
   std::vector<float> host_state_;
-  std::unique_ptr<GemmRunner> gemm_;
+  std::unique_ptr<KernelRunner> kernels_;
   CudaSegmentMemory memory_;
   std::unique_ptr<DeviceAllocator> allocator_;
   ncclComm_t world_comm_ = nullptr;
