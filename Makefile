@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 300
 SHARDSCOPE := $(BUILD_DIR)/cli/shardscope
 
 .PHONY: all deps configure build run test test-asan fuzz fuzz-build gui screenshots install-check \
-        clean format format-check tidy
+        clean format format-check tidy gpu-build
 
 all: build
 
@@ -36,6 +36,14 @@ run: build
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS)
 	@scripts/optional-parts $(BUILD_DIR)
+
+# A build to carry to a lent GPU machine (no package registry there): Release, CUDA required, no
+# GUI, fmt header-only and yaml-cpp and the C++ runtime static (docs/exec.md).
+GPU_DIR ?= build-gpu
+gpu-build: deps
+	@cmake -S . -B $(GPU_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_PORTABLE=ON \
+	  -DSHARDSCOPE_WITH_CUDA=ON -DSHARDSCOPE_WITH_QT=OFF $(CMAKE_ARGS)
+	@cmake --build $(GPU_DIR) --parallel $(JOBS) --target shardscope cuda_tests executor_bench
 
 # The unit, golden and GUI tests under AddressSanitizer and UBSan (any report fails the test).
 test-asan: deps
