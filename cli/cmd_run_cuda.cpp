@@ -97,6 +97,12 @@ int run_cuda(const RunArgs& args) {
   const auto measured = analysis::summarize(timeline);
   fmt::print("{}", analysis::summary_table(measured));
   fmt::print("  {:<28}{}\n", "device", timeline.provenance.device);
+  for (const auto& [stream, busy] : measured.stream_busy) {
+    if (stream != "compute" || measured.step_time <= 0) continue;
+    const TimeNs idle = measured.step_time - busy;
+    fmt::print("  {:<28}{} ({:.1f} % of the step)\n", "compute stream idle", format_duration(idle),
+               100.0 * static_cast<double>(idle) / static_cast<double>(measured.step_time));
+  }
   const auto& simulated = planned.summary;
   const double delta = simulated.step_time > 0
                            ? 100.0 * static_cast<double>(measured.step_time - simulated.step_time) /
