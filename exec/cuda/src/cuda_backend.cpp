@@ -153,15 +153,16 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<OpSpan> finish() override {
+    // Every stream drained, polled so that a stuck collective is caught by the watchdog.
     wait_until(
-        [] {
-          return cudaStreamQuery(nullptr) == cudaSuccess ? cudaDeviceSynchronize()
-                                                         : cudaErrorNotReady;
+        [this] {
+          for (cudaStream_t st : streams_) {
+            if (st == nullptr) continue;
+            if (const cudaError_t e = cudaStreamQuery(st); e != cudaSuccess) return e;
+          }
+          return cudaSuccess;
         },
         "the end of the run");
-    for (cudaStream_t st : streams_) {
-      if (st != nullptr) SHARDSCOPE_CUDA(cudaStreamSynchronize(st));
-    }
     std::vector<OpSpan> spans(s_->ops.size());
     for (std::size_t i = 0; i < spans.size(); ++i) {
       if (runs_on_cpu(*s_, s_->ops[i])) {

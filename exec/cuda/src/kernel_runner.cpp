@@ -83,8 +83,12 @@ void KernelRunner::attention(const Attention& a, cudaStream_t st) {
   const std::int64_t slices = a.batch * a.heads;
   const std::int64_t chunks = a.causal ? std::min<std::int64_t>(kCausalChunks, a.q_len) : 1;
   const std::int64_t rows = (a.q_len + chunks - 1) / chunks;
-  const std::int64_t per_call =
-      std::clamp<std::int64_t>(kRegion / std::max<std::int64_t>(rows * a.kv_len * 2, 1), 1, slices);
+  // Per slice, the largest operand: scores (rows × keys), keys or values (keys × head dim), or
+  // queries and outputs (rows × head dim); as many slices per call as fit in a region.
+  const std::int64_t largest =
+      std::max({rows * a.kv_len, a.kv_len * a.head_dim, rows * a.head_dim});
+  const std::int64_t per_call = std::clamp<std::int64_t>(
+      kRegion / std::max<std::int64_t>(largest * bytes_per_element(a.dtype), 1), 1, slices);
   for (std::int64_t s0 = 0; s0 < slices; s0 += per_call) {
     const std::int64_t hb = std::min(per_call, slices - s0);
     for (std::int64_t c = 0; c < chunks; ++c) {
