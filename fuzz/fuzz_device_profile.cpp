@@ -1,0 +1,23 @@
+// A device profile (shardscope.device_profile/1), as `simulate --device-profile` reads it: parsed
+// and, when valid, written back and read again, and used to price a small schedule.
+#include "fuzz_target.hpp"
+#include "shardscope/core/device_profile.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/sim/cost_model.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace shardscope;
+  static const Scenario scenario = scenario_from_text(
+      "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\ntraining: {iterations: 1}\n",
+      {});
+  static const Schedule schedule = lower(scenario);
+  fuzz::expect_clean_errors([&] {
+    const DeviceProfile profile = device_profile_from_json(fuzz::as_text(data, size), "p.json");
+    (void)device_profile_from_json(device_profile_to_json(profile), "written");
+    (void)profile_coverage(schedule, profile);
+    sim::CostModel costs(scenario);
+    costs.use_device_profile(std::make_shared<DeviceProfile>(profile));
+    for (const Op& op : schedule.ops) (void)costs.cost(schedule, op);
+  });
+  return 0;
+}
