@@ -418,8 +418,13 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // After a clean run the communicators are destroyed (after an error abort() already aborted
+  // them); then the memory, the events and the streams.
   void release() noexcept {
-    abort();
+    for (ncclComm_t c : comms_) SHARDSCOPE_CUDA_LOG(ncclCommDestroy(c));
+    comms_.clear();
+    if (world_comm_ != nullptr) SHARDSCOPE_CUDA_LOG(ncclCommDestroy(world_comm_));
+    world_comm_ = nullptr;
     allocator_.reset();
     kernels_.reset();
     for (auto& e : start_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
