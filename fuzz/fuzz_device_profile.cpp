@@ -7,17 +7,17 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace shardscope;
-  static const Scenario scenario = scenario_from_text(
+  static const Scenario kScenario = scenario_from_text(
       "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\ntraining: {iterations: 1}\n",
       {});
-  static const Schedule schedule = lower(scenario);
+  static const Schedule kSchedule = lower(kScenario);
   fuzz::expect_clean_errors([&] {
     const DeviceProfile profile = device_profile_from_json(fuzz::as_text(data, size), "p.json");
     (void)device_profile_from_json(device_profile_to_json(profile), "written");
-    (void)profile_coverage(schedule, profile);
-    sim::CostModel costs(scenario);
+    (void)profile_coverage(kSchedule, profile);
+    sim::CostModel costs(kScenario);
     costs.use_device_profile(std::make_shared<DeviceProfile>(profile));
-    for (const Op& op : schedule.ops) (void)costs.cost(schedule, op);
+    for (const Op& op : kSchedule.ops) (void)costs.cost(kSchedule, op);
   });
   return 0;
 }

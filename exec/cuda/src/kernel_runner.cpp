@@ -8,7 +8,6 @@
 namespace shardscope::exec::cuda {
 namespace {
 
-constexpr Bytes kRegion = KernelRunner::kRegion;
 constexpr int kCausalChunks = 8;  // query-row chunks of a causal attention: 56 % of full work
 
 }  // namespace
