@@ -79,11 +79,11 @@ screenshots: build
 	  --sweep "fsdp.reshard_after_forward=true,false;training.activation_checkpointing=none,selective_op,full;training.micro_batch=1,2,4"
 
 format:
-	@git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' | xargs clang-format -i
+	@git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i
 
 # Fails when any tracked C++ file differs from what clang-format would write.
 format-check:
-	@git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+	@git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' | xargs clang-format --dry-run --Werror
 
 # clang-tidy with the checks in .clang-tidy over every translation unit of the build.
 tidy: build

@@ -47,7 +47,8 @@ __global__ void softmax_kernel(__nv_bfloat16* scores, std::int64_t rows, std::in
   const std::int64_t live = causal ? min(cols, causal_offset + row + 1) : cols;
   __shared__ float reduce[kThreads];
   float m = -INFINITY;
-  for (std::int64_t c = threadIdx.x; c < live; c += blockDim.x) m = fmaxf(m, __bfloat162float(p[c]));
+  for (std::int64_t c = threadIdx.x; c < live; c += blockDim.x)
+    m = fmaxf(m, __bfloat162float(p[c]));
   reduce[threadIdx.x] = m;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
@@ -57,7 +58,8 @@ __global__ void softmax_kernel(__nv_bfloat16* scores, std::int64_t rows, std::in
   m = reduce[0];
   __syncthreads();
   float sum = 0;
-  for (std::int64_t c = threadIdx.x; c < live; c += blockDim.x) sum += __expf(__bfloat162float(p[c]) - m);
+  for (std::int64_t c = threadIdx.x; c < live; c += blockDim.x)
+    sum += __expf(__bfloat162float(p[c]) - m);
   reduce[threadIdx.x] = sum;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
@@ -134,14 +136,14 @@ __global__ void emulated_collective_kernel(const uint4* in, std::size_t in_n, ui
 void fill_random(void* data, std::size_t bytes, std::uint32_t seed, cudaStream_t stream) {
   const std::size_t n = bytes / 2;
   fill_random_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<std::uint16_t*>(data), n,
-                                                               seed);
+                                                             seed);
 }
 
 void move_bytes(const void* src, void* dst, std::size_t bytes, cudaStream_t stream) {
   const std::size_t n = bytes / 2 / sizeof(uint4);
   if (n == 0) return;
   move_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src),
-                                                        static_cast<uint4*>(dst), n);
+                                                      static_cast<uint4*>(dst), n);
 }
 
 void softmax_rows(void* scores, std::int64_t rows, std::int64_t cols, bool causal,
@@ -172,9 +174,10 @@ void adamw(const AdamWArgs& a, cudaStream_t stream) {
 void emulated_collective(const void* input, std::size_t input_bytes, void* output,
                          std::size_t output_bytes, std::uint64_t duration_ns, int ctas,
                          cudaStream_t stream) {
-  emulated_collective_kernel<<<ctas < 1 ? 1 : ctas, kThreads, 0, stream>>>(
-      static_cast<const uint4*>(input), input_bytes / sizeof(uint4), static_cast<uint4*>(output),
-      output_bytes / sizeof(uint4), duration_ns);
+  emulated_collective_kernel < <<ctas<1 ? 1 : ctas, kThreads, 0, stream>>>(
+                                   static_cast<const uint4*>(input), input_bytes / sizeof(uint4),
+                                   static_cast<uint4*>(output), output_bytes / sizeof(uint4),
+                                   duration_ns);
 }
 
 }  // namespace shardscope::exec::cuda
