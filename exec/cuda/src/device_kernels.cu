@@ -1,5 +1,6 @@
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "device_kernels.hpp"
@@ -174,10 +175,10 @@ void adamw(const AdamWArgs& a, cudaStream_t stream) {
 void emulated_collective(const void* input, std::size_t input_bytes, void* output,
                          std::size_t output_bytes, std::uint64_t duration_ns, int ctas,
                          cudaStream_t stream) {
-  emulated_collective_kernel < <<ctas<1 ? 1 : ctas, kThreads, 0, stream>>>(
-                                   static_cast<const uint4*>(input), input_bytes / sizeof(uint4),
-                                   static_cast<uint4*>(output), output_bytes / sizeof(uint4),
-                                   duration_ns);
+  const int blocks = std::max(ctas, 1);
+  emulated_collective_kernel<<<blocks, kThreads, 0, stream>>>(
+      static_cast<const uint4*>(input), input_bytes / sizeof(uint4), static_cast<uint4*>(output),
+      output_bytes / sizeof(uint4), duration_ns);
 }
 
 }  // namespace shardscope::exec::cuda
