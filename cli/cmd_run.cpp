@@ -74,6 +74,46 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
   }
   fmt::print("  {:<28}{} on this process's ranks, {} elements, all as expected\n",
              "collectives checked", result.collectives_checked, result.elements_checked);
+  print_against_simulation(measured, simulated);
+}
+
+}  // namespace
+
+TimeNs simulated_duration(const sim::PipelineResult& planned, OpId id) {
+  const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
+  return rec.end - rec.start;
+}
+
+exec::RunOptions run_options(const sim::PipelineResult& planned, const RunArgs& args,
+                             bool reports) {
+  exec::RunOptions run;
+  run.facts = planned.timeline().facts;
+  run.memory_capacity = planned.timeline().memory_capacity;
+  run.scenario = args.scenario.path;
+  run.stop = &g_stop;
+  if (reports) {
+    run.on_iteration = [iterations = planned.schedule.iterations](int i) {
+      fmt::print(stderr, "run: iteration {} of {}\n", i + 1, iterations);
+    };
+  }
+  return run;
+}
+
+bool run_interruptible(const std::function<void()>& body) {
+  auto previous = std::signal(SIGINT, on_stop);
+  try {
+    body();
+  } catch (const exec::Interrupted&) {
+    std::signal(SIGINT, previous);
+    fmt::print(stderr, "run: interrupted; nothing written\n");
+    return false;
+  }
+  std::signal(SIGINT, previous);
+  return true;
+}
+
+void print_against_simulation(const analysis::Summary& measured,
+                              const analysis::Summary& simulated) {
   const double delta = simulated.step_time > 0
                            ? 100.0 * static_cast<double>(measured.step_time - simulated.step_time) /
                                  static_cast<double>(simulated.step_time)
@@ -81,8 +121,6 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
   fmt::print("  {:<28}{} measured, {} simulated ({:+.2f} %)\n", "against the simulation",
              format_duration(measured.step_time), format_duration(simulated.step_time), delta);
 }
-
-}  // namespace
 
 // The argv a spawned rank runs: this one without --nproc-per-node.
 std::vector<std::string> child_argv(const std::vector<std::string>& argv) {
@@ -130,36 +168,21 @@ int run_run(const RunArgs& args) {
   const sim::CostModel costs(planned.scenario);
   exec::HostJobOptions options;
   options.backend.cost = [&](OpId id, const Op& op) {
-    const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
-    return exec::HostCost{rec.end - rec.start, costs.cost(planned.schedule, op).cpu};
+    return exec::HostCost{simulated_duration(planned, id), costs.cost(planned.schedule, op).cpu};
   };
   options.backend.time_scale = args.time_scale;
   options.backend.jitter = args.jitter;
   options.backend.seed = args.seed;
   options.backend.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
-  options.slow_ranks = slow;
-  options.run.facts = planned.timeline().facts;
-  options.run.memory_capacity = planned.timeline().memory_capacity;
   options.backend.memory_capacity = planned.timeline().memory_capacity;
-  options.run.scenario = args.scenario.path;
-  options.run.stop = &g_stop;
-  const int iterations = planned.schedule.iterations;
-  if (reports) {
-    options.run.on_iteration = [iterations](int i) {
-      fmt::print(stderr, "run: iteration {} of {}\n", i + 1, iterations);
-    };
-  }
-  auto previous = std::signal(SIGINT, on_stop);
+  options.slow_ranks = slow;
+  options.run = run_options(planned, args, reports);
   exec::HostJobResult result;
-  try {
+  const bool finished = run_interruptible([&] {
     result = job ? exec::run_host_process(planned.schedule, *job, options)
                  : exec::run_host_threads(planned.schedule, options);
-  } catch (const exec::Interrupted&) {
-    std::signal(SIGINT, previous);
-    fmt::print(stderr, "run: interrupted; nothing written\n");
-    return kExitFailure;
-  }
-  std::signal(SIGINT, previous);
+  });
+  if (!finished) return kExitFailure;
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);

@@ -7,9 +7,7 @@
 #include "commands.hpp"
 
 #if SHARDSCOPE_HAVE_CUDA
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 
 #include "shardscope/exec/cuda_backend.hpp"
@@ -29,16 +27,6 @@ int run_cuda(const RunArgs&) {
 }
 
 #else
-
-namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_cuda_stop(int) {
-  g_stop.store(true);
-}
-
-}  // namespace
 
 int run_cuda(const RunArgs& args) {
   const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
@@ -60,8 +48,7 @@ int run_cuda(const RunArgs& args) {
   options.device = job ? job->local_rank : 0;
   options.comm = comm;
   options.modelled_time = [&planned](OpId id, const Op&) {
-    const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
-    return rec.end - rec.start;
+    return simulated_duration(planned, id);
   };
   options.pinned_host = planned.scenario.fsdp.cpu_offload.pin_memory;
   options.memory_capacity = planned.timeline().memory_capacity;
@@ -72,27 +59,11 @@ int run_cuda(const RunArgs& args) {
   }
   const auto backend = exec::make_cuda_backend(options);
 
-  exec::RunOptions run;
-  run.facts = planned.timeline().facts;
-  run.memory_capacity = planned.timeline().memory_capacity;
-  run.scenario = args.scenario.path;
-  run.stop = &g_stop;
-  const int iterations = planned.schedule.iterations;
-  if (reports) {
-    run.on_iteration = [iterations](int i) {
-      fmt::print(stderr, "run: iteration {} of {}\n", i + 1, iterations);
-    };
-  }
-  auto previous = std::signal(SIGINT, on_cuda_stop);
   Timeline timeline;
-  try {
-    timeline = exec::run(planned.schedule, *backend, run);
-  } catch (const exec::Interrupted&) {
-    std::signal(SIGINT, previous);
-    fmt::print(stderr, "run: interrupted; nothing written\n");
-    return kExitFailure;
-  }
-  std::signal(SIGINT, previous);
+  const bool finished = run_interruptible([&] {
+    timeline = exec::run(planned.schedule, *backend, run_options(planned, args, reports));
+  });
+  if (!finished) return kExitFailure;
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(timeline);
   fmt::print("{}", analysis::summary_table(measured));
@@ -103,13 +74,7 @@ int run_cuda(const RunArgs& args) {
     fmt::print("  {:<28}{} ({:.1f} % of the step)\n", "compute stream idle", format_duration(idle),
                100.0 * static_cast<double>(idle) / static_cast<double>(measured.step_time));
   }
-  const auto& simulated = planned.summary;
-  const double delta = simulated.step_time > 0
-                           ? 100.0 * static_cast<double>(measured.step_time - simulated.step_time) /
-                                 static_cast<double>(simulated.step_time)
-                           : 0.0;
-  fmt::print("  {:<28}{} measured, {} simulated ({:+.2f} %)\n", "against the simulation",
-             format_duration(measured.step_time), format_duration(simulated.step_time), delta);
+  print_against_simulation(measured, planned.summary);
   write_run_outputs(args.outputs, measured, timeline);
   return kExitOk;
 }

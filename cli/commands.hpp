@@ -3,6 +3,7 @@
 // 0 success, 1 unexpected failure or interrupted, 2 bad input (problems printed to stderr),
 // 3 the simulated step does not fit in GPU memory (simulate; the report says where it ran out).
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
+#include "shardscope/exec/executor.hpp"
 #include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::cli {
@@ -84,6 +86,18 @@ struct RunArgs {
 std::vector<std::string> child_argv(const std::vector<std::string>& argv);
 /// The scenario with --iterations and --warmup applied.
 ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args);
+
+/// The simulated duration of op `id` of `planned`: what the host backend takes for it and what
+/// the CUDA backend emulates (collectives under --comm emulate, compute without shapes).
+TimeNs simulated_duration(const sim::PipelineResult& planned, OpId id);
+/// exec::run's options for a run of `planned`: its facts and capacity, the scenario, the Ctrl-C
+/// flag run_interruptible sets, and progress on the reporting rank.
+exec::RunOptions run_options(const sim::PipelineResult& planned, const RunArgs& args, bool reports);
+/// Runs `body` with Ctrl-C stopping it; false (after saying nothing was written) when it did.
+bool run_interruptible(const std::function<void()>& body);
+/// "against the simulation   X measured, Y simulated (+Z %)".
+void print_against_simulation(const analysis::Summary& measured,
+                              const analysis::Summary& simulated);
 
 /// `run --backend cuda` (cmd_run_cuda.cpp; an error in a build without CUDA).
 int run_cuda(const RunArgs& args);
