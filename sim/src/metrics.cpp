@@ -17,7 +17,6 @@ std::string op_name(const Schedule& s, OpId id) {
 
 // From the op that ended last, follow what bound each start back through the last iteration.
 analysis::CriticalPath exact_critical_path(const Schedule& s, const SimulationResult& r) {
-  analysis::CriticalPath path;
   const int last = s.iterations - 1;
   OpId cur = kNone;
   TimeNs latest = -1;
@@ -27,29 +26,16 @@ analysis::CriticalPath exact_critical_path(const Schedule& s, const SimulationRe
       cur = static_cast<OpId>(i);
     }
   }
-  std::array<TimeNs, kOpKindCount> path_by_kind{};
-  std::array<bool, kOpKindCount> on_path{};
-  TimeNs path_cpu = 0;
-  bool cpu_on_path = false;
+  analysis::CriticalPathBuilder builder;
   while (cur != kNone && s.ops[static_cast<std::size_t>(cur)].iteration == last) {
     const auto& rec = r.ops[static_cast<std::size_t>(cur)];
-    const auto kind = static_cast<std::size_t>(s.ops[static_cast<std::size_t>(cur)].kind);
-    path.ops.push_back(cur);
-    path_by_kind[kind] += rec.end - rec.start;
-    on_path[kind] = true;
+    builder.add_op(cur, s.ops[static_cast<std::size_t>(cur)].kind, rec.end - rec.start);
     const OpId pred = rec.predecessor;
-    if (pred != kNone && rec.binding == Binding::issue) {
-      path_cpu += rec.start - r.ops[static_cast<std::size_t>(pred)].start;
-      cpu_on_path = true;
-    }
+    if (pred != kNone && rec.binding == Binding::issue)
+      builder.add_cpu_gap(rec.start - r.ops[static_cast<std::size_t>(pred)].start);
     cur = pred;
   }
-  for (auto kind : all_op_kinds()) {
-    if (on_path[static_cast<std::size_t>(kind)])
-      path.by_kind[std::string(to_string(kind))] = path_by_kind[static_cast<std::size_t>(kind)];
-  }
-  if (cpu_on_path) path.by_kind["cpu"] = path_cpu;
-  return path;
+  return std::move(builder).finish();
 }
 
 }  // namespace

@@ -40,11 +40,19 @@ Predecessors predecessors(const Timeline& t) {
 
 }  // namespace
 
+CriticalPath CriticalPathBuilder::finish() && {
+  for (auto kind : all_op_kinds()) {
+    if (on_path_[static_cast<std::size_t>(kind)])
+      path_.by_kind[std::string(to_string(kind))] = by_kind_[static_cast<std::size_t>(kind)];
+  }
+  if (cpu_on_path_) path_.by_kind["cpu"] = cpu_;
+  return std::move(path_);
+}
+
 CriticalPath critical_path(const Timeline& t) {
-  CriticalPath path;
   const bool has_deps = std::any_of(t.ops.begin(), t.ops.end(),
                                     [](const TimelineOp& op) { return !op.deps.empty(); });
-  if (!has_deps || t.ops.empty()) return path;
+  if (!has_deps || t.ops.empty()) return {};
   const auto p = predecessors(t);
   int last = 0;
   for (const auto& op : t.ops) last = std::max(last, op.iteration);
@@ -52,15 +60,10 @@ CriticalPath critical_path(const Timeline& t) {
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     if (cur == kNoIndex || t.ops[i].end > t.ops[cur].end) cur = i;
   }
-  std::array<TimeNs, kOpKindCount> by_kind{};
-  std::array<bool, kOpKindCount> on_path{};
-  TimeNs cpu = 0;
-  bool cpu_on_path = false;
+  CriticalPathBuilder builder;
   while (cur != kNoIndex && t.ops[cur].iteration == last) {
     const auto& op = t.ops[cur];
-    path.ops.push_back(op.op);
-    by_kind[static_cast<std::size_t>(op.kind)] += op.duration();
-    on_path[static_cast<std::size_t>(op.kind)] = true;
+    builder.add_op(op.op, op.kind, op.duration());
     // The candidate that ended last (and no later than this op started) bound it.
     std::size_t best = kNoIndex;
     const auto consider = [&](std::size_t c) {
@@ -72,18 +75,12 @@ CriticalPath critical_path(const Timeline& t) {
     }
     consider(p.previous_stream[cur]);
     consider(p.previous_comm[cur]);
-    if (best != kNoIndex && t.ops[best].end < op.start) {
-      cpu += op.start - t.ops[best].end;  // nothing the GPU did held it: the CPU issued it late
-      cpu_on_path = true;
-    }
+    // Nothing the GPU did held it: the CPU issued it late.
+    if (best != kNoIndex && t.ops[best].end < op.start)
+      builder.add_cpu_gap(op.start - t.ops[best].end);
     cur = best;
   }
-  for (auto kind : all_op_kinds()) {
-    if (on_path[static_cast<std::size_t>(kind)])
-      path.by_kind[std::string(to_string(kind))] = by_kind[static_cast<std::size_t>(kind)];
-  }
-  if (cpu_on_path) path.by_kind["cpu"] = cpu;
-  return path;
+  return std::move(builder).finish();
 }
 
 }  // namespace shardscope::analysis

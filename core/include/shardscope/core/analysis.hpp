@@ -17,6 +17,7 @@
 //                  one that ended last binds it; a gap before the op is CPU issue time ("cpu").
 //                  Needs dependencies; the simulator replaces it with its exact bindings.
 
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -67,6 +68,31 @@ Summary summarize(const Timeline& timeline, bool with_critical_path = true);
 
 /// The critical path of the last iteration (see above); empty without dependencies.
 CriticalPath critical_path(const Timeline& timeline);
+
+/// Adds up a critical path as it is walked back from its last op: the ops, their time by kind,
+/// and the CPU issue gaps on it ("cpu"). The analysis and the simulator walk differently (from
+/// dependencies, or from the engine's exact bindings) and record the same way.
+class CriticalPathBuilder {
+ public:
+  void add_op(OpId op, OpKind kind, TimeNs duration) {
+    path_.ops.push_back(op);
+    by_kind_[static_cast<std::size_t>(kind)] += duration;
+    on_path_[static_cast<std::size_t>(kind)] = true;
+  }
+  void add_cpu_gap(TimeNs gap) {
+    cpu_ += gap;
+    cpu_on_path_ = true;
+  }
+  /// The path; `by_kind` holds only the kinds (and "cpu") that lie on it.
+  CriticalPath finish() &&;
+
+ private:
+  CriticalPath path_;
+  std::array<TimeNs, kOpKindCount> by_kind_{};
+  std::array<bool, kOpKindCount> on_path_{};
+  TimeNs cpu_ = 0;
+  bool cpu_on_path_ = false;
+};
 
 /// "backward layers.3 (backward, iteration 1)": an op as reports name it ("-" for no group).
 std::string op_description(OpKind kind, std::string_view group, Phase phase, int iteration);
