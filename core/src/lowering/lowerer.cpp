@@ -19,7 +19,8 @@ void set_pass(Op& op, const PassCompute& pass) {
 Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.name) {
   layouts_ = param_groups(s_);
   compute_ = group_compute(s_, layouts_);
-  b_.schedule().kernel_sets = compute_.kernel_sets;  // ComputePart passes index these
+  // The passes of compute_.parts index these; lowering needs only the indices from here on.
+  b_.schedule().kernel_sets = std::move(compute_.kernel_sets);
   part_first_.reserve(compute_.groups.size() + 1);
   part_first_.push_back(0);
   for (const auto& c : compute_.groups) part_first_.push_back(part_first_.back() + c.part_count);
