@@ -79,6 +79,16 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
 
 }  // namespace
 
+AllocatorParams run_allocator(const RunArgs& args) {
+  return AllocatorParams{args.expandable_segments};
+}
+
+sim::PipelineResult plan_run(const RunArgs& args) {
+  sim::SimOptions options;
+  options.allocator = run_allocator(args);
+  return simulate_input(with_iterations(args.scenario, args), options);
+}
+
 TimeNs simulated_duration(const sim::PipelineResult& planned, OpId id) {
   const auto& rec = planned.simulation.ops[static_cast<std::size_t>(id)];
   return rec.end - rec.start;
@@ -153,7 +163,7 @@ int run_run(const RunArgs& args) {
   const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
   if (args.nproc_per_node > 0 && !job) {
     // Lower once here so a bad scenario or a wrong process count fails before any process starts.
-    const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+    const auto planned = plan_run(args);
     check_args(args, planned.schedule, slow);
     return exec::spawn_local_ranks(child_argv(args.argv), args.nproc_per_node, {});
   }
@@ -161,7 +171,7 @@ int run_run(const RunArgs& args) {
   if (reports) {
     check_run_outputs(args.scenario, args.outputs);
   }
-  const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+  const auto planned = plan_run(args);
   check_args(args, planned.schedule, slow);
 
   // The host backend takes each op's simulated time on its stream and the CPU issue cost.
@@ -175,6 +185,7 @@ int run_run(const RunArgs& args) {
   options.backend.seed = args.seed;
   options.backend.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   options.backend.memory_capacity = planned.timeline().memory_capacity;
+  options.backend.allocator = run_allocator(args);
   options.slow_ranks = slow;
   options.run = run_options(planned, args, reports);
   exec::HostJobResult result;

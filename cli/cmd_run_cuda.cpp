@@ -38,7 +38,7 @@ int run_cuda(const RunArgs& args) {
                         : (args.comm == "nccl" ? exec::CommMode::nccl : exec::CommMode::emulate);
   const bool reports = !job || job->rank == 0;
   if (reports) check_run_outputs(args.scenario, args.outputs);
-  const auto planned = simulate_input(with_iterations(args.scenario, args), {});
+  const auto planned = plan_run(args);
   if (std::string why; !exec::cuda_device_available(&why))
     throw Error(fmt::format("--backend cuda: {}", why));
 
@@ -52,6 +52,7 @@ int run_cuda(const RunArgs& args) {
   };
   options.pinned_host = planned.scenario.fsdp.cpu_offload.pin_memory;
   options.memory_capacity = planned.timeline().memory_capacity;
+  options.allocator = run_allocator(args);
   options.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (comm == exec::CommMode::nccl && job) {
     exec::Rendezvous rendezvous(*job, options.timeout);

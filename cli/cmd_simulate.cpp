@@ -11,9 +11,6 @@ sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOpti
   sim::PipelineOptions pipeline;
   pipeline.sim = options;
   pipeline.origin = input.path;
-  if (!input.device_profile.empty())
-    pipeline.device_profile =
-        std::make_shared<DeviceProfile>(load_device_profile(input.device_profile));
   if (is_schedule_file(input.path)) {
     if (!input.overrides.empty() || !input.model_preset.empty() || input.nodes > 0 ||
         input.gpus_per_node > 0) {
@@ -60,8 +57,8 @@ int run_simulate(const SimulateArgs& args) {
   options.allocator.expandable_segments = args.expandable_segments;
   const auto run = simulate_input(args.scenario, options);
   fmt::print("{}", analysis::summary_table(run.summary));
-  if (!args.scenario.device_profile.empty())
-    print_profile_coverage(run.schedule, load_device_profile(args.scenario.device_profile));
+  if (const auto& profile = run.scenario.cluster.gpu.device_profile)
+    print_profile_coverage(run.schedule, *profile);
   write_run_outputs(args.outputs, run.summary, run.timeline());
   if (!run.summary.fits) {
     fmt::print(stderr, "does not fit: {}\n",

@@ -10,8 +10,8 @@ namespace shardscope::cli {
 int run_validate(const ScenarioArgs& args) {
   const Scenario scenario = load_scenario_args(args);
   fmt::print("{}", scenario_report(scenario));
-  if (!args.device_profile.empty())
-    print_profile_coverage(lower(scenario), load_device_profile(args.device_profile));
+  if (const auto& profile = scenario.cluster.gpu.device_profile)
+    print_profile_coverage(lower(scenario), *profile);
   fmt::print("valid: yes\n");
   return kExitOk;
 }

@@ -35,8 +35,11 @@ struct ScenarioArgs {
 
 /// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
 ConfigTree load_scenario_tree(const ScenarioArgs& args);
-/// Loads the scenario file with the shortcuts and overrides applied, validated.
+/// Loads the scenario file with the shortcuts and overrides applied, validated, and
+/// --device-profile (which wins over the scenario's cluster.gpu.device_profile).
 Scenario load_scenario_args(const ScenarioArgs& args);
+/// Sets the scenario's device profile from --device-profile, when given.
+void apply_device_profile_arg(Scenario& scenario, const ScenarioArgs& args);
 
 /// The files a run (simulated or measured) may write.
 struct RunOutputs {
@@ -79,13 +82,20 @@ struct RunArgs {
   std::vector<std::string> slow_ranks;  // RANK:FACTOR
   double timeout_s = 30;
   std::uint64_t seed = 1;
-  std::vector<std::string> argv;  // this process's command line (to spawn ranks)
+  bool expandable_segments = false;  // the plan's and the backend's allocator
+  std::vector<std::string> argv;     // this process's command line (to spawn ranks)
 };
 
 /// The argv a spawned rank runs: this one without --nproc-per-node.
 std::vector<std::string> child_argv(const std::vector<std::string>& argv);
 /// The scenario with --iterations and --warmup applied.
 ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args);
+
+/// The simulation a run is planned and compared with: the scenario (with --iterations and
+/// --warmup) under the run's allocator settings, which the backend's allocator then follows.
+sim::PipelineResult plan_run(const RunArgs& args);
+/// The allocator settings of a run (--expandable-segments), for the plan and the backend.
+AllocatorParams run_allocator(const RunArgs& args);
 
 /// The simulated duration of op `id` of `planned`: what the host backend takes for it and what
 /// the CUDA backend emulates (collectives under --comm emulate, compute without shapes).

@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/device_profile.hpp"
 
 namespace shardscope::cli {
 
@@ -28,8 +29,22 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args) {
 }
 
 Scenario load_scenario_args(const ScenarioArgs& args) {
-  return read_scenario(load_scenario_tree(args), args.path,
-                       std::filesystem::path(args.path).parent_path());
+  Scenario scenario = read_scenario(load_scenario_tree(args), args.path,
+                                    std::filesystem::path(args.path).parent_path());
+  apply_device_profile_arg(scenario, args);
+  return scenario;
+}
+
+void apply_device_profile_arg(Scenario& scenario, const ScenarioArgs& args) {
+  if (args.device_profile.empty()) return;
+  try {
+    scenario.cluster.gpu.device_profile = shared_device_profile(args.device_profile);
+  } catch (const ValidationError&) {
+    throw;  // names the profile file and its key
+  } catch (const Error& e) {
+    throw ValidationError({Problem{"--device-profile", "", e.what(),
+                                   "a profile written by shardscope profile-device"}});
+  }
 }
 
 }  // namespace shardscope::cli

@@ -52,6 +52,7 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
   Scenario s;
   s.source = args.path;
   s.cluster = *cluster;
+  apply_device_profile_arg(s, args);
   int nodes = 1;
   for (const auto& c : schedule.communicators) nodes = std::max(nodes, c.nodes);
   s.cluster.nodes = nodes;

@@ -15,8 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const DeviceProfile profile = device_profile_from_json(fuzz::as_text(data, size), "p.json");
     (void)device_profile_from_json(device_profile_to_json(profile), "written");
     (void)profile_coverage(kSchedule, profile);
-    sim::CostModel costs(kScenario);
-    costs.use_device_profile(std::make_shared<DeviceProfile>(profile));
+    Scenario scenario = kScenario;
+    scenario.cluster.gpu.device_profile = std::make_shared<DeviceProfile>(profile);
+    const sim::CostModel costs(scenario);
     for (const Op& op : kSchedule.ops) (void)costs.cost(kSchedule, op);
   });
   return 0;

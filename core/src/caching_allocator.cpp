@@ -10,10 +10,13 @@ constexpr Bytes kSmallBuffer = 2 * kMiB;
 constexpr Bytes kLargeBuffer = 20 * kMiB;
 constexpr Bytes kMinLargeAlloc = 10 * kMiB;
 constexpr Bytes kRoundLarge = 2 * kMiB;
-constexpr Bytes kPage = 2 * kMiB;
+constexpr Bytes kPage = CachingAllocator::kExpandablePage;
 
 Bytes round_up(Bytes value, Bytes multiple) {
   return (value + multiple - 1) / multiple * multiple;
+}
+Bytes round_down(Bytes value, Bytes multiple) {
+  return value / multiple * multiple;
 }
 }  // namespace
 
@@ -156,8 +159,16 @@ int CachingAllocator::grow_expandable(int pool, Bytes size) {
     ++live_segments_;
   } else {
     const int tail = segment_tail_[static_cast<std::size_t>(seg)];
-    blk.offset = blocks_[static_cast<std::size_t>(tail)].offset +
-                 blocks_[static_cast<std::size_t>(tail)].size;
+    Block& last = blocks_[static_cast<std::size_t>(tail)];
+    if (!last.allocated && !last.mapped) {
+      // The segment ends in unmapped space too small for the request: extend it.
+      erase_free(tail);
+      segments_[static_cast<std::size_t>(seg)].size += blk.size - last.size;
+      last.size = blk.size;
+      insert_free(tail);
+      return tail;
+    }
+    blk.offset = last.offset + last.size;
     blk.prev = tail;
     segments_[static_cast<std::size_t>(seg)].size += blk.size;
   }
@@ -186,13 +197,66 @@ void CachingAllocator::release_cached() {
   }
   whole_free_segments_.clear();
   if (!params_.expandable_segments) return;
-  // Free blocks of expandable segments are unmapped in place.
-  for (Block& b : blocks_) {
-    if (b.size == 0 || b.allocated || !b.mapped) continue;
-    if (expandable_segment_[static_cast<std::size_t>(b.pool)] != b.segment) continue;
-    b.mapped = false;
-    reserved_ -= b.size;
+  // Index loop: unmapping splits blocks, which may grow the vector.
+  for (std::size_t b = 0; b < blocks_.size(); ++b) {
+    const Block& blk = blocks_[b];
+    if (blk.size == 0 || blk.allocated || !blk.mapped) continue;
+    if (expandable_segment_[static_cast<std::size_t>(blk.pool)] != blk.segment) continue;
+    unmap_free_pages(static_cast<int>(b));
   }
+}
+
+// Unmaps the whole pages inside free block `b` (listed, mapped, in an expandable segment), as
+// PyTorch's ExpandableSegment::unmap rounds the range inwards: the partial pages at either end stay
+// mapped, split off as free mapped blocks, so every unmapped block is whole pages.
+void CachingAllocator::unmap_free_pages(int b) {
+  const Block blk = blocks_[static_cast<std::size_t>(b)];
+  const Bytes begin = round_up(blk.offset, kPage);
+  const Bytes end = round_down(blk.offset + blk.size, kPage);
+  if (end <= begin) return;
+  erase_free(b);
+  int pages = b;
+  if (begin > blk.offset) {
+    pages = split_tail(b, begin - blk.offset, true);  // listed; the head is listed again below
+    insert_free(b);
+    erase_free(pages);
+  }
+  if (end < blk.offset + blk.size) split_tail(pages, end - begin, true);
+  blocks_[static_cast<std::size_t>(pages)].mapped = false;
+  reserved_ -= end - begin;
+  // Unmapped neighbours join, so the segment's unmapped space is reused whole.
+  const auto unmapped_free = [&](int n) {
+    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated &&
+           !blocks_[static_cast<std::size_t>(n)].mapped;
+  };
+  if (const int p = blocks_[static_cast<std::size_t>(pages)].prev; unmapped_free(p)) {
+    erase_free(p);
+    merge_with_next(p);
+    pages = p;
+  }
+  if (const int n = blocks_[static_cast<std::size_t>(pages)].next; unmapped_free(n)) {
+    erase_free(n);
+    merge_with_next(pages);
+  }
+  insert_free(pages);
+}
+
+std::vector<CachingAllocator::Extent> CachingAllocator::mapped_extents(int segment) const {
+  std::vector<Extent> extents;
+  if (!segments_[static_cast<std::size_t>(segment)].live) return extents;
+  for (int b = segment_tail_[static_cast<std::size_t>(segment)]; b >= 0;
+       b = blocks_[static_cast<std::size_t>(b)].prev) {
+    const Block& blk = blocks_[static_cast<std::size_t>(b)];
+    if (!blk.mapped) continue;
+    if (!extents.empty() && extents.back().offset == blk.offset + blk.size) {
+      extents.back().offset = blk.offset;  // walking backwards: extend the range downwards
+      extents.back().size += blk.size;
+    } else {
+      extents.push_back({blk.offset, blk.size});
+    }
+  }
+  std::reverse(extents.begin(), extents.end());
+  return extents;
 }
 
 // Maps the first `size` bytes of an unmapped free block (splitting off the unmapped rest).
@@ -230,7 +294,10 @@ bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
   if (!blocks_[static_cast<std::size_t>(b)].mapped && !map_block(b, rounded)) {
     ++retries_;
     release_cached();
-    if (!map_block(b, rounded)) return false;
+    // Unmapping joined unmapped neighbours, `b` perhaps into another block: look again.
+    b = free_.best_fit(pool, rounded);
+    if (b < 0) b = grow_expandable(pool, rounded);
+    if (!blocks_[static_cast<std::size_t>(b)].mapped && !map_block(b, rounded)) return false;
   }
   take(b, rounded, small);
   if (static_cast<std::size_t>(id) >= live_.size())

@@ -34,7 +34,8 @@ ClusterSpec a100() {
            0.70,
            0.35,
            400,
-           std::nullopt};
+           std::nullopt,
+           nullptr};
   c.nvlink = {300e9, 1 * kNsPerUs};
   c.network = {25e9, 5 * kNsPerUs};
   c.pcie = {24e9, 10e9, 10 * kNsPerUs};
@@ -53,7 +54,8 @@ ClusterSpec h100() {
            0.50,
            0.25,
            700,
-           std::nullopt};
+           std::nullopt,
+           nullptr};
   c.nvlink = {450e9, 1 * kNsPerUs};
   c.network = {50e9, 5 * kNsPerUs};
   c.pcie = {50e9, 20e9, 10 * kNsPerUs};

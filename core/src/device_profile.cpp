@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "json_fields.hpp"
 #include "json_lines.hpp"
@@ -129,6 +133,23 @@ DeviceProfile device_profile_from_json(std::string_view text, const std::string&
 
 DeviceProfile load_device_profile(const std::string& path) {
   return device_profile_from_json(read_text_file(path), path);
+}
+
+std::shared_ptr<const DeviceProfile> shared_device_profile(const std::string& path) {
+  // Keyed by the file's identity and state, so an edited profile is read again.
+  using Key = std::tuple<std::string, std::filesystem::file_time_type, std::uintmax_t>;
+  static std::mutex mutex;
+  static std::map<Key, std::shared_ptr<const DeviceProfile>> cache;
+  std::error_code ec;
+  const std::filesystem::path file(path);
+  const auto time = std::filesystem::last_write_time(file, ec);
+  const auto size = ec ? 0 : std::filesystem::file_size(file, ec);
+  if (ec) return std::make_shared<const DeviceProfile>(load_device_profile(path));  // its error
+  const Key key{std::filesystem::absolute(file).lexically_normal().string(), time, size};
+  const std::lock_guard lock(mutex);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_shared<const DeviceProfile>(load_device_profile(path));
+  return slot;
 }
 
 }  // namespace shardscope

@@ -119,6 +119,11 @@ constexpr std::array kKeys{
                 "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
     ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "",
                 "from the preset", "achieved fraction of peak FLOP/s in attention"},
+    ScenarioKey{"cluster.gpu.device_profile", K::text, 0, 0, "",
+                "a device profile JSON (shardscope profile-device), relative to the scenario",
+                "none",
+                "kernel times measured on this GPU: the cost model uses them where the profile "
+                "has the kernel, the roofline elsewhere (--device-profile overrides it)"},
     ScenarioKey{"cluster.nvlink", K::section, 0, 0, "", "", "", "the intra-node fabric"},
     ScenarioKey{"cluster.nvlink.bandwidth", K::bandwidth, 1e9, 1e13, "", "", "from the preset",
                 "NVLink bandwidth per GPU, one direction"},

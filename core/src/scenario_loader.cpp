@@ -8,6 +8,7 @@
 #include <set>
 
 #include "shardscope/core/config_reader.hpp"
+#include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
 #include "shardscope/core/scenario.hpp"
@@ -393,7 +394,27 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
 }
 
 // ---------------------------------------------------------------- cluster
-ClusterSpec read_cluster(ConfigReader& r) {
+std::shared_ptr<const DeviceProfile> read_device_profile(ConfigReader& r, const std::string& given,
+                                                         const std::filesystem::path& base_dir) {
+  std::filesystem::path path(given);
+  if (path.is_relative() && !base_dir.empty()) path = base_dir / path;
+  try {
+    return shared_device_profile(path.string());
+  } catch (const ValidationError& e) {
+    for (auto p : e.problems()) {
+      p.key =
+          p.key.empty() ? "cluster.gpu.device_profile" : "cluster.gpu.device_profile → " + p.key;
+      p.message = fmt::format("{}: {}", path.string(), p.message);
+      p.file = r.file();
+      r.problems().push_back(std::move(p));
+    }
+  } catch (const Error& e) {
+    r.add_problem("cluster.gpu.device_profile", e.what(), "a profile written by profile-device");
+  }
+  return nullptr;
+}
+
+ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir) {
   ClusterSpec c = *find_cluster_preset("h100-sxm-80gb");
   if (auto preset = r.get_string("cluster.preset")) {
     if (auto spec = find_cluster_preset(*preset)) {
@@ -415,6 +436,8 @@ ClusterSpec read_cluster(ConfigReader& r) {
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
+  if (auto profile = r.get_string("cluster.gpu.device_profile"))
+    c.gpu.device_profile = read_device_profile(r, *profile, base_dir);
   set_if(read_bandwidth(r, "cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
   set_if(read_duration(r, "cluster.nvlink.latency"), c.nvlink.latency);
   set_if(read_bandwidth(r, "cluster.network.bandwidth"), c.network.bandwidth);
@@ -673,7 +696,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
     check_shape(r, tree, path, norm);
   }
   s.model = read_model(r, base_dir);
-  s.cluster = read_cluster(r);
+  s.cluster = read_cluster(r, base_dir);
   s.training = read_training(r);
   FsdpRead fsdp = read_fsdp(r);
   check_fsdp(r, fsdp, s.cluster);

@@ -81,7 +81,8 @@ void HostBackend::begin(const Schedule& schedule) {
     collectives = collectives || is_collective(op.kind);
   }
   if (collectives && !options_.world) throw Error("the schedule has collectives but no host world");
-  allocator_ = std::make_unique<DeviceAllocator>(address_space_, options_.memory_capacity);
+  allocator_ = std::make_unique<DeviceAllocator>(address_space_, options_.memory_capacity,
+                                                 options_.allocator);
   workers_.clear();
   for (std::size_t st = 0; st < schedule.streams.size(); ++st) {
     workers_.push_back(std::make_unique<Worker>());

@@ -35,7 +35,8 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
       compute_(compute),
       interference_(interference),
       collectives_(scenario.cluster, collectives),
-      pinned_(scenario.fsdp.cpu_offload.pin_memory) {
+      pinned_(scenario.fsdp.cpu_offload.pin_memory),
+      profile_(scenario.cluster.gpu.device_profile) {
   double clock = 1.0;
   if (cluster_.gpu.power_cap_w && cluster_.gpu.tdp_w > 0) {
     clock = std::pow(std::min(1.0, *cluster_.gpu.power_cap_w / cluster_.gpu.tdp_w),

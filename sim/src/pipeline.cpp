@@ -12,8 +12,7 @@ namespace shardscope::sim {
 PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
                                  const PipelineOptions& options) {
   PipelineResult r{std::move(scenario), std::move(schedule), {}, {}};
-  CostModel costs(r.scenario);
-  costs.use_device_profile(options.device_profile);
+  const CostModel costs(r.scenario);
   try {
     r.simulation = simulate(r.schedule, costs, options.sim);
   } catch (const ValidationError& e) {  // an op too long to simulate: name the input
@@ -24,9 +23,9 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
     throw ValidationError(std::move(problems));
   }
   r.simulation.timeline.provenance.scenario = options.origin;
-  if (options.device_profile) {
+  if (const DeviceProfile* profile = costs.device_profile()) {
     r.simulation.timeline.provenance.device +=
-        fmt::format(" (kernel times measured on {})", options.device_profile->device);
+        fmt::format(" (kernel times measured on {})", profile->device);
   }
   r.summary = summarize(r.schedule, r.simulation);
   return r;

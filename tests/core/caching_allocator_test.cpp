@@ -101,5 +101,34 @@ TEST(CachingAllocator, ExpandableSegmentsGrowInPlaceInsteadOfFragmenting) {
   EXPECT_EQ(expandable.reserved(), 250 * kMiB);
 }
 
+TEST(CachingAllocator, ExpandableSegmentsUnmapOnlyWholeFreePages) {
+  // 2.5 MiB maps pages [0, 4 MiB); its free tail [2.5, 4) shares the second page with it. Making
+  // room cannot unmap that page (PyTorch's ExpandableSegment::unmap rounds inwards), so reserved
+  // stays 4 MiB and the 4 MiB request that needed it fails.
+  CachingAllocator a(6 * kMiB, {true});
+  ASSERT_TRUE(a.allocate(0, 5 * kMiB / 2, 0));
+  EXPECT_EQ(a.reserved(), 4 * kMiB);
+  EXPECT_FALSE(a.allocate(1, 4 * kMiB, 0));
+  EXPECT_EQ(a.retries(), 1);
+  EXPECT_EQ(a.reserved(), 4 * kMiB);
+  EXPECT_EQ(a.mapped_extents(0), (std::vector<CachingAllocator::Extent>{{0, 4 * kMiB}}));
+}
+
+TEST(CachingAllocator, ExpandableSegmentsReuseUnmappedSpaceWhole) {
+  // Three 2 MiB buffers; the first and last are freed. 6 MiB does not fit beside them: their pages
+  // are unmapped, the last one's joins the unmapped space the request grew, and the request takes
+  // that joined space at 4 MiB instead of growing the segment again.
+  CachingAllocator a(8 * kMiB, {true});
+  for (BufferId id = 0; id < 3; ++id) ASSERT_TRUE(a.allocate(id, 2 * kMiB, 0));
+  a.free(0);
+  a.free(2);
+  ASSERT_TRUE(a.allocate(3, 6 * kMiB, 0));
+  EXPECT_EQ(a.retries(), 1);
+  EXPECT_EQ(a.placement(3).offset, 4 * kMiB);
+  EXPECT_EQ(a.segment_bytes(0), 12 * kMiB);
+  EXPECT_EQ(a.reserved(), 8 * kMiB);
+  EXPECT_EQ(a.mapped_extents(0), (std::vector<CachingAllocator::Extent>{{2 * kMiB, 8 * kMiB}}));
+}
+
 }  // namespace
 }  // namespace shardscope

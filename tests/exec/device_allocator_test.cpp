@@ -23,6 +23,14 @@ class CountingMemory final : public SegmentMemory {
     return space_.reserve(bytes);
   }
   void release(std::byte*, Bytes bytes) noexcept override { held_ -= bytes; }
+  std::byte* reserve_address(Bytes bytes) override { return space_.reserve(bytes); }
+  bool map(std::byte*, Bytes bytes) override {
+    if (held_ + bytes > limit_) return false;
+    held_ += bytes;
+    return true;
+  }
+  void unmap(std::byte*, Bytes bytes) noexcept override { held_ -= bytes; }
+  void release_address(std::byte*, Bytes) noexcept override {}
   Bytes held() const { return held_; }
 
  private:
@@ -92,32 +100,95 @@ TEST(DeviceAllocator, ADeviceThatRefusesASegmentIsAnOutOfMemoryThatSaysSo) {
   EXPECT_THROW(b.allocate(0, 40 * kMiB, 0), OutOfMemory);
 }
 
-TEST(DeviceAllocator, ExpandableSegmentsAreRefusedClearly) {
+TEST(DeviceAllocator, ExpandableSegmentsMapThePagesThePolicyMaps) {
   CountingMemory memory;
-  EXPECT_THROW(DeviceAllocator(memory, kGiB, AllocatorParams{true}), Error);
+  DeviceAllocator a(memory, 16 * kMiB, AllocatorParams{true});
+  // 3 MiB maps two 2 MiB pages of the stream's one segment; 5 MiB after it grows the segment and
+  // maps what it needs beyond the 1 MiB left on the second page.
+  std::byte* first = a.allocate(0, 3 * kMiB, 0);
+  std::byte* second = a.allocate(1, 5 * kMiB, 0);
+  EXPECT_EQ(a.reserved(), memory.held());
+  EXPECT_EQ(second - first, 4 * kMiB);  // both in one address range, page-aligned growth
+  a.free(0);
+  a.free(1);
+  EXPECT_EQ(memory.held(), a.reserved());  // freed pages stay mapped (cached)
+  // 14 MiB does not fit beside the 10 MiB cached: the policy unmaps free pages and maps again.
+  a.allocate(2, 14 * kMiB, 0);
+  EXPECT_EQ(a.retries(), 1);
+  EXPECT_EQ(memory.held(), a.reserved());
+  EXPECT_EQ(a.reserved(), 14 * kMiB);
+  Bytes mapped = 0;
+  for (const auto& e : a.events()) mapped += e.bytes;
+  EXPECT_EQ(mapped, memory.held());
+}
+
+// Under memory pressure, with partial pages at free blocks' ends, the pages the device holds are
+// always the policy's reserved bytes.
+TEST(DeviceAllocator, ExpandableSegmentsFollowThePolicyUnderPressure) {
+  CountingMemory memory;
+  DeviceAllocator a(memory, 96 * kMiB, AllocatorParams{true});
+  std::map<BufferId, Bytes> live;
+  std::uint64_t x = 777;
+  int refused = 0;
+  for (BufferId id = 0; id < 3000; ++id) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const Bytes size = static_cast<Bytes>((x >> 33) % (9 * kMiB)) + 1;
+    try {
+      a.allocate(id, size, static_cast<StreamId>((x >> 20) % 2));
+      live[id] = size;
+    } catch (const OutOfMemory&) {
+      ++refused;
+    }
+    while (!live.empty() && (live.size() > 12 || (x >> 40) % 3 == 0)) {
+      a.free(live.begin()->first);
+      live.erase(live.begin());
+      x >>= 1;
+    }
+    ASSERT_EQ(memory.held(), a.reserved()) << "after buffer " << id;
+  }
+  // Both paths ran: pages unmapped to make room, and requests the policy refused (13 live
+  // buffers of up to 9 MiB can exceed 96 MiB), after which the mirror still matched.
+  EXPECT_GT(a.retries(), 0);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(DeviceAllocator, AnExpandableSegmentTheDeviceCannotMapIsAnOutOfMemory) {
+  CountingMemory memory(8 * kMiB);
+  DeviceAllocator a(memory, 64 * kMiB, AllocatorParams{true});
+  a.allocate(0, 6 * kMiB, 0);
+  EXPECT_THROW(a.allocate(1, 6 * kMiB, 0), OutOfMemory);
+  EXPECT_EQ(memory.held(), 6 * kMiB);
 }
 
 // One allocator policy, two users: the host executor, placing every buffer through
-// DeviceAllocator, reports the simulator's allocated and reserved peaks, at the same ops.
+// DeviceAllocator, reports the simulator's allocated and reserved peaks, at the same ops, with
+// classic and with expandable segments.
 TEST(DeviceAllocator, AHostRunReportsTheSimulatorsPeaks) {
-  const auto p = sim::simulate_scenario(
-      load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
-                    {"model.layers=2", "training.seq_len=256", "training.iterations=1",
-                     "cluster.gpus_per_node=2", "cluster.gpu.memory=24GiB"}));
-  HostJobOptions o;
-  o.backend.cost = [](OpId, const Op&) { return HostCost{1000, 0}; };  // 1 µs each: order only
-  o.backend.memory_capacity = p.timeline().memory_capacity;
-  o.run.memory_capacity = p.timeline().memory_capacity;
-  const auto result = run_host_threads(p.schedule, o);
-  const MemoryPeaks& sim = p.timeline().peaks;
-  const MemoryPeaks& run = result.timeline.peaks;
-  EXPECT_GT(sim.reserved.bytes, sim.allocated.bytes);  // the cache holds something: a real check
-  EXPECT_EQ(run.allocated.bytes, sim.allocated.bytes);
-  EXPECT_EQ(run.reserved.bytes, sim.reserved.bytes);
-  EXPECT_EQ(run.allocated.op, sim.allocated.op);
-  EXPECT_EQ(run.reserved.op, sim.reserved.op);
-  EXPECT_EQ(run.allocated.by_category, sim.allocated.by_category);
-  EXPECT_EQ(run.allocated_by_phase, sim.allocated_by_phase);
+  for (const bool expandable : {false, true}) {
+    SCOPED_TRACE(expandable ? "expandable segments" : "classic segments");
+    sim::PipelineOptions plan;
+    plan.sim.allocator.expandable_segments = expandable;
+    const auto p = sim::simulate_scenario(
+        load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+                      {"model.layers=2", "training.seq_len=256", "training.iterations=1",
+                       "cluster.gpus_per_node=2", "cluster.gpu.memory=24GiB"}),
+        plan);
+    HostJobOptions o;
+    o.backend.cost = [](OpId, const Op&) { return HostCost{1000, 0}; };  // 1 µs each: order only
+    o.backend.memory_capacity = p.timeline().memory_capacity;
+    o.backend.allocator = plan.sim.allocator;
+    o.run.memory_capacity = p.timeline().memory_capacity;
+    const auto result = run_host_threads(p.schedule, o);
+    const MemoryPeaks& sim = p.timeline().peaks;
+    const MemoryPeaks& run = result.timeline.peaks;
+    EXPECT_GT(sim.reserved.bytes, sim.allocated.bytes);  // the cache holds something
+    EXPECT_EQ(run.allocated.bytes, sim.allocated.bytes);
+    EXPECT_EQ(run.reserved.bytes, sim.reserved.bytes);
+    EXPECT_EQ(run.allocated.op, sim.allocated.op);
+    EXPECT_EQ(run.reserved.op, sim.reserved.op);
+    EXPECT_EQ(run.allocated.by_category, sim.allocated.by_category);
+    EXPECT_EQ(run.allocated_by_phase, sim.allocated_by_phase);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
 #include "shardscope/sim/pipeline.hpp"
@@ -81,12 +82,12 @@ TEST(DeviceProfile, CoverageCountsOpsWhoseEveryKernelIsMeasured) {
 }
 
 TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
-  const Scenario sc = small();
+  Scenario sc = small();
   const Schedule s = lower(sc);
-  sim::CostModel costs(sc);
   const TimeNs t = 250'000;
   const double bw = 2e12;
-  costs.use_device_profile(std::make_shared<DeviceProfile>(profile_for(s, t, bw)));
+  sc.cluster.gpu.device_profile = std::make_shared<DeviceProfile>(profile_for(s, t, bw));
+  const sim::CostModel costs(sc);
   int checked = 0;
   for (const Op& op : s.ops) {
     if (op.kernels == kNone || op.kind == OpKind::optimizer_step) continue;
@@ -107,15 +108,42 @@ TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
 }
 
 TEST(DeviceProfile, ASlowerMeasuredGpuSlowsTheSimulatedStep) {
-  const Scenario sc = small();
+  Scenario sc = small();
   const auto roofline = sim::simulate_scenario(sc);
   // Every GEMM and attention at 10 ms: far slower than the roofline's H100.
-  sim::PipelineOptions options;
-  options.device_profile =
+  sc.cluster.gpu.device_profile =
       std::make_shared<DeviceProfile>(profile_for(roofline.schedule, 10 * kNsPerMs, 2.4e12));
-  const auto profiled = sim::simulate_scenario(sc, options);
+  const auto profiled = sim::simulate_scenario(sc);
   EXPECT_GT(profiled.summary.step_time, roofline.summary.step_time);
   EXPECT_NE(profiled.timeline().provenance.device.find("measured on test GPU"), std::string::npos);
+}
+
+// cluster.gpu.device_profile: the path is relative to the scenario, the profile is read once per
+// process while the file is unchanged, and a bad one is a problem naming the key.
+TEST(DeviceProfile, TheScenarioKeyLoadsTheProfileBesideTheScenario) {
+  const std::string dir = SHARDSCOPE_TEST_DATA_DIR;
+  const auto read = [&](const std::string& value) {
+    ConfigTree tree = parse_config_text(
+        "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\n", "s.yaml");
+    std::vector<Problem> problems;
+    apply_override(tree, "cluster.gpu.device_profile=" + value, problems);
+    EXPECT_TRUE(problems.empty());
+    return read_scenario(tree, dir + "/s.yaml", dir);
+  };
+  const Scenario a = read("device_profile_bandwidth_only.json");
+  const Scenario b = read("device_profile_bandwidth_only.json");
+  ASSERT_NE(a.cluster.gpu.device_profile, nullptr);
+  EXPECT_EQ(a.cluster.gpu.device_profile, b.cluster.gpu.device_profile);  // one read
+  EXPECT_EQ(a.cluster.gpu.device_profile->memory_bandwidth,
+            load_device_profile(dir + "/device_profile_bandwidth_only.json").memory_bandwidth);
+  try {
+    read("no_such_profile.json");
+    FAIL();
+  } catch (const ValidationError& e) {
+    ASSERT_FALSE(e.problems().empty());
+    EXPECT_EQ(e.problems()[0].key, "cluster.gpu.device_profile");
+    EXPECT_EQ(e.problems()[0].file, dir + "/s.yaml");
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda_check.hpp"
+#include "cuda_segment_memory.hpp"
 #include "device_kernels.hpp"
 #include "kernel_runner.hpp"
 #include "shardscope/exec/device_allocator.hpp"
@@ -19,22 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 // Copies without named buffers and host staging go a scratch region at a time.
 constexpr Bytes kRegion = KernelRunner::kRegion;
-
-// cudaMalloc'd segments; a refusal is reported to the allocator, which reports the OOM.
-class CudaSegmentMemory final : public SegmentMemory {
- public:
-  std::byte* reserve(Bytes bytes) override {
-    void* p = nullptr;
-    const cudaError_t e = cudaMalloc(&p, static_cast<std::size_t>(bytes));
-    if (e == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // clear the sticky-free error state
-      return nullptr;
-    }
-    SHARDSCOPE_CUDA(e);
-    return static_cast<std::byte*>(p);
-  }
-  void release(std::byte* base, Bytes) noexcept override { SHARDSCOPE_CUDA_LOG(cudaFree(base)); }
-};
 
 ncclDataType_t nccl_type(DType d) {
   switch (d) {
@@ -108,7 +93,8 @@ class CudaBackend final : public Backend {
         options_.memory_capacity > 0
             ? std::min<Bytes>(options_.memory_capacity, static_cast<Bytes>(free_bytes))
             : static_cast<Bytes>(free_bytes);
-    allocator_ = std::make_unique<DeviceAllocator>(memory_, capacity);
+    memory_ = std::make_unique<CudaSegmentMemory>(options_.device);
+    allocator_ = std::make_unique<DeviceAllocator>(*memory_, capacity, options_.allocator);
     SHARDSCOPE_CUDA(cudaDeviceSynchronize());
     SHARDSCOPE_CUDA(cudaEventCreate(&base_));
     SHARDSCOPE_CUDA(cudaEventRecord(base_, nullptr));
@@ -426,6 +412,7 @@ class CudaBackend final : public Backend {
     if (world_comm_ != nullptr) SHARDSCOPE_CUDA_LOG(ncclCommDestroy(world_comm_));
     world_comm_ = nullptr;
     allocator_.reset();
+    memory_.reset();
     kernels_.reset();
     for (auto& e : start_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
     for (auto& e : end_) SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
@@ -449,7 +436,7 @@ class CudaBackend final : public Backend {
   std::vector<std::byte> pageable_;
   std::vector<float> host_state_;
   std::unique_ptr<KernelRunner> kernels_;
-  CudaSegmentMemory memory_;
+  std::unique_ptr<CudaSegmentMemory> memory_;  // made by begin(), for the device
   std::unique_ptr<DeviceAllocator> allocator_;
   ncclComm_t world_comm_ = nullptr;
   std::vector<ncclComm_t> comms_;  // per IR communicator

@@ -3,6 +3,7 @@
 // Destructors must not throw: they use the *_LOG forms, which print and go on.
 
 #include <cublasLt.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -31,6 +32,7 @@ inline const char* status_text(ncclResult_t r) {
 inline const char* status_text(cublasStatus_t s) {
   return cublasLtGetStatusName(s);
 }
+const char* status_text(CUresult r);  // the driver's name for it (cuda_segment_memory.cpp)
 
 inline bool ok(cudaError_t e) {
   return e == cudaSuccess;
@@ -41,6 +43,9 @@ inline bool ok(ncclResult_t r) {
 inline bool ok(cublasStatus_t s) {
   return s == CUBLAS_STATUS_SUCCESS;
 }
+inline bool ok(CUresult r) {
+  return r == CUDA_SUCCESS;
+}
 
 inline const char* library_of(cudaError_t) {
   return "CUDA";
@@ -50,6 +55,9 @@ inline const char* library_of(ncclResult_t) {
 }
 inline const char* library_of(cublasStatus_t) {
   return "cuBLASLt";
+}
+inline const char* library_of(CUresult) {
+  return "CUDA driver";
 }
 
 }  // namespace shardscope::exec::cuda

@@ -9,7 +9,8 @@
 //     when the rest is ≥ 512 B (small) or > 1 MiB (large), coalesced with free neighbours on free;
 //   * when a new segment does not fit in the GPU, every fully free cached segment is released
 //     (cudaFree) and the allocation retried; then it is out of memory. Expandable segments instead
-//     unmap their free pages, which are mapped again when reused.
+//     unmap the whole pages inside their free blocks (the partial pages at a block's ends stay
+//     mapped: a neighbour uses them), which are mapped again when reused.
 
 #include <vector>
 
@@ -69,6 +70,22 @@ class CachingAllocator {
   }
   bool segment_live(int segment) const { return segments_[static_cast<std::size_t>(segment)].live; }
   bool expandable_segments() const { return params_.expandable_segments; }
+  /// Expandable segments map and unmap memory in pages of this size inside their address space.
+  static constexpr Bytes kExpandablePage = 2 * kMiB;
+  /// `segment` is its pool's expandable segment: address space with some pages mapped.
+  bool segment_expandable(int segment) const {
+    const Segment& s = segments_[static_cast<std::size_t>(segment)];
+    return expandable_segment_[static_cast<std::size_t>(s.pool)] == segment;
+  }
+  /// The byte ranges of `segment` backed by memory, in address order, adjacent ranges joined: the
+  /// whole segment unless it is expandable, whose ranges are whole pages (their sum is what the
+  /// segment adds to reserved()).
+  struct Extent {
+    Bytes offset = 0;
+    Bytes size = 0;
+    bool operator==(const Extent&) const = default;
+  };
+  std::vector<Extent> mapped_extents(int segment) const;
 
   static Bytes round_size(Bytes size);
   static Bytes segment_size(Bytes rounded);
@@ -110,6 +127,7 @@ class CachingAllocator {
   int new_segment(int pool, Bytes size);
   int grow_expandable(int pool, Bytes size);
   bool map_block(int block, Bytes size);
+  void unmap_free_pages(int block);
   void release_cached();
   void insert_free(int block);
   void erase_free(int block);

@@ -1,6 +1,7 @@
 #pragma once
 // Where it runs: GPUs, nodes and the links between them. Every number can be overridden.
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -9,6 +10,8 @@
 #include "shardscope/core/units.hpp"
 
 namespace shardscope {
+
+struct DeviceProfile;
 
 struct PeakFlops {
   FlopsPerSecond fp32 = 0;  // dense, no TF32
@@ -29,6 +32,8 @@ struct GpuSpec {
   double attention_efficiency = 0.35;  // share of dense peak of PyTorch SDPA flash attention (FA2)
   double tdp_w = 0;                    // board power limit of the stock part
   std::optional<double> power_cap_w;   // a lower administrative cap, when set
+  // Kernel times measured on this GPU (cluster.gpu.device_profile); null: the roofline only.
+  std::shared_ptr<const DeviceProfile> device_profile;
 };
 
 /// One direction of a link as one GPU sees it.

@@ -4,6 +4,7 @@
 // kernels and of host↔device copies, and launch and event overheads. `simulate --device-profile`
 // prices every kernel the profile has by its measured time and the rest by the roofline.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,5 +63,8 @@ std::string device_profile_to_json(const DeviceProfile& profile);
 /// Throws ValidationError naming `origin` and each bad key.
 DeviceProfile device_profile_from_json(std::string_view text, const std::string& origin = {});
 DeviceProfile load_device_profile(const std::string& path);
+/// The profile at `path`, read once per process while the file is unchanged (a sweep reads its
+/// scenario at every point); thread-safe. Throws as load_device_profile.
+std::shared_ptr<const DeviceProfile> shared_device_profile(const std::string& path);
 
 }  // namespace shardscope

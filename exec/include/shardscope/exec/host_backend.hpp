@@ -6,9 +6,9 @@
 // durations a cost callback gives (the CLI passes the simulator's per-op times). The issuing
 // thread pays each op's CPU issue cost from the same callback.
 //
-// Buffers are bookkeeping only: a 70B model's buffers would not fit a CI machine. "allocated" is
-// exact; "reserved" rounds each live block up to the 2 MiB granule the CUDA caching allocator
-// maps, with no caching of freed blocks.
+// Buffers are placed but never touched: a 70B model's buffers would not fit a CI machine. They
+// go through the simulator's caching-allocator policy over address space (DeviceAllocator), so
+// "allocated" and "reserved" follow the simulator's rules.
 //
 // Times: every sleep is to an absolute deadline, so wake-up latency (about 0.05–0.1 ms on Linux)
 // delays but does not accumulate within an op; `time_scale` stretches every duration so that this
@@ -54,6 +54,7 @@ struct HostBackendOptions {
   // The device the buffers are placed on: the simulator's caching-allocator policy over address
   // space, so allocated and reserved follow the simulator's rules (and the same capacity).
   Bytes memory_capacity = std::numeric_limits<Bytes>::max() / 2;
+  AllocatorParams allocator;
 };
 
 class HostBackend final : public Backend {

@@ -51,11 +51,9 @@ class CostModel {
                      InterferenceParams interference = {}, CollectiveModelParams collectives = {});
 
   OpCost cost(const Schedule& schedule, const Op& op) const;
-  /// Prices every kernel `profile` measured by its measured time (and host copies by its measured
-  /// bandwidths); the rest stays on the roofline. nullptr: the roofline only.
-  void use_device_profile(std::shared_ptr<const DeviceProfile> profile) {
-    profile_ = std::move(profile);
-  }
+  /// The scenario's device profile (cluster.gpu.device_profile), if any: every kernel it measured
+  /// is priced at its measured time (and host copies at its measured bandwidths); the rest stays
+  /// on the roofline.
   const DeviceProfile* device_profile() const { return profile_.get(); }
   /// Compute-only time of `flops` and `hbm_bytes` (exposed for tests).
   TimeNs compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops = 0) const;

@@ -16,7 +16,6 @@ namespace shardscope::sim {
 struct PipelineOptions {
   SimOptions sim;
   std::string origin;  // the scenario or IR file: provenance, and the file errors name
-  std::shared_ptr<const DeviceProfile> device_profile;  // measured kernel times (optional)
 };
 
 struct PipelineResult {

@@ -3,17 +3,19 @@
 // and NCCL are found (SHARDSCOPE_HAVE_CUDA). A CUDA stream per IR stream (communication and copy
 // streams at high priority, as FSDP2 creates them), an event pair per op for its completion and
 // its measured span, buffers from the caching-allocator policy the simulator models (cudaMalloc'd
-// segments), compute ops running their kernels (cuBLASLt GEMMs of the IR's shapes, attention as
-// blocked GEMMs and a softmax kernel, bandwidth kernels for memory-bound traffic, a fused AdamW),
-// copies between the IR's buffers, and collectives either through NCCL (one communicator per IR
-// communicator, split from the world) or emulated on one GPU (--comm emulate: a kernel per
-// collective that moves its data and stays resident for the time the collective model predicts).
+// segments, or cuMemMap'd pages of expandable ones), compute ops running their kernels (cuBLASLt
+// GEMMs of the IR's shapes, attention as blocked GEMMs and a softmax kernel, bandwidth kernels for
+// memory-bound traffic, a fused AdamW), copies between the IR's buffers, and collectives either
+// through NCCL (one communicator per IR communicator, split from the world) or emulated on one GPU
+// (--comm emulate: a kernel per collective that moves its data and stays resident for the time the
+// collective model predicts).
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "shardscope/core/caching_allocator.hpp"
 #include "shardscope/exec/backend.hpp"
 
 namespace shardscope::exec {
@@ -35,6 +37,7 @@ struct CudaBackendOptions {
   int emulated_channels = 16;  // SMs an emulated collective occupies (NCCL's channels)
   bool pinned_host = true;     // h2d/d2h from pinned (cudaMallocHost) or pageable memory
   Bytes memory_capacity = 0;   // the caching allocator's limit; 0: what the device has free
+  AllocatorParams allocator;   // expandable segments map pages with cuMemMap
   std::chrono::milliseconds timeout{300'000};  // NCCL watchdog: a collective stuck this long aborts
 };
 
