@@ -1,5 +1,7 @@
 #include "shardscope/core/group_compute.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <map>
 #include <utility>
 
@@ -42,19 +44,19 @@ ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels)
   return embed;
 }
 
-ComputePart head_part(const detail::BlockShape& shape, KernelSetTable& kernels) {
-  const std::int64_t t = shape.tokens(), h = shape.config.hidden, vocab = shape.config.vocab;
-  const Bytes elem = bytes_per_element(shape.dtype);
+ComputePart head_part(const detail::BlockShape& shape, const TrainingSpec& training,
+                      KernelSetTable& kernels) {
+  const detail::LossShape loss{training.loss, loss_chunk_tokens(shape.config, training)};
+  LossMemory memory = loss_memory(shape.config, training, shape.dtype);
   ComputePart head;
   head.label = "head+loss";
   head.position = ComputePosition::after_children;
-  head.forward = kernels.pass(detail::head_forward_kernels(shape));
-  head.backward = kernels.pass(detail::head_backward_kernels(shape));
-  head.saved_bytes = t * vocab * 4 + 2 * t * h * elem;  // fp32 log_softmax output, norm in/out
+  head.forward = kernels.pass(detail::head_forward_kernels(shape, loss));
+  head.backward = kernels.pass(detail::head_backward_kernels(shape, loss));
+  head.saved_bytes = memory.saved;
   head.saved_category = BufferCategory::logits;
-  head.forward_workspace = {t * vocab * elem, t * vocab * 4};  // logits and their fp32 copy
-  head.backward_workspace = {t * vocab * 4, t * vocab * 4,
-                             t * vocab * elem};  // nll, log_softmax grads, cast
+  head.forward_workspace = std::move(memory.forward_workspace);
+  head.backward_workspace = std::move(memory.backward_workspace);
   return head;
 }
 
@@ -96,6 +98,45 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes e
     }
   }
   return 0;
+}
+
+std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t) {
+  const std::int64_t tokens = t.tokens_per_microbatch();
+  if (t.loss_chunk_tokens > 0) return std::min(t.loss_chunk_tokens, tokens);
+  const std::int64_t inc_factor = (c.vocab + c.hidden - 1) / c.hidden;
+  const auto chunk = static_cast<std::uint64_t>((tokens + inc_factor - 1) / inc_factor);
+  return std::min(static_cast<std::int64_t>(std::bit_ceil(chunk)), tokens);
+}
+
+// The sizes follow the PyTorch code paths docs/semantics.md ("Loss recipes") walks through; e is
+// the compute dtype's element size, t tokens, V the vocabulary, c a chunk's tokens.
+LossMemory loss_memory(const TransformerConfig& c, const TrainingSpec& training, DType dtype) {
+  const std::int64_t t = training.tokens_per_microbatch(), vocab = c.vocab;
+  const Bytes e = bytes_per_element(dtype);
+  const Bytes norm = 2 * t * c.hidden * e;  // the final norm's input and output (the head's input)
+  const Bytes lse = t * 4;                  // fp32 log-sum-exp per token
+  LossMemory m;
+  switch (training.loss) {
+    case LossRecipe::upcast_fp32:
+      m.saved = t * vocab * 4 + norm;                        // log_softmax's fp32 output
+      m.forward_workspace = {t * vocab * e, t * vocab * 4};  // logits, their fp32 copy
+      m.backward_workspace = {t * vocab * 4, t * vocab * 4, t * vocab * e};  // nll and
+      // log_softmax gradients, the cast back
+      break;
+    case LossRecipe::fused:
+      m.saved = t * vocab * e + lse + norm;  // the logits, overwritten by their gradient
+      break;
+    case LossRecipe::chunked: {
+      const std::int64_t chunk = loss_chunk_tokens(c, training);
+      m.saved = lse + norm;
+      m.forward_workspace = {chunk * vocab * e, chunk * vocab * 4, chunk * vocab * 4};
+      // The chunk's forward again (logits, fp32 copy, log_softmax), then upcast_fp32's backward.
+      m.backward_workspace = {chunk * vocab * (e + 4 + 4), chunk * vocab * 4, chunk * vocab * 4,
+                              chunk * vocab * e};
+      break;
+    }
+  }
+  return m;
 }
 
 ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& groups) {
@@ -145,7 +186,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     const auto& g = groups[i];
     if (g.is_root) {
       add_part(i, embed_part(shape, kernels));
-      add_part(i, head_part(shape, kernels));
+      add_part(i, head_part(shape, s.training, kernels));
       continue;
     }
     ComputePart part;

@@ -153,6 +153,7 @@ struct KernelShapeJson {
     j["vocab"] = l.vocab;
     j["backward"] = l.backward;
     j["logits"] = to_string(l.logits);
+    j["recipe"] = to_string(l.recipe);
   }
   void operator()(const OptimizerUpdate& o) const {
     j["elements"] = o.elements;

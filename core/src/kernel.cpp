@@ -18,7 +18,10 @@ struct FlopsOf {
   }
   Flops operator()(const MemoryBound& m) const { return m.flops; }
   Flops operator()(const CrossEntropy& l) const {
-    return (l.backward ? 3.0 : 5.0) * d(l.tokens) * d(l.vocab);
+    const double per_element = !l.backward                       ? 5.0
+                               : l.recipe == LossRecipe::chunked ? 5.0 + 3.0
+                                                                 : 3.0;
+    return per_element * d(l.tokens) * d(l.vocab);
   }
   Flops operator()(const OptimizerUpdate& o) const {
     return d(o.elements) * (optimizer_states_per_param(o.optimizer) == 2 ? 12.0 : 4.0);
@@ -29,11 +32,23 @@ struct MemoryBytesOf {
   Bytes operator()(const Gemm&) const { return 0; }
   Bytes operator()(const Attention&) const { return 0; }
   Bytes operator()(const MemoryBound& m) const { return m.bytes; }
-  // Forward: write the logits, their fp32 copy, log_softmax in and out. Backward: the fp32 nll
-  // and log_softmax gradients (each read and written) and their cast to the logits' dtype.
+  // Per element, as kernel.hpp lists them.
   Bytes operator()(const CrossEntropy& l) const {
-    const Bytes elem = bytes_per_element(l.logits);
-    return l.tokens * l.vocab * (l.backward ? 4 + 4 + 4 + 4 + elem : elem + 4 + 4 + 4);
+    const Bytes e = bytes_per_element(l.logits);
+    const Bytes upcast_forward = e + 4 + 4 + 4, upcast_backward = 4 + 4 + 4 + 4 + e;
+    Bytes per_element = 0;
+    switch (l.recipe) {
+      case LossRecipe::upcast_fp32:
+        per_element = l.backward ? upcast_backward : upcast_forward;
+        break;
+      case LossRecipe::fused:
+        per_element = l.backward ? 2 * e : e;
+        break;
+      case LossRecipe::chunked:
+        per_element = l.backward ? upcast_forward + upcast_backward : upcast_forward;
+        break;
+    }
+    return l.tokens * l.vocab * per_element;
   }
   Bytes operator()(const OptimizerUpdate& o) const {
     const int states = optimizer_states_per_param(o.optimizer);

@@ -38,7 +38,12 @@ KernelShape read_kernel_shape(Fields& f, const nlohmann::json& j, const std::str
       break;
     case KernelKind::loss:
       shape = CrossEntropy{count("tokens"), count("vocab"), f.boolean(j, p, "backward"),
-                           dtype("logits")};
+                           dtype("logits"),
+                           // optional: IR files written before loss recipes had only upcast_fp32
+                           j.is_object() && j.contains("recipe")
+                               ? f.enumeration(j, p, "recipe", parse_loss_recipe,
+                                               LossRecipe::upcast_fp32, kLossRecipeNames)
+                               : LossRecipe::upcast_fp32};
       break;
     case KernelKind::optimizer:
       shape = OptimizerUpdate{

@@ -51,6 +51,25 @@ std::string_view to_string(Synchronize synchronize) {
   return "none";
 }
 
+std::string_view to_string(LossRecipe loss) {
+  switch (loss) {
+    case LossRecipe::upcast_fp32:
+      return "upcast_fp32";
+    case LossRecipe::fused:
+      return "fused";
+    case LossRecipe::chunked:
+      return "chunked";
+  }
+  return "upcast_fp32";
+}
+
+std::optional<LossRecipe> parse_loss_recipe(std::string_view text) {
+  for (const LossRecipe l : {LossRecipe::upcast_fp32, LossRecipe::fused, LossRecipe::chunked}) {
+    if (to_string(l) == text) return l;
+  }
+  return std::nullopt;
+}
+
 int optimizer_states_per_param(Optimizer optimizer) {
   return optimizer == Optimizer::sgd ? 1 : 2;
 }

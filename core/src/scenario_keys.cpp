@@ -165,6 +165,13 @@ constexpr std::array kKeys{
     ScenarioKey{"training.activation_checkpointing", K::text, 0, 0, "",
                 "none, full, selective_op, every_N (N ≥ 1)", "none",
                 "what each block saves for backward and recomputes"},
+    ScenarioKey{"training.loss", K::choice, 0, 0, "", "upcast_fp32, fused, chunked", "upcast_fp32",
+                "the cross-entropy: fp32 copy of the logits (torchtitan, Hugging Face), in-place "
+                "fused (flash-attn xentropy, Megatron), or chunked with no full logits (Liger, "
+                "cut-cross-entropy); docs/semantics.md"},
+    ScenarioKey{"training.loss_chunk_tokens", K::integer, 1, 134'217'728, "tokens", "",
+                "Liger's: next power of two of tokens ÷ ⌈vocab ÷ hidden⌉",
+                "training.loss chunked: tokens per chunk (a chunk's logits are live at once)"},
     // ---------------------------------------------------------------- fsdp
     ScenarioKey{"fsdp", K::section, 0, 0, "", "", "", "the FSDP configuration"},
     ScenarioKey{"fsdp.api", K::choice, 0, 0, "", "fsdp2, fsdp1", "fsdp2",

@@ -23,6 +23,7 @@ constexpr std::array<std::string_view, 2> kNorm{"rmsnorm", "layernorm"};
 constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
 constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
 constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
+constexpr std::array<std::string_view, 3> kLossRecipes{"upcast_fp32", "fused", "chunked"};
 constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
 constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
                                                       "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"};
@@ -491,6 +492,14 @@ TrainingSpec read_training(ConfigReader& r) {
                     fmt::format("'{}' is not a checkpointing policy", v),
                     "allowed: none, full, selective_op, every_N (N ≥ 1)");
     }
+  }
+  if (auto loss = r.get_enum("training.loss", kLossRecipes)) t.loss = *parse_loss_recipe(*loss);
+  set_if(read_int(r, "training.loss_chunk_tokens"), t.loss_chunk_tokens);
+  if (r.has("training.loss_chunk_tokens") && t.loss != LossRecipe::chunked) {
+    r.add_problem(
+        "training.loss_chunk_tokens",
+        fmt::format("sets the chunk of a chunked loss, but training.loss is {}", to_string(t.loss)),
+        "training.loss: chunked, or remove training.loss_chunk_tokens");
   }
   return t;
 }

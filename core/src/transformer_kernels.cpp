@@ -117,17 +117,45 @@ KernelSet embed_backward_kernels(const BlockShape& b) {
   return {{"embedding.backward", 1, MemoryBound{0, adds}}};
 }
 
-KernelSet head_forward_kernels(const BlockShape& b) {
+namespace {
+
+// The output projection's GEMMs `make` builds, once per chunk: the full chunks as one kernel
+// repeated, a shorter last chunk as its own (one chunk of all tokens unless chunked).
+template <typename Make>
+void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const char* suffix,
+               Make make) {
+  const std::int64_t t = b.tokens();
+  const std::int64_t chunk = loss.recipe == LossRecipe::chunked ? loss.chunk_tokens : t;
   const Matmul output{"output", b.config.hidden, b.config.vocab};
-  return {linear_forward(output, b),
-          {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype}}};
+  const auto add = [&](std::int64_t tokens, std::int64_t times, const char* tail) {
+    const BlockShape part{b.config, 1, tokens, b.dtype};
+    Kernel k = make(output, part);
+    k.label += std::string(suffix) + tail;
+    k.repeat = times;
+    out.push_back(std::move(k));
+  };
+  if (t / chunk > 0) add(chunk, t / chunk, "");
+  if (t % chunk > 0) add(t % chunk, 1, ".last_chunk");
 }
 
-KernelSet head_backward_kernels(const BlockShape& b) {
-  const Matmul output{"output", b.config.hidden, b.config.vocab};
-  return {{"cross_entropy.backward", 1, CrossEntropy{b.tokens(), b.config.vocab, true, b.dtype}},
-          linear_input_grad(output, b),
-          linear_weight_grad(output, b)};
+}  // namespace
+
+KernelSet head_forward_kernels(const BlockShape& b, const LossShape& loss) {
+  KernelSet out;
+  per_chunk(out, b, loss, "", linear_forward);
+  out.push_back(
+      {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype, loss.recipe}});
+  return out;
+}
+
+KernelSet head_backward_kernels(const BlockShape& b, const LossShape& loss) {
+  KernelSet out;
+  if (loss.recipe == LossRecipe::chunked) per_chunk(out, b, loss, ".recompute", linear_forward);
+  out.push_back({"cross_entropy.backward", 1,
+                 CrossEntropy{b.tokens(), b.config.vocab, true, b.dtype, loss.recipe}});
+  per_chunk(out, b, loss, "", linear_input_grad);
+  per_chunk(out, b, loss, "", linear_weight_grad);
+  return out;
 }
 
 KernelSet repeated(KernelSet kernels, std::int64_t times) {

@@ -29,12 +29,19 @@ KernelSet block_backward_kernels(const BlockShape& b);
 /// fc2) and the memory-bound kernels, whose outputs it does not keep.
 KernelSet block_selective_recompute_kernels(const BlockShape& b);
 
+/// How the loss runs: its recipe and, when chunked, the tokens per chunk (otherwise all).
+struct LossShape {
+  LossRecipe recipe = LossRecipe::upcast_fp32;
+  std::int64_t chunk_tokens = 0;
+};
+
 /// The root's "embed" (lookup; backward a scatter-add into the embedding gradient) and
-/// "head+loss" (output projection, fp32 cross-entropy).
+/// "head+loss" (output projection and cross-entropy by the loss recipe; chunked: the projection
+/// per chunk, and again per chunk in backward before its gradient GEMMs).
 KernelSet embed_forward_kernels(const BlockShape& b);
 KernelSet embed_backward_kernels(const BlockShape& b);
-KernelSet head_forward_kernels(const BlockShape& b);
-KernelSet head_backward_kernels(const BlockShape& b);
+KernelSet head_forward_kernels(const BlockShape& b, const LossShape& loss);
+KernelSet head_backward_kernels(const BlockShape& b, const LossShape& loss);
 
 /// `kernels` with every repeat multiplied by `times` (a group of `times` identical blocks).
 KernelSet repeated(KernelSet kernels, std::int64_t times);

@@ -101,4 +101,18 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes e
                         ActivationCheckpointing ac);
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem);
 
+/// Tokens per chunk of a chunked loss: training.loss_chunk_tokens, else Liger's default (its
+/// fused_linear_cross_entropy: the next power of two of ⌈tokens ÷ ⌈vocab ÷ hidden⌉⌉, so a chunk's
+/// logits are about the size of the head's input), at most the micro-batch's tokens.
+std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t);
+
+/// What the output head and loss keep and allocate per micro-batch, by recipe (docs/semantics.md,
+/// "Loss recipes"): saved from forward to backward, and the transient tensors of each pass.
+struct LossMemory {
+  Bytes saved = 0;
+  WorkspaceSizes forward_workspace;
+  WorkspaceSizes backward_workspace;
+};
+LossMemory loss_memory(const TransformerConfig& c, const TrainingSpec& t, DType dtype);
+
 }  // namespace shardscope

@@ -16,9 +16,14 @@
 //              (FlashAttention-2's accounting). kv_heads < heads is grouped-query attention.
 //   memory     memory-bound kernels (norms, RoPE, activations, residual adds, embedding): HBM
 //              bytes moved and the few FLOPs they do.
-//   loss       cross-entropy over `tokens` rows of `vocab` logits, upcast to fp32: per element 5
-//              FLOPs forward, 3 backward; HBM traffic (logits, fp32 copy, log_softmax, and its
-//              gradients) as in group_compute.hpp.
+//   loss       cross-entropy over `tokens` rows of `vocab` logits by a recipe (docs/semantics.md,
+//              "Loss recipes"): per element 5 FLOPs forward, 3 backward (8 when chunked: the
+//              backward recomputes each chunk's forward); HBM bytes per element forward /
+//              backward: upcast_fp32 e + 12 / 16 + e (e = the logits' element size: logits read,
+//              fp32 copy written, log_softmax read and written; nll and log_softmax gradients
+//              read and written, the cast), fused e / 2e (logits read; read and overwritten with
+//              the gradient), chunked e + 12 / 2e + 28 (upcast_fp32's per chunk, its forward
+//              again in backward).
 //   optimizer  one multi-tensor step over `elements` sharded parameters of `dtype`: reads
 //              parameter, gradient and states, writes parameter and states; Adam(W) 12 FLOPs per
 //              element, SGD with momentum 4.
@@ -73,6 +78,7 @@ struct CrossEntropy {
   std::int64_t vocab = 0;
   bool backward = false;
   DType logits = DType::bf16;  // the dtype the head writes the logits in
+  LossRecipe recipe = LossRecipe::upcast_fp32;
   bool operator==(const CrossEntropy&) const = default;
 };
 

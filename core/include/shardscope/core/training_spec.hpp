@@ -17,6 +17,13 @@ enum class ActivationCheckpointing {
 
 enum class Optimizer { adamw, adam, sgd };
 
+/// How the loss is computed from the output head (docs/semantics.md, "Loss recipes").
+enum class LossRecipe {
+  upcast_fp32,  // logits in the compute dtype, an fp32 copy, log_softmax in fp32 (torchtitan, HF)
+  fused,        // an in-place fused cross-entropy: saves the logits, writes the gradient into them
+  chunked,  // head and loss per chunk of tokens, no full logits; the head recomputed in backward
+};
+
 /// Where the training loop makes the CPU wait for the GPU (torch.cuda.synchronize(), loss.item()).
 enum class Synchronize { none, after_forward, after_step };
 
@@ -29,6 +36,8 @@ struct TrainingSpec {
   Optimizer optimizer = Optimizer::adamw;
   std::int64_t iterations = 2;  // optimizer steps simulated; the last is the steady state
   Synchronize synchronize = Synchronize::none;
+  LossRecipe loss = LossRecipe::upcast_fp32;
+  std::int64_t loss_chunk_tokens = 0;  // chunked: tokens per chunk; 0: Liger's default
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
 };
@@ -38,6 +47,9 @@ std::string_view to_string(Optimizer optimizer);
 std::optional<Optimizer> parse_optimizer(std::string_view text);
 inline constexpr std::string_view kOptimizerNames = "adamw, adam, sgd";
 std::string_view to_string(Synchronize synchronize);
+std::string_view to_string(LossRecipe loss);
+std::optional<LossRecipe> parse_loss_recipe(std::string_view text);
+inline constexpr std::string_view kLossRecipeNames = "upcast_fp32, fused, chunked";
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
 int optimizer_states_per_param(Optimizer optimizer);
 
