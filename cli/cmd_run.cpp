@@ -79,14 +79,8 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
 
 }  // namespace
 
-AllocatorParams run_allocator(const RunArgs& args) {
-  return AllocatorParams{args.expandable_segments};
-}
-
 sim::PipelineResult plan_run(const RunArgs& args) {
-  sim::SimOptions options;
-  options.allocator = run_allocator(args);
-  return simulate_input(with_iterations(args.scenario, args), options);
+  return simulate_input(with_iterations(args.scenario, args));
 }
 
 TimeNs simulated_duration(const sim::PipelineResult& planned, OpId id) {
@@ -185,7 +179,7 @@ int run_run(const RunArgs& args) {
   options.backend.seed = args.seed;
   options.backend.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   options.backend.memory_capacity = planned.timeline().memory_capacity;
-  options.backend.allocator = run_allocator(args);
+  options.backend.allocator = planned.scenario.allocator;
   options.slow_ranks = slow;
   options.run = run_options(planned, args, reports);
   exec::HostJobResult result;

@@ -52,7 +52,7 @@ int run_cuda(const RunArgs& args) {
   };
   options.pinned_host = planned.scenario.fsdp.cpu_offload.pin_memory;
   options.memory_capacity = planned.timeline().memory_capacity;
-  options.allocator = run_allocator(args);
+  options.allocator = planned.scenario.allocator;
   options.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (comm == exec::CommMode::nccl && job) {
     exec::Rendezvous rendezvous(*job, options.timeout);

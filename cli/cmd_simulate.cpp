@@ -7,9 +7,8 @@
 
 namespace shardscope::cli {
 
-sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOptions& options) {
+sim::PipelineResult simulate_input(const ScenarioArgs& input) {
   sim::PipelineOptions pipeline;
-  pipeline.sim = options;
   pipeline.origin = input.path;
   if (is_schedule_file(input.path)) {
     if (!input.overrides.empty() || !input.model_preset.empty() || input.nodes > 0 ||
@@ -53,9 +52,7 @@ void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs) {
 
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
-  sim::SimOptions options;
-  options.allocator.expandable_segments = args.expandable_segments;
-  const auto run = simulate_input(args.scenario, options);
+  const auto run = simulate_input(args.scenario);
   fmt::print("{}", analysis::summary_table(run.summary));
   if (const auto& profile = run.scenario.cluster.gpu.device_profile)
     print_profile_coverage(run.schedule, *profile);

@@ -30,7 +30,8 @@ struct ScenarioArgs {
   std::string cluster_preset;          // --cluster
   int nodes = 0;                       // --nodes
   int gpus_per_node = 0;               // --gpus-per-node
-  std::string device_profile;  // --device-profile: measured kernel times (simulate, validate)
+  std::string device_profile;        // --device-profile: measured kernel times (simulate, validate)
+  bool expandable_segments = false;  // --expandable-segments: allocator.expandable_segments
 };
 
 /// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
@@ -51,7 +52,6 @@ struct RunOutputs {
 struct SimulateArgs {
   ScenarioArgs scenario;
   RunOutputs outputs;
-  bool expandable_segments = false;
 };
 
 struct LowerArgs {
@@ -82,8 +82,7 @@ struct RunArgs {
   std::vector<std::string> slow_ranks;  // RANK:FACTOR
   double timeout_s = 30;
   std::uint64_t seed = 1;
-  bool expandable_segments = false;  // the plan's and the backend's allocator
-  std::vector<std::string> argv;     // this process's command line (to spawn ranks)
+  std::vector<std::string> argv;  // this process's command line (to spawn ranks)
 };
 
 /// The argv a spawned rank runs: this one without --nproc-per-node.
@@ -91,11 +90,9 @@ std::vector<std::string> child_argv(const std::vector<std::string>& argv);
 /// The scenario with --iterations and --warmup applied.
 ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args);
 
-/// The simulation a run is planned and compared with: the scenario (with --iterations and
-/// --warmup) under the run's allocator settings, which the backend's allocator then follows.
+/// The simulation a run is planned and compared with: the scenario with --iterations and
+/// --warmup. The backend's allocator follows the plan's scenario's allocator settings.
 sim::PipelineResult plan_run(const RunArgs& args);
-/// The allocator settings of a run (--expandable-segments), for the plan and the backend.
-AllocatorParams run_allocator(const RunArgs& args);
 
 /// The simulated duration of op `id` of `planned`: what the host backend takes for it and what
 /// the CUDA backend emulates (collectives under --comm emulate, compute without shapes).
@@ -147,7 +144,7 @@ Schedule load_schedule_file(const std::string& path);
 Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& args);
 
 /// Simulates a scenario (with the shortcuts and overrides) or a schedule IR file.
-sim::PipelineResult simulate_input(const ScenarioArgs& input, const sim::SimOptions& options);
+sim::PipelineResult simulate_input(const ScenarioArgs& input);
 /// Checks a run's output paths before any work (check_outputs).
 /// "device profile: N of M compute ops fully measured ...".
 void print_profile_coverage(const Schedule& schedule, const DeviceProfile& profile);

@@ -37,8 +37,9 @@ void add_shortcut_args(CLI::App* cmd, ScenarioArgs& args) {
 // The files a run writes (simulate, run).
 void add_expandable_segments_arg(CLI::App* cmd, bool& flag) {
   cmd->add_flag("--expandable-segments", flag,
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per stream "
-                "and pool (run: the backend's allocator maps pages as the model does)");
+                "allocator.expandable_segments: true (PYTORCH_CUDA_ALLOC_CONF="
+                "expandable_segments:True; run: the backend's allocator maps pages as the model "
+                "does)");
 }
 
 void add_run_output_args(CLI::App* cmd, RunOutputs& outputs, std::string_view timeline_help) {
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
                    "times, the rest on the roofline")
       ->type_name("PROFILE.json");
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/2)");
-  add_expandable_segments_arg(simulate, sim_args.expandable_segments);
+  add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
                   "seconds any wait or collective may take before the run fails naming the op")
       ->check(CLI::Range(0.1, 3600.0));
   run->add_option("--seed", run_args.seed, "jitter's random seed");
-  add_expandable_segments_arg(run, run_args.expandable_segments);
+  add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
                       "write rank 0's measured timeline (shardscope.timeline/2)");
 

@@ -22,6 +22,7 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args) {
   if (!args.cluster_preset.empty()) tree["cluster"]["preset"] = args.cluster_preset;
   if (args.nodes > 0) tree["cluster"]["nodes"] = args.nodes;
   if (args.gpus_per_node > 0) tree["cluster"]["gpus_per_node"] = args.gpus_per_node;
+  if (args.expandable_segments) tree["allocator"]["expandable_segments"] = true;
   std::vector<Problem> problems;
   for (const auto& o : args.overrides) apply_override(tree, o, problems);
   throw_if_any(std::move(problems));

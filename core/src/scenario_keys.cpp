@@ -252,6 +252,12 @@ constexpr std::array kKeys{
                 "state dict tensors copied to the CPU"},
     ScenarioKey{"fsdp.checkpoint.rank0_only", K::boolean, 0, 0, "", "", "false",
                 "FULL_STATE_DICT only on rank 0"},
+    // ---------------------------------------------------------------- allocator
+    ScenarioKey{"allocator", K::section, 0, 0, "", "", "",
+                "PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF)"},
+    ScenarioKey{"allocator.expandable_segments", K::boolean, 0, 0, "", "", "false",
+                "one growing segment per stream and pool, mapped in 2 MiB pages "
+                "(expandable_segments:True; --expandable-segments sets it)"},
 };
 
 std::string number_text(double v) {

@@ -710,6 +710,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
   FsdpRead fsdp = read_fsdp(r);
   check_fsdp(r, fsdp, s.cluster);
   s.fsdp = fsdp.policy;
+  set_if(r.get_bool("allocator.expandable_segments"), s.allocator.expandable_segments);
   if (s.model.family == ModelFamily::transformer &&
       s.model.transformer.pos_emb == PosEmbedding::learned && s.model.transformer.max_seq > 0 &&
       s.training.seq_len > s.model.transformer.max_seq) {

@@ -14,7 +14,9 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
   PipelineResult r{std::move(scenario), std::move(schedule), {}, {}};
   const CostModel costs(r.scenario);
   try {
-    r.simulation = simulate(r.schedule, costs, options.sim);
+    SimOptions sim = options.sim;
+    sim.allocator = r.scenario.allocator;  // the scenario's allocator section decides
+    r.simulation = simulate(r.schedule, costs, sim);
   } catch (const ValidationError& e) {  // an op too long to simulate: name the input
     auto problems = e.problems();
     for (auto& p : problems) {

@@ -166,17 +166,15 @@ TEST(DeviceAllocator, AnExpandableSegmentTheDeviceCannotMapIsAnOutOfMemory) {
 TEST(DeviceAllocator, AHostRunReportsTheSimulatorsPeaks) {
   for (const bool expandable : {false, true}) {
     SCOPED_TRACE(expandable ? "expandable segments" : "classic segments");
-    sim::PipelineOptions plan;
-    plan.sim.allocator.expandable_segments = expandable;
-    const auto p = sim::simulate_scenario(
-        load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
-                      {"model.layers=2", "training.seq_len=256", "training.iterations=1",
-                       "cluster.gpus_per_node=2", "cluster.gpu.memory=24GiB"}),
-        plan);
+    const auto p = sim::simulate_scenario(load_scenario(
+        std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+        {"model.layers=2", "training.seq_len=256", "training.iterations=1",
+         "cluster.gpus_per_node=2", "cluster.gpu.memory=24GiB",
+         std::string("allocator.expandable_segments=") + (expandable ? "true" : "false")}));
     HostJobOptions o;
     o.backend.cost = [](OpId, const Op&) { return HostCost{1000, 0}; };  // 1 µs each: order only
     o.backend.memory_capacity = p.timeline().memory_capacity;
-    o.backend.allocator = plan.sim.allocator;
+    o.backend.allocator = p.scenario.allocator;
     o.run.memory_capacity = p.timeline().memory_capacity;
     const auto result = run_host_threads(p.schedule, o);
     const MemoryPeaks& sim = p.timeline().peaks;

@@ -10,9 +10,9 @@ std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std:
                                               bool expandable_segments) {
   sim::PipelineOptions options;
   options.origin = file;
-  options.sim.allocator.expandable_segments = expandable_segments;
-  auto p = sim::simulate_scenario(
-      read_scenario(tree, file, std::filesystem::path(file).parent_path()), options);
+  Scenario scenario = read_scenario(tree, file, std::filesystem::path(file).parent_path());
+  if (expandable_segments) scenario.allocator.expandable_segments = true;
+  auto p = sim::simulate_scenario(std::move(scenario), options);
   auto r = std::make_shared<RunResult>();
   r->scenario = std::move(p.scenario);
   r->schedule = std::move(p.schedule);

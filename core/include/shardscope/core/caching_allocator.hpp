@@ -14,14 +14,11 @@
 
 #include <vector>
 
+#include "shardscope/core/allocator_params.hpp"
 #include "shardscope/core/free_block_index.hpp"
 #include "shardscope/core/schedule.hpp"
 
 namespace shardscope {
-
-struct AllocatorParams {
-  bool expandable_segments = false;
-};
 
 class CachingAllocator {
  public:

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/allocator_params.hpp"
 #include "shardscope/core/cluster_spec.hpp"
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/fsdp_policy.hpp"
@@ -19,6 +20,7 @@ struct Scenario {
   ClusterSpec cluster;
   TrainingSpec training;
   FsdpPolicy fsdp;
+  AllocatorParams allocator;
 };
 
 /// Reads a scenario from a tree (after overrides). Throws ValidationError listing every problem:

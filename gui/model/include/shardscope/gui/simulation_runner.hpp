@@ -27,6 +27,7 @@ struct RunResult {
 };
 
 /// Validates, lowers, simulates and summarizes; throws ValidationError on a bad scenario.
+/// `expandable_segments` turns them on over the scenario's allocator section (the GUI's toggle).
 std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file,
                                               bool expandable_segments = false);
 
