@@ -41,6 +41,8 @@ ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels)
   embed.position = ComputePosition::before_children;
   embed.forward = kernels.pass(detail::embed_forward_kernels(shape));
   embed.backward = kernels.pass(detail::embed_backward_kernels(shape));
+  // The embedding dropout's mask (bool), kept for its backward.
+  if (shape.config.dropout > 0) embed.saved_bytes = shape.tokens() * shape.config.hidden;
   return embed;
 }
 
@@ -73,28 +75,50 @@ DType compute_dtype(const Scenario& s) {
   return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
 }
 
-Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem) {
+// What the attention keeps for its backward besides q, k, v and its output: flash, the fp32
+// log-sum-exp per head and token; math, softmax's output, the [b, heads, s, s] probabilities.
+Bytes attention_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                            Bytes elem) {
+  return c.attention == AttentionKind::flash ? tokens * 4 * c.heads
+                                             : tokens * c.heads * seq_len * elem;
+}
+
+// Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
+// attention also the probabilities' mask and the dropped probabilities (attn @ v saves its
+// input). Flash attention keeps only its RNG state.
+Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                          Bytes elem) {
+  if (c.dropout <= 0) return 0;
+  const Bytes residual = 2 * tokens * c.hidden;
+  return c.attention == AttentionKind::flash ? residual
+                                             : residual + tokens * c.heads * seq_len * (1 + elem);
+}
+
+Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                             Bytes elem) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   const std::int64_t mlp = c.mlp == MlpKind::swiglu ? 4 * f : 2 * f;
   const std::int64_t norm_stats =
       c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
-  return tokens * elem * (6 * h + 2 * kv + mlp) + tokens * 4 * (c.heads + norm_stats);
+  return tokens * elem * (6 * h + 2 * kv + mlp) + tokens * 4 * norm_stats +
+         attention_saved_bytes(c, tokens, seq_len, elem) +
+         block_dropout_bytes(c, tokens, seq_len, elem);
 }
 
-Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
-                        ActivationCheckpointing ac) {
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                        Bytes elem, ActivationCheckpointing ac) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   switch (ac) {
     case ActivationCheckpointing::none:
     case ActivationCheckpointing::every_n:
-      return block_activation_bytes(c, tokens, elem);
+      return block_activation_bytes(c, tokens, seq_len, elem);
     case ActivationCheckpointing::full:
       return tokens * elem * h;
     case ActivationCheckpointing::selective_op: {
-      // block input + attention output (+ fp32 log-sum-exp) + kept matmul outputs (wq, wv, w1, w2 |
-      // wq, wv, fc1)
+      // block input + attention output (+ what the attention keeps) + kept matmul outputs (wq,
+      // wv, w1, w2 | wq, wv, fc1); dropout masks are recomputed
       const std::int64_t kept = c.mlp == MlpKind::swiglu ? h + kv + f + h : h + kv + f;
-      return tokens * elem * (h + h + kept) + tokens * 4 * c.heads;
+      return tokens * elem * (h + h + kept) + attention_saved_bytes(c, tokens, seq_len, elem);
     }
   }
   return 0;
@@ -176,12 +200,23 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const KernelSet block_forward = detail::block_forward_kernels(shape);
   const KernelSet block_backward = detail::block_backward_kernels(shape);
   const KernelSet block_sac = detail::block_selective_recompute_kernels(shape);
-  const Bytes all = block_activation_bytes(c, t, elem);
-  const Bytes sac_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::selective_op);
-  const Bytes full_saved = block_saved_bytes(c, t, elem, ActivationCheckpointing::full);
-  // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs.
-  const WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
-                                       t * elem * 2 * c.ffn_hidden};
+  const std::int64_t seq = s.training.seq_len;
+  const Bytes all = block_activation_bytes(c, t, seq, elem);
+  const Bytes sac_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::selective_op);
+  const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full);
+  // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs; under math
+  // attention also the probabilities' and the scores' gradients ([b, heads, s, s] each).
+  const Bytes scores = t * c.heads * seq * elem;
+  WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
+                                 t * elem * 2 * c.ffn_hidden};
+  // Math attention's forward: the scores, then the causally masked scores (masked_fill is out of
+  // place), before softmax writes the probabilities it saves.
+  WorkspaceSizes block_forward_workspace;
+  if (c.attention == AttentionKind::math) {
+    block_workspace.push_back(scores);
+    block_workspace.push_back(scores);
+    block_forward_workspace = {scores, scores};
+  }
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
@@ -194,6 +229,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     if (g.block_count > 0) {
       part.forward = kernels.pass(block_forward, g.block_count);
       part.backward = kernels.pass(block_backward, g.block_count);
+      part.forward_workspace = block_forward_workspace;
       part.backward_workspace = block_workspace;
     }
     std::int64_t checkpointed = 0;

@@ -54,6 +54,10 @@ std::int64_t ModelSpec::block_count() const {
 std::string_view to_string(ModelFamily family) {
   return family == ModelFamily::transformer ? "transformer" : "custom";
 }
+std::string_view to_string(AttentionKind attention) {
+  return attention == AttentionKind::flash ? "flash" : "math";
+}
+
 std::string_view to_string(MlpKind mlp) {
   return mlp == MlpKind::swiglu ? "swiglu" : "gelu";
 }

@@ -65,6 +65,12 @@ constexpr std::array kKeys{
     ScenarioKey{"model.mlp_bias", K::boolean, 0, 0, "", "", "false", "bias on the MLP projections"},
     ScenarioKey{"model.tie_embeddings", K::boolean, 0, 0, "", "", "false",
                 "the output head shares the token embedding"},
+    ScenarioKey{"model.attention", K::choice, 0, 0, "", "flash, math", "flash",
+                "SDPA's fused flash kernel, or the math path that keeps the s × s probabilities "
+                "(efficient is not modelled yet)"},
+    ScenarioKey{"model.dropout", K::number, 0, 0.99, "probability", "", "0",
+                "nn.Dropout at the embedding, both residuals and the attention: a saved mask per "
+                "site when > 0"},
     ScenarioKey{"model.groups", K::list, 0, 0, "", "", "",
                 "family custom: the FSDP groups in forward order"},
     ScenarioKey{"model.groups[]", K::section, 0, 0, "", "", "", "one FSDP group"},

@@ -246,6 +246,19 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(r.get_bool("model.out_proj_bias"), c.out_proj_bias);
   set_if(r.get_bool("model.mlp_bias"), c.mlp_bias);
   set_if(r.get_bool("model.tie_embeddings"), c.tie_embeddings);
+  if (auto v = r.get_string("model.attention")) {
+    if (*v == "flash" || *v == "math") {
+      c.attention = *v == "flash" ? AttentionKind::flash : AttentionKind::math;
+    } else {
+      r.add_problem("model.attention",
+                    *v == "efficient"
+                        ? "the memory-efficient kernel is not modelled yet (its speed against "
+                          "flash is not measured); its memory is flash's"
+                        : fmt::format("unknown attention '{}'", *v),
+                    "allowed: flash, math");
+    }
+  }
+  set_if(read_number(r, "model.dropout"), c.dropout);
 }
 
 void check_transformer_shape(ConfigReader& r, const TransformerConfig& c) {
@@ -386,7 +399,7 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
     for (const char* key :
          {"model.hidden", "model.layers", "model.heads", "model.kv_heads", "model.ffn_hidden",
           "model.vocab", "model.mlp", "model.norm", "model.pos_emb", "model.max_seq", "model.bias",
-          "model.tie_embeddings"}) {
+          "model.tie_embeddings", "model.attention", "model.dropout"}) {
       r.reject_if_present(key, "only used with model.family: transformer");
     }
   }

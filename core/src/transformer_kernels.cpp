@@ -53,6 +53,41 @@ Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
           Gemm{mm.out, mm.in, b.tokens(), 1, true, false, b.dtype, b.dtype}};
 }
 
+// Dropout's traffic at `sites` sites of `elements` each: read the input, write the output and
+// the bool mask (forward); read the gradient and the mask, write the gradient (backward).
+Bytes dropout_bytes(const BlockShape& b, std::int64_t sites, std::int64_t elements) {
+  if (b.config.dropout <= 0) return 0;
+  return sites * elements * (2 * bytes_per_element(b.dtype) + 1);
+}
+
+// PyTorch's math SDPA (_scaled_dot_product_attention_math): scores = q·kᵀ per head (the full
+// s × s, no causal skipping), the causal mask filled out of place, softmax (and dropout), then
+// probabilities · v. Backward: dP = dO·vᵀ, dV = Pᵀ·dO, softmax's (and dropout's and the mask's)
+// gradient, dQ = dS·k, dK = dSᵀ·q.
+void math_attention(KernelSet& out, const BlockShape& b, bool backward) {
+  const TransformerConfig& c = b.config;
+  const std::int64_t s = b.seq_len, d = c.head_dim(), heads = b.micro_batch * c.heads;
+  const std::int64_t probs = heads * s * s;
+  const Bytes e = bytes_per_element(b.dtype);
+  const auto gemm = [&](const char* label, std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                        bool tb) {
+    out.push_back({label, 1, Gemm{m, n, k, heads, ta, tb, b.dtype, b.dtype}});
+  };
+  if (!backward) {
+    gemm("attention.scores", s, s, d, false, true);
+    out.push_back(
+        {"attention.mask+softmax", 1, MemoryBound{probs * 4 * e + dropout_bytes(b, 1, probs), 0}});
+    gemm("attention.pv", s, d, s, false, false);
+    return;
+  }
+  gemm("attention.pv.dgrad", s, s, d, false, true);
+  gemm("attention.pv.wgrad", s, d, s, true, false);
+  out.push_back({"attention.softmax.backward", 1,
+                 MemoryBound{probs * 5 * e + dropout_bytes(b, 1, probs), 0}});
+  gemm("attention.scores.dgrad", s, d, s, false, false);
+  gemm("attention.scores.wgrad", s, d, s, true, false);
+}
+
 Kernel attention(const BlockShape& b, bool backward) {
   const TransformerConfig& c = b.config;
   return {backward ? "attention.backward" : "attention", 1,
@@ -67,7 +102,16 @@ Bytes block_elementwise_bytes(const BlockShape& b) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden, t = b.tokens();
   const Bytes elem = bytes_per_element(b.dtype);
   const std::int64_t act = c.mlp == MlpKind::swiglu ? 5 * f : 2 * f;
-  return t * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + t * 4 * 4 * h;
+  return t * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + t * 4 * 4 * h +
+         dropout_bytes(b, 2, t * h);  // the two residual dropouts
+}
+
+void add_attention(KernelSet& out, const BlockShape& b, bool backward) {
+  if (b.config.attention == AttentionKind::math) {
+    math_attention(out, b, backward);
+  } else {
+    out.push_back(attention(b, backward));
+  }
 }
 
 Kernel elementwise(const BlockShape& b, std::int64_t passes) {
@@ -80,7 +124,7 @@ KernelSet block_forward_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
   KernelSet out;
   for (std::size_t i = 0; i < mm.count; ++i) {
-    if (i == kAttentionAfter) out.push_back(attention(b, false));
+    if (i == kAttentionAfter) add_attention(out, b, false);
     out.push_back(linear_forward(mm.layers[i], b));
   }
   out.push_back(elementwise(b, 1));
@@ -93,7 +137,7 @@ KernelSet block_backward_kernels(const BlockShape& b) {
   for (std::size_t i = mm.count; i-- > 0;) {
     out.push_back(linear_input_grad(mm.layers[i], b));
     out.push_back(linear_weight_grad(mm.layers[i], b));
-    if (i == kAttentionAfter) out.push_back(attention(b, true));
+    if (i == kAttentionAfter) add_attention(out, b, true);
   }
   out.push_back(elementwise(b, 2));
   return out;
@@ -108,8 +152,9 @@ KernelSet block_selective_recompute_kernels(const BlockShape& b) {
 }
 
 KernelSet embed_forward_kernels(const BlockShape& b) {
-  const Bytes rows = b.tokens() * b.config.hidden * bytes_per_element(b.dtype);
-  return {{"embedding", 1, MemoryBound{rows, 0}}};
+  const std::int64_t elements = b.tokens() * b.config.hidden;
+  const Bytes rows = elements * bytes_per_element(b.dtype);
+  return {{"embedding", 1, MemoryBound{rows + dropout_bytes(b, 1, elements), 0}}};
 }
 
 KernelSet embed_backward_kernels(const BlockShape& b) {

@@ -96,10 +96,12 @@ DType compute_dtype(const Scenario& scenario);
 /// One entry per group of `param_groups(scenario)`, same order.
 ModelCompute group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
 
-/// Saved activation bytes of one transformer block under a policy (exposed for tests and docs).
-Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
-                        ActivationCheckpointing ac);
-Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem);
+/// Saved activation bytes of one transformer block under a policy (exposed for tests and docs);
+/// `tokens` per micro-batch in sequences of `seq_len` (math attention keeps s × s per sequence).
+Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                        Bytes elem, ActivationCheckpointing ac);
+Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                             Bytes elem);
 
 /// Tokens per chunk of a chunked loss: training.loss_chunk_tokens, else Liger's default (its
 /// fused_linear_cross_entropy: the next power of two of ⌈tokens ÷ ⌈vocab ÷ hidden⌉⌉, so a chunk's

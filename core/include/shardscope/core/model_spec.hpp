@@ -12,6 +12,10 @@ namespace shardscope {
 
 enum class ModelFamily { transformer, custom };
 enum class MlpKind { swiglu, gelu };
+/// How scaled-dot-product attention runs (docs/semantics.md, "Attention and dropout"): a fused
+/// flash kernel, or PyTorch's math path (two batched GEMMs and a softmax, the s × s scores and
+/// probabilities materialised).
+enum class AttentionKind { flash, math };
 enum class NormKind { rmsnorm, layernorm };
 enum class PosEmbedding { rope, learned };
 
@@ -32,6 +36,8 @@ struct TransformerConfig {
   bool out_proj_bias = false;   // bias on the attention output projection
   bool mlp_bias = false;        // bias on the MLP projections
   bool tie_embeddings = false;  // output head shares the token embedding
+  AttentionKind attention = AttentionKind::flash;
+  double dropout = 0.0;  // nn.Dropout probability at each site (embedding, residuals, attention)
 
   std::int64_t head_dim() const { return hidden / heads; }
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }
@@ -84,6 +90,7 @@ struct ModelSpec {
 
 std::string_view to_string(ModelFamily family);
 std::string_view to_string(MlpKind mlp);
+std::string_view to_string(AttentionKind attention);
 std::string_view to_string(NormKind norm);
 std::string_view to_string(PosEmbedding pos_emb);
 

@@ -1,0 +1,93 @@
+// model.attention and model.dropout: what a block keeps for backward in closed form
+// (docs/semantics.md, "Attention and dropout"), the math path's kernels, and the keys' errors.
+#include <gtest/gtest.h>
+
+#include "shardscope/core/group_compute.hpp"
+#include "shardscope/core/kernel.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/core/schedule_check.hpp"
+
+namespace shardscope {
+namespace {
+
+// Llama 3.1 8B shapes, 2 layers, 2 × 1,024 tokens, bf16.
+Scenario llama(const std::string& model_keys) {
+  return scenario_from_text("model: {preset: llama3.1-8b, layers: 2" + model_keys +
+                                "}\n"
+                                "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
+                                "training: {seq_len: 1024, micro_batch: 2, iterations: 1}\n"
+                                "fsdp: {mixed_precision: {param_dtype: bf16}}\n",
+                            {});
+}
+
+const Op& block_op(const Schedule& s, OpKind kind) {
+  for (const Op& op : s.ops) {
+    if (op.kind == kind && op_label(s, op) == "block") return op;
+  }
+  throw std::runtime_error("no block op");
+}
+
+TEST(AttentionAndDropout, SavedBytesInClosedForm) {
+  TransformerConfig c = llama("").model.transformer;
+  const std::int64_t t = 2048, s = 1024, e = 2, heads = c.heads, h = c.hidden;
+  const Bytes flash = block_activation_bytes(c, t, s, e);
+  c.attention = AttentionKind::math;
+  const Bytes math = block_activation_bytes(c, t, s, e);
+  // Math keeps softmax's [b, heads, s, s] output instead of flash's fp32 log-sum-exp.
+  EXPECT_EQ(math - flash, t * heads * s * e - t * 4 * heads);
+  c.dropout = 0.1;
+  // A bool mask per residual dropout; math also keeps the probabilities' mask and the dropped
+  // probabilities.
+  EXPECT_EQ(block_activation_bytes(c, t, s, e) - math, 2 * t * h + t * heads * s * (1 + e));
+  c.attention = AttentionKind::flash;
+  EXPECT_EQ(block_activation_bytes(c, t, s, e) - flash, 2 * t * h);
+  // Selective checkpointing recomputes the dropouts, keeps what the attention keeps.
+  EXPECT_EQ(block_saved_bytes(c, t, s, e, ActivationCheckpointing::selective_op),
+            block_saved_bytes(llama("").model.transformer, t, s, e,
+                              ActivationCheckpointing::selective_op));
+}
+
+TEST(AttentionAndDropout, MathAttentionRunsTwoBatchedGemmsOverTheFullSquare) {
+  const Scenario flash_sc = llama("");
+  const Scenario math_sc = llama(", attention: math");
+  const Schedule flash = lower(flash_sc);
+  const Schedule math = lower(math_sc);
+  EXPECT_TRUE(check_schedule(math).empty());
+  const TransformerConfig& c = math_sc.model.transformer;
+  const double b = 2, s = 1024, d = static_cast<double>(c.head_dim());
+  const double heads = static_cast<double>(c.heads);
+  const Op& f = block_op(flash, OpKind::forward);
+  const Op& m = block_op(math, OpKind::forward);
+  // Flash skips the masked half (2·b·H·s²·d); math computes all of it (4·b·H·s²·d) as GEMMs.
+  EXPECT_DOUBLE_EQ(f.attention_flops, 2 * b * heads * s * s * d);
+  EXPECT_DOUBLE_EQ(m.attention_flops, 0);
+  EXPECT_DOUBLE_EQ(m.flops - (f.flops - f.attention_flops), 4 * b * heads * s * s * d);
+  // Mask and softmax: read and write the scores twice.
+  EXPECT_EQ(m.bytes - f.bytes, static_cast<Bytes>(b * heads * s * s) * 4 * 2);
+  // The forward allocates the scores and the masked scores while it runs.
+  Bytes transient = 0;
+  for (const BufferId id : m.allocs) {
+    const Buffer& buf = math.buffers[static_cast<std::size_t>(id)];
+    if (buf.category == BufferCategory::workspace) transient += buf.size;
+  }
+  EXPECT_EQ(transient, 2 * static_cast<Bytes>(b * heads * s * s) * 2);
+}
+
+TEST(AttentionAndDropout, KeysSayWhatIsAllowed) {
+  try {
+    llama(", attention: efficient");
+    FAIL();
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("allowed: flash, math"), std::string::npos);
+  }
+  EXPECT_THROW(llama(", dropout: 1.5"), ValidationError);
+  EXPECT_THROW(scenario_from_text("model: {family: custom, attention: math, groups: [{name: root, "
+                                  "params: 10}]}\ncluster: {nodes: 1, gpus_per_node: 2}\n",
+                                  {}),
+               ValidationError);
+}
+
+}  // namespace
+}  // namespace shardscope
