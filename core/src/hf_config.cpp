@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -45,6 +46,22 @@ class HfKeys {
                            fmt::format("one of: {}", fmt::join(names, ", "))});
     }
     return 1;
+  }
+  // The largest of `names` present as a probability in [0, 0.99] (model.dropout's range).
+  std::optional<double> largest_probability(std::initializer_list<const char*> names) const {
+    std::optional<double> largest;
+    for (const char* name : names) {
+      auto it = config_.find(name);
+      if (it == config_.end() || !it->is_number()) continue;
+      const double p = it->get<double>();
+      if (p < 0 || p > 0.99) {
+        problems_.push_back(
+            {origin_, name, fmt::format("{} is not a dropout probability", p), "0 to 0.99"});
+        continue;
+      }
+      largest = std::max(largest.value_or(0.0), p);
+    }
+    return largest;
   }
   std::optional<bool> boolean(const char* name) const {
     auto it = config_.find(name);
@@ -104,6 +121,15 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
     c.mlp_bias = keys.boolean("mlp_bias").value_or(false);
     c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(false);
   }
+  // One dropout probability for every site: the largest the config gives. GPT-2's config class
+  // defaults resid_pdrop, embd_pdrop and attn_pdrop to 0.1 (transformers' GPT2Config); the
+  // others default to no dropout.
+  c.dropout =
+      gpt2_style
+          ? keys.largest_probability({"resid_pdrop", "embd_pdrop", "attn_pdrop"}).value_or(0.1)
+          : keys.largest_probability(
+                    {"attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop"})
+                .value_or(0.0);
   if (c.heads > 0 && c.hidden % c.heads != 0) {
     problems.push_back({origin, "num_attention_heads",
                         fmt::format("{} does not divide hidden size {}", c.heads, c.hidden), ""});

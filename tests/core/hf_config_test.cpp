@@ -26,6 +26,31 @@ TEST(HfConfig, Gpt2ConfigHasLearnedPositionsBiasesAndTiedHead) {
   ModelSpec m;
   m.transformer = c;
   EXPECT_EQ(m.total_params(), 124'439'808);  // GPT-2 small, as Hugging Face reports it
+  EXPECT_DOUBLE_EQ(c.dropout, 0.1);          // GPT2Config's default when the file gives none
+}
+
+TEST(HfConfig, DropoutIsTheLargestProbabilityTheConfigGives) {
+  std::vector<Problem> problems;
+  const auto llama = transformer_from_hf_config(
+      parse_config_text(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "vocab_size": 100, "intermediate_size": 128, "attention_dropout": 0.05})",
+                        "c.json"),
+      "c.json", problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_DOUBLE_EQ(llama.dropout, 0.05);
+  const auto gpt2 = transformer_from_hf_config(
+      parse_config_text(R"({"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+          "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0})",
+                        "c.json"),
+      "c.json", problems);
+  EXPECT_DOUBLE_EQ(gpt2.dropout, 0.0);
+  transformer_from_hf_config(
+      parse_config_text(R"({"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+          "resid_pdrop": 2})",
+                        "c.json"),
+      "c.json", problems);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_EQ(problems[0].key, "resid_pdrop");
 }
 
 TEST(HfConfig, Qwen2HasQkvBiasOnly) {
