@@ -206,13 +206,13 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full);
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs; under math
   // attention also the probabilities' and the scores' gradients ([b, heads, s, s] each).
-  const Bytes scores = t * c.heads * seq * elem;
   WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
                                  t * elem * 2 * c.ffn_hidden};
   // Math attention's forward: the scores, then the causally masked scores (masked_fill is out of
   // place), before softmax writes the probabilities it saves.
   WorkspaceSizes block_forward_workspace;
-  if (c.attention == AttentionKind::math) {
+  if (c.attention == AttentionKind::math) {  // the scenario bounds t · heads · s
+    const Bytes scores = t * c.heads * seq * elem;
     block_workspace.push_back(scores);
     block_workspace.push_back(scores);
     block_forward_workspace = {scores, scores};

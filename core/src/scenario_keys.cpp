@@ -216,7 +216,8 @@ constexpr std::array kKeys{
     ScenarioKey{"fsdp.mixed_precision.reduce_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16",
                 "param_dtype", "gradient reduction dtype"},
     ScenarioKey{"fsdp.mixed_precision.keep_low_precision_grads", K::boolean, 0, 0, "", "", "false",
-                "fsdp1: keep gradients in param_dtype after reduction"},
+                "fsdp1: keep the sharded gradients in reduce_dtype instead of upcasting them to "
+                "the parameters' dtype (gradient memory and the optimizer's reads)"},
     ScenarioKey{"fsdp.mixed_precision.output_dtype", K::rejected, 0, 0, "", "", "",
                 "not modelled: the cast of the forward outputs is one element-wise kernel per root "
                 "output, below what shardscope resolves; remove it"},

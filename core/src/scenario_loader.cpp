@@ -743,6 +743,23 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                     format_count(s.training.seq_len * s.training.micro_batch)),
         fmt::format("at most {} tokens per micro-batch", format_count(kMaxTokensPerMicrobatch)));
   }
+  // Math attention keeps [micro_batch, heads, s, s] probabilities per block: bound that product
+  // too (2^48 elements, a PiB in fp32, is far beyond any GPU and within the integer arithmetic).
+  constexpr double kMaxAttentionScores = 0x1p48;
+  if (s.model.family == ModelFamily::transformer &&
+      s.model.transformer.attention == AttentionKind::math) {
+    const double scores = static_cast<double>(s.training.micro_batch) *
+                          static_cast<double>(s.model.transformer.heads) *
+                          static_cast<double>(s.training.seq_len) *
+                          static_cast<double>(s.training.seq_len);
+    if (scores > kMaxAttentionScores) {
+      r.add_problem("model.attention",
+                    fmt::format("math attention would keep {:.3g} attention probabilities per "
+                                "block (micro_batch × heads × seq_len²)",
+                                scores),
+                    "flash, or a shorter sequence");
+    }
+  }
   r.finish();
   throw_if_any(r.take_problems());
   return s;

@@ -83,6 +83,17 @@ TEST(AttentionAndDropout, KeysSayWhatIsAllowed) {
     EXPECT_NE(std::string(e.what()).find("allowed: flash, math"), std::string::npos);
   }
   EXPECT_THROW(llama(", dropout: 1.5"), ValidationError);
+  // 2 × 32 × (4 Mi tokens)² probabilities: refused before any arithmetic could overflow.
+  try {
+    scenario_from_text(
+        "model: {preset: llama3.1-8b, attention: math}\n"
+        "training: {seq_len: 4194304, micro_batch: 2}\n",
+        {});
+    FAIL();
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.attention: math attention would keep"),
+              std::string::npos);
+  }
   EXPECT_THROW(scenario_from_text("model: {family: custom, attention: math, groups: [{name: root, "
                                   "params: 10}]}\ncluster: {nodes: 1, gpus_per_node: 2}\n",
                                   {}),

@@ -205,5 +205,29 @@ TEST(Fsdp1ForwardPrefetch, StartsAfterTheFirstIteration) {
   EXPECT_EQ(prefetches[1], 3);  // root prefetches layers.0, layers.0 → 1, layers.1 → 2
 }
 
+// keep_low_precision_grads keeps the sharded gradients in the reduce dtype (bf16 here) instead of
+// upcasting them to the fp32 parameters: half the gradient bytes.
+TEST(Fsdp1MixedPrecision, KeepLowPrecisionGradsKeepsTheReduceDtype) {
+  const auto grads = [](const std::string& keep) {
+    const auto s = lower_text(fsdp1(2, "FULL_SHARD",
+                                    ", mixed_precision: {param_dtype: bf16, reduce_dtype: bf16, "
+                                    "keep_low_precision_grads: " +
+                                        keep + "}"));
+    Bytes bytes = 0;
+    DType dtype = DType::fp32;
+    for (const Buffer& b : s.buffers) {
+      if (b.category != BufferCategory::sharded_grads || b.name.iteration != 0) continue;
+      bytes += b.size;
+      dtype = b.dtype;
+    }
+    return std::make_pair(bytes, dtype);
+  };
+  const auto upcast = grads("false");
+  const auto kept = grads("true");
+  EXPECT_EQ(upcast.second, DType::fp32);
+  EXPECT_EQ(kept.second, DType::bf16);
+  EXPECT_EQ(kept.first * 2, upcast.first);
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -249,7 +249,7 @@ class Fsdp1Lowerer final : public Lowerer {
     // _post_reduce_grad: divide, cast to the parameter dtype and accumulate into _saved_grad_shard.
     Op& div = b_.add_op(OpKind::grad_div, hybrid() ? all_reduce_ : post_backward_, gid(g));
     div.bytes =
-        elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, orig_dtype_);
+        elems(layout(g).sharded_numel, reduce_dtype_) + elems(layout(g).sharded_numel, grad_dtype_);
     div.label = b_.op_label(s_.fsdp.mixed_precision.keep_low_precision_grads ? "keep low precision"
                                                                              : "accumulate");
     div.uses.push_back(reduced);
@@ -259,7 +259,7 @@ class Fsdp1Lowerer final : public Lowerer {
     st.post_reduce = b_.last_op();
     if (offload_) {
       Op d2h = make_op(OpKind::d2h, hybrid() ? all_reduce_ : post_backward_, gid(g));
-      d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
+      d2h.bytes = elems(layout(g).sharded_numel, grad_dtype_);
       d2h.label = b_.op_label("_offload_grad");
       sharded_grad(g, d2h);
       st.post_reduce = b_.emit(std::move(d2h));

@@ -28,6 +28,10 @@ Lowerer::Lowerer(const Scenario& scenario) : s_(scenario), b_(scenario.model.nam
   const auto& mp = s_.fsdp.mixed_precision;
   param_dtype_ = mp.param_dtype.value_or(orig_dtype_);
   reduce_dtype_ = mp.reduce_dtype.value_or(param_dtype_);
+  // FSDP1's keep_low_precision_grads: gradients stay in the dtype they were reduced in instead
+  // of being upcast to the parameters' (MixedPrecision's docstring, _cast_grad_to_param_dtype).
+  grad_dtype_ =
+      s_.fsdp.api == FsdpApi::fsdp1 && mp.keep_low_precision_grads ? reduce_dtype_ : orig_dtype_;
   offload_ = s_.fsdp.cpu_offload.params;
 }
 
@@ -260,7 +264,7 @@ BufferId Lowerer::sharded_grad(int g, Op& op) {
   auto& grad = sharded_grads_[static_cast<std::size_t>(g)];
   if (grad == kNone) {
     grad = b_.add_buffer(BufferName{b_.label("sharded_grad"), true, b_.iteration()},
-                         elems(layout(g).sharded_numel, orig_dtype_), orig_dtype_,
+                         elems(layout(g).sharded_numel, grad_dtype_), grad_dtype_,
                          BufferCategory::sharded_grads, gid(g),
                          offload_ ? Location::host : Location::gpu);
     op.allocs.push_back(grad);

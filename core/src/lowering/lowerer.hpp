@@ -95,6 +95,7 @@ class Lowerer {
   DType orig_dtype_ = DType::fp32;
   DType param_dtype_ = DType::fp32;
   DType reduce_dtype_ = DType::fp32;
+  DType grad_dtype_ = DType::fp32;  // the sharded gradients the optimizer reads
   bool offload_ = false;
   StreamId cpu_ = 0;
   StreamId compute_stream_ = 0;
