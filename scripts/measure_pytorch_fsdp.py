@@ -343,46 +343,42 @@ def make_losses(torch, F):
 # One row
 
 
-def selective_op_policy(torch):
+def selective_op_context(torch):
     """torchtitan's op-level selective checkpointing: save the outputs of compute-heavy ops except
-    every second matmul (torchtitan/models/llama3/infra/parallelize.py, _save_list)."""
-    from torch.utils.checkpoint import CheckpointPolicy
+    every second matmul (torchtitan/models/llama3/infra/parallelize.py, _save_list). A fresh
+    count per checkpointed call, as torchtitan's context function makes one."""
+    from collections import defaultdict
+
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
     save = {
         torch.ops.aten.mm.default,
         torch.ops.aten._scaled_dot_product_efficient_attention.default,
         torch.ops.aten._scaled_dot_product_flash_attention.default,
     }
+    meta = defaultdict(int)
 
     def policy(ctx, func, *args, **kwargs):
-        mode = "recompute" if ctx.is_recompute else "forward"
-        key = f"{mode}_mm_count"
+        key = f"{'recompute' if ctx.is_recompute else 'forward'}_mm_count"
         if func == torch.ops.aten.mm.default:
-            ctx.meta[key] = ctx.meta.get(key, 0) + 1
-        keep = func in save and not (
-            func == torch.ops.aten.mm.default and ctx.meta[key] % 2 == 0
-        )
+            meta[key] += 1
+        keep = func in save and not (func == torch.ops.aten.mm.default and meta[key] % 2 == 0)
         return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
-    return policy
+    return create_selective_checkpoint_contexts(policy)
 
 
 def apply_checkpointing(torch, model, row: Row):
     if row.checkpointing == "none":
         return
-    from functools import partial
-
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
-    from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
     for i, layer in enumerate(model.layers):
         if row.checkpointing == "full":
             wrapped = checkpoint_wrapper(layer, preserve_rng_state=False)
         else:
             wrapped = checkpoint_wrapper(
-                layer,
-                context_fn=partial(create_selective_checkpoint_contexts, selective_op_policy(torch)),
-                preserve_rng_state=False,
+                layer, context_fn=lambda: selective_op_context(torch), preserve_rng_state=False
             )
         model.layers[i] = wrapped
 
