@@ -198,6 +198,9 @@ constexpr std::array kKeys{
                 "reshard to a smaller group (a divisor of shard)"},
     ScenarioKey{"fsdp.reshard_root_after_forward", K::boolean, 0, 0, "", "", "false",
                 "fsdp2: also reshard the root group after forward"},
+    ScenarioKey{"fsdp.reshard_last_after_forward", K::boolean, 0, 0, "", "", "true",
+                "fsdp2: whether the last block group follows reshard_after_forward; torchtitan "
+                "sets false (backward starts with that group, so it keeps its parameters)"},
     ScenarioKey{"fsdp.backward_prefetch", K::choice, 0, 0, "", "BACKWARD_PRE, BACKWARD_POST, none",
                 "BACKWARD_PRE", "fsdp1: when the next all-gather is issued in backward"},
     ScenarioKey{"fsdp.forward_prefetch", K::boolean, 0, 0, "", "", "false",

@@ -563,6 +563,7 @@ FsdpRead read_fsdp(ConfigReader& r) {
     }
   }
   set_if(r.get_bool("fsdp.reshard_root_after_forward"), f.reshard_root_after_forward);
+  set_if(r.get_bool("fsdp.reshard_last_after_forward"), f.reshard_last_after_forward);
   if (auto p = r.get_enum("fsdp.backward_prefetch", kPrefetch)) {
     f.backward_prefetch = *p == "BACKWARD_PRE"    ? BackwardPrefetch::backward_pre
                           : *p == "BACKWARD_POST" ? BackwardPrefetch::backward_post
@@ -619,6 +620,8 @@ constexpr std::array kApiOnlyKnobs{
     ApiOnlyKnob{
         "fsdp.reshard_after_forward", FsdpApi::fsdp2,
         "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)"},
+    ApiOnlyKnob{"fsdp.reshard_last_after_forward", FsdpApi::fsdp2,
+                "under fsdp1 use fsdp.sharding_strategy"},
     ApiOnlyKnob{"fsdp.reshard_root_after_forward", FsdpApi::fsdp2,
                 "under fsdp1 the root never reshards after forward"},
     ApiOnlyKnob{"fsdp.forward_prefetch_modules", FsdpApi::fsdp2,

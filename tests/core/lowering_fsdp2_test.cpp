@@ -43,6 +43,16 @@ TEST(Fsdp2Counts, BackwardGathersOnlyResharedBlocks) {
             2);
 }
 
+// torchtitan keeps the last block unsharded after forward: backward gathers only the others.
+TEST(Fsdp2Counts, TheLastBlockCanKeepItsParametersForBackward) {
+  const auto s = lower_text(transformer(3, 4), {"fsdp.reshard_last_after_forward=false"});
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward), 4);
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward), 2);  // blocks 0 and 1
+  EXPECT_EQ(count(s, OpKind::reduce_scatter, Phase::backward), 4);
+  EXPECT_TRUE(check_schedule(s).empty());
+  EXPECT_EQ(count(lower_text(transformer(3, 4)), OpKind::all_gather, Phase::backward), 3);
+}
+
 TEST(Fsdp2Order, ForwardThreeBlocks) {
   EXPECT_EQ(events(lower_text(transformer(3)), Phase::forward, 0, "U"),
             split("U root, U0, U1, U2"));

@@ -86,7 +86,8 @@ TEST(PublishedRuns, TorchTitanLlama8BWithinTenPercent) {
         "training: {seq_len: " +
         f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] +
         ", iterations: 2}\n"
-        "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n");
+        "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}, "
+        "reshard_last_after_forward: false}\n");  // torchtitan keeps the last block unsharded
     const double tps = std::stod(f[7]), mem = std::stod(f[8]);
     EXPECT_NEAR(r.summary.tokens_per_s_per_gpu / tps, 1.0, 0.10)
         << f[0] << ": " << r.summary.tokens_per_s_per_gpu << " tokens/s";

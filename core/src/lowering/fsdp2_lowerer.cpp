@@ -56,6 +56,9 @@ class Fsdp2Lowerer final : public Lowerer {
                    ? b_.add_communicator("reduce_scatter", world(), nodes_spanned(world()))
                    : shard_;
     st_.assign(layouts_.size(), {});
+    for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
+      if (has_params(g) && !is_root(g)) last_group_ = g;  // groups come in forward order
+    }
   }
 
   BufferId unsharded_params(int g) const override {
@@ -64,6 +67,8 @@ class Fsdp2Lowerer final : public Lowerer {
 
   bool reshards_after_forward(int g) const {
     if (is_root(g)) return s_.fsdp.reshard_root_after_forward;
+    // torchtitan: reshard_after_forward = layer_id < n_layers - 1 (its apply_fsdp).
+    if (g == last_group_ && !s_.fsdp.reshard_last_after_forward) return false;
     return s_.fsdp.reshard_after_forward.mode != ReshardAfterForward::Mode::off;
   }
   bool to_smaller_mesh() const { return post_forward_ != kNone; }
@@ -390,6 +395,7 @@ class Fsdp2Lowerer final : public Lowerer {
   StreamId copy_in_ = kNone, all_gather_ = kNone, reduce_scatter_ = kNone, all_reduce_ = kNone;
   CommId shard_ = kNone, replicate_ = kNone, post_forward_ = kNone, rs_comm_ = kNone;
   std::vector<GroupState> st_;
+  int last_group_ = -1;  // the last group with parameters in forward order, the root aside
   BufferId deferred_ag_output_ = kNone;  // comm_ctx.all_gather_state
   OpId deferred_copy_out_ = kNone;
   BufferId rs_state_input_ = kNone;  // comm_ctx.reduce_scatter_state

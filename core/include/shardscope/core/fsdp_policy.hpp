@@ -59,6 +59,7 @@ struct FsdpPolicy {
   std::int64_t mesh_shard = 1;
   ReshardAfterForward reshard_after_forward;  // FSDP2
   bool reshard_root_after_forward = false;    // newer PyTorch: explicit True reshards the root too
+  bool reshard_last_after_forward = true;     // false: torchtitan keeps the last block unsharded
   BackwardPrefetch backward_prefetch = BackwardPrefetch::backward_pre;  // FSDP1
   bool forward_prefetch = false;                                        // FSDP1
   std::int64_t forward_prefetch_modules = 0;   // FSDP2 explicit prefetch of the next k; 0: none
