@@ -120,6 +120,27 @@ inline void CachingAllocator::erase_free(int b) {
   retire_block(r);
 }
 
+// Block `b` (free, not listed) takes in its free neighbours of the same mapping state, as
+// PyTorch's try_merge_blocks does; returns the block that now covers it (not listed). Forced
+// inline: free() runs it on every free.
+[[gnu::always_inline]] inline int CachingAllocator::join_free_neighbours(int b) {
+  const auto joins = [&](int n) {
+    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated &&
+           blocks_[static_cast<std::size_t>(n)].mapped ==
+               blocks_[static_cast<std::size_t>(b)].mapped;
+  };
+  if (const int p = blocks_[static_cast<std::size_t>(b)].prev; joins(p)) {
+    erase_free(p);
+    merge_with_next(p);
+    b = p;
+  }
+  if (const int n = blocks_[static_cast<std::size_t>(b)].next; joins(n)) {
+    erase_free(n);
+    merge_with_next(b);
+  }
+  return b;
+}
+
 // Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
 [[gnu::always_inline]] inline int CachingAllocator::take(int b, Bytes size, bool small) {
   erase_free(b);
@@ -225,20 +246,7 @@ void CachingAllocator::unmap_free_pages(int b) {
   blocks_[static_cast<std::size_t>(pages)].mapped = false;
   reserved_ -= end - begin;
   // Unmapped neighbours join, so the segment's unmapped space is reused whole.
-  const auto unmapped_free = [&](int n) {
-    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated &&
-           !blocks_[static_cast<std::size_t>(n)].mapped;
-  };
-  if (const int p = blocks_[static_cast<std::size_t>(pages)].prev; unmapped_free(p)) {
-    erase_free(p);
-    merge_with_next(p);
-    pages = p;
-  }
-  if (const int n = blocks_[static_cast<std::size_t>(pages)].next; unmapped_free(n)) {
-    erase_free(n);
-    merge_with_next(pages);
-  }
-  insert_free(pages);
+  insert_free(join_free_neighbours(pages));
 }
 
 std::vector<CachingAllocator::Extent> CachingAllocator::mapped_extents(int segment) const {
@@ -316,22 +324,9 @@ bool CachingAllocator::free(BufferId id) {
   Block* blk = &blocks_[static_cast<std::size_t>(b)];
   allocated_ -= blk->size;
   blk->allocated = false;
-  // Coalesce with free neighbours in the same segment.
-  const auto joins = [&](int n) {
-    return n >= 0 && !blocks_[static_cast<std::size_t>(n)].allocated &&
-           blocks_[static_cast<std::size_t>(n)].mapped == blk->mapped;
-  };
-  if (const int p = blk->prev; joins(p)) {
-    erase_free(p);
-    merge_with_next(p);
-    b = p;
-    blk = &blocks_[static_cast<std::size_t>(b)];
-  }
-  if (const int n = blk->next; joins(n)) {
-    erase_free(n);
-    merge_with_next(b);
-  }
+  b = join_free_neighbours(b);
   insert_free(b);
+  blk = &blocks_[static_cast<std::size_t>(b)];
   if (spans_segment(*blk) &&
       expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);

@@ -119,6 +119,7 @@ class CachingAllocator {
   int take(int block, Bytes size, bool small);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
   void merge_with_next(int block);
+  int join_free_neighbours(int block);
   int new_block(const Block& block);
   void retire_block(int block);
   int new_segment(int pool, Bytes size);
