@@ -48,7 +48,9 @@ ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels)
 
 ComputePart head_part(const detail::BlockShape& shape, const TrainingSpec& training,
                       KernelSetTable& kernels) {
-  const detail::LossShape loss{training.loss, loss_chunk_tokens(shape.config, training)};
+  const detail::LossShape loss{training.loss, training.loss == LossRecipe::chunked
+                                                  ? loss_chunk_tokens(shape.config, training)
+                                                  : shape.tokens()};
   LossMemory memory = loss_memory(shape.config, training, shape.dtype);
   ComputePart head;
   head.label = "head+loss";
@@ -69,18 +71,19 @@ bool block_fully_checkpointed(const TrainingSpec& t, std::int64_t block) {
   return false;
 }
 
-}  // namespace
-
-DType compute_dtype(const Scenario& s) {
-  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+// Elements of math attention's [micro_batch, heads, s, s] scores (tokens = micro_batch · s); the
+// scenario reader bounds this product.
+std::int64_t attention_probabilities(const TransformerConfig& c, std::int64_t tokens,
+                                     std::int64_t seq_len) {
+  return tokens * c.heads * seq_len;
 }
 
 // What the attention keeps for its backward besides q, k, v and its output: flash, the fp32
-// log-sum-exp per head and token; math, softmax's output, the [b, heads, s, s] probabilities.
+// log-sum-exp per head and token; math, softmax's output, the probabilities.
 Bytes attention_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                             Bytes elem) {
   return c.attention == AttentionKind::flash ? tokens * 4 * c.heads
-                                             : tokens * c.heads * seq_len * elem;
+                                             : attention_probabilities(c, tokens, seq_len) * elem;
 }
 
 // Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
@@ -90,8 +93,15 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
                           Bytes elem) {
   if (c.dropout <= 0) return 0;
   const Bytes residual = 2 * tokens * c.hidden;
-  return c.attention == AttentionKind::flash ? residual
-                                             : residual + tokens * c.heads * seq_len * (1 + elem);
+  return c.attention == AttentionKind::flash
+             ? residual
+             : residual + attention_probabilities(c, tokens, seq_len) * (1 + elem);
+}
+
+}  // namespace
+
+DType compute_dtype(const Scenario& s) {
+  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
 }
 
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
@@ -211,8 +221,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   // Math attention's forward: the scores, then the causally masked scores (masked_fill is out of
   // place), before softmax writes the probabilities it saves.
   WorkspaceSizes block_forward_workspace;
-  if (c.attention == AttentionKind::math) {  // the scenario bounds t · heads · s
-    const Bytes scores = t * c.heads * seq * elem;
+  if (c.attention == AttentionKind::math) {
+    const Bytes scores = attention_probabilities(c, t, seq) * elem;
     block_workspace.push_back(scores);
     block_workspace.push_back(scores);
     block_forward_workspace = {scores, scores};

@@ -165,12 +165,11 @@ KernelSet embed_backward_kernels(const BlockShape& b) {
 namespace {
 
 // The output projection's GEMMs `make` builds, once per chunk: the full chunks as one kernel
-// repeated, a shorter last chunk as its own (one chunk of all tokens unless chunked).
+// repeated, a shorter last chunk as its own.
 template <typename Make>
 void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const char* suffix,
                Make make) {
-  const std::int64_t t = b.tokens();
-  const std::int64_t chunk = loss.recipe == LossRecipe::chunked ? loss.chunk_tokens : t;
+  const std::int64_t t = b.tokens(), chunk = loss.chunk_tokens;
   const Matmul output{"output", b.config.hidden, b.config.vocab};
   const auto add = [&](std::int64_t tokens, std::int64_t times, const char* tail) {
     const BlockShape part{b.config, 1, tokens, b.dtype};

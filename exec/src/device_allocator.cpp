@@ -116,11 +116,11 @@ bool DeviceAllocator::update_pages(int segment, bool want) {
   }
   if (m.mapped.size() < policy.size()) m.mapped.resize(policy.size(), false);
   // Runs of pages where the policy says `want` and the mirror does not, in one call each.
+  const auto differs = [&](std::size_t p) {
+    return (p < policy.size() && policy[p]) == want && m.mapped[p] != want;
+  };
   std::size_t page = 0;
   while (page < m.mapped.size()) {
-    const auto differs = [&](std::size_t p) {
-      return (p < policy.size() && policy[p]) == want && m.mapped[p] != want;
-    };
     if (!differs(page)) {
       ++page;
       continue;

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "shardscope/core/analysis.hpp"
-#include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/sim/engine.hpp"
@@ -14,7 +13,7 @@
 namespace shardscope::sim {
 
 struct PipelineOptions {
-  SimOptions sim;
+  SimOptions sim;      // its allocator settings are replaced by the scenario's (allocator section)
   std::string origin;  // the scenario or IR file: provenance, and the file errors name
 };
 
