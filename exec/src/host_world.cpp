@@ -199,7 +199,9 @@ HostWorld::Clock::time_point HostWorld::run(int rank, const CollectiveCall& call
     const Published& peer = s.published[p];
     if (peer.op != call.op || peer.kind != pub.kind || peer.dtype != pub.dtype ||
         peer.elements != pub.elements) {
-      abort();
+      // Every peer sees the mismatch too. The caller aborts the world once it has recorded this
+      // error: aborting here first would let this rank's own issuing thread report "another rank
+      // failed" before the cause.
       throw CollectiveError(fmt::format(
           "{}: ranks issued different collectives: position {} issued op {} ({}, {} elements), "
           "position {} issued op {} ({}, {} elements)",

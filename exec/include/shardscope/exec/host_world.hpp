@@ -81,7 +81,8 @@ class HostWorld {
   const HostWorldLayout& layout() const { return layout_; }
 
   /// Runs `call` for `rank`; returns when every peer has read this rank's data. `arrival` is
-  /// when this rank arrived (reported to peers); returns when the last peer arrived.
+  /// when this rank arrived (reported to peers); returns when the last peer arrived. Throws
+  /// CollectiveError without aborting the world: the caller records the error, then aborts.
   Clock::time_point run(int rank, const CollectiveCall& call, Clock::time_point deadline);
 
   /// Tells every rank to stop waiting (first error anywhere, Ctrl-C).
