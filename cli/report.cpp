@@ -65,8 +65,8 @@ std::string scenario_report(const Scenario& s) {
   const auto groups = param_groups(s);
   const std::int64_t total = s.model.total_params();
   const auto param_dtype = DType::fp32;  // sharded parameters keep the original dtype
-  const auto compute_dtype = s.fsdp.mixed_precision.param_dtype.value_or(param_dtype);
-  const auto reduce_dtype = s.fsdp.mixed_precision.reduce_dtype.value_or(compute_dtype);
+  const auto gather_dtype = s.fsdp.mixed_precision.param_dtype.value_or(param_dtype);
+  const auto reduce_dtype = s.fsdp.mixed_precision.reduce_dtype.value_or(gather_dtype);
 
   if (!s.source.empty()) row("scenario", s.source);
   row("model", model_line(s.model));
@@ -95,9 +95,10 @@ std::string scenario_report(const Scenario& s) {
           "seq_len {} × micro_batch {} = {} tokens per micro-batch, grad_accum {}, {} iterations",
           t.seq_len, t.micro_batch, format_count(t.tokens_per_microbatch()), t.grad_accum,
           t.iterations));
-  row("", fmt::format("activation checkpointing {}, optimizer {}",
+  row("", fmt::format("activation checkpointing {}, optimizer {}, loss {}{}",
                       to_string(t.activation_checkpointing, t.checkpoint_every),
-                      to_string(t.optimizer)));
+                      to_string(t.optimizer), to_string(t.loss),
+                      t.autocast ? fmt::format(", autocast {}", to_string(*t.autocast)) : ""));
   row("fsdp", fsdp_line(s.fsdp));
   row("", fmt::format("mixed precision: param {}, reduce {}, sharded parameters {}; cpu offload {}",
                       dtype_or(s.fsdp.mixed_precision.param_dtype, "fp32 (none)"),
@@ -126,8 +127,8 @@ std::string scenario_report(const Scenario& s) {
   if (largest) {
     row("", fmt::format("largest group {}: {} parameters, {} unsharded in {}", largest->name,
                         format_count(largest->numel),
-                        format_bytes(largest->numel * bytes_per_element(compute_dtype)),
-                        to_string(compute_dtype)));
+                        format_bytes(largest->numel * bytes_per_element(gather_dtype)),
+                        to_string(gather_dtype)));
   }
   return out;
 }

@@ -52,6 +52,13 @@ ComputePart head_part(const detail::BlockShape& shape, const TrainingSpec& train
                                                   ? loss_chunk_tokens(shape.config, training)
                                                   : shape.tokens()};
   LossMemory memory = loss_memory(shape.config, training, shape.dtype);
+  if (shape.cast_from) {
+    // Autocast: the final norm's input and output stay in the residual stream's dtype, the
+    // head's matmul saves its cast input and the cast output weight (for its input gradient).
+    const std::int64_t t = shape.tokens(), h = shape.config.hidden;
+    const Bytes e = bytes_per_element(shape.dtype), from = bytes_per_element(*shape.cast_from);
+    memory.saved += 2 * t * h * (from - e) + t * h * e + shape.config.vocab * h * e;
+  }
   ComputePart head;
   head.label = "head+loss";
   head.position = ComputePosition::after_children;
@@ -101,37 +108,54 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
 }  // namespace
 
 DType compute_dtype(const Scenario& s) {
-  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+  return s.training.autocast.value_or(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+}
+
+std::optional<DType> autocast_cast_source(const Scenario& s) {
+  const DType weights = s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+  if (!s.training.autocast || *s.training.autocast == weights) return std::nullopt;
+  return weights;
 }
 
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                             Bytes elem) {
+                             Bytes elem, Bytes cast_from) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   const std::int64_t mlp = c.mlp == MlpKind::swiglu ? 4 * f : 2 * f;
   const std::int64_t norm_stats =
       c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
-  return tokens * elem * (6 * h + 2 * kv + mlp) + tokens * 4 * norm_stats +
-         attention_saved_bytes(c, tokens, seq_len, elem) +
+  // The two norms' inputs and outputs are in the residual stream's dtype; under autocast each
+  // projection casts the norm output it reads and saves that copy.
+  const Bytes residual = cast_from > 0 ? cast_from : elem;
+  const std::int64_t cast_inputs = cast_from > 0 ? detail::projection_inputs(c) * h : 0;
+  return tokens * residual * 4 * h + tokens * elem * (2 * h + 2 * kv + mlp + cast_inputs) +
+         tokens * 4 * norm_stats + attention_saved_bytes(c, tokens, seq_len, elem) +
          block_dropout_bytes(c, tokens, seq_len, elem);
 }
 
 Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                        Bytes elem, ActivationCheckpointing ac) {
+                        Bytes elem, ActivationCheckpointing ac, Bytes cast_from) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  const Bytes residual = cast_from > 0 ? cast_from : elem;  // the block input's dtype
   switch (ac) {
     case ActivationCheckpointing::none:
     case ActivationCheckpointing::every_n:
-      return block_activation_bytes(c, tokens, seq_len, elem);
+      return block_activation_bytes(c, tokens, seq_len, elem, cast_from);
     case ActivationCheckpointing::full:
-      return tokens * elem * h;
+      return tokens * residual * h;
     case ActivationCheckpointing::selective_op: {
       // block input + attention output (+ what the attention keeps) + kept matmul outputs (wq,
-      // wv, w1, w2 | wq, wv, fc1); dropout masks are recomputed
+      // wv, w1, w2 | wq, wv, fc1); dropout masks and autocast's casts are recomputed
       const std::int64_t kept = c.mlp == MlpKind::swiglu ? h + kv + f + h : h + kv + f;
-      return tokens * elem * (h + h + kept) + attention_saved_bytes(c, tokens, seq_len, elem);
+      return tokens * residual * h + tokens * elem * (h + kept) +
+             attention_saved_bytes(c, tokens, seq_len, elem);
     }
   }
   return 0;
+}
+
+Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
+  const TransformerParams p = count_params(c);
+  return (p.attention + p.mlp) * elem;
 }
 
 std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t) {
@@ -185,6 +209,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   };
   const std::int64_t t = s.training.tokens_per_microbatch();
   const Bytes elem = bytes_per_element(compute_dtype(s));
+  const std::optional<DType> cast_from = autocast_cast_source(s);
+  const Bytes from = cast_from ? bytes_per_element(*cast_from) : 0;
   if (s.model.family == ModelFamily::custom) {
     for (std::size_t i = 0; i < groups.size(); ++i) {
       if (groups[i].custom_index < 0) continue;  // implicit root: no compute
@@ -203,7 +229,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     return out;
   }
   const auto& c = s.model.transformer;
-  const detail::BlockShape shape{c, s.training.micro_batch, s.training.seq_len, compute_dtype(s)};
+  const detail::BlockShape shape{c, s.training.micro_batch, s.training.seq_len, compute_dtype(s),
+                                 cast_from};
   KernelSetTable kernels(out.kernel_sets);
   // Every block is the same: its kernels and sizes once (a sweep lowers thousands of 126-block
   // models); a group of n blocks runs each kernel n times.
@@ -211,9 +238,13 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const KernelSet block_backward = detail::block_backward_kernels(shape);
   const KernelSet block_sac = detail::block_selective_recompute_kernels(shape);
   const std::int64_t seq = s.training.seq_len;
-  const Bytes all = block_activation_bytes(c, t, seq, elem);
-  const Bytes sac_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::selective_op);
-  const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full);
+  const Bytes all = block_activation_bytes(c, t, seq, elem, from);
+  const Bytes sac_saved =
+      block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::selective_op, from);
+  const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full, from);
+  // Autocast's weight copies: saved with the activations of a block that keeps them, held by the
+  // cast cache or freed after use in a checkpointed one, and cast again by its recompute.
+  const Bytes casts = cast_from ? block_weight_cast_bytes(c, elem) : 0;
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs; under math
   // attention also the probabilities' and the scores' gradients ([b, heads, s, s] each).
   WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
@@ -246,15 +277,17 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     for (std::int64_t b = g.first_block; b < g.first_block + g.block_count; ++b)
       checkpointed += block_fully_checkpointed(s.training, b) ? 1 : 0;
     if (checkpointed > 0) {  // full or every_n: the rest of the blocks keep everything
-      part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * all;
+      part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * (all + casts);
+      part.weight_casts = checkpointed * casts;
       part.recompute = kernels.pass(block_forward, checkpointed);
-      part.recompute_bytes = checkpointed * all;
+      part.recompute_bytes = checkpointed * (all + casts);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;
+      part.weight_casts = g.block_count * casts;
       part.recompute = kernels.pass(block_sac, g.block_count);
-      part.recompute_bytes = g.block_count * (all - sac_saved);
+      part.recompute_bytes = g.block_count * (all - sac_saved + casts);
     } else {
-      part.saved_bytes = g.block_count * all;
+      part.saved_bytes = g.block_count * (all + casts);
     }
     add_part(i, std::move(part));
   }

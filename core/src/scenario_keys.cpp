@@ -178,6 +178,10 @@ constexpr std::array kKeys{
     ScenarioKey{"training.loss_chunk_tokens", K::integer, 1, 134'217'728, "tokens", "",
                 "Liger's: next power of two of tokens ÷ ⌈vocab ÷ hidden⌉",
                 "training.loss chunked: tokens per chunk (a chunk's logits are live at once)"},
+    ScenarioKey{"training.autocast", K::choice, 0, 0, "", "none, bf16, fp16", "none",
+                "torch.autocast over forward and loss: matmuls in this dtype, each weight cast per "
+                "use when the parameters are in another (fp32 all-gathers under FSDP's default "
+                "param_dtype); docs/semantics.md"},
     // ---------------------------------------------------------------- fsdp
     ScenarioKey{"fsdp", K::section, 0, 0, "", "", "", "the FSDP configuration"},
     ScenarioKey{"fsdp.api", K::choice, 0, 0, "", "fsdp2, fsdp1", "fsdp2",

@@ -24,6 +24,7 @@ constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
 constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
 constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
 constexpr std::array<std::string_view, 3> kLossRecipes{"upcast_fp32", "fused", "chunked"};
+constexpr std::array<std::string_view, 3> kAutocast{"none", "bf16", "fp16"};
 constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
 constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
                                                       "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"};
@@ -513,6 +514,10 @@ TrainingSpec read_training(ConfigReader& r) {
         "training.loss_chunk_tokens",
         fmt::format("sets the chunk of a chunked loss, but training.loss is {}", to_string(t.loss)),
         "training.loss: chunked, or remove training.loss_chunk_tokens");
+  }
+  if (auto autocast = r.get_enum("training.autocast", kAutocast)) {
+    if (*autocast == "bf16") t.autocast = DType::bf16;
+    if (*autocast == "fp16") t.autocast = DType::fp16;
   }
   return t;
 }

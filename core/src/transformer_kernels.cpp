@@ -118,11 +118,30 @@ Kernel elementwise(const BlockShape& b, std::int64_t passes) {
   return {"norms+rope+activation+residual", 1, MemoryBound{passes * block_elementwise_bytes(b), 0}};
 }
 
+// Autocast's casts of `numel` weight elements: forward reads the weights and writes their copies
+// (to_copy), backward reads the low-precision weight gradient and writes it in the weights'
+// dtype (ToCopyBackward). Nothing when the weights are not cast.
+void add_casts(KernelSet& out, const BlockShape& b, std::int64_t numel, const char* label) {
+  if (!b.cast_from) return;
+  const Bytes bytes = numel * (bytes_per_element(*b.cast_from) + bytes_per_element(b.dtype));
+  out.push_back({label, 1, MemoryBound{bytes, 0}});
+}
+
+std::int64_t block_projection_params(const TransformerConfig& c) {
+  const TransformerParams p = count_params(c);
+  return p.attention + p.mlp;
+}
+
 }  // namespace
+
+std::int64_t projection_inputs(const TransformerConfig& c) {
+  return c.mlp == MlpKind::swiglu ? 5 : 2;
+}
 
 KernelSet block_forward_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
   KernelSet out;
+  add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
   for (std::size_t i = 0; i < mm.count; ++i) {
     if (i == kAttentionAfter) add_attention(out, b, false);
     out.push_back(linear_forward(mm.layers[i], b));
@@ -140,12 +159,14 @@ KernelSet block_backward_kernels(const BlockShape& b) {
     if (i == kAttentionAfter) add_attention(out, b, true);
   }
   out.push_back(elementwise(b, 2));
+  add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts");
   return out;
 }
 
 KernelSet block_selective_recompute_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
   KernelSet out;
+  add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
   for (std::size_t i = 1; i < mm.count; i += 2) out.push_back(linear_forward(mm.layers[i], b));
   out.push_back(elementwise(b, 1));
   return out;
@@ -172,7 +193,7 @@ void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const
   const std::int64_t t = b.tokens(), chunk = loss.chunk_tokens;
   const Matmul output{"output", b.config.hidden, b.config.vocab};
   const auto add = [&](std::int64_t tokens, std::int64_t times, const char* tail) {
-    const BlockShape part{b.config, 1, tokens, b.dtype};
+    const BlockShape part{b.config, 1, tokens, b.dtype, b.cast_from};
     Kernel k = make(output, part);
     k.label += std::string(suffix) + tail;
     k.repeat = times;
@@ -186,6 +207,7 @@ void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const
 
 KernelSet head_forward_kernels(const BlockShape& b, const LossShape& loss) {
   KernelSet out;
+  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.weight_casts");
   per_chunk(out, b, loss, "", linear_forward);
   out.push_back(
       {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype, loss.recipe}});
@@ -199,6 +221,7 @@ KernelSet head_backward_kernels(const BlockShape& b, const LossShape& loss) {
                  CrossEntropy{b.tokens(), b.config.vocab, true, b.dtype, loss.recipe}});
   per_chunk(out, b, loss, "", linear_input_grad);
   per_chunk(out, b, loss, "", linear_weight_grad);
+  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.grad_casts");
   return out;
 }
 

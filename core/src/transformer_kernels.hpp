@@ -3,6 +3,7 @@
 // from them, so a part's FLOPs and bytes are its kernels' sums). Formulas: group_compute.hpp.
 
 #include <cstdint>
+#include <optional>
 
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/model_spec.hpp"
@@ -15,9 +16,17 @@ struct BlockShape {
   std::int64_t micro_batch = 1;  // sequences
   std::int64_t seq_len = 0;
   DType dtype = DType::bf16;
+  // Under autocast, the dtype the weights are cast from (per use in forward, the weight gradient
+  // back to it in backward); unset when the weights are already in `dtype`.
+  std::optional<DType> cast_from;
 
   std::int64_t tokens() const { return micro_batch * seq_len; }
 };
+
+/// Projections that read a norm's output (each casts its own copy under autocast): Llama-style
+/// SwiGLU blocks have separate q, k, v projections and w1, w3 (5); GPT-style GELU blocks one
+/// fused qkv projection (GPT-2 c_attn, GPT-NeoX query_key_value, MPT Wqkv) and one fc (2).
+std::int64_t projection_inputs(const TransformerConfig& c);
 
 /// Every kernel of a block's forward: q, k, v projections, attention, output projection, MLP,
 /// and one memory-bound kernel for norms, RoPE, the MLP activation and residual adds.

@@ -47,6 +47,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   add_combo(training, "training.activation_checkpointing", "activation checkpointing",
             {"none", "selective_op", "full", "every_2", "every_4"});
   add_combo(training, "training.optimizer", "optimizer", {"adamw", "adam", "sgd"});
+  add_combo(training, "training.loss", "loss", {"upcast_fp32", "fused", "chunked"});
+  add_combo(training, "training.autocast", "autocast", {"none", "bf16", "fp16"});
   auto* fsdp = group("FSDP");
   add_combo(fsdp, "fsdp.api", "API", {"fsdp2", "fsdp1"});
   add_combo(fsdp, "fsdp.reshard_after_forward", "reshard_after_forward",
@@ -147,6 +149,9 @@ void SettingsPanel::load(const Scenario& s) {
   combo("training.activation_checkpointing",
         qs(to_string(s.training.activation_checkpointing, s.training.checkpoint_every)));
   combo("training.optimizer", qs(to_string(s.training.optimizer)));
+  combo("training.loss", qs(to_string(s.training.loss)));
+  combo("training.autocast",
+        s.training.autocast ? qs(to_string(*s.training.autocast)) : QStringLiteral("none"));
   combo("fsdp.api", qs(to_string(s.fsdp.api)));
   combo("fsdp.reshard_after_forward", raf_text(s.fsdp.reshard_after_forward));
   spin("fsdp.forward_prefetch_modules", s.fsdp.forward_prefetch_modules);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/group_compute.hpp"
 
 // The summary's two renderings (JSON for tools, a table for people) and the facts behind MFU.
 namespace shardscope::analysis {
@@ -32,8 +33,7 @@ RunFacts run_facts(const Scenario& scenario, const Schedule& schedule) {
   f.iterations = schedule.iterations;
   f.tokens_per_iteration = schedule.tokens_per_iteration;
   f.model_flops_per_token = model_flops_per_token(scenario);
-  f.peak_flops = scenario.cluster.gpu.peak_flops.for_dtype(
-      scenario.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+  f.peak_flops = scenario.cluster.gpu.peak_flops.for_dtype(compute_dtype(scenario));
   return f;
 }
 

@@ -59,6 +59,7 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   l.part = part.label;
   l.saved = b_.label(part.label + ".saved");
   l.recomputed = b_.label(part.label + ".recomputed");
+  l.weight_casts = b_.label(part.label + ".autocast_casts");
   // "<part>.forward_workspace.<i>": built by hand, a format call each cost more than the rest.
   std::string text;
   const auto workspace_labels = [&](std::string_view kind, std::size_t count,
@@ -168,6 +169,7 @@ void Lowerer::forward_pass() {
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
     if (root_parts[p].position == ComputePosition::after_children) forward_part(root_, p);
   }
+  clear_autocast_cache();
   post_forward(root_);
 }
 
@@ -209,6 +211,27 @@ void Lowerer::forward_part(int g, std::size_t p) {
     op.allocs.push_back(saved);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
+  if (part.weight_casts > 0) {
+    // Autocast caches the casts of leaf parameters until its context exits: FSDP2's unsharded
+    // parameters are such leaves; FSDP1's are views of the flat parameter, cast per use.
+    const BufferId casts =
+        b_.add_buffer(b_.step_name(part_labels(g, p).weight_casts), part.weight_casts, param_dtype_,
+                      BufferCategory::activations, gid(g));
+    op.allocs.push_back(casts);
+    if (s_.fsdp.api == FsdpApi::fsdp2) {
+      autocast_cache_.push_back(casts);
+    } else {
+      op.frees.push_back(casts);
+    }
+  }
+}
+
+void Lowerer::clear_autocast_cache() {
+  if (autocast_cache_.empty()) return;
+  // The loss is the last op inside the autocast region (forward and loss run under it).
+  Op& last = b_.op(b_.last_op());
+  last.frees.insert(last.frees.end(), autocast_cache_.begin(), autocast_cache_.end());
+  autocast_cache_.clear();
 }
 
 void Lowerer::backward_part(int g, std::size_t p) {

@@ -67,7 +67,7 @@ class Lowerer {
   /// Buffer-name labels of a compute part, made once per distinct part label ("block", "embed").
   struct PartLabels {
     std::string part;
-    std::int32_t saved = kNone, recomputed = kNone;
+    std::int32_t saved = kNone, recomputed = kNone, weight_casts = kNone;
     std::vector<std::int32_t> forward_workspace,
         backward_workspace;  // "<part>.<pass>_workspace.<i>"
   };
@@ -104,6 +104,7 @@ class Lowerer {
   std::vector<BufferId> sharded_grads_;   // per group, this iteration (kNone until reduced)
   std::vector<BufferId> saved_;  // [part_slot(group, part)] saved activations of this micro-batch
   std::vector<BufferId> optimizer_states_;  // allocated lazily by the first step
+  std::vector<BufferId> autocast_cache_;    // weight casts held until the forward ends (FSDP2)
 
  private:
   void forward_pass();
@@ -111,6 +112,8 @@ class Lowerer {
   void optimizer_step();
   void checkpoint_state_dict();
   void synchronize_device(std::string_view label);
+  /// Frees the weight casts autocast's cache held, on the forward's last op.
+  void clear_autocast_cache();
   void plan_groups();
 };
 

@@ -58,10 +58,15 @@ struct ComputePart {
   ComputePosition position = ComputePosition::before_children;
   PassCompute forward;
   PassCompute backward;
-  PassCompute recompute;              // forward re-run inside backward (activation checkpointing)
-  Bytes saved_bytes = 0;              // kept from forward to backward
-  WorkspaceSizes forward_workspace;   // tensors transient during the forward op
-  Bytes recompute_bytes = 0;          // rematerialised before backward, freed by it
+  PassCompute recompute;             // forward re-run inside backward (activation checkpointing)
+  Bytes saved_bytes = 0;             // kept from forward to backward
+  WorkspaceSizes forward_workspace;  // tensors transient during the forward op
+  Bytes recompute_bytes = 0;         // rematerialised before backward, freed by it
+  // Autocast's low-precision weight copies that autograd does not save (checkpointed blocks):
+  // held by autocast's cast cache until the forward ends under FSDP2, whose unsharded parameters
+  // are cacheable leaves; freed after use under FSDP1, whose flat-parameter views are not cached
+  // (docs/semantics.md, "Autocast"). Casts a non-checkpointed block saves are in saved_bytes.
+  Bytes weight_casts = 0;
   WorkspaceSizes backward_workspace;  // tensors transient during the backward op
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
@@ -90,18 +95,27 @@ struct ModelCompute {
   }
 };
 
-/// The dtype compute runs in: mixed_precision.param_dtype, else fp32.
+/// The dtype compute runs in: training.autocast, else mixed_precision.param_dtype, else fp32.
 DType compute_dtype(const Scenario& scenario);
+
+/// The dtype autocast casts weights from: the unsharded parameters' (param_dtype, else fp32) when
+/// training.autocast is set to another dtype; unset when nothing is cast.
+std::optional<DType> autocast_cast_source(const Scenario& scenario);
 
 /// One entry per group of `param_groups(scenario)`, same order.
 ModelCompute group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
 
 /// Saved activation bytes of one transformer block under a policy (exposed for tests and docs);
 /// `tokens` per micro-batch in sequences of `seq_len` (math attention keeps s × s per sequence).
+/// `cast_from` > 0: autocast casts from weights and a residual stream of that element size, so
+/// the norms' inputs and outputs are in it and every projection saves its own cast input
+/// (without the weight copies, which block_weight_cast_bytes gives).
 Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                        Bytes elem, ActivationCheckpointing ac);
+                        Bytes elem, ActivationCheckpointing ac, Bytes cast_from = 0);
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                             Bytes elem);
+                             Bytes elem, Bytes cast_from = 0);
+/// Autocast's copies of one block's projection weights and biases in the `elem`-sized dtype.
+Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem);
 
 /// Tokens per chunk of a chunked loss: training.loss_chunk_tokens, else Liger's default (its
 /// fused_linear_cross_entropy: the next power of two of ⌈tokens ÷ ⌈vocab ÷ hidden⌉⌉, so a chunk's

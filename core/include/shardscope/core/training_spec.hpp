@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "shardscope/core/units.hpp"
+
 namespace shardscope {
 
 enum class ActivationCheckpointing {
@@ -38,6 +40,9 @@ struct TrainingSpec {
   Synchronize synchronize = Synchronize::none;
   LossRecipe loss = LossRecipe::upcast_fp32;
   std::int64_t loss_chunk_tokens = 0;  // chunked: tokens per chunk; 0: Liger's default
+  // torch.autocast over the forward and the loss (docs/semantics.md, "Autocast"): matmuls run in
+  // this dtype, casting weights kept in another dtype per use. Unset: no autocast.
+  std::optional<DType> autocast;
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
 };
