@@ -1,6 +1,8 @@
 #include "shardscope/core/caching_allocator.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 namespace shardscope {
 namespace {
@@ -33,8 +35,18 @@ CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params)
   whole_free_segments_.reserve(kTypicalSegments);
 }
 
-Bytes CachingAllocator::round_size(Bytes size) {
-  return size < kMinBlockSize ? kMinBlockSize : round_up(size, kMinBlockSize);
+// PyTorch's round_size and roundup_power2_next_division: with N divisions, a size above 512·N
+// rounds up to a multiple of (the power of two below it) ÷ N; a power of two stays as it is.
+Bytes CachingAllocator::round_size(Bytes size, int roundup_power2_divisions) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  const auto divisions = static_cast<Bytes>(roundup_power2_divisions);
+  if (divisions <= 1 || size <= kMinBlockSize * divisions) return round_up(size, kMinBlockSize);
+  const auto u = static_cast<std::uint64_t>(size);
+  if (std::has_single_bit(u)) return size;
+  const auto floor = static_cast<Bytes>(std::bit_floor(u));
+  const Bytes step = floor / divisions;
+  if (step == 0) return floor * 2;
+  return round_up(size, step);
 }
 
 Bytes CachingAllocator::segment_size(Bytes rounded) {
@@ -48,6 +60,7 @@ int CachingAllocator::add_pool(StreamId stream, bool small) {
   if (key >= pool_index_.size()) pool_index_.resize(key + 1, -1);
   const int pool = free_.add_pool();
   pool_index_[key] = pool;
+  small_pool_.push_back(small ? 1 : 0);
   expandable_segment_.push_back(-1);
   return pool;
 }
@@ -141,13 +154,16 @@ inline void CachingAllocator::erase_free(int b) {
   return b;
 }
 
-// Marks `b` allocated with `size`, splitting off the rest when PyTorch would.
+// Marks `b` allocated with `size`, splitting off the rest when PyTorch would (should_split).
 [[gnu::always_inline]] inline int CachingAllocator::take(int b, Bytes size, bool small) {
   erase_free(b);
   const Block& blk = blocks_[static_cast<std::size_t>(b)];
   const Bytes rest = blk.size - size;
-  if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize))
-    split_tail(b, size, blk.mapped);
+  const bool split =
+      small || params_.expandable_segments
+          ? rest >= kMinBlockSize
+          : rest > kSmallSize && (params_.max_split_size == 0 || size < params_.max_split_size);
+  if (split) split_tail(b, size, blk.mapped);
   blocks_[static_cast<std::size_t>(b)].allocated = true;
   return b;
 }
@@ -202,19 +218,101 @@ int CachingAllocator::grow_expandable(int pool, Bytes size) {
   return b;
 }
 
+// The segment is live, not expandable, and one free block (so it can be cudaFree'd).
+bool CachingAllocator::free_whole(int s) const {
+  const Segment& seg = segments_[static_cast<std::size_t>(s)];
+  if (!seg.live || expandable_segment_[static_cast<std::size_t>(seg.pool)] == s) return false;
+  const Block& blk = blocks_[static_cast<std::size_t>(segment_tail_[static_cast<std::size_t>(s)])];
+  return !blk.allocated && spans_segment(blk);
+}
+
+void CachingAllocator::release_segment(int s) {
+  Segment& seg = segments_[static_cast<std::size_t>(s)];
+  const int b = segment_tail_[static_cast<std::size_t>(s)];
+  erase_free(b);
+  retire_block(b);
+  seg.live = false;
+  reserved_ -= seg.size;
+  --live_segments_;
+}
+
+// The listed segments that are still one free block, each once (a segment is listed again each
+// time it empties).
+std::vector<int> CachingAllocator::whole_free_candidates() {
+  std::sort(whole_free_segments_.begin(), whole_free_segments_.end());
+  whole_free_segments_.erase(std::unique(whole_free_segments_.begin(), whole_free_segments_.end()),
+                             whole_free_segments_.end());
+  std::erase_if(whole_free_segments_, [&](int s) { return !free_whole(s); });
+  return whole_free_segments_;
+}
+
+// PyTorch's release_available_cached_blocks, with max_split_size set: release the smallest
+// oversize segment of the pool that covers the request, else oversize segments from the largest
+// down until they add up to it. True when enough was released.
+bool CachingAllocator::release_oversize(int pool, Bytes size) {
+  const Bytes key = std::max(size, params_.max_split_size);
+  std::vector<int> oversize;
+  for (const int s : whole_free_candidates()) {
+    const Segment& seg = segments_[static_cast<std::size_t>(s)];
+    if (seg.pool == pool && seg.size >= params_.max_split_size) oversize.push_back(s);
+  }
+  std::sort(oversize.begin(), oversize.end(), [&](int a, int b) {
+    return segments_[static_cast<std::size_t>(a)].size <
+           segments_[static_cast<std::size_t>(b)].size;
+  });
+  for (const int s : oversize) {
+    if (segments_[static_cast<std::size_t>(s)].size >= key) {
+      release_segment(s);
+      return true;
+    }
+  }
+  Bytes released = 0;
+  for (auto it = oversize.rbegin(); it != oversize.rend() && released < key; ++it) {
+    released += segments_[static_cast<std::size_t>(*it)].size;
+    release_segment(*it);
+  }
+  return released >= key;
+}
+
+// PyTorch's garbage_collect_cached_blocks: above the threshold, free the whole cached segments of
+// the large pools whose age (large-pool searches since they emptied) is at least the average,
+// again with the rest, until the excess is reclaimed.
+void CachingAllocator::collect_garbage() {
+  const auto threshold =
+      static_cast<Bytes>(params_.garbage_collection_threshold * static_cast<double>(capacity_));
+  if (reserved_ <= threshold) return;
+  const Bytes target = reserved_ - threshold;
+  std::vector<int> freeable;
+  for (const int s : whole_free_candidates()) {
+    if (small_pool_[static_cast<std::size_t>(segments_[static_cast<std::size_t>(s)].pool)] == 0)
+      freeable.push_back(s);
+  }
+  const auto age = [&](int s) {
+    return static_cast<double>(large_searches_ - segments_[static_cast<std::size_t>(s)].freed_at);
+  };
+  double total_age = 0;
+  for (const int s : freeable) total_age += age(s);
+  Bytes reclaimed = 0;
+  bool freed = true;
+  while (reclaimed < target && freed && !freeable.empty()) {
+    const double threshold_age = total_age / static_cast<double>(freeable.size());
+    freed = false;
+    std::erase_if(freeable, [&](int s) {
+      if (age(s) < threshold_age) return false;
+      reclaimed += segments_[static_cast<std::size_t>(s)].size;
+      total_age -= age(s);
+      release_segment(s);
+      freed = true;
+      return true;
+    });
+  }
+}
+
 void CachingAllocator::release_cached() {
   // Segments that became one free block since the last release are the candidates: a candidate
   // that has been allocated from again since is skipped (it is listed again when it next empties).
   for (const int s : whole_free_segments_) {
-    Segment& seg = segments_[static_cast<std::size_t>(s)];
-    const int b = segment_tail_[static_cast<std::size_t>(s)];
-    Block& blk = blocks_[static_cast<std::size_t>(b)];
-    if (!seg.live || blk.allocated || !spans_segment(blk)) continue;
-    erase_free(b);
-    retire_block(b);
-    seg.live = false;
-    reserved_ -= seg.size;
-    --live_segments_;
+    if (free_whole(s)) release_segment(s);
   }
   whole_free_segments_.clear();
   if (!params_.expandable_segments) return;
@@ -282,20 +380,42 @@ bool CachingAllocator::map_block(int b, Bytes size) {
   return true;
 }
 
+// PyTorch's get_free_block: the best fit, unless max_split_size makes it an oversize block for a
+// smaller request, or one more than 20 MiB too large for an oversize request.
+int CachingAllocator::find_free(int pool, Bytes rounded) const {
+  const int b = free_.best_fit(pool, rounded);
+  const Bytes max_split = params_.max_split_size;
+  if (b < 0 || max_split == 0) return b;
+  const Bytes found = blocks_[static_cast<std::size_t>(b)].size;
+  if (rounded < max_split && found >= max_split) return -1;
+  if (rounded >= max_split && found >= rounded + kLargeBuffer) return -1;
+  return b;
+}
+
 bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
-  const Bytes rounded = round_size(size);
+  const Bytes rounded = round_size(size, params_.roundup_power2_divisions);
   const bool small = rounded <= kSmallSize;
   const bool expandable = params_.expandable_segments && !small;
   const int pool = pool_of(stream, small);
+  if (!small) ++large_searches_;
   // `b` stays listed until take(): map_block and release_cached work on listed free blocks.
-  int b = free_.best_fit(pool, rounded);
+  int b = find_free(pool, rounded);
   if (b < 0 && expandable) b = grow_expandable(pool, rounded);
   if (b < 0) {
     const Bytes seg = segment_size(rounded);
-    if (reserved_ + seg > capacity_) {
+    if (params_.memory_fraction > 0 && params_.garbage_collection_threshold > 0) collect_garbage();
+    // As malloc: release enough oversize segments and retry; if that was not enough (or released
+    // less than the request), release every cached segment and retry.
+    const auto fits = [&] { return reserved_ + seg <= capacity_; };
+    bool ok = fits();
+    if (!ok && params_.max_split_size > 0 && release_oversize(pool, rounded)) {
+      ++retries_;
+      ok = fits();
+    }
+    if (!ok) {
       ++retries_;
       release_cached();
-      if (reserved_ + seg > capacity_) return false;
+      if (!fits()) return false;
     }
     b = new_segment(pool, seg);
   }
@@ -330,6 +450,7 @@ bool CachingAllocator::free(BufferId id) {
   if (spans_segment(*blk) &&
       expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);
+    segments_[static_cast<std::size_t>(blk->segment)].freed_at = large_searches_;
   }
   return true;
 }

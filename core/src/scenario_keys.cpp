@@ -272,6 +272,19 @@ constexpr std::array kKeys{
     ScenarioKey{"allocator.expandable_segments", K::boolean, 0, 0, "", "", "false",
                 "one growing segment per stream and pool, mapped in 2 MiB pages "
                 "(expandable_segments:True; --expandable-segments sets it)"},
+    ScenarioKey{"allocator.max_split_size_mb", K::integer, 21, 1'048'576, "MiB", "", "unlimited",
+                "max_split_size_mb: blocks this large are never split nor given to smaller "
+                "requests, and are released first when memory runs short"},
+    ScenarioKey{"allocator.roundup_power2_divisions", K::integer, 1, 64, "divisions",
+                "a power of two", "1 (512 B rounding)",
+                "roundup_power2_divisions: requests round up to N steps between powers of two"},
+    ScenarioKey{"allocator.memory_fraction", K::number, 0, 1, "fraction", "", "1",
+                "torch.cuda.set_per_process_memory_fraction: the share of the device the "
+                "allocator may reserve (0 < F ≤ 1)"},
+    ScenarioKey{"allocator.garbage_collection_threshold", K::number, 0, 1, "fraction", "", "off",
+                "garbage_collection_threshold (0 < T < 1): above T of the allowed memory, cached "
+                "segments unused the longest are freed; PyTorch applies it only with a memory "
+                "fraction"},
 };
 
 std::string number_text(double v) {

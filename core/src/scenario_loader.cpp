@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <set>
 
@@ -522,6 +523,36 @@ TrainingSpec read_training(ConfigReader& r) {
   return t;
 }
 
+// ---------------------------------------------------------------- allocator
+// PYTORCH_CUDA_ALLOC_CONF's settings, refused where PyTorch's CUDAAllocatorConfig refuses them.
+void read_allocator(ConfigReader& r, AllocatorParams& a) {
+  set_if(r.get_bool("allocator.expandable_segments"), a.expandable_segments);
+  if (auto mb = read_int(r, "allocator.max_split_size_mb")) a.max_split_size = *mb * kMiB;
+  if (auto n = read_int(r, "allocator.roundup_power2_divisions")) {
+    if (!std::has_single_bit(static_cast<std::uint64_t>(*n))) {
+      r.add_problem("allocator.roundup_power2_divisions",
+                    fmt::format("{} is not a power of two", *n), "1, 2, 4, 8, 16, 32 or 64");
+    }
+    a.roundup_power2_divisions = static_cast<int>(*n);
+  }
+  if (auto f = read_number(r, "allocator.memory_fraction")) {
+    if (*f <= 0) r.add_problem("allocator.memory_fraction", "is 0", "a fraction in (0, 1]");
+    a.memory_fraction = *f;
+  }
+  if (auto t = read_number(r, "allocator.garbage_collection_threshold")) {
+    if (*t <= 0 || *t >= 1) {
+      r.add_problem("allocator.garbage_collection_threshold",
+                    fmt::format("{:g} is not strictly between 0 and 1", *t), "0 < T < 1");
+    } else if (!r.has("allocator.memory_fraction")) {
+      r.add_problem("allocator.garbage_collection_threshold",
+                    "has no effect: PyTorch's allocator collects garbage only when a memory "
+                    "fraction is set (torch.cuda.set_per_process_memory_fraction)",
+                    "set allocator.memory_fraction too, or remove the threshold");
+    }
+    a.garbage_collection_threshold = *t;
+  }
+}
+
 // ---------------------------------------------------------------- fsdp
 struct FsdpRead {
   FsdpPolicy policy;
@@ -731,7 +762,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
   FsdpRead fsdp = read_fsdp(r);
   check_fsdp(r, fsdp, s.cluster);
   s.fsdp = fsdp.policy;
-  set_if(r.get_bool("allocator.expandable_segments"), s.allocator.expandable_segments);
+  read_allocator(r, s.allocator);
   if (s.model.family == ModelFamily::transformer &&
       s.model.transformer.pos_emb == PosEmbedding::learned && s.model.transformer.max_seq > 0 &&
       s.training.seq_len > s.model.transformer.max_seq) {

@@ -82,7 +82,8 @@ class Engine {
       : s_(s),
         costs_(costs),
         options_(options),
-        allocator_(costs.cluster().gpu.memory, options.allocator),
+        allocator_(allocator_capacity(costs.cluster().gpu.memory, options.allocator),
+                   options.allocator),
         n_(s.ops.size()) {
     allocator_.reserve_buffers(s_.buffers.size());
     stream_is_cpu_.reserve(s_.streams.size());
@@ -135,7 +136,7 @@ class Engine {
     running_.assign(streams, kNone);
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
-    result_.capacity = costs.cluster().gpu.memory;
+    result_.capacity = allocator_.capacity();
     result_.critical_path_recorded = options.record_critical_path;
     last_on_comm_.assign(comms, kNone);
   }
@@ -440,7 +441,7 @@ class Engine {
     t.provenance.device = fmt::format("simulated {}", costs_.cluster().gpu.name);
     t.provenance.version = std::string(shardscope_version());
     t.facts = costs_.run_facts(s_);
-    t.memory_capacity = costs_.cluster().gpu.memory;
+    t.memory_capacity = allocator_.capacity();  // a memory fraction's share of the device
     // Timeline order is (start, stream, op). Each stream runs its ops in issue (op id) order, so
     // its starts never decrease: the order is a merge of the per-stream lists, far cheaper than a
     // sort of all ops.

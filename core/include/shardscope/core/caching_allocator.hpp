@@ -11,6 +11,12 @@
 //     (cudaFree) and the allocation retried; then it is out of memory. Expandable segments instead
 //     unmap the whole pages inside their free blocks (the partial pages at a block's ends stay
 //     mapped: a neighbour uses them), which are mapped again when reused.
+// The settings (AllocatorParams) change these rules as PyTorch's CUDAAllocatorConfig does:
+// expandable segments split any remainder ≥ 512 B; max_split_size keeps oversize blocks whole,
+// from smaller requests, and releases them first (release_available_cached_blocks);
+// roundup_power2_divisions rounds sizes to power-of-two divisions; a memory fraction caps
+// reserved memory, and the garbage-collection threshold frees the oldest cached segments above it
+// (garbage_collect_cached_blocks).
 
 #include <vector>
 
@@ -84,7 +90,8 @@ class CachingAllocator {
   };
   std::vector<Extent> mapped_extents(int segment) const;
 
-  static Bytes round_size(Bytes size);
+  /// A request's size in the allocator: 512-byte multiples, or power-of-two divisions when set.
+  static Bytes round_size(Bytes size, int roundup_power2_divisions = 0);
   static Bytes segment_size(Bytes rounded);
 
  private:
@@ -102,6 +109,7 @@ class CachingAllocator {
     int pool = 0;
     Bytes size = 0;
     bool live = true;
+    std::int64_t freed_at = 0;  // large-pool searches when it last became one free block
   };
   // Best fit: smallest size first, then lowest address (segment << 40 | offset), as PyTorch's set.
   static std::int64_t address_of(const Block& b) {
@@ -127,6 +135,12 @@ class CachingAllocator {
   bool map_block(int block, Bytes size);
   void unmap_free_pages(int block);
   void release_cached();
+  void release_segment(int segment);
+  bool free_whole(int segment) const;
+  std::vector<int> whole_free_candidates();
+  bool release_oversize(int pool, Bytes size);
+  void collect_garbage();
+  int find_free(int pool, Bytes rounded) const;
   void insert_free(int block);
   void erase_free(int block);
 
@@ -138,11 +152,13 @@ class CachingAllocator {
   std::vector<int> pool_index_;           // (stream · 2 + small) → pool, -1 if none
   std::vector<int> dead_blocks_;          // slots of coalesced blocks, reused by splits
   std::vector<int> expandable_segment_;   // per pool, -1 if none
+  std::vector<std::uint8_t> small_pool_;  // per pool, 1 for a small pool
   std::vector<int> segment_tail_;         // per segment, its last block
   std::vector<int> live_;                 // buffer → block, -1 when not allocated
   std::vector<int> whole_free_segments_;  // segments that emptied since the last release
   Bytes allocated_ = 0;
   Bytes reserved_ = 0;
+  std::int64_t large_searches_ = 0;  // the age clock of garbage collection
   int live_segments_ = 0;
   int retries_ = 0;
 };
