@@ -36,17 +36,15 @@ CachingAllocator::CachingAllocator(Bytes capacity, AllocatorParams params)
 }
 
 // PyTorch's round_size and roundup_power2_next_division: with N divisions, a size above 512·N
-// rounds up to a multiple of (the power of two below it) ÷ N; a power of two stays as it is.
+// rounds up to a multiple of (the power of two below it) ÷ N; a power of two stays as it is. That
+// power of two exceeds 256·N, so the step is never 0 (PyTorch's guard for it cannot fire here).
 Bytes CachingAllocator::round_size(Bytes size, int roundup_power2_divisions) {
   if (size < kMinBlockSize) return kMinBlockSize;
   const auto divisions = static_cast<Bytes>(roundup_power2_divisions);
   if (divisions <= 1 || size <= kMinBlockSize * divisions) return round_up(size, kMinBlockSize);
   const auto u = static_cast<std::uint64_t>(size);
   if (std::has_single_bit(u)) return size;
-  const auto floor = static_cast<Bytes>(std::bit_floor(u));
-  const Bytes step = floor / divisions;
-  if (step == 0) return floor * 2;
-  return round_up(size, step);
+  return round_up(size, static_cast<Bytes>(std::bit_floor(u)) / divisions);
 }
 
 Bytes CachingAllocator::segment_size(Bytes rounded) {
@@ -238,7 +236,7 @@ void CachingAllocator::release_segment(int s) {
 
 // The listed segments that are still one free block, each once (a segment is listed again each
 // time it empties).
-std::vector<int> CachingAllocator::whole_free_candidates() {
+const std::vector<int>& CachingAllocator::whole_free_candidates() {
   std::sort(whole_free_segments_.begin(), whole_free_segments_.end());
   whole_free_segments_.erase(std::unique(whole_free_segments_.begin(), whole_free_segments_.end()),
                              whole_free_segments_.end());

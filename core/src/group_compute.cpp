@@ -154,8 +154,7 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
 }
 
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
-  const TransformerParams p = count_params(c);
-  return (p.attention + p.mlp) * elem;
+  return detail::block_projection_params(c) * elem;
 }
 
 std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t) {

@@ -127,12 +127,12 @@ void add_casts(KernelSet& out, const BlockShape& b, std::int64_t numel, const ch
   out.push_back({label, 1, MemoryBound{bytes, 0}});
 }
 
+}  // namespace
+
 std::int64_t block_projection_params(const TransformerConfig& c) {
   const TransformerParams p = count_params(c);
   return p.attention + p.mlp;
 }
-
-}  // namespace
 
 std::int64_t projection_inputs(const TransformerConfig& c) {
   return c.mlp == MlpKind::swiglu ? 5 : 2;

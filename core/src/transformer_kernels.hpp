@@ -27,6 +27,8 @@ struct BlockShape {
 /// SwiGLU blocks have separate q, k, v projections and w1, w3 (5); GPT-style GELU blocks one
 /// fused qkv projection (GPT-2 c_attn, GPT-NeoX query_key_value, MPT Wqkv) and one fc (2).
 std::int64_t projection_inputs(const TransformerConfig& c);
+/// A block's projection weights and biases (what autocast casts per use).
+std::int64_t block_projection_params(const TransformerConfig& c);
 
 /// Every kernel of a block's forward: q, k, v projections, attention, output projection, MLP,
 /// and one memory-bound kernel for norms, RoPE, the MLP activation and residual adds.

@@ -137,7 +137,7 @@ class CachingAllocator {
   void release_cached();
   void release_segment(int segment);
   bool free_whole(int segment) const;
-  std::vector<int> whole_free_candidates();
+  const std::vector<int>& whole_free_candidates();
   bool release_oversize(int pool, Bytes size);
   void collect_garbage();
   int find_free(int pool, Bytes rounded) const;
