@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "shardscope/core/device_memory.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/core/param_groups.hpp"
 
 namespace shardscope::cli {
@@ -18,6 +20,22 @@ std::string model_line(const ModelSpec& m) {
       "{} (transformer): hidden {}, {} layers, {} heads ({} kv), ffn {} {}, vocab {}, {}, {}{}",
       m.name, c.hidden, c.layers, c.heads, c.kv_heads, c.ffn_hidden, to_string(c.mlp), c.vocab,
       to_string(c.norm), to_string(c.pos_emb), c.tie_embeddings ? ", tied embeddings" : "");
+}
+
+/// What the CUDA context and NCCL hold, and what is left for the caching allocator.
+std::string outside_allocator_line(const Scenario& s) {
+  const Schedule schedule = lower(s);
+  const auto outside = memory_outside_allocator(s.cluster, schedule);
+  const Bytes capacity = allocator_capacity(s.cluster, s.allocator, schedule);
+  std::string nccl = "no NCCL communicator";
+  if (outside.nccl_communicators > 0) {
+    nccl = fmt::format("NCCL {} ({} communicator{} × {} channels × {})",
+                       format_bytes(outside.nccl_buffers), outside.nccl_communicators,
+                       outside.nccl_communicators == 1 ? "" : "s", s.cluster.nccl.channels,
+                       format_bytes(nccl_connection_bytes(s.cluster.nccl)));
+  }
+  return fmt::format("outside PyTorch: CUDA context {}, {}; the allocator may reserve {}",
+                     format_bytes(outside.cuda_context), nccl, format_bytes(capacity));
 }
 
 std::string reshard_text(const FsdpPolicy& f) {
@@ -86,6 +104,7 @@ std::string scenario_report(const Scenario& s) {
               format_count(c.gpu.memory) + " B", format_flops_rate(c.gpu.peak_flops.bf16),
               format_bandwidth(c.gpu.hbm_bandwidth),
               c.gpu.power_cap_w ? fmt::format(", capped at {:.0f} W", *c.gpu.power_cap_w) : ""));
+  row("", outside_allocator_line(s));
   row("", fmt::format("NVLink {} per GPU, NIC {} per GPU, PCIe {} pinned",
                       format_bandwidth(c.nvlink.bandwidth), format_bandwidth(c.network.bandwidth),
                       format_bandwidth(c.pcie.pinned_bandwidth)));

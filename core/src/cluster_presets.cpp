@@ -40,6 +40,8 @@ ClusterSpec a100() {
   c.network = {25e9, 5 * kNsPerUs};
   c.pcie = {24e9, 10e9, 10 * kNsPerUs};
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 8e9};
+  // CUBLAS_WORKSPACE_CONFIG's default before sm90, ":4096:2:16:8" (CublasHandlePool.cpp).
+  c.gpu.cublas_workspace = 2 * 4096 * kKiB + 8 * 16 * kKiB;
   return c;
 }
 

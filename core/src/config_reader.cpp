@@ -288,15 +288,18 @@ std::optional<DType> ConfigReader::get_dtype(std::string_view path) {
   return std::nullopt;
 }
 
-std::optional<Bytes> ConfigReader::get_bytes(std::string_view path) {
+std::optional<Bytes> ConfigReader::get_bytes(std::string_view path, bool allow_zero) {
   const ConfigTree* v = find(path);
   if (!v) return std::nullopt;
-  if (v->is_number_integer() && v->get<std::int64_t>() > 0) return v->get<std::int64_t>();
+  const auto acceptable = [&](Bytes b) { return b > 0 || (allow_zero && b == 0); };
+  if (v->is_number_integer() && acceptable(v->get<std::int64_t>())) return v->get<std::int64_t>();
   if (v->is_string()) {
-    if (auto b = parse_bytes(v->get<std::string>()); b && *b > 0) return b;
+    if (auto b = parse_bytes(v->get<std::string>()); b && acceptable(*b)) return b;
   }
-  add_problem(path, fmt::format("{} is not a positive size", type_name(*v)),
-              "bytes as an integer, or with a unit: 80GiB, 96GB, 512MiB");
+  add_problem(
+      path,
+      fmt::format("{} is not a {} size", type_name(*v), allow_zero ? "non-negative" : "positive"),
+      "bytes as an integer, or with a unit: 80GiB, 96GB, 512MiB");
   return std::nullopt;
 }
 

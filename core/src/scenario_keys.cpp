@@ -101,7 +101,8 @@ constexpr std::array kKeys{
                 "GPUs per node (one NVLink domain)"},
     ScenarioKey{"cluster.gpu", K::section, 0, 0, "", "", "", "one GPU"},
     ScenarioKey{"cluster.gpu.memory", K::bytes, 0x1p30, 0x1p40, "", "", "from the preset",
-                "device memory the caching allocator can reserve"},
+                "device memory as CUDA reports it (total_memory); the caching allocator may "
+                "reserve it less the CUDA context and NCCL's buffers"},
     ScenarioKey{"cluster.gpu.peak_flops", K::section, 0, 0, "", "", "",
                 "dense tensor-core peaks per dtype"},
     ScenarioKey{"cluster.gpu.peak_flops.fp32", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
@@ -130,6 +131,22 @@ constexpr std::array kKeys{
                 "none",
                 "kernel times measured on this GPU: the cost model uses them where the profile "
                 "has the kernel, the roofline elsewhere (--device-profile overrides it)"},
+    ScenarioKey{"cluster.gpu.context_memory", K::bytes, 0, 0x1p36, "", "", "512 MiB",
+                "device memory outside PyTorch's allocator: the CUDA context with the kernels a "
+                "training step loads (nvidia-smi's process memory less "
+                "torch.cuda.memory_reserved)"},
+    ScenarioKey{"cluster.gpu.cublas_workspace", K::bytes, 0, 0x1p32, "", "",
+                "32 MiB (H100, H200), 8.125 MiB (A100)",
+                "the cuBLAS workspace PyTorch allocates per thread running GEMMs (forward, "
+                "autograd), as CUBLAS_WORKSPACE_CONFIG sets it"},
+    ScenarioKey{"cluster.nccl", K::section, 0, 0, "", "", "",
+                "NCCL's settings that size its device buffers"},
+    ScenarioKey{"cluster.nccl.buffsize", K::bytes, 0x1p12, 0x1p32, "", "", "4 MiB",
+                "NCCL_BUFFSIZE: the Simple protocol's buffer per connection (LL and LL128 add "
+                "5,248 KiB)"},
+    ScenarioKey{"cluster.nccl.channels", K::integer, 1, 64, "channels", "", "24",
+                "channels per communicator (NCCL's log prints them as 'Channel 00/24'); each "
+                "holds one ring connection's buffers"},
     ScenarioKey{"cluster.nvlink", K::section, 0, 0, "", "", "", "the intra-node fabric"},
     ScenarioKey{"cluster.nvlink.bandwidth", K::bandwidth, 1e9, 1e13, "", "", "from the preset",
                 "NVLink bandwidth per GPU, one direction"},

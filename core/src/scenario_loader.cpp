@@ -110,8 +110,8 @@ std::optional<T> in_range(ConfigReader& r, std::string_view path, std::optional<
   return value;
 }
 
-std::optional<Bytes> read_bytes(ConfigReader& r, std::string_view path) {
-  return in_range<Bytes>(r, path, r.get_bytes(path), format_bytes);
+std::optional<Bytes> read_bytes(ConfigReader& r, std::string_view path, bool allow_zero = false) {
+  return in_range<Bytes>(r, path, r.get_bytes(path, allow_zero), format_bytes);
 }
 std::optional<TimeNs> read_duration(ConfigReader& r, std::string_view path) {
   return in_range<TimeNs>(r, path, r.get_duration(path), format_duration);
@@ -454,6 +454,10 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
   if (auto profile = r.get_string("cluster.gpu.device_profile"))
     c.gpu.device_profile = read_device_profile(r, *profile, base_dir);
+  set_if(read_bytes(r, "cluster.gpu.context_memory", true), c.gpu.context_memory);
+  set_if(read_bytes(r, "cluster.gpu.cublas_workspace", true), c.gpu.cublas_workspace);
+  set_if(read_bytes(r, "cluster.nccl.buffsize"), c.nccl.buffsize);
+  set_if(read_int(r, "cluster.nccl.channels"), c.nccl.channels);
   set_if(read_bandwidth(r, "cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
   set_if(read_duration(r, "cluster.nvlink.latency"), c.nvlink.latency);
   set_if(read_bandwidth(r, "cluster.network.bandwidth"), c.network.bandwidth);

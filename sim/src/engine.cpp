@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/memory_ledger.hpp"
 
@@ -82,8 +83,7 @@ class Engine {
       : s_(s),
         costs_(costs),
         options_(options),
-        allocator_(allocator_capacity(costs.cluster().gpu.memory, options.allocator),
-                   options.allocator),
+        allocator_(allocator_capacity(costs.cluster(), options.allocator, s), options.allocator),
         n_(s.ops.size()) {
     allocator_.reserve_buffers(s_.buffers.size());
     stream_is_cpu_.reserve(s_.streams.size());

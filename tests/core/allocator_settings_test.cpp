@@ -112,13 +112,6 @@ TEST(AllocatorSettings, GarbageCollectionFreesTheOldestCachedSegments) {
   EXPECT_EQ(b.reserved(), 44 * kMiB);
 }
 
-TEST(AllocatorSettings, AMemoryFractionIsTheCapacity) {
-  EXPECT_EQ(allocator_capacity(80 * kGiB, AllocatorParams{}), 80 * kGiB);
-  AllocatorParams p;
-  p.memory_fraction = 0.5;
-  EXPECT_EQ(allocator_capacity(80 * kGiB, p), 40 * kGiB);
-}
-
 // Expandable segments split any remainder of at least 512 B, in the large pool too
 // (should_split).
 TEST(AllocatorSettings, ExpandableSegmentsSplitSmallRemainders) {

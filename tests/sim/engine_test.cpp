@@ -149,6 +149,7 @@ TEST(Engine, CrossStreamDependencyDelaysTheWaiter) {
 TEST(Engine, ReportsTheFirstBufferThatDoesNotFit) {
   auto sc = cluster();
   sc.cluster.gpu.memory = 100 * kMiB;
+  sc.cluster.gpu.context_memory = 0;  // all 100 MiB for the allocator
   const CostModel costs(sc);
   Builder b;
   b.s.buffer_labels = {"big", "bigger"};

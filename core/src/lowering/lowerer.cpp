@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace shardscope::lowering {
@@ -12,6 +13,14 @@ void set_pass(Op& op, const PassCompute& pass) {
   op.attention_flops = pass.attention_flops;
   op.bytes = pass.memory_bytes;
   op.kernels = pass.kernels;
+}
+
+/// Whether a compute op calls cuBLAS: it has a GEMM, or it has FLOPs but no kernels to say.
+bool runs_gemms(const Schedule& s, const Op& op) {
+  if (op.kernels == kNone) return op.flops > 0;
+  const auto kernels = op_kernels(s, op);
+  return std::any_of(kernels.begin(), kernels.end(),
+                     [](const Kernel& k) { return k.kind() == KernelKind::gemm; });
 }
 
 }  // namespace
@@ -211,6 +220,7 @@ void Lowerer::forward_part(int g, std::size_t p) {
     op.allocs.push_back(saved);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
+  add_cublas_workspace(op);
   if (part.weight_casts > 0) {
     // Autocast caches the casts of leaf parameters until its context exits: FSDP2's unsharded
     // parameters are such leaves; FSDP1's are views of the flat parameter, cast per use.
@@ -248,6 +258,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
                                 param_dtype_, BufferCategory::recompute, gid(g));
       re.allocs.push_back(recompute);
     }
+    add_cublas_workspace(re);
   }
   Op& op = b_.add_op(OpKind::backward, compute_stream_, gid(g));
   set_pass(op, part.backward);
@@ -261,6 +272,21 @@ void Lowerer::backward_part(int g, std::size_t p) {
   if (recompute != kNone) op.frees.push_back(recompute);
   if (has_params(g)) on_backward_op(g, op);
   add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);
+  add_cublas_workspace(op);
+}
+
+void Lowerer::add_cublas_workspace(Op& op) {
+  // PyTorch keeps one workspace per (cuBLAS handle, stream), allocated through the caching
+  // allocator on first use (CublasHandlePool.cpp, setWorkspaceForHandle); handles are per
+  // thread, and all compute runs on the default stream.
+  const bool forward = op.kind == OpKind::forward;
+  BufferId& workspace = forward ? cublas_forward_ : cublas_backward_;
+  const Bytes size = s_.cluster.gpu.cublas_workspace;
+  if (workspace != kNone || size <= 0 || !runs_gemms(b_.schedule(), op)) return;
+  workspace = b_.add_buffer(
+      BufferName{b_.label(forward ? "cublas_workspace.forward" : "cublas_workspace.autograd")},
+      size, DType::fp32, BufferCategory::workspace, kNone);
+  op.allocs.push_back(workspace);
 }
 
 OpId Lowerer::stream_wait(StreamId stream, OpId event, IdList frees, std::string_view label) {

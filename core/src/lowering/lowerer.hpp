@@ -60,6 +60,9 @@ class Lowerer {
   OpId stream_wait(StreamId stream, OpId event, IdList frees = {}, std::string_view label = {});
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
+  /// The cuBLAS workspace of the thread that runs `op` (forward: the Python thread; backward and
+  /// recompute: autograd's device thread), allocated by its first GEMM and held for good.
+  void add_cublas_workspace(Op& op);
   /// Transient tensors allocated and freed by one op.
   void add_workspace(int g, const std::vector<std::int32_t>& labels, const WorkspaceSizes& tensors,
                      Op& op);
@@ -105,6 +108,8 @@ class Lowerer {
   std::vector<BufferId> saved_;  // [part_slot(group, part)] saved activations of this micro-batch
   std::vector<BufferId> optimizer_states_;  // allocated lazily by the first step
   std::vector<BufferId> autocast_cache_;    // weight casts held until the forward ends (FSDP2)
+  BufferId cublas_forward_ = kNone;         // the cuBLAS workspace of each thread running GEMMs
+  BufferId cublas_backward_ = kNone;
 
  private:
   void forward_pass();

@@ -16,18 +16,11 @@ struct AllocatorParams {
   // between two powers of two instead of to 512 B. 0 or 1: off.
   int roundup_power2_divisions = 0;
   // set_per_process_memory_fraction(F): the allocator may reserve F of the device (the capacity
-  // an allocator is given is already that share: allocator_capacity). 0: not set.
+  // an allocator is given is already that share: device_memory.hpp). 0: not set.
   double memory_fraction = 0;
   // garbage_collection_threshold:T: with a memory fraction set, reserved memory above T of the
   // allowed maximum frees the cached segments unused the longest before a new one is made. 0: off.
   double garbage_collection_threshold = 0;
 };
-
-/// What the caching allocator may reserve on a device of `device_memory` bytes: PyTorch's
-/// allowed_memory_maximum under a memory fraction, else all of it.
-inline Bytes allocator_capacity(Bytes device_memory, const AllocatorParams& params) {
-  if (params.memory_fraction <= 0) return device_memory;
-  return static_cast<Bytes>(params.memory_fraction * static_cast<double>(device_memory));
-}
 
 }  // namespace shardscope

@@ -34,6 +34,12 @@ struct GpuSpec {
   std::optional<double> power_cap_w;   // a lower administrative cap, when set
   // Kernel times measured on this GPU (cluster.gpu.device_profile); null: the roofline only.
   std::shared_ptr<const DeviceProfile> device_profile;
+  // Device memory the process holds outside PyTorch's caching allocator: the CUDA context with
+  // the kernels a training step loads lazily (docs/semantics.md, "Memory outside PyTorch").
+  Bytes context_memory = 512 * kMiB;
+  // The cuBLAS workspace PyTorch allocates per (handle, stream) through its caching allocator:
+  // CUBLAS_WORKSPACE_CONFIG's default, 32 MiB on sm90 (CublasHandlePool.cpp).
+  Bytes cublas_workspace = 32 * kMiB;
 };
 
 /// One direction of a link as one GPU sees it.
@@ -54,6 +60,12 @@ struct CpuSpec {
   double adam_bytes_per_s = 0;    // CPU optimizer throughput over parameter bytes (offload)
 };
 
+/// NCCL's settings that decide its device buffers (docs/semantics.md, "Memory outside PyTorch").
+struct NcclSpec {
+  Bytes buffsize = 4 * kMiB;  // NCCL_BUFFSIZE: the Simple protocol's buffer per connection
+  int channels = 24;          // channels a communicator builds (NCCL_MIN/MAX_NCHANNELS)
+};
+
 struct ClusterSpec {
   std::string name;  // preset name
   GpuSpec gpu;
@@ -63,6 +75,7 @@ struct ClusterSpec {
   LinkSpec network;   // inter-node NIC, per GPU
   HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
+  NcclSpec nccl;
 
   int world_size() const { return nodes * gpus_per_node; }
 };

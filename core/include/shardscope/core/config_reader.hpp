@@ -37,8 +37,9 @@ class ConfigReader {
   std::optional<std::string> get_enum(std::string_view path,
                                       std::span<const std::string_view> allowed);
   std::optional<DType> get_dtype(std::string_view path);
-  /// Integer bytes or a string with a unit ("96GB", "80GiB").
-  std::optional<Bytes> get_bytes(std::string_view path);
+  /// Integer bytes or a string with a unit ("96GB", "80GiB"): > 0, or ≥ 0 with `allow_zero` (a
+  /// size that can switch something off).
+  std::optional<Bytes> get_bytes(std::string_view path, bool allow_zero = false);
   /// A string with a unit ("3.4us", "25ms").
   std::optional<TimeNs> get_duration(std::string_view path);
   /// Number (bytes/s) or a string with a unit ("450GB/s", "400Gb/s").
