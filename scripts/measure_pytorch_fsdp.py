@@ -159,6 +159,9 @@ MEASURED = [
     "optimizer_active_bytes",
     "num_alloc_retries",  # memory_stats()["num_alloc_retries"] over the measured step
     "step_ms",  # median CUDA-event time of the measured steps
+    # Device memory in use (mem_get_info) less reserved after the last step: the CUDA context
+    # with the kernels loaded so far (cluster.gpu.context_memory; the fake group has no NCCL).
+    "outside_allocator_bytes",
     "gpu",
     "gpu_memory_bytes",
     "torch_version",
@@ -494,6 +497,8 @@ def measure_row(row: Row, steps: int) -> dict:
                 result["num_alloc_retries"] = (
                     torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0
                 )
+                free, total = torch.cuda.mem_get_info()
+                result["outside_allocator_bytes"] = total - free - torch.cuda.memory_reserved()
         measured = sorted(times[1:] if len(times) > 1 else times)
         result["step_ms"] = f"{measured[len(measured) // 2]:.3f}"
     except torch.cuda.OutOfMemoryError:

@@ -10,7 +10,7 @@ Bytes nccl_connection_bytes(const NcclSpec& nccl) {
 }
 
 Bytes nccl_communicator_bytes(const NcclSpec& nccl, int ranks) {
-  if (ranks <= 1) return 0;
+  if (ranks <= 1 || nccl.channels <= 0) return 0;
   return static_cast<Bytes>(nccl.channels) * nccl_connection_bytes(nccl);
 }
 

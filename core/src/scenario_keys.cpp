@@ -144,9 +144,9 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.nccl.buffsize", K::bytes, 0x1p12, 0x1p32, "", "", "4 MiB",
                 "NCCL_BUFFSIZE: the Simple protocol's buffer per connection (LL and LL128 add "
                 "5,248 KiB)"},
-    ScenarioKey{"cluster.nccl.channels", K::integer, 1, 64, "channels", "", "24",
+    ScenarioKey{"cluster.nccl.channels", K::integer, 0, 64, "channels", "", "24",
                 "channels per communicator (NCCL's log prints them as 'Channel 00/24'); each "
-                "holds one ring connection's buffers"},
+                "holds one ring connection's buffers; 0: no NCCL buffers (a fake process group)"},
     ScenarioKey{"cluster.nvlink", K::section, 0, 0, "", "", "", "the intra-node fabric"},
     ScenarioKey{"cluster.nvlink.bandwidth", K::bandwidth, 1e9, 1e13, "", "", "from the preset",
                 "NVLink bandwidth per GPU, one direction"},

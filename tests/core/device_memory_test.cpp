@@ -27,6 +27,7 @@ TEST(DeviceMemory, AnNcclConnectionHoldsTheThreeProtocolsBuffers) {
   EXPECT_EQ(nccl_communicator_bytes(nccl, 8), 24 * 9'633'792);
   EXPECT_EQ(nccl_communicator_bytes(nccl, 1), 0);  // a lone rank connects to nobody
   EXPECT_EQ(nccl_communicator_bytes(NcclSpec{kMiB, 8}, 16), 8 * (kMiB + 524'288 + 4'915'200));
+  EXPECT_EQ(nccl_communicator_bytes(NcclSpec{kMiB, 0}, 16), 0);  // a fake process group
 }
 
 // One buffer set per communicator a collective runs on: FSDP's shard group; HSDP adds the
@@ -111,7 +112,7 @@ TEST(DeviceMemory, ScenarioKeysSetThemAndRefuseNonsense) {
   EXPECT_EQ(s.cluster.gpu.cublas_workspace, 8 * kMiB);
   EXPECT_EQ(s.cluster.nccl.buffsize, kMiB);
   EXPECT_EQ(s.cluster.nccl.channels, 8);
-  for (const char* bad : {"cluster.nccl.channels=0", "cluster.nccl.channels=65",
+  for (const char* bad : {"cluster.nccl.channels=-1", "cluster.nccl.channels=65",
                           "cluster.nccl.buffsize=1 KiB", "cluster.gpu.context_memory=-1 MiB"}) {
     EXPECT_THROW((void)scenario_from_text(kBase, {bad}), ValidationError) << bad;
   }

@@ -63,7 +63,7 @@ struct CpuSpec {
 /// NCCL's settings that decide its device buffers (docs/semantics.md, "Memory outside PyTorch").
 struct NcclSpec {
   Bytes buffsize = 4 * kMiB;  // NCCL_BUFFSIZE: the Simple protocol's buffer per connection
-  int channels = 24;          // channels a communicator builds (NCCL_MIN/MAX_NCHANNELS)
+  int channels = 24;          // channels a communicator builds; 0: no NCCL (a fake group)
 };
 
 struct ClusterSpec {
