@@ -117,18 +117,41 @@ std::optional<DType> autocast_cast_source(const Scenario& s) {
   return weights;
 }
 
+namespace {
+
+// What the MLP saves for backward per token, by MLP kind.
+Bytes mlp_saved_bytes_per_token(const TransformerConfig& c, Bytes elem, Bytes cast_from) {
+  const std::int64_t f = c.ffn_hidden;
+  switch (c.mlp) {
+    case MlpKind::swiglu:  // w1 and w3 outputs, silu's output, the product (w2's input)
+      return 4 * f * elem;
+    case MlpKind::gelu:  // fc's output (GELU's input), GELU's output (the second fc's input)
+      return 2 * f * elem;
+    case MlpKind::gelu_new:
+      // 0.5·x·(1 + tanh(c·(x + 0.044715·pow(x, 3)))): pow saves its input, tanh its output,
+      // the last product both factors; under autocast pow casts x to fp32 (its fp32 list), so
+      // everything after it is fp32 and the second fc saves its own cast input.
+      return cast_from > 0 ? f * (4 + 4 + elem + 4 + elem) : 5 * f * elem;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
-  const std::int64_t mlp = c.mlp == MlpKind::swiglu ? 4 * f : 2 * f;
+  const std::int64_t h = c.hidden, kv = c.kv_dim();
   const std::int64_t norm_stats =
       c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
-  // The two norms' inputs and outputs are in the residual stream's dtype; under autocast each
-  // projection casts the norm output it reads and saves that copy.
+  // The two norms' inputs and outputs are in the residual stream's dtype (with a parallel
+  // residual both norms read the block input: three tensors); under autocast each projection
+  // casts the norm output it reads and saves that copy.
   const Bytes residual = cast_from > 0 ? cast_from : elem;
+  const std::int64_t norm_tensors = c.parallel_residual ? 3 : 4;
   const std::int64_t cast_inputs = cast_from > 0 ? detail::projection_inputs(c) * h : 0;
-  return tokens * residual * 4 * h + tokens * elem * (2 * h + 2 * kv + mlp + cast_inputs) +
-         tokens * 4 * norm_stats + attention_saved_bytes(c, tokens, seq_len, elem) +
+  return tokens * residual * norm_tensors * h + tokens * elem * (2 * h + 2 * kv + cast_inputs) +
+         tokens * mlp_saved_bytes_per_token(c, elem, cast_from) + tokens * 4 * norm_stats +
+         attention_saved_bytes(c, tokens, seq_len, elem) +
          block_dropout_bytes(c, tokens, seq_len, elem);
 }
 

@@ -92,23 +92,42 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
   const std::string model_type = keys.text("model_type");
   const bool gpt2_style = config.contains("n_embd");
   const bool neox_style = model_type == "gpt_neox";
+  const bool mpt_style = model_type == "mpt";
 
   c.hidden = keys.required({"hidden_size", "n_embd", "d_model"}, "model.hidden");
-  c.layers = keys.required({"num_hidden_layers", "n_layer", "num_layers"}, "model.layers");
-  c.heads = keys.required({"num_attention_heads", "n_head"}, "model.heads");
+  c.layers =
+      keys.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, "model.layers");
+  c.heads = keys.required({"num_attention_heads", "n_head", "n_heads"}, "model.heads");
   c.kv_heads = keys.integer({"num_key_value_heads"}, "model.kv_heads").value_or(c.heads);
   c.vocab = keys.required({"vocab_size"}, "model.vocab");
-  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx"}, "model.max_seq")
+  c.max_seq = keys.integer({"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"},
+                           "model.max_seq")
                   .value_or(2048);
 
-  if (gpt2_style || neox_style) {
+  if (mpt_style) {
+    // transformers' MptConfig/MptModel: fused Wqkv, up_proj/down_proj of expansion_ratio × d_model
+    // with GELU, LayerNorms and linears without bias (no_bias), ALiBi, tied embeddings.
+    const auto ratio = keys.integer({"expansion_ratio"}, "model.ffn_hidden").value_or(4);
+    c.ffn_hidden = ratio * c.hidden;
+    c.mlp = MlpKind::gelu;
+    c.norm = NormKind::layernorm;
+    c.pos_emb = PosEmbedding::alibi;
+    const bool bias = !keys.boolean("no_bias").value_or(true);
+    c.qkv_bias = c.out_proj_bias = c.mlp_bias = c.norm_bias = bias;
+    c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(true);
+  } else if (gpt2_style || neox_style) {
     c.ffn_hidden =
         keys.integer({"n_inner", "intermediate_size"}, "model.ffn_hidden").value_or(4 * c.hidden);
-    c.mlp = MlpKind::gelu;
+    // GPT2Config's activation_function defaults to gelu_new (NewGELUActivation, elementwise);
+    // GPTNeoXConfig's hidden_act to gelu (nn.GELU). gelu_pytorch_tanh is F.gelu, fused.
+    const std::string act = gpt2_style ? keys.text("activation_function") : keys.text("hidden_act");
+    c.mlp = (gpt2_style && act.empty()) || act == "gelu_new" ? MlpKind::gelu_new : MlpKind::gelu;
     c.norm = NormKind::layernorm;
     c.pos_emb = gpt2_style ? PosEmbedding::learned : PosEmbedding::rope;
     c.qkv_bias = c.out_proj_bias = c.mlp_bias = true;
     c.tie_embeddings = keys.boolean("tie_word_embeddings").value_or(gpt2_style);
+    // GPTNeoXConfig's use_parallel_residual defaults to true.
+    c.parallel_residual = neox_style && keys.boolean("use_parallel_residual").value_or(true);
   } else {
     c.ffn_hidden = keys.required({"intermediate_size"}, "model.ffn_hidden");
     const std::string act = keys.text("hidden_act");

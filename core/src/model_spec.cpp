@@ -17,7 +17,7 @@ TransformerParams count_params(const TransformerConfig& c) {
     p.mlp = 2 * h * f;
     if (c.mlp_bias) p.mlp += f + h;
   }
-  const std::int64_t norm = c.norm == NormKind::layernorm ? 2 * h : h;
+  const std::int64_t norm = c.norm == NormKind::layernorm && c.norm_bias ? 2 * h : h;
   p.block_norms = 2 * norm;
   p.token_embedding = c.vocab * h;
   p.position_embedding = c.pos_emb == PosEmbedding::learned ? c.max_seq * h : 0;
@@ -59,13 +59,29 @@ std::string_view to_string(AttentionKind attention) {
 }
 
 std::string_view to_string(MlpKind mlp) {
-  return mlp == MlpKind::swiglu ? "swiglu" : "gelu";
+  switch (mlp) {
+    case MlpKind::swiglu:
+      return "swiglu";
+    case MlpKind::gelu:
+      return "gelu";
+    case MlpKind::gelu_new:
+      return "gelu_new";
+  }
+  return "swiglu";
 }
 std::string_view to_string(NormKind norm) {
   return norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm";
 }
 std::string_view to_string(PosEmbedding pos_emb) {
-  return pos_emb == PosEmbedding::rope ? "rope" : "learned";
+  switch (pos_emb) {
+    case PosEmbedding::rope:
+      return "rope";
+    case PosEmbedding::learned:
+      return "learned";
+    case PosEmbedding::alibi:
+      return "alibi";
+  }
+  return "rope";
 }
 
 }  // namespace shardscope

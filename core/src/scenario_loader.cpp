@@ -19,9 +19,9 @@ namespace shardscope {
 namespace {
 
 constexpr std::array<std::string_view, 2> kFamilies{"transformer", "custom"};
-constexpr std::array<std::string_view, 2> kMlp{"swiglu", "gelu"};
+constexpr std::array<std::string_view, 3> kMlp{"swiglu", "gelu", "gelu_new"};
 constexpr std::array<std::string_view, 2> kNorm{"rmsnorm", "layernorm"};
-constexpr std::array<std::string_view, 2> kPosEmb{"rope", "learned"};
+constexpr std::array<std::string_view, 3> kPosEmb{"rope", "learned", "alibi"};
 constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
 constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
 constexpr std::array<std::string_view, 3> kLossRecipes{"upcast_fp32", "fused", "chunked"};
@@ -238,11 +238,16 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(read_int(r, "model.vocab"), c.vocab);
   set_if(read_int(r, "model.max_seq"), c.max_seq);
   if (auto v = r.get_enum("model.mlp", kMlp))
-    c.mlp = *v == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
+    c.mlp = *v == "swiglu" ? MlpKind::swiglu : *v == "gelu" ? MlpKind::gelu : MlpKind::gelu_new;
   if (auto v = r.get_enum("model.norm", kNorm))
     c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
-  if (auto v = r.get_enum("model.pos_emb", kPosEmb))
-    c.pos_emb = *v == "rope" ? PosEmbedding::rope : PosEmbedding::learned;
+  if (auto v = r.get_enum("model.pos_emb", kPosEmb)) {
+    c.pos_emb = *v == "rope"      ? PosEmbedding::rope
+                : *v == "learned" ? PosEmbedding::learned
+                                  : PosEmbedding::alibi;
+  }
+  set_if(r.get_bool("model.parallel_residual"), c.parallel_residual);
+  set_if(r.get_bool("model.norm_bias"), c.norm_bias);
   if (auto bias = r.get_bool("model.bias")) c.qkv_bias = c.out_proj_bias = c.mlp_bias = *bias;
   set_if(r.get_bool("model.qkv_bias"), c.qkv_bias);
   set_if(r.get_bool("model.out_proj_bias"), c.out_proj_bias);

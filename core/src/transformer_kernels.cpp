@@ -95,14 +95,32 @@ Kernel attention(const BlockShape& b, bool backward) {
                     backward, b.dtype}};
 }
 
-// Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k,
-// the MLP activation and gating, two residual adds.
+// The MLP activation's forward traffic: SwiGLU's silu and product (5 accesses per element), a
+// fused GELU's read and write, or gelu_new's eight elementwise kernels (pow, three scalar ops,
+// an add, tanh, two products: 10 reads and 8 writes), in fp32 under autocast, whose fp32 list
+// has pow, after the input's cast.
+Bytes activation_bytes(const BlockShape& b) {
+  const std::int64_t f = b.config.ffn_hidden, t = b.tokens();
+  const Bytes elem = bytes_per_element(b.dtype);
+  switch (b.config.mlp) {
+    case MlpKind::swiglu:
+      return t * f * 5 * elem;
+    case MlpKind::gelu:
+      return t * f * 2 * elem;
+    case MlpKind::gelu_new:
+      return b.cast_from ? t * f * (Bytes{18} * 4 + elem + 4) : t * f * 18 * elem;
+  }
+  return 0;
+}
+
+// Memory-bound kernels of one block's forward: two norms (computed in fp32), RoPE on q and k
+// (rotary embeddings only), the MLP activation, two residual adds.
 Bytes block_elementwise_bytes(const BlockShape& b) {
   const TransformerConfig& c = b.config;
-  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden, t = b.tokens();
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), t = b.tokens();
   const Bytes elem = bytes_per_element(b.dtype);
-  const std::int64_t act = c.mlp == MlpKind::swiglu ? 5 * f : 2 * f;
-  return t * elem * (4 * h + 2 * (h + kv) + act + 6 * h + 4 * h) + t * 4 * 4 * h +
+  const std::int64_t rope = c.pos_emb == PosEmbedding::rope ? 2 * (h + kv) : 0;
+  return t * elem * (4 * h + rope + 6 * h + 4 * h) + activation_bytes(b) + t * 4 * 4 * h +
          dropout_bytes(b, 2, t * h);  // the two residual dropouts
 }
 

@@ -27,6 +27,30 @@ TEST(HfConfig, Gpt2ConfigHasLearnedPositionsBiasesAndTiedHead) {
   m.transformer = c;
   EXPECT_EQ(m.total_params(), 124'439'808);  // GPT-2 small, as Hugging Face reports it
   EXPECT_DOUBLE_EQ(c.dropout, 0.1);          // GPT2Config's default when the file gives none
+  EXPECT_EQ(c.mlp, MlpKind::gelu_new);       // activation_function: NewGELUActivation
+  EXPECT_FALSE(c.parallel_residual);
+}
+
+TEST(HfConfig, GptNeoXHasAParallelResidualAndAFusedGelu) {
+  const auto c = load_hf_config(kData + "/hf/pythia-1.4b.json");
+  EXPECT_TRUE(c.parallel_residual);
+  EXPECT_EQ(c.mlp, MlpKind::gelu);
+  EXPECT_EQ(c.pos_emb, PosEmbedding::rope);
+  EXPECT_FALSE(c.tie_embeddings);
+  ModelSpec m;
+  m.transformer = c;
+  EXPECT_EQ(m.total_params(), 1'414'647'808);  // Pythia-1.4B, as Hugging Face reports it
+}
+
+TEST(HfConfig, MptHasAlibiAndNoBiasAnywhere) {
+  const auto c = load_hf_config(kData + "/hf/mpt-7b.json");
+  EXPECT_EQ(c.pos_emb, PosEmbedding::alibi);
+  EXPECT_EQ(c.ffn_hidden, 4 * 4096);
+  EXPECT_FALSE(c.qkv_bias || c.out_proj_bias || c.mlp_bias || c.norm_bias);
+  EXPECT_TRUE(c.tie_embeddings);
+  ModelSpec m;
+  m.transformer = c;
+  EXPECT_EQ(m.total_params(), 6'649'286'656);  // MPT-7B, as Hugging Face reports it
 }
 
 TEST(HfConfig, DropoutIsTheLargestProbabilityTheConfigGives) {

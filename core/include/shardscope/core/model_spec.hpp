@@ -11,13 +11,18 @@
 namespace shardscope {
 
 enum class ModelFamily { transformer, custom };
-enum class MlpKind { swiglu, gelu };
+/// swiglu: three projections; gelu: two with a fused GELU (nn.GELU, F.gelu, exact or tanh);
+/// gelu_new: two with Hugging Face's NewGELUActivation, the tanh formula in separate elementwise
+/// ops whose intermediates autograd saves (and whose pow runs in fp32 under autocast).
+enum class MlpKind { swiglu, gelu, gelu_new };
 /// How scaled-dot-product attention runs (docs/semantics.md, "Attention and dropout"): a fused
 /// flash kernel, or PyTorch's math path (two batched GEMMs and a softmax, the s × s scores and
 /// probabilities materialised).
 enum class AttentionKind { flash, math };
 enum class NormKind { rmsnorm, layernorm };
-enum class PosEmbedding { rope, learned };
+/// rope: rotary on q and k; learned: a position table; alibi: a per-head linear bias added to
+/// the attention scores (no parameters, no rotary kernel).
+enum class PosEmbedding { rope, learned, alibi };
 
 /// A decoder-only transformer. Linear weights are [out, in]; a LayerNorm has weight and bias,
 /// an RMSNorm only weight. The output head never has a bias.
@@ -36,6 +41,10 @@ struct TransformerConfig {
   bool out_proj_bias = false;   // bias on the attention output projection
   bool mlp_bias = false;        // bias on the MLP projections
   bool tie_embeddings = false;  // output head shares the token embedding
+  // x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX, GPT-J) instead of two residual steps: both
+  // norms read the block input, so one residual tensor fewer is saved.
+  bool parallel_residual = false;
+  bool norm_bias = true;  // LayerNorm only: MPT's have a weight and no bias
   AttentionKind attention = AttentionKind::flash;
   double dropout = 0.0;  // nn.Dropout probability at each site (embedding, residuals, attention)
 

@@ -1,0 +1,92 @@
+// The GPT-NeoX / MPT / GPT-2 block recipes (docs/semantics.md, "Block recipes"): a parallel
+// residual saves one residual tensor fewer, ALiBi runs no rotary kernel, and Hugging Face's
+// gelu_new saves its elementwise intermediates (in fp32 under autocast, whose fp32 list has pow).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "shardscope/core/group_compute.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope {
+namespace {
+
+// A GPT-style 2-layer model, 8 GPUs, 2 × 1024 tokens per micro-batch, no checkpointing.
+Scenario gpt(const std::vector<std::string>& overrides) {
+  return scenario_from_text(
+      "model: {family: transformer, hidden: 1024, layers: 2, heads: 16, ffn_hidden: 4096, "
+      "vocab: 50304, max_seq: 2048, mlp: gelu, norm: layernorm, pos_emb: learned, bias: true}\n"
+      "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
+      "training: {seq_len: 1024, micro_batch: 2, iterations: 1, activation_checkpointing: none}\n"
+      "fsdp: {mixed_precision: {param_dtype: bf16}}\n",
+      overrides);
+}
+
+constexpr std::int64_t kTokens = 2048, kSeq = 1024, kH = 1024, kF = 4096;
+
+Op first_block_forward(const Schedule& s) {
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::forward && op_label(s, op) == "block") return op;
+  }
+  throw std::runtime_error("no block forward");
+}
+
+TEST(BlockRecipes, AParallelResidualSavesOneResidualTensorFewer) {
+  const Scenario base = gpt({});
+  const Scenario parallel = gpt({"model.parallel_residual=true"});
+  const Bytes e = 2;  // bf16
+  EXPECT_EQ(block_activation_bytes(base.model.transformer, kTokens, kSeq, e) -
+                block_activation_bytes(parallel.model.transformer, kTokens, kSeq, e),
+            kTokens * kH * e);
+  // Under autocast the residual stream is fp32: the tensor saved fewer is fp32.
+  EXPECT_EQ(block_activation_bytes(base.model.transformer, kTokens, kSeq, e, 4) -
+                block_activation_bytes(parallel.model.transformer, kTokens, kSeq, e, 4),
+            kTokens * kH * 4);
+  // The same FLOPs: the two sublayers are only read from the same input.
+  EXPECT_EQ(first_block_forward(lower(base)).flops, first_block_forward(lower(parallel)).flops);
+}
+
+TEST(BlockRecipes, AlibiRunsNoRotaryKernel) {
+  const Scenario rope = gpt({"model.pos_emb=rope"});
+  const Scenario alibi = gpt({"model.pos_emb=alibi"});
+  const Scenario learned = gpt({});
+  // RoPE reads and writes q and k once in forward: 2·(h + kv) elements per token.
+  EXPECT_EQ(first_block_forward(lower(rope)).bytes - first_block_forward(lower(alibi)).bytes,
+            kTokens * 2 * (kH + kH) * 2);
+  EXPECT_EQ(first_block_forward(lower(alibi)).bytes, first_block_forward(lower(learned)).bytes);
+  // No position parameters: the learned table's max_seq × h are gone.
+  EXPECT_EQ(learned.model.total_params() - alibi.model.total_params(), 2048 * kH);
+  EXPECT_EQ(rope.model.total_params(), alibi.model.total_params());
+}
+
+TEST(BlockRecipes, GeluNewSavesItsElementwiseIntermediates) {
+  const TransformerConfig fused = gpt({}).model.transformer;
+  const TransformerConfig gelu_new = gpt({"model.mlp=gelu_new"}).model.transformer;
+  // bf16 compute: pow's input (fc's output), tanh's output, 0.5·x, 1 + tanh and their product
+  // (the second fc's input): 5 ffn-sized tensors instead of GELU's input and output.
+  EXPECT_EQ(block_activation_bytes(gelu_new, kTokens, kSeq, 2) -
+                block_activation_bytes(fused, kTokens, kSeq, 2),
+            kTokens * kF * 2 * (5 - 2));
+  // Autocast bf16 over fp32 weights: pow casts x to fp32 and saves it, tanh's output and
+  // 1 + tanh are fp32, 0.5·x stays bf16, and the second fc saves its cast bf16 input:
+  // 4 + 4 + 2 + 4 + 2 = 16 bytes per ffn element against GELU's 2 + 2.
+  EXPECT_EQ(block_activation_bytes(gelu_new, kTokens, kSeq, 2, 4) -
+                block_activation_bytes(fused, kTokens, kSeq, 2, 4),
+            kTokens * kF * (16 - 4));
+  // Forward traffic: eight kernels, 18 accesses per element, instead of GELU's 2.
+  const Op a = first_block_forward(lower(gpt({"model.mlp=gelu_new"})));
+  const Op b = first_block_forward(lower(gpt({})));
+  EXPECT_EQ(a.bytes - b.bytes, kTokens * kF * 2 * (18 - 2));
+  EXPECT_EQ(a.flops, b.flops);
+}
+
+TEST(BlockRecipes, KeysSayWhatIsAllowed) {
+  EXPECT_THROW((void)gpt({"model.mlp=relu"}), ValidationError);
+  EXPECT_THROW((void)gpt({"model.pos_emb=sinusoidal"}), ValidationError);
+  const Scenario s = gpt({"model.norm_bias=false"});
+  EXPECT_EQ(gpt({}).model.total_params() - s.model.total_params(), (2 * 2 + 1) * kH);
+}
+
+}  // namespace
+}  // namespace shardscope
