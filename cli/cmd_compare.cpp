@@ -3,11 +3,28 @@
 #include "commands.hpp"
 #include "shardscope/core/compare.hpp"
 #include "shardscope/core/output_file.hpp"
+#include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
 
 Timeline load_timeline_file(const std::string& path) {
+  // A Kineto trace is imported on the way in, so every command that reads a timeline takes one.
+  if (traces::looks_like_kineto_trace(path)) return traces::import_kineto(path).timeline;
   return timeline_from_json(read_text_file(path), path);
+}
+
+int run_import(const ImportArgs& args) {
+  const std::filesystem::path inputs[] = {args.trace};
+  const std::vector<std::pair<std::string, std::string>> outputs{
+      {"--timeline", args.timeline_path}};
+  check_output_paths(outputs, inputs);
+  const auto imported = traces::import_kineto(args.trace);
+  if (args.report || args.timeline_path.empty()) {
+    fmt::print("{}", traces::import_report_text(imported.report));
+  }
+  if (!args.timeline_path.empty())
+    write_output(args.timeline_path, timeline_to_json(imported.timeline));
+  return kExitOk;
 }
 
 int run_summarize(const SummarizeArgs& args) {

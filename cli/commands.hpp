@@ -171,6 +171,14 @@ int run_run(const RunArgs& args);
 int run_summarize(const SummarizeArgs& args);
 int run_compare(const CompareArgs& args);
 
+struct ImportArgs {
+  std::string trace;
+  std::string timeline_path;  // --timeline
+  bool report = false;
+};
+/// A PyTorch profiler (Kineto) trace → a timeline (source "imported"), with what was recognised.
+int run_import(const ImportArgs& args);
+
 /// Reads a timeline file (shardscope.timeline/2); ValidationError naming the file otherwise.
 Timeline load_timeline_file(const std::string& path);
 

@@ -14,9 +14,9 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 10> kCommands{
-    "presets", "keys", "validate",  "lower",   "simulate",
-    "sweep",   "run",  "summarize", "compare", "profile-device"};
+constexpr std::array<std::string_view, 11> kCommands{
+    "presets", "keys",      "validate", "lower",  "simulate",      "sweep",
+    "run",     "summarize", "compare",  "import", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -68,11 +68,11 @@ int main(int argc, char** argv) {
       const auto guess = shardscope::closest_match(cmd, names);
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd,
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
-      fmt::print(
-          stderr,
-          "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, compare, "
-          "profile-device; see "
-          "shardscope --help\n");
+      fmt::print(stderr,
+                 "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, "
+                 "compare, import, "
+                 "profile-device; see "
+                 "shardscope --help\n");
       return kExitBadInput;
     }
   }
@@ -191,6 +191,19 @@ int main(int argc, char** argv) {
       ->add_option("--json", compare_args.json_path, "write the comparison (shardscope.compare/1)")
       ->type_name("FILE");
 
+  ImportArgs import_args;
+  auto* import = app.add_subcommand(
+      "import",
+      "a PyTorch profiler (Kineto) trace, plain or gzip, as a timeline (source imported)");
+  import->add_option("trace", import_args.trace, "the trace (.json or .json.gz)")->required();
+  import
+      ->add_option("--timeline", import_args.timeline_path,
+                   "write the imported timeline (shardscope.timeline/2)")
+      ->type_name("FILE");
+  import->add_flag("--report", import_args.report,
+                   "say what was recognised and what was imported as other (the default without "
+                   "--timeline)");
+
   ProfileDeviceArgs profile_args;
   auto* profile = app.add_subcommand(
       "profile-device",
@@ -227,6 +240,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("run")) return run_run(run_args);
     if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
     if (app.got_subcommand("compare")) return run_compare(compare_args);
+    if (app.got_subcommand("import")) return run_import(import_args);
     if (app.got_subcommand("profile-device")) return run_profile_device(profile_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);

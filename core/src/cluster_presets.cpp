@@ -41,7 +41,7 @@ ClusterSpec a100() {
   c.pcie = {24e9, 10e9, 10 * kNsPerUs};
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 8e9};
   // CUBLAS_WORKSPACE_CONFIG's default before sm90, ":4096:2:16:8" (CublasHandlePool.cpp).
-  c.gpu.cublas_workspace = 2 * 4096 * kKiB + 8 * 16 * kKiB;
+  c.gpu.cublas_workspace = 8 * kMiB + 128 * kKiB;  // 2 × 4,096 KiB + 8 × 16 KiB
   return c;
 }
 

@@ -29,7 +29,7 @@ constexpr EnumNames<StreamKind, 4> kStreamKinds{{{{StreamKind::cpu, "cpu"},
                                                   {StreamKind::communication, "communication"},
                                                   {StreamKind::copy, "copy"}}}};
 
-constexpr EnumNames<OpKind, 18> kOpKinds{{{{OpKind::copy_in, "copy_in"},
+constexpr EnumNames<OpKind, 19> kOpKinds{{{{OpKind::copy_in, "copy_in"},
                                            {OpKind::all_gather, "all_gather"},
                                            {OpKind::copy_out, "copy_out"},
                                            {OpKind::forward, "forward"},
@@ -46,7 +46,8 @@ constexpr EnumNames<OpKind, 18> kOpKinds{{{{OpKind::copy_in, "copy_in"},
                                            {OpKind::zero_grad, "zero_grad"},
                                            {OpKind::stream_wait, "stream_wait"},
                                            {OpKind::cpu_wait, "cpu_wait"},
-                                           {OpKind::state_dict, "state_dict"}}}};
+                                           {OpKind::state_dict, "state_dict"},
+                                           {OpKind::other, "other"}}}};
 
 constexpr EnumNames<Phase, 4> kPhases{{{{Phase::forward, "forward"},
                                         {Phase::backward, "backward"},

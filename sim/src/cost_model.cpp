@@ -161,7 +161,8 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::cpu_wait:
     case OpKind::zero_grad:
     case OpKind::state_dict:
-      c.cpu = kNsPerUs;  // bookkeeping on the CPU, no GPU work
+    case OpKind::other:
+      c.cpu = kNsPerUs;  // bookkeeping on the CPU, no GPU work (other: only with a fixed time)
       return c;
   }
   return c;

@@ -268,6 +268,7 @@ class CudaBackend final : public Backend {
       case OpKind::cpu_wait:
       case OpKind::zero_grad:
       case OpKind::state_dict:
+      case OpKind::other:
         return;
     }
   }

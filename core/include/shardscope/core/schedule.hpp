@@ -53,8 +53,9 @@ enum class OpKind {
   stream_wait,  // a stream waits on an event (zero work)
   cpu_wait,     // the CPU blocks on an event (FSDP1 rate limiter, synchronisation)
   state_dict,   // state-dict (checkpoint) work
+  other,        // imported work the schedule has no kind for (an unrecognised kernel, a memset)
 };
-inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::state_dict) + 1;
+inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::other) + 1;
 
 enum class Phase { forward, backward, optimizer, checkpoint };
 

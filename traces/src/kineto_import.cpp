@@ -1,0 +1,528 @@
+#include "shardscope/traces/kineto_import.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <unordered_map>
+
+#include "kineto_reader.hpp"
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/units.hpp"
+
+namespace shardscope::traces {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+/// Microseconds (fractional, Kineto's unit) to integer nanoseconds.
+TimeNs to_ns(double us) {
+  return static_cast<TimeNs>(std::llround(us * 1000.0));
+}
+
+std::optional<double> number(const json& e, const char* key) {
+  const auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string text(const json& e, const char* key) {
+  const auto it = e.find(key);
+  if (it == e.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<std::int64_t>());
+  return {};
+}
+
+std::optional<std::int64_t> integer_arg(const json& args, const char* key) {
+  const auto it = args.find(key);
+  if (it == args.end()) return std::nullopt;
+  if (it->is_number()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_string()) {
+    try {
+      return std::stoll(it->get<std::string>());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Bytes per element of the dtype names Kineto's NCCL args use ("BFloat16", "Float", ...).
+Bytes dtype_bytes(std::string_view dtype) {
+  const std::string d = lower(dtype);
+  if (d == "double" || d == "long" || d == "int64") return 8;
+  if (d == "float" || d == "int" || d == "int32" || d == "float32") return 4;
+  if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
+  if (d == "byte" || d == "char" || d == "bool" || d.find("float8") != std::string::npos) return 1;
+  return 0;
+}
+
+// What a GPU event is, from its category and name.
+enum class GpuClass { kernel, nccl, memcpy_h2d, memcpy_d2h, memcpy_other, memset };
+
+std::optional<GpuClass> gpu_class(const std::string& cat, const std::string& name) {
+  const std::string n = lower(name);
+  if (cat == "kernel") {
+    if (starts_with(n, "nccl")) return GpuClass::nccl;
+    return GpuClass::kernel;
+  }
+  if (cat == "gpu_memcpy" || cat == "memcpy") {
+    if (n.find("htod") != std::string::npos) return GpuClass::memcpy_h2d;
+    if (n.find("dtoh") != std::string::npos) return GpuClass::memcpy_d2h;
+    return GpuClass::memcpy_other;
+  }
+  if (cat == "gpu_memset" || cat == "memset") return GpuClass::memset;
+  return std::nullopt;
+}
+
+/// The collective an NCCL kernel runs: its "Collective name" arg, else its name (both the old
+/// ncclKernel_AllGather_RING_LL_Sum_float and the new ncclDevKernel_AllGather_RING_LL schemes).
+std::optional<OpKind> collective_kind(const json& args, const std::string& name) {
+  std::string c = lower(text(args, "Collective name"));
+  if (c.empty()) c = lower(name);
+  if (c.find("allgather") != std::string::npos || c.find("all_gather") != std::string::npos)
+    return OpKind::all_gather;
+  if (c.find("reducescatter") != std::string::npos || c.find("reduce_scatter") != std::string::npos)
+    return OpKind::reduce_scatter;
+  if (c.find("allreduce") != std::string::npos || c.find("all_reduce") != std::string::npos)
+    return OpKind::all_reduce;
+  return std::nullopt;
+}
+
+/// A CPU range the mapping looks at: FSDP hooks, FSDP's custom ops, steps, the optimizer and
+/// autograd's backward functions.
+bool kept_cpu_range(std::string_view name) {
+  return starts_with(name, "FSDP::") || starts_with(name, "FullyShardedDataParallel.") ||
+         starts_with(name, "fsdp::") || starts_with(name, "ProfilerStep#") ||
+         starts_with(name, "Optimizer.step") || starts_with(name, "Optimizer.zero_grad") ||
+         starts_with(name, "autograd::engine::evaluate_function");
+}
+
+struct CpuRange {
+  TimeNs start = 0, end = 0;
+  int thread = 0;
+  std::int32_t name = 0;  // into Importer::names_
+};
+
+struct Launch {
+  int thread = 0;
+  TimeNs time = 0;
+};
+
+struct GpuWork {
+  TimeNs start = 0, end = 0;
+  GpuClass cls = GpuClass::kernel;
+  std::string stream;  // "<device>/<stream>"
+  std::optional<std::int64_t> correlation;
+  std::int32_t name = 0;
+  Bytes bytes = 0;
+  std::optional<OpKind> collective;
+  std::string comm_name;
+  int comm_size = 0;
+};
+
+/// Everything read from the events, then turned into a Timeline.
+class Importer {
+ public:
+  explicit Importer(std::string origin) { report_.file = std::move(origin); }
+
+  void on_event(const json& e) {
+    ++report_.events;
+    if (!e.is_object()) return;
+    const std::string cat_raw = text(e, "cat");
+    const std::string cat = lower(cat_raw);
+    ++report_.by_category[cat_raw.empty() ? "(none)" : cat_raw];
+    const std::string ph = text(e, "ph");
+    const std::string name = text(e, "name");
+    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty_;
+    const auto ts = number(e, "ts");
+    if (ph == "i" || ph == "I") {
+      if (name == "[memory]" && ts) memory_event(*ts, args);
+      return;
+    }
+    if (ph != "X" || !ts) return;
+    const TimeNs start = to_ns(*ts), end = start + to_ns(number(e, "dur").value_or(0));
+    if (auto cls = gpu_class(cat, name)) {
+      gpu_event(*cls, start, end, e, args, name);
+      return;
+    }
+    const std::string thread = text(e, "pid") + "/" + text(e, "tid");
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") {
+      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread_id(thread), start};
+      return;
+    }
+    if ((cat == "cpu_op" || cat == "user_annotation" || cat == "operator") &&
+        kept_cpu_range(name)) {
+      ranges_.push_back({start, end, thread_id(thread), intern(name)});
+      if (starts_with(name, "FSDP::") || starts_with(name, "FullyShardedDataParallel."))
+        ++report_.fsdp_ranges[fsdp_range_kind(name)];
+    }
+  }
+
+  ImportedTrace finish(const json& top);
+
+ private:
+  static std::string fsdp_range_kind(const std::string& name) {
+    // "FSDP::pre_forward (layers.0)" → "FSDP::pre_forward"; "... for layers.3" likewise.
+    std::string kind = name.substr(0, name.find(" ("));
+    return kind.substr(0, kind.find(" for "));
+  }
+
+  int thread_id(const std::string& key) {
+    const auto [it, added] = threads_.try_emplace(key, static_cast<int>(threads_.size()));
+    return it->second;
+  }
+
+  std::int32_t intern(const std::string& name) {
+    const auto [it, added] = name_ids_.try_emplace(name, static_cast<std::int32_t>(names_.size()));
+    if (added) names_.push_back(name);
+    return it->second;
+  }
+
+  void memory_event(double ts, const json& args) {
+    const auto device = integer_arg(args, "Device Id");
+    if (device && *device < 0) return;  // host memory
+    const auto allocated = integer_arg(args, "Total Allocated");
+    const auto reserved = integer_arg(args, "Total Reserved");
+    if (!allocated && !reserved) return;
+    MemorySample m;
+    m.time = to_ns(ts);
+    m.allocated = allocated.value_or(0);
+    m.reserved = reserved.value_or(0);
+    memory_.push_back(std::move(m));
+  }
+
+  void gpu_event(GpuClass cls, TimeNs start, TimeNs end, const json& e, const json& args,
+                 const std::string& name) {
+    GpuWork w;
+    w.start = start;
+    w.end = end;
+    w.cls = cls;
+    const std::string device = text(args, "device").empty() ? text(e, "pid") : text(args, "device");
+    const std::string stream = text(args, "stream").empty() ? text(e, "tid") : text(args, "stream");
+    w.stream = device + "/" + stream;
+    w.correlation = integer_arg(args, "correlation");
+    w.name = intern(name);
+    if (cls == GpuClass::nccl) {
+      w.collective = collective_kind(args, name);
+      const Bytes elem = dtype_bytes(text(args, "dtype"));
+      const auto in = integer_arg(args, "In msg nelems").value_or(0);
+      const auto out = integer_arg(args, "Out msg nelems").value_or(0);
+      w.bytes = elem * (w.collective == OpKind::all_gather ? out : std::max(in, out));
+      w.comm_name = text(args, "Process Group Name");
+      w.comm_size = static_cast<int>(integer_arg(args, "Group size").value_or(0));
+    } else if (cls != GpuClass::kernel) {
+      w.bytes = integer_arg(args, "bytes").value_or(0);
+    }
+    gpu_.push_back(std::move(w));
+  }
+
+  const std::string& name_of(std::int32_t id) const { return names_[static_cast<std::size_t>(id)]; }
+
+  ImportReport report_;
+  json empty_ = json::object();
+  std::unordered_map<std::string, int> threads_;
+  std::unordered_map<std::string, std::int32_t> name_ids_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::int64_t, Launch> launches_;
+  std::vector<CpuRange> ranges_;
+  std::vector<GpuWork> gpu_;
+  std::vector<MemorySample> memory_;
+};
+
+/// "FSDP::pre_forward (layers.0)" → "layers.0", "FSDP::forward_prefetch for layers.3" →
+/// "layers.3", "FSDP::pre_forward ()" → "root"; nothing for a range that names no module.
+std::optional<std::string> module_of(const std::string& range) {
+  if (!starts_with(range, "FSDP::")) return std::nullopt;
+  if (const auto f = range.find(" for "); f != std::string::npos) return range.substr(f + 5);
+  const auto open = range.find(" (");
+  if (open == std::string::npos || range.back() != ')') return std::nullopt;
+  const std::string fqn = range.substr(open + 2, range.size() - open - 3);
+  return fqn.empty() ? std::string("root") : fqn;
+}
+
+ImportedTrace Importer::finish(const json& top) {
+  ImportedTrace out;
+  Timeline& t = out.timeline;
+  ImportReport& report = out.report;
+  report = std::move(report_);
+  t.source = "imported";
+  t.name = std::filesystem::path(report.file).filename().string();
+  t.provenance.scenario = report.file;
+  t.provenance.backend = "kineto";
+  t.provenance.version = std::string(shardscope_version());
+  if (top.contains("schemaVersion")) report.kineto_schema = top["schemaVersion"].dump();
+  if (const auto it = top.find("distributedInfo"); it != top.end() && it->is_object()) {
+    t.provenance.rank = static_cast<int>(integer_arg(*it, "rank").value_or(0));
+    t.facts.world_size = static_cast<int>(integer_arg(*it, "world_size").value_or(1));
+  }
+  if (const auto it = top.find("deviceProperties");
+      it != top.end() && it->is_array() && !it->empty() && (*it)[0].is_object()) {
+    t.provenance.device = text((*it)[0], "name");
+    t.memory_capacity = integer_arg((*it)[0], "totalGlobalMem").value_or(0);
+  }
+
+  // Steps: ProfilerStep#N ranges in time order; the thread that ran them is the main thread.
+  std::vector<const CpuRange*> steps;
+  std::unordered_map<int, int> step_threads;
+  for (const CpuRange& r : ranges_) {
+    if (starts_with(name_of(r.name), "ProfilerStep#")) {
+      steps.push_back(&r);
+      ++step_threads[r.thread];
+    }
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const CpuRange* a, const CpuRange* b) { return a->start < b->start; });
+  int main_thread = -1, most = 0;
+  for (const auto& [thread, n] : step_threads) {
+    if (n > most || (n == most && thread < main_thread)) main_thread = thread, most = n;
+  }
+  report.iterations = std::max<int>(1, static_cast<int>(steps.size()));
+  t.facts.iterations = report.iterations;
+  const auto iteration_at = [&](TimeNs time) {
+    int it = 0;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k]->start <= time) it = static_cast<int>(k);
+    }
+    return it;
+  };
+
+  // Per thread, the kept ranges in start order (outer before inner at equal starts).
+  std::unordered_map<int, std::vector<const CpuRange*>> by_thread;
+  for (const CpuRange& r : ranges_) by_thread[r.thread].push_back(&r);
+  for (auto& [thread, list] : by_thread) {
+    std::sort(list.begin(), list.end(), [](const CpuRange* a, const CpuRange* b) {
+      return a->start != b->start ? a->start < b->start : a->end > b->end;
+    });
+  }
+
+  // Streams, communicators and groups are numbered in order of first use.
+  std::unordered_map<std::string, StreamId> stream_ids;
+  std::vector<bool> stream_nccl, stream_compute;
+  std::map<std::pair<std::string, int>, CommId> comm_ids;
+  std::unordered_map<std::string, GroupId> group_ids;
+  std::unordered_map<std::string, std::int32_t> label_ids;
+  const auto group_id = [&](const std::string& name) {
+    const auto [it, added] = group_ids.try_emplace(name, static_cast<GroupId>(t.groups.size()));
+    if (added) t.groups.push_back(name);
+    return it->second;
+  };
+  const auto label_id = [&](const std::string& name) {
+    const std::string label = name.size() > 160 ? name.substr(0, 157) + "..." : name;
+    const auto [it, added] =
+        label_ids.try_emplace(label, static_cast<std::int32_t>(t.op_labels.size()));
+    if (added) t.op_labels.push_back(label);
+    return it->second;
+  };
+
+  std::sort(gpu_.begin(), gpu_.end(),
+            [](const GpuWork& a, const GpuWork& b) { return a.start < b.start; });
+  TimeNs base = gpu_.empty() ? 0 : gpu_.front().start;
+  for (const CpuRange* s : steps) base = std::min(base, s->start);
+  for (const MemorySample& m : memory_) base = std::min(base, m.time);
+
+  for (const GpuWork& w : gpu_) {
+    TimelineOp op;
+    op.start = w.start - base;
+    op.end = std::max(w.end, w.start) - base;
+    op.bytes = w.bytes;
+    op.label = label_id(name_of(w.name));
+    const auto [sit, new_stream] =
+        stream_ids.try_emplace(w.stream, static_cast<StreamId>(t.streams.size()));
+    if (new_stream) {
+      t.streams.push_back({"stream " + w.stream, StreamKind::copy});
+      stream_nccl.push_back(false);
+      stream_compute.push_back(false);
+    }
+    op.stream = sit->second;
+
+    // Where it was launched: the thread, the time, and the kept ranges around the launch.
+    std::optional<Launch> launch;
+    if (w.correlation) {
+      if (const auto it = launches_.find(*w.correlation); it != launches_.end())
+        launch = it->second;
+    }
+    if (!launch) ++report.gpu_ops_without_launch;
+    op.iteration = iteration_at(launch ? launch->time : w.start);
+    Phase phase = Phase::forward;
+    std::optional<OpKind> copy_kind;
+    std::optional<std::string> module, last_hook_module;
+    bool in_optimizer = false, in_backward_function = false;
+    if (launch) {
+      // A hook names the group of the work after it only within its own step.
+      const TimeNs step_start =
+          steps.empty() ? 0 : steps[static_cast<std::size_t>(op.iteration)]->start;
+      for (const CpuRange* r : by_thread[launch->thread]) {
+        if (r->start > launch->time) break;
+        const std::string& name = name_of(r->name);
+        const bool encloses = r->end >= launch->time;
+        if (r->start >= step_start &&
+            (starts_with(name, "FSDP::pre_forward") || starts_with(name, "FSDP::pre_backward"))) {
+          if (auto m = module_of(name)) last_hook_module = m;
+        }
+        if (!encloses) continue;
+        if (starts_with(name, "Optimizer.")) in_optimizer = true;
+        if (starts_with(name, "autograd::engine::evaluate_function")) in_backward_function = true;
+        if (name == "fsdp::all_gather_copy_in") copy_kind = OpKind::copy_in;
+        if (name == "fsdp::split_with_sizes_copy") copy_kind = OpKind::copy_out;
+        if (name == "fsdp::chunk_cat") copy_kind = OpKind::reduce_copy_in;
+        if (auto m = module_of(name)) module = m;  // the innermost naming range wins
+        if (starts_with(name, "FSDP::pre_backward") || starts_with(name, "FSDP::post_backward") ||
+            starts_with(name, "FullyShardedDataParallel._pre_backward") ||
+            starts_with(name, "FullyShardedDataParallel._post_backward"))
+          phase = Phase::backward;
+      }
+      if (in_optimizer) {
+        phase = Phase::optimizer;
+      } else if (in_backward_function || (main_thread >= 0 && launch->thread != main_thread)) {
+        phase = Phase::backward;
+      }
+    }
+    op.phase = phase;
+    if (!module && phase != Phase::optimizer) module = last_hook_module;
+    if (module) op.group = group_id(*module);
+
+    switch (w.cls) {
+      case GpuClass::nccl:
+        stream_nccl[static_cast<std::size_t>(op.stream)] = true;
+        if (w.collective) {
+          op.kind = *w.collective;
+          const std::string comm =
+              w.comm_name.empty() ? fmt::format("group of {}", w.comm_size) : w.comm_name;
+          const auto [cit, new_comm] = comm_ids.try_emplace(
+              std::pair{comm, w.comm_size}, static_cast<CommId>(t.communicators.size()));
+          if (new_comm) t.communicators.push_back({comm, std::max(1, w.comm_size), 1});
+          op.comm = cit->second;
+        } else {
+          op.kind = OpKind::other;
+        }
+        break;
+      case GpuClass::kernel:
+        stream_compute[static_cast<std::size_t>(op.stream)] = true;
+        if (copy_kind) {
+          op.kind = *copy_kind;
+        } else if (!launch) {
+          op.kind = OpKind::other;
+        } else {
+          op.kind = phase == Phase::optimizer  ? OpKind::optimizer_step
+                    : phase == Phase::backward ? OpKind::backward
+                                               : OpKind::forward;
+        }
+        break;
+      case GpuClass::memcpy_h2d:
+        op.kind = OpKind::h2d;
+        break;
+      case GpuClass::memcpy_d2h:
+        op.kind = OpKind::d2h;
+        break;
+      case GpuClass::memcpy_other:
+      case GpuClass::memset:
+        op.kind = OpKind::other;
+        break;
+    }
+    ++report.ops_by_kind[std::string(to_string(op.kind))];
+    if (op.kind == OpKind::other) ++report.unrecognised[name_of(w.name)];
+    t.ops.push_back(std::move(op));
+  }
+  for (std::size_t s = 0; s < t.streams.size(); ++s) {
+    if (stream_nccl[s]) {
+      t.streams[s].kind = StreamKind::communication;
+    } else if (stream_compute[s]) {
+      t.streams[s].kind = StreamKind::compute;
+    }
+  }
+  sort_timeline_ops(t.ops);
+
+  std::sort(memory_.begin(), memory_.end(),
+            [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
+  for (MemorySample& m : memory_) m.time -= base;
+  report.memory_samples = static_cast<std::int64_t>(memory_.size());
+  t.memory = std::move(memory_);
+  t.peaks = peaks_from_samples(t);
+  return out;
+}
+
+}  // namespace
+
+ImportedTrace import_kineto(const std::filesystem::path& path) {
+  Importer importer(path.string());
+  const json top =
+      detail::read_trace_events(path, [&](const json& event) { importer.on_event(event); });
+  return importer.finish(top);
+}
+
+ImportedTrace import_kineto_text(std::string_view text, const std::string& origin) {
+  Importer importer(origin);
+  const json top = detail::read_trace_events_text(
+      text, origin, [&](const json& event) { importer.on_event(event); });
+  return importer.finish(top);
+}
+
+std::string import_report_text(const ImportReport& r) {
+  std::string out = fmt::format("imported {}\n", r.file);
+  const auto row = [&](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<32}{}\n", label, value);
+  };
+  if (!r.kineto_schema.empty()) row("Kineto schema", r.kineto_schema);
+  row("trace events", fmt::format("{} events", r.events));
+  row("iterations", fmt::format("{} (ProfilerStep ranges)", r.iterations));
+  row("memory samples", fmt::format("{} samples", r.memory_samples));
+  std::int64_t gpu = 0;
+  for (const auto& [kind, n] : r.ops_by_kind) gpu += n;
+  row("GPU ops",
+      fmt::format("{} ops ({} with no CPU launch found)", gpu, r.gpu_ops_without_launch));
+  for (const auto& [kind, n] : r.ops_by_kind)
+    row(fmt::format("  {}", kind), fmt::format("{} ops", n));
+  row("FSDP ranges", r.fsdp_ranges.empty() ? std::string("none (not an FSDP run, or unnamed)")
+                                           : fmt::format("{} kinds", r.fsdp_ranges.size()));
+  for (const auto& [kind, n] : r.fsdp_ranges)
+    row(fmt::format("  {}", kind), fmt::format("{} ranges", n));
+  row("events by category", "");
+  for (const auto& [cat, n] : r.by_category)
+    row(fmt::format("  {}", cat), fmt::format("{} events", n));
+  std::vector<std::pair<std::int64_t, std::string>> other;
+  for (const auto& [name, n] : r.unrecognised) other.emplace_back(n, name);
+  std::sort(other.begin(), other.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  row("imported as other", fmt::format("{} distinct names", other.size()));
+  for (std::size_t i = 0; i < std::min<std::size_t>(other.size(), 10); ++i) {
+    const std::string& name = other[i].second;
+    row("", fmt::format("{} ops  {}", other[i].first,
+                        name.size() > 100 ? name.substr(0, 97) + "..." : name));
+  }
+  return out;
+}
+
+bool looks_like_kineto_trace(const std::filesystem::path& path) {
+  gzFile file = gzopen(path.string().c_str(), "rb");
+  if (file == nullptr) return false;
+  std::string head(std::size_t{64} * 1024, '\0');
+  const int n = gzread(file, head.data(), static_cast<unsigned>(head.size()));
+  const int direct = gzdirect(file);
+  gzclose(file);
+  if (n <= 0) return false;
+  head.resize(static_cast<std::size_t>(n));
+  if (direct == 0) return head.find("shardscope.timeline") == std::string::npos;  // gzip
+  if (head.find("shardscope.timeline") != std::string::npos) return false;
+  return head.find("\"traceEvents\"") != std::string::npos ||
+         head.find("\"schemaVersion\"") != std::string::npos ||
+         head.find("\"deviceProperties\"") != std::string::npos;
+}
+
+}  // namespace shardscope::traces

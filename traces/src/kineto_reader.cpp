@@ -1,0 +1,221 @@
+#include "kineto_reader.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <array>
+#include <istream>
+#include <memory>
+#include <streambuf>
+#include <vector>
+
+#include "shardscope/core/error.hpp"
+
+namespace shardscope::traces::detail {
+namespace {
+
+using nlohmann::json;
+
+/// A read-only streambuf over zlib's gzFile, which reads gzip and plain files alike.
+class GzStreambuf : public std::streambuf {
+ public:
+  explicit GzStreambuf(gzFile file) : file_(file) {}
+  GzStreambuf(const GzStreambuf&) = delete;
+  GzStreambuf& operator=(const GzStreambuf&) = delete;
+  ~GzStreambuf() override { gzclose(file_); }
+
+  bool failed() const { return failed_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+    if (n < 0) failed_ = true;  // a corrupt gzip stream: the parser then sees the end
+    if (n <= 0) return traits_type::eof();
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile file_;
+  std::array<char, 1 << 16> buffer_{};
+  bool failed_ = false;
+};
+
+/// nlohmann's SAX interface: builds each trace event (and each other top-level value) as a
+/// subtree, hands events to the callback and forgets them.
+class TraceSax {
+ public:
+  explicit TraceSax(const EventCallback& on_event) : on_event_(on_event) {}
+
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool v) { return value(json(v)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return value(json(v)); }
+  bool string(json::string_t& v) { return value(json(std::move(v))); }
+  bool binary(json::binary_t&) { return fail("binary values are not JSON"); }
+
+  bool key(json::string_t& k) {
+    if (building()) {
+      key_ = std::move(k);
+    } else if (depth_ == 1) {
+      top_key_ = std::move(k);
+    }
+    return true;
+  }
+
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) {
+    if (!building() && depth_ == 1 && top_key_ == "traceEvents") {
+      saw_events_ = true;
+      in_events_ = true;
+      ++depth_;
+      return true;
+    }
+    return open(json::array());
+  }
+  bool end_object() { return close(); }
+  bool end_array() {
+    if (!building() && in_events_ && depth_ == 2) {
+      in_events_ = false;
+      --depth_;
+      return true;
+    }
+    return close();
+  }
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    error_ = fmt::format("not valid JSON at byte {}: {}", position, e.what());
+    return false;
+  }
+
+  const std::string& error() const { return error_; }
+  bool saw_events() const { return saw_events_; }
+  json& top() { return top_; }
+
+ private:
+  bool building() const { return !stack_.empty(); }
+  bool fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+
+  // A new container: the root, a subtree's start, or a child of the subtree being built.
+  bool open(json container) {
+    if (building()) {
+      stack_.push_back(&attach(std::move(container)));
+      return true;
+    }
+    if (depth_ == 0) {
+      if (!container.is_object()) return fail("a Chrome trace is a JSON object");
+      ++depth_;
+      return true;
+    }
+    if (depth_ == 1 || (in_events_ && depth_ == 2)) {
+      subtree_ = std::move(container);
+      stack_.push_back(&subtree_);
+      return true;
+    }
+    return fail("unexpected nesting");  // unreachable: deeper values are built as subtrees
+  }
+
+  bool close() {
+    if (!building()) {
+      --depth_;
+      return true;
+    }
+    stack_.pop_back();
+    if (!building()) finish_subtree();
+    return true;
+  }
+
+  bool value(json v) {
+    if (building()) {
+      attach(std::move(v));
+    } else if (depth_ == 1) {
+      top_[top_key_] = std::move(v);
+    } else if (in_events_) {
+      on_event_(v);  // a scalar where an event should be: the importer counts and skips it
+    } else {
+      return fail("a Chrome trace is a JSON object");
+    }
+    return true;
+  }
+
+  json& attach(json v) {
+    json& parent = *stack_.back();
+    if (parent.is_object()) return parent[key_] = std::move(v);
+    parent.push_back(std::move(v));
+    return parent.back();
+  }
+
+  void finish_subtree() {
+    if (in_events_) {
+      on_event_(subtree_);
+    } else {
+      top_[top_key_] = std::move(subtree_);
+    }
+    subtree_ = json();
+  }
+
+  const EventCallback& on_event_;
+  json top_ = json::object();
+  json subtree_;
+  std::vector<json*> stack_;  // the subtree's open containers, innermost last
+  std::string key_, top_key_;
+  int depth_ = 0;  // containers open outside any subtree: 1 in the root, 2 in traceEvents
+  bool in_events_ = false, saw_events_ = false;
+  std::string error_;
+};
+
+json finish(TraceSax& sax, bool parsed, const std::string& origin) {
+  if (!parsed || !sax.error().empty()) {
+    throw ValidationError({Problem{origin, "", sax.error().empty() ? "not valid JSON" : sax.error(),
+                                   "a PyTorch profiler (Kineto) trace, plain or gzip"}});
+  }
+  if (!sax.saw_events()) {
+    throw ValidationError({Problem{origin, "traceEvents", "is missing",
+                                   "a PyTorch profiler (Kineto) trace: an object with a "
+                                   "traceEvents array"}});
+  }
+  return std::move(sax.top());
+}
+
+}  // namespace
+
+json read_trace_events(const std::filesystem::path& path, const EventCallback& on_event) {
+  const std::string origin = path.string();
+  gzFile file = gzopen(origin.c_str(), "rb");
+  if (file == nullptr) {
+    throw ValidationError({Problem{origin, "", "cannot open the trace", "a readable file"}});
+  }
+  GzStreambuf buffer(file);
+  std::istream in(&buffer);
+  TraceSax sax(on_event);
+  bool parsed = false;
+  try {
+    parsed = json::sax_parse(in, &sax);
+  } catch (const json::exception& e) {
+    throw ValidationError({Problem{origin, "", e.what(), "a PyTorch profiler (Kineto) trace"}});
+  }
+  if (buffer.failed()) {
+    throw ValidationError({Problem{origin, "", "the gzip stream is corrupt or truncated",
+                                   "a complete .json.gz file"}});
+  }
+  return finish(sax, parsed, origin);
+}
+
+json read_trace_events_text(std::string_view text, const std::string& origin,
+                            const EventCallback& on_event) {
+  TraceSax sax(on_event);
+  bool parsed = false;
+  try {
+    parsed = json::sax_parse(text.begin(), text.end(), &sax);
+  } catch (const json::exception& e) {
+    throw ValidationError({Problem{origin, "", e.what(), "a PyTorch profiler (Kineto) trace"}});
+  }
+  return finish(sax, parsed, origin);
+}
+
+}  // namespace shardscope::traces::detail
