@@ -26,7 +26,7 @@ std::string model_line(const ModelSpec& m) {
 std::string outside_allocator_line(const Scenario& s) {
   const Schedule schedule = lower(s);
   const auto outside = memory_outside_allocator(s.cluster, schedule);
-  const Bytes capacity = allocator_capacity(s.cluster, s.allocator, schedule);
+  const Bytes capacity = allocator_capacity(s.cluster.gpu.memory, s.allocator, outside.total());
   std::string nccl = "no NCCL communicator";
   if (outside.nccl_communicators > 0) {
     nccl = fmt::format("NCCL {} ({} communicator{} × {} channels × {})",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lowering_test_util.hpp"
 #include "shardscope/core/group_compute.hpp"
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/lower.hpp"
@@ -13,6 +14,8 @@
 namespace shardscope {
 namespace {
 
+using testing::first_op;
+
 // Llama 3.1 8B shapes, 2 layers, 2 × 1,024 tokens, bf16.
 Scenario llama(const std::string& model_keys) {
   return scenario_from_text("model: {preset: llama3.1-8b, layers: 2" + model_keys +
@@ -21,13 +24,6 @@ Scenario llama(const std::string& model_keys) {
                                 "training: {seq_len: 1024, micro_batch: 2, iterations: 1}\n"
                                 "fsdp: {mixed_precision: {param_dtype: bf16}}\n",
                             {});
-}
-
-const Op& block_op(const Schedule& s, OpKind kind) {
-  for (const Op& op : s.ops) {
-    if (op.kind == kind && op_label(s, op) == "block") return op;
-  }
-  throw std::runtime_error("no block op");
 }
 
 TEST(AttentionAndDropout, SavedBytesInClosedForm) {
@@ -59,8 +55,8 @@ TEST(AttentionAndDropout, MathAttentionRunsTwoBatchedGemmsOverTheFullSquare) {
   const TransformerConfig& c = math_sc.model.transformer;
   const double b = 2, s = 1024, d = static_cast<double>(c.head_dim());
   const double heads = static_cast<double>(c.heads);
-  const Op& f = block_op(flash, OpKind::forward);
-  const Op& m = block_op(math, OpKind::forward);
+  const Op& f = first_op(flash, OpKind::forward, "block");
+  const Op& m = first_op(math, OpKind::forward, "block");
   // Flash skips the masked half (2·b·H·s²·d); math computes all of it (4·b·H·s²·d) as GEMMs.
   EXPECT_DOUBLE_EQ(f.attention_flops, 2 * b * heads * s * s * d);
   EXPECT_DOUBLE_EQ(m.attention_flops, 0);

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "lowering_test_util.hpp"
 #include "shardscope/core/group_compute.hpp"
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/lower.hpp"
@@ -16,6 +17,8 @@
 
 namespace shardscope {
 namespace {
+
+using testing::first_op;
 
 // Llama 3.1 8B, 2 layers, 8 GPUs, 2 × 2048 tokens per micro-batch, fp32 parameters.
 Scenario llama(const std::string& training, const std::string& fsdp = "api: fsdp2") {
@@ -37,13 +40,6 @@ const Kernel* find_kernel(const Schedule& s, const Op& op, const std::string& la
     if (k.label == label) return &k;
   }
   return nullptr;
-}
-
-const Op& first_op(const Schedule& s, OpKind kind, const std::string& label) {
-  for (const Op& op : s.ops) {
-    if (op.kind == kind && op_label(s, op) == label) return op;
-  }
-  throw std::runtime_error("no " + label + " op");
 }
 
 // Who allocates and who frees each "autocast_casts" buffer.

@@ -5,12 +5,15 @@
 
 #include <string>
 
+#include "lowering_test_util.hpp"
 #include "shardscope/core/group_compute.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
 namespace {
+
+using testing::first_op;
 
 // A GPT-style 2-layer model, 8 GPUs, 2 × 1024 tokens per micro-batch, no checkpointing.
 Scenario gpt(const std::vector<std::string>& overrides) {
@@ -25,13 +28,6 @@ Scenario gpt(const std::vector<std::string>& overrides) {
 
 constexpr std::int64_t kTokens = 2048, kSeq = 1024, kH = 1024, kF = 4096;
 
-Op first_block_forward(const Schedule& s) {
-  for (const Op& op : s.ops) {
-    if (op.kind == OpKind::forward && op_label(s, op) == "block") return op;
-  }
-  throw std::runtime_error("no block forward");
-}
-
 TEST(BlockRecipes, AParallelResidualSavesOneResidualTensorFewer) {
   const Scenario base = gpt({});
   const Scenario parallel = gpt({"model.parallel_residual=true"});
@@ -44,7 +40,9 @@ TEST(BlockRecipes, AParallelResidualSavesOneResidualTensorFewer) {
                 block_activation_bytes(parallel.model.transformer, kTokens, kSeq, e, 4),
             kTokens * kH * 4);
   // The same FLOPs: the two sublayers are only read from the same input.
-  EXPECT_EQ(first_block_forward(lower(base)).flops, first_block_forward(lower(parallel)).flops);
+  const Schedule sb = lower(base), sp = lower(parallel);
+  EXPECT_EQ(first_op(sb, OpKind::forward, "block").flops,
+            first_op(sp, OpKind::forward, "block").flops);
 }
 
 TEST(BlockRecipes, AlibiRunsNoRotaryKernel) {
@@ -52,9 +50,11 @@ TEST(BlockRecipes, AlibiRunsNoRotaryKernel) {
   const Scenario alibi = gpt({"model.pos_emb=alibi"});
   const Scenario learned = gpt({});
   // RoPE reads and writes q and k once in forward: 2·(h + kv) elements per token.
-  EXPECT_EQ(first_block_forward(lower(rope)).bytes - first_block_forward(lower(alibi)).bytes,
-            kTokens * 2 * (kH + kH) * 2);
-  EXPECT_EQ(first_block_forward(lower(alibi)).bytes, first_block_forward(lower(learned)).bytes);
+  const Schedule sr = lower(rope), sa = lower(alibi), sl = lower(learned);
+  const Op &r = first_op(sr, OpKind::forward, "block"), &a = first_op(sa, OpKind::forward, "block"),
+           &l = first_op(sl, OpKind::forward, "block");
+  EXPECT_EQ(r.bytes - a.bytes, kTokens * 2 * (kH + kH) * 2);
+  EXPECT_EQ(a.bytes, l.bytes);
   // No position parameters: the learned table's max_seq × h are gone.
   EXPECT_EQ(learned.model.total_params() - alibi.model.total_params(), 2048 * kH);
   EXPECT_EQ(rope.model.total_params(), alibi.model.total_params());
@@ -75,8 +75,9 @@ TEST(BlockRecipes, GeluNewSavesItsElementwiseIntermediates) {
                 block_activation_bytes(fused, kTokens, kSeq, 2, 4),
             kTokens * kF * (16 - 4));
   // Forward traffic: eight kernels, 18 accesses per element, instead of GELU's 2.
-  const Op a = first_block_forward(lower(gpt({"model.mlp=gelu_new"})));
-  const Op b = first_block_forward(lower(gpt({})));
+  const Schedule sa = lower(gpt({"model.mlp=gelu_new"})), sb = lower(gpt({}));
+  const Op& a = first_op(sa, OpKind::forward, "block");
+  const Op& b = first_op(sb, OpKind::forward, "block");
   EXPECT_EQ(a.bytes - b.bytes, kTokens * kF * 2 * (18 - 2));
   EXPECT_EQ(a.flops, b.flops);
 }

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "lowering_test_util.hpp"
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
@@ -12,6 +13,8 @@
 
 namespace shardscope {
 namespace {
+
+using testing::first_op;
 
 double d(std::int64_t x) {
   return static_cast<double>(x);
@@ -75,13 +78,6 @@ Scenario llama(const std::string& ac, const std::string& mlp = "swiglu") {
 double block_weights(const TransformerConfig& c) {
   const double h = d(c.hidden), kv = d(c.kv_dim()), f = d(c.ffn_hidden);
   return 2 * h * h + 2 * h * kv + (c.mlp == MlpKind::swiglu ? 3 : 2) * h * f;
-}
-
-const Op& first_op(const Schedule& s, OpKind kind, const std::string& label) {
-  for (const Op& op : s.ops) {
-    if (op.kind == kind && op_label(s, op) == label) return op;
-  }
-  throw std::runtime_error("no such op");
 }
 
 TEST(Kernels, ABlockMatchesTheTransformerFormulas) {

@@ -3,6 +3,7 @@
 // what they do to a simulated step's memory and time.
 #include <gtest/gtest.h>
 
+#include "lowering_test_util.hpp"
 #include "shardscope/core/group_compute.hpp"
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/lower.hpp"
@@ -11,6 +12,8 @@
 
 namespace shardscope {
 namespace {
+
+using testing::first_op;
 
 // Llama 3.1 8B, 2 layers, bf16 compute, 8 GPUs, 2 × 2048 tokens per micro-batch.
 Scenario llama(const std::string& loss, const std::string& extra = "") {
@@ -22,13 +25,6 @@ Scenario llama(const std::string& loss, const std::string& extra = "") {
           "}\n"
           "fsdp: {api: fsdp2, mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n",
       {});
-}
-
-const Op& head_op(const Schedule& s, OpKind kind) {
-  for (const Op& op : s.ops) {
-    if (op.kind == kind && op_label(s, op) == "head+loss") return op;
-  }
-  throw std::runtime_error("no head+loss op");
 }
 
 TEST(LossRecipes, ChunksFollowLigersDefaultUnlessGiven) {
@@ -87,8 +83,8 @@ TEST(LossRecipes, KernelsCountTheRecomputedHeadAndTheTraffic) {
     const double h = static_cast<double>(sc.model.transformer.hidden);
     const double v = static_cast<double>(sc.model.transformer.vocab);
     const bool chunked = sc.training.loss == LossRecipe::chunked;
-    const Op& fwd = head_op(s, OpKind::forward);
-    const Op& bwd = head_op(s, OpKind::backward);
+    const Op& fwd = first_op(s, OpKind::forward, "head+loss");
+    const Op& bwd = first_op(s, OpKind::backward, "head+loss");
     // Forward: the projection and 5 FLOPs per logit; backward: its two gradient GEMMs and 3 per
     // logit, plus (chunked) the projection and the forward's 5 again.
     EXPECT_DOUBLE_EQ(fwd.flops, 2 * t * h * v + 5 * t * v);
@@ -111,7 +107,7 @@ TEST(LossRecipes, KernelsCountTheRecomputedHeadAndTheTraffic) {
 TEST(LossRecipes, AShortLastChunkIsItsOwnKernel) {
   const Scenario sc = llama("chunked", ", loss_chunk_tokens: 1000");
   const Schedule s = lower(sc);
-  const auto k = op_kernels(s, head_op(s, OpKind::forward));
+  const auto k = op_kernels(s, first_op(s, OpKind::forward, "head+loss"));
   ASSERT_GE(k.size(), 3U);
   EXPECT_EQ(std::get<Gemm>(k[0].shape).m, 1000);
   EXPECT_EQ(k[0].repeat, 4);

@@ -1,7 +1,9 @@
 #pragma once
 // Helpers for lowering tests: lower YAML text and read orders and counts in PyTorch's notation.
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardscope/core/lower.hpp"
@@ -37,6 +39,14 @@ inline std::vector<std::string> events(const Schedule& s, Phase phase, int itera
     out.push_back(name == "root" ? tag + " root" : tag + name);
   }
   return out;
+}
+
+/// The first op of `kind` whose label is `label` ("block", "head+loss", ...).
+inline const Op& first_op(const Schedule& s, OpKind kind, std::string_view label) {
+  for (const Op& op : s.ops) {
+    if (op.kind == kind && op_label(s, op) == label) return op;
+  }
+  throw std::runtime_error("no " + std::string(label) + " op of that kind");
 }
 
 inline int count(const Schedule& s, OpKind kind, Phase phase, int iteration = 0,

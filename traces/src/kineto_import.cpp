@@ -25,10 +25,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 /// Microseconds (fractional, Kineto's unit) to integer nanoseconds.
 TimeNs to_ns(double us) {
   return static_cast<TimeNs>(std::llround(us * 1000.0));
@@ -78,7 +74,7 @@ enum class GpuClass { kernel, nccl, memcpy_h2d, memcpy_d2h, memcpy_other, memset
 std::optional<GpuClass> gpu_class(const std::string& cat, const std::string& name) {
   const std::string n = lower(name);
   if (cat == "kernel") {
-    if (starts_with(n, "nccl")) return GpuClass::nccl;
+    if (n.starts_with("nccl")) return GpuClass::nccl;
     return GpuClass::kernel;
   }
   if (cat == "gpu_memcpy" || cat == "memcpy") {
@@ -107,10 +103,10 @@ std::optional<OpKind> collective_kind(const json& args, const std::string& name)
 /// A CPU range the mapping looks at: FSDP hooks, FSDP's custom ops, steps, the optimizer and
 /// autograd's backward functions.
 bool kept_cpu_range(std::string_view name) {
-  return starts_with(name, "FSDP::") || starts_with(name, "FullyShardedDataParallel.") ||
-         starts_with(name, "fsdp::") || starts_with(name, "ProfilerStep#") ||
-         starts_with(name, "Optimizer.step") || starts_with(name, "Optimizer.zero_grad") ||
-         starts_with(name, "autograd::engine::evaluate_function");
+  return name.starts_with("FSDP::") || name.starts_with("FullyShardedDataParallel.") ||
+         name.starts_with("fsdp::") || name.starts_with("ProfilerStep#") ||
+         name.starts_with("Optimizer.step") || name.starts_with("Optimizer.zero_grad") ||
+         name.starts_with("autograd::engine::evaluate_function");
 }
 
 struct CpuRange {
@@ -161,15 +157,14 @@ class Importer {
       gpu_event(*cls, start, end, e, args, name);
       return;
     }
-    const std::string thread = text(e, "pid") + "/" + text(e, "tid");
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") {
-      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread_id(thread), start};
+      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread_of(e), start};
       return;
     }
     if ((cat == "cpu_op" || cat == "user_annotation" || cat == "operator") &&
         kept_cpu_range(name)) {
-      ranges_.push_back({start, end, thread_id(thread), intern(name)});
-      if (starts_with(name, "FSDP::") || starts_with(name, "FullyShardedDataParallel."))
+      ranges_.push_back({start, end, thread_of(e), intern(name)});
+      if (name.starts_with("FSDP::") || name.starts_with("FullyShardedDataParallel."))
         ++report_.fsdp_ranges[fsdp_range_kind(name)];
     }
   }
@@ -183,8 +178,10 @@ class Importer {
     return kind.substr(0, kind.find(" for "));
   }
 
-  int thread_id(const std::string& key) {
-    const auto [it, added] = threads_.try_emplace(key, static_cast<int>(threads_.size()));
+  /// The event's CPU thread ("pid/tid"), numbered in order of first use.
+  int thread_of(const json& e) {
+    const auto [it, added] = threads_.try_emplace(text(e, "pid") + "/" + text(e, "tid"),
+                                                  static_cast<int>(threads_.size()));
     return it->second;
   }
 
@@ -213,8 +210,11 @@ class Importer {
     w.start = start;
     w.end = end;
     w.cls = cls;
-    const std::string device = text(args, "device").empty() ? text(e, "pid") : text(args, "device");
-    const std::string stream = text(args, "stream").empty() ? text(e, "tid") : text(args, "stream");
+    const auto arg_or = [&](const char* arg, const char* field) {
+      std::string value = text(args, arg);
+      return value.empty() ? text(e, field) : value;
+    };
+    const std::string device = arg_or("device", "pid"), stream = arg_or("stream", "tid");
     w.stream = device + "/" + stream;
     w.correlation = integer_arg(args, "correlation");
     w.name = intern(name);
@@ -248,7 +248,7 @@ class Importer {
 /// "FSDP::pre_forward (layers.0)" → "layers.0", "FSDP::forward_prefetch for layers.3" →
 /// "layers.3", "FSDP::pre_forward ()" → "root"; nothing for a range that names no module.
 std::optional<std::string> module_of(const std::string& range) {
-  if (!starts_with(range, "FSDP::")) return std::nullopt;
+  if (!range.starts_with("FSDP::")) return std::nullopt;
   if (const auto f = range.find(" for "); f != std::string::npos) return range.substr(f + 5);
   const auto open = range.find(" (");
   if (open == std::string::npos || range.back() != ')') return std::nullopt;
@@ -281,7 +281,7 @@ ImportedTrace Importer::finish(const json& top) {
   std::vector<const CpuRange*> steps;
   std::unordered_map<int, int> step_threads;
   for (const CpuRange& r : ranges_) {
-    if (starts_with(name_of(r.name), "ProfilerStep#")) {
+    if (name_of(r.name).starts_with("ProfilerStep#")) {
       steps.push_back(&r);
       ++step_threads[r.thread];
     }
@@ -372,19 +372,19 @@ ImportedTrace Importer::finish(const json& top) {
         const std::string& name = name_of(r->name);
         const bool encloses = r->end >= launch->time;
         if (r->start >= step_start &&
-            (starts_with(name, "FSDP::pre_forward") || starts_with(name, "FSDP::pre_backward"))) {
+            (name.starts_with("FSDP::pre_forward") || name.starts_with("FSDP::pre_backward"))) {
           if (auto m = module_of(name)) last_hook_module = m;
         }
         if (!encloses) continue;
-        if (starts_with(name, "Optimizer.")) in_optimizer = true;
-        if (starts_with(name, "autograd::engine::evaluate_function")) in_backward_function = true;
+        if (name.starts_with("Optimizer.")) in_optimizer = true;
+        if (name.starts_with("autograd::engine::evaluate_function")) in_backward_function = true;
         if (name == "fsdp::all_gather_copy_in") copy_kind = OpKind::copy_in;
         if (name == "fsdp::split_with_sizes_copy") copy_kind = OpKind::copy_out;
         if (name == "fsdp::chunk_cat") copy_kind = OpKind::reduce_copy_in;
         if (auto m = module_of(name)) module = m;  // the innermost naming range wins
-        if (starts_with(name, "FSDP::pre_backward") || starts_with(name, "FSDP::post_backward") ||
-            starts_with(name, "FullyShardedDataParallel._pre_backward") ||
-            starts_with(name, "FullyShardedDataParallel._post_backward"))
+        if (name.starts_with("FSDP::pre_backward") || name.starts_with("FSDP::post_backward") ||
+            name.starts_with("FullyShardedDataParallel._pre_backward") ||
+            name.starts_with("FullyShardedDataParallel._post_backward"))
           phase = Phase::backward;
       }
       if (in_optimizer) {
