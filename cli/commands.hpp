@@ -31,16 +31,19 @@ struct ScenarioArgs {
   int nodes = 0;                       // --nodes
   int gpus_per_node = 0;               // --gpus-per-node
   std::string device_profile;        // --device-profile: measured kernel times (simulate, validate)
+  std::string calibration;           // --calibration: fitted cost-model parameters (calibrate)
   bool expandable_segments = false;  // --expandable-segments: allocator.expandable_segments
 };
 
 /// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
 ConfigTree load_scenario_tree(const ScenarioArgs& args);
 /// Loads the scenario file with the shortcuts and overrides applied, validated, and
-/// --device-profile (which wins over the scenario's cluster.gpu.device_profile).
+/// --device-profile and --calibration (which win over the scenario's cluster.gpu.device_profile
+/// and cluster.calibration).
 Scenario load_scenario_args(const ScenarioArgs& args);
-/// Sets the scenario's device profile from --device-profile, when given.
-void apply_device_profile_arg(Scenario& scenario, const ScenarioArgs& args);
+/// Sets the scenario's device profile and calibration from --device-profile and --calibration,
+/// when given.
+void apply_measured_file_args(Scenario& scenario, const ScenarioArgs& args);
 
 /// The files a run (simulated or measured) may write.
 struct RunOutputs {
@@ -178,6 +181,16 @@ struct ImportArgs {
 };
 /// A PyTorch profiler (Kineto) trace → a timeline (source "imported"), with what was recognised.
 int run_import(const ImportArgs& args);
+
+struct CalibrateArgs {
+  ScenarioArgs scenario;              // --scenario, --set
+  std::vector<std::string> measured;  // timelines or Kineto traces of runs of it
+  std::string out;                    // --out: the calibration to write
+  double holdout = 0.25;
+  int bootstrap = 200;
+};
+/// Fits the cost model to measured runs of a scenario (sim::calibrate).
+int run_calibrate(const CalibrateArgs& args);
 
 /// Reads a timeline file (shardscope.timeline/2); ValidationError naming the file otherwise.
 Timeline load_timeline_file(const std::string& path);

@@ -14,9 +14,9 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 11> kCommands{
-    "presets", "keys",      "validate", "lower",  "simulate",      "sweep",
-    "run",     "summarize", "compare",  "import", "profile-device"};
+constexpr std::array<std::string_view, 12> kCommands{
+    "presets", "keys",    "validate", "lower",  "simulate",  "sweep",
+    "run",     "summarize", "compare", "import", "calibrate", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -34,7 +34,13 @@ void add_shortcut_args(CLI::App* cmd, ScenarioArgs& args) {
       ->check(CLI::Range(1, 256));
 }
 
-// The files a run writes (simulate, run).
+void add_calibration_arg(CLI::App* cmd, ScenarioArgs& args) {
+  cmd->add_option("--calibration", args.calibration,
+                  "cost-model parameters fitted to measured runs (shardscope calibrate); wins over "
+                  "cluster.calibration")
+      ->type_name("CALIBRATION.json");
+}
+
 void add_expandable_segments_arg(CLI::App* cmd, bool& flag) {
   cmd->add_flag("--expandable-segments", flag,
                 "allocator.expandable_segments: true (PYTORCH_CUDA_ALLOC_CONF="
@@ -42,6 +48,7 @@ void add_expandable_segments_arg(CLI::App* cmd, bool& flag) {
                 "does)");
 }
 
+// The files a run writes (simulate, run).
 void add_run_output_args(CLI::App* cmd, RunOutputs& outputs, std::string_view timeline_help) {
   cmd->add_option("--json", outputs.json_path, "write the summary (shardscope.summary/1)")
       ->type_name("FILE");
@@ -70,8 +77,7 @@ int main(int argc, char** argv) {
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
       fmt::print(stderr,
                  "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, "
-                 "compare, import, "
-                 "profile-device; see "
+                 "compare, import, calibrate, profile-device; see "
                  "shardscope --help\n");
       return kExitBadInput;
     }
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
       ->add_option("--device-profile", validate_args.device_profile,
                    "say how many compute ops this device profile (profile-device) measured")
       ->type_name("PROFILE.json");
+  add_calibration_arg(validate, validate_args);
 
   LowerArgs lower_args;
   auto* lower = app.add_subcommand(
@@ -115,6 +122,7 @@ int main(int argc, char** argv) {
                    "price the kernels this profile measured (profile-device) at their measured "
                    "times, the rest on the roofline")
       ->type_name("PROFILE.json");
+  add_calibration_arg(simulate, sim_args.scenario);
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/2)");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
 
@@ -204,6 +212,34 @@ int main(int argc, char** argv) {
                    "say what was recognised and what was imported as other (the default without "
                    "--timeline)");
 
+  CalibrateArgs calibrate_args;
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "fit the cost model's parameters to measured runs of a scenario (timelines or Kineto "
+      "traces) and write them for simulate --calibration");
+  calibrate->add_option("--scenario", calibrate_args.scenario.path, "the scenario that ran")
+      ->required()
+      ->type_name("FILE");
+  calibrate
+      ->add_option("--set", calibrate_args.scenario.overrides,
+                   "override a scenario key (repeatable)")
+      ->type_name("KEY=VALUE");
+  calibrate->add_option("measured", calibrate_args.measured, "measured timelines or traces")
+      ->required();
+  calibrate
+      ->add_option("--out", calibrate_args.out,
+                   "write the fitted parameters (shardscope.calibration/1)")
+      ->type_name("FILE");
+  calibrate
+      ->add_option("--holdout", calibrate_args.holdout,
+                   "share of measured iterations (the last ones) kept out of the fit to measure "
+                   "the error on")
+      ->check(CLI::Range(0.0, 0.9));
+  calibrate
+      ->add_option("--bootstrap", calibrate_args.bootstrap,
+                   "bootstrap resamples for the 95 % confidence intervals (0: none)")
+      ->check(CLI::Range(0, 10'000));
+
   ProfileDeviceArgs profile_args;
   auto* profile = app.add_subcommand(
       "profile-device",
@@ -241,6 +277,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
     if (app.got_subcommand("compare")) return run_compare(compare_args);
     if (app.got_subcommand("import")) return run_import(import_args);
+    if (app.got_subcommand("calibrate")) return run_calibrate(calibrate_args);
     if (app.got_subcommand("profile-device")) return run_profile_device(profile_args);
   } catch (const shardscope::ValidationError& e) {
     print_problems(e);

@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/calibration.hpp"
 #include "shardscope/core/device_profile.hpp"
 
 namespace shardscope::cli {
@@ -32,19 +33,38 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args) {
 Scenario load_scenario_args(const ScenarioArgs& args) {
   Scenario scenario = read_scenario(load_scenario_tree(args), args.path,
                                     std::filesystem::path(args.path).parent_path());
-  apply_device_profile_arg(scenario, args);
+  apply_measured_file_args(scenario, args);
   return scenario;
 }
 
-void apply_device_profile_arg(Scenario& scenario, const ScenarioArgs& args) {
-  if (args.device_profile.empty()) return;
+namespace {
+
+// A file given on the command line that another command wrote; its problems name the option.
+template <typename T, typename Load>
+std::shared_ptr<const T> load_option_file(const char* option, const std::string& path, Load load,
+                                          const char* expected) {
   try {
-    scenario.cluster.gpu.device_profile = shared_device_profile(args.device_profile);
+    return load(path);
   } catch (const ValidationError&) {
-    throw;  // names the profile file and its key
+    throw;  // names the file and its key
   } catch (const Error& e) {
-    throw ValidationError({Problem{"--device-profile", "", e.what(),
-                                   "a profile written by shardscope profile-device"}});
+    throw ValidationError({Problem{option, "", e.what(), expected}});
+  }
+}
+
+}  // namespace
+
+void apply_measured_file_args(Scenario& scenario, const ScenarioArgs& args) {
+  if (!args.device_profile.empty()) {
+    scenario.cluster.gpu.device_profile =
+        load_option_file<DeviceProfile>("--device-profile", args.device_profile,
+                                        shared_device_profile,
+                                        "a profile written by shardscope profile-device");
+  }
+  if (!args.calibration.empty()) {
+    scenario.cluster.calibration = load_option_file<Calibration>(
+        "--calibration", args.calibration, shared_calibration,
+        "a calibration written by shardscope calibrate");
   }
 }
 

@@ -52,7 +52,7 @@ Scenario scenario_for_schedule(const Schedule& schedule, const ScenarioArgs& arg
   Scenario s;
   s.source = args.path;
   s.cluster = *cluster;
-  apply_device_profile_arg(s, args);
+  apply_measured_file_args(s, args);
   s.allocator.expandable_segments = args.expandable_segments;
   int nodes = 1;
   for (const auto& c : schedule.communicators) nodes = std::max(nodes, c.nodes);

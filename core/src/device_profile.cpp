@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <map>
-#include <mutex>
-#include <tuple>
 
+#include "file_cache.hpp"
 #include "json_fields.hpp"
 #include "json_lines.hpp"
 #include "shardscope/core/output_file.hpp"
@@ -136,20 +133,7 @@ DeviceProfile load_device_profile(const std::string& path) {
 }
 
 std::shared_ptr<const DeviceProfile> shared_device_profile(const std::string& path) {
-  // Keyed by the file's identity and state, so an edited profile is read again.
-  using Key = std::tuple<std::string, std::filesystem::file_time_type, std::uintmax_t>;
-  static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const DeviceProfile>> cache;
-  std::error_code ec;
-  const std::filesystem::path file(path);
-  const auto time = std::filesystem::last_write_time(file, ec);
-  const auto size = ec ? 0 : std::filesystem::file_size(file, ec);
-  if (ec) return std::make_shared<const DeviceProfile>(load_device_profile(path));  // its error
-  const Key key{std::filesystem::absolute(file).lexically_normal().string(), time, size};
-  const std::lock_guard lock(mutex);
-  auto& slot = cache[key];
-  if (!slot) slot = std::make_shared<const DeviceProfile>(load_device_profile(path));
-  return slot;
+  return detail::cached_file<DeviceProfile>(path, load_device_profile);
 }
 
 }  // namespace shardscope

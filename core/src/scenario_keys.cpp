@@ -178,6 +178,10 @@ constexpr std::array kKeys{
                 "CPU time of one FSDP pre/post hook"},
     ScenarioKey{"cluster.cpu.optimizer_bandwidth", K::bandwidth, 1e7, 1e12, "", "",
                 "from the preset", "bytes/s of the CPU optimizer step under CPU offload"},
+    ScenarioKey{"cluster.calibration", K::text, 0, 0, "",
+                "a calibration JSON (shardscope calibrate), relative to the scenario", "none",
+                "cost-model parameters fitted to measured runs: each one the file has replaces "
+                "the preset's and the model's value (--calibration overrides it)"},
     // ---------------------------------------------------------------- training
     ScenarioKey{"training", K::section, 0, 0, "", "", "", "one training step"},
     ScenarioKey{"training.seq_len", K::integer, 1, 16'777'216, "tokens", "", "4096",

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "shardscope/core/config_reader.hpp"
+#include "shardscope/core/calibration.hpp"
 #include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
@@ -415,22 +416,25 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
 }
 
 // ---------------------------------------------------------------- cluster
-std::shared_ptr<const DeviceProfile> read_device_profile(ConfigReader& r, const std::string& given,
-                                                         const std::filesystem::path& base_dir) {
+// A file another of shardscope's commands wrote, named by `key` relative to the scenario; its
+// problems become the scenario's, under that key.
+template <typename T, typename Load>
+std::shared_ptr<const T> read_linked_file(ConfigReader& r, const char* key, const std::string& given,
+                                          const std::filesystem::path& base_dir, Load load,
+                                          const char* expected) {
   std::filesystem::path path(given);
   if (path.is_relative() && !base_dir.empty()) path = base_dir / path;
   try {
-    return shared_device_profile(path.string());
+    return load(path.string());
   } catch (const ValidationError& e) {
     for (auto p : e.problems()) {
-      p.key =
-          p.key.empty() ? "cluster.gpu.device_profile" : "cluster.gpu.device_profile → " + p.key;
+      p.key = p.key.empty() ? std::string(key) : fmt::format("{} → {}", key, p.key);
       p.message = fmt::format("{}: {}", path.string(), p.message);
       p.file = r.file();
       r.problems().push_back(std::move(p));
     }
   } catch (const Error& e) {
-    r.add_problem("cluster.gpu.device_profile", e.what(), "a profile written by profile-device");
+    r.add_problem(key, e.what(), expected);
   }
   return nullptr;
 }
@@ -457,8 +461,16 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
-  if (auto profile = r.get_string("cluster.gpu.device_profile"))
-    c.gpu.device_profile = read_device_profile(r, *profile, base_dir);
+  if (auto profile = r.get_string("cluster.gpu.device_profile")) {
+    c.gpu.device_profile =
+        read_linked_file<DeviceProfile>(r, "cluster.gpu.device_profile", *profile, base_dir,
+                                        shared_device_profile, "a profile written by profile-device");
+  }
+  if (auto calibration = r.get_string("cluster.calibration")) {
+    c.calibration =
+        read_linked_file<Calibration>(r, "cluster.calibration", *calibration, base_dir,
+                                      shared_calibration, "a calibration written by calibrate");
+  }
   set_if(read_bytes(r, "cluster.gpu.context_memory", true), c.gpu.context_memory);
   set_if(read_bytes(r, "cluster.gpu.cublas_workspace", true), c.gpu.cublas_workspace);
   set_if(read_bytes(r, "cluster.nccl.buffsize"), c.nccl.buffsize);

@@ -65,12 +65,24 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int no
   return kind == OpKind::all_reduce ? bw * params_.nvls_allreduce_gain : bw;
 }
 
+double bus_bytes(OpKind kind, Bytes bytes, int ranks) {
+  const double n = ranks;
+  return static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
+}
+
 CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks, int nodes) const {
   CollectiveEstimate best;
   if (ranks <= 1 || bytes <= 0) return best;  // nothing crosses a link
-  const double n = ranks;
-  const double traffic =
-      static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
+  const double traffic = bus_bytes(kind, bytes, ranks);
+  if (const Calibration* fitted = cluster_.calibration.get()) {
+    if (const auto* c = fitted->collective(kind, ranks, nodes)) {
+      const double seconds = c->latency.value + traffic / c->busbw.value;
+      best.time = op_duration_ns(seconds, "a collective");
+      best.latency = static_cast<TimeNs>(std::llround(c->latency.value * 1e9));
+      best.busbw = traffic / seconds;
+      return best;
+    }
+  }
   const BytesPerSecond busbw = bus_bandwidth(kind, ranks, nodes);
   best.time = -1;
   for (auto protocol : {NcclProtocol::ll, NcclProtocol::ll128, NcclProtocol::simple}) {

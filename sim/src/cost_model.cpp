@@ -42,6 +42,7 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
     clock = std::pow(std::min(1.0, *cluster_.gpu.power_cap_w / cluster_.gpu.tdp_w),
                      compute_.power_exponent);
   }
+  if (cluster_.calibration) apply(*cluster_.calibration);
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
   const RunFacts facts = analysis::run_facts(scenario, Schedule{});
   model_flops_per_token_ = facts.model_flops_per_token;
@@ -53,39 +54,86 @@ RunFacts CostModel::run_facts(const Schedule& schedule) const {
           model_flops_per_token_, mfu_peak_};
 }
 
-TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops) const {
-  double seconds = 0;
-  const Flops matmul = std::max(0.0, flops - attention_flops);
-  const double size = compute_.half_efficiency_flops;
-  if (matmul > 0)
-    seconds += matmul / (peak_ * cluster_.gpu.matmul_efficiency * matmul / (matmul + size));
-  if (attention_flops > 0) {
-    seconds += attention_flops / (peak_ * cluster_.gpu.attention_efficiency * attention_flops /
-                                  (attention_flops + size));
+void CostModel::apply(const Calibration& c) {
+  if (c.matmul_efficiency) cluster_.gpu.matmul_efficiency = c.matmul_efficiency->value;
+  if (c.attention_efficiency) cluster_.gpu.attention_efficiency = c.attention_efficiency->value;
+  if (c.half_efficiency_flops) compute_.half_efficiency_flops = c.half_efficiency_flops->value;
+  if (c.hbm_efficiency) compute_.hbm_efficiency = c.hbm_efficiency->value;
+  if (c.compute_slowdown) interference_.compute_slowdown = c.compute_slowdown->value;
+  if (c.pcie_latency) {
+    cluster_.pcie.latency = static_cast<TimeNs>(std::llround(c.pcie_latency->value * 1e9));
   }
-  if (hbm_bytes > 0)
+}
+
+TimeNs CostModel::time_of(const ComputeTerms& t) const {
+  double seconds = 0;
+  const double size = compute_.half_efficiency_flops;
+  if (t.matmul > 0) {
     seconds +=
-        static_cast<double>(hbm_bytes) / (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
-  return compute_.kernel_floor + op_duration_ns(seconds, "a compute kernel");
+        t.matmul / (peak_ * cluster_.gpu.matmul_efficiency * t.matmul / (t.matmul + size));
+  }
+  if (t.attention > 0) {
+    seconds += t.attention /
+               (peak_ * cluster_.gpu.attention_efficiency * t.attention / (t.attention + size));
+  }
+  if (t.memory_bytes > 0) {
+    seconds += static_cast<double>(t.memory_bytes) /
+               (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
+  }
+  return t.fixed + op_duration_ns(seconds, "a compute kernel");
+}
+
+TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops) const {
+  return time_of({compute_.kernel_floor, std::max(0.0, flops - attention_flops), attention_flops,
+                  hbm_bytes});
 }
 
 // Measured kernels at their measured times; what the profile lacks on the roofline.
-TimeNs CostModel::profiled_compute_time(const Schedule& s, const Op& op) const {
-  TimeNs measured = 0;
-  Flops rest_flops = 0, rest_attention = 0;
-  Bytes rest_bytes = 0;
+ComputeTerms CostModel::profiled_terms(const Schedule& s, const Op& op) const {
+  ComputeTerms t;
+  Flops rest_flops = 0;
   for (const Kernel& k : op_kernels(s, op)) {
-    if (const auto t = measured_time(*profile_, k)) {
-      measured += *t * k.repeat;
+    if (const auto measured = measured_time(*profile_, k)) {
+      t.fixed += *measured * k.repeat;
       continue;
     }
     const KernelTotals rest = kernel_set_totals(std::span<const Kernel>(&k, 1));
     rest_flops += rest.flops;
-    rest_attention += rest.attention_flops;
-    rest_bytes += rest.memory_bytes;
+    t.attention += rest.attention_flops;
+    t.memory_bytes += rest.memory_bytes;
   }
-  const bool rest = rest_flops > 0 || rest_bytes > 0;
-  return measured + (rest ? compute_time(rest_flops, rest_bytes, rest_attention) : 0);
+  t.matmul = std::max(0.0, rest_flops - t.attention);
+  if (rest_flops > 0 || t.memory_bytes > 0) t.fixed += compute_.kernel_floor;
+  return t;
+}
+
+std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op& op) const {
+  if (op.fixed_time) return std::nullopt;
+  const auto memory_bound = [&](Bytes traffic) {
+    return ComputeTerms{compute_.kernel_floor, 0, 0, traffic};
+  };
+  switch (op.kind) {
+    case OpKind::forward:
+    case OpKind::backward:
+    case OpKind::recompute:
+      if (profile_ && op.kernels != kNone) return profiled_terms(s, op);
+      return ComputeTerms{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
+                          op.attention_flops, op.bytes};
+    case OpKind::copy_in:
+    case OpKind::copy_out:
+    case OpKind::reduce_copy_in:
+    case OpKind::grad_div:
+      return memory_bound(2 * op.bytes);  // read and write
+    case OpKind::reshard:
+      if (op.bytes > 0) return memory_bound(2 * op.bytes);
+      return std::nullopt;
+    case OpKind::optimizer_step:
+      if (s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu)
+        return std::nullopt;
+      return memory_bound(op.bytes);  // multi-tensor Adam is memory-bound
+    default:
+      return std::nullopt;
+  }
 }
 
 OpCost CostModel::cost(const Schedule& s, const Op& op) const {
@@ -100,27 +148,17 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::forward:
     case OpKind::backward:
     case OpKind::recompute:
-      c.resource = Resource::gpu;
-      if (op.fixed_time) {
-        c.duration = *op.fixed_time;
-      } else if (profile_ && op.kernels != kNone) {
-        c.duration = profiled_compute_time(s, op);
-      } else {
-        c.duration = compute_time(op.flops, op.bytes, op.attention_flops);
-      }
-      return c;
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:
     case OpKind::grad_div:
       c.resource = Resource::gpu;
-      c.duration =
-          op.fixed_time ? *op.fixed_time : compute_time(0, 2 * op.bytes);  // read and write
+      c.duration = op.fixed_time ? *op.fixed_time : time_of(*compute_terms(s, op));
       return c;
     case OpKind::reshard:
-      if (op.bytes > 0) {
+      if (const auto terms = compute_terms(s, op)) {
         c.resource = Resource::gpu;
-        c.duration = compute_time(0, 2 * op.bytes);
+        c.duration = time_of(*terms);
       }
       return c;
     case OpKind::optimizer_step:
@@ -130,7 +168,7 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
                                     "the CPU optimizer step");
       } else {
         c.resource = Resource::gpu;
-        c.duration = compute_time(0, op.bytes);  // multi-tensor Adam is memory-bound
+        c.duration = op.fixed_time ? *op.fixed_time : time_of(*compute_terms(s, op));
       }
       return c;
     case OpKind::all_gather:
@@ -153,6 +191,9 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
                                         : (h2d ? profile_->h2d_pageable : profile_->d2h_pageable);
         if (measured > 0) bw = measured;
       }
+      // A rate fitted to this scenario's own runs wins over both.
+      if (cluster_.calibration && cluster_.calibration->pcie_bandwidth)
+        bw = cluster_.calibration->pcie_bandwidth->value;
       c.duration = cluster_.pcie.latency +
                    op_duration_ns(static_cast<double>(op.bytes) / bw, "a host-device copy");
       return c;

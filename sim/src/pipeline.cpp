@@ -29,6 +29,11 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
     r.simulation.timeline.provenance.device +=
         fmt::format(" (kernel times measured on {})", profile->device);
   }
+  if (r.scenario.cluster.calibration) {
+    r.simulation.timeline.provenance.device += fmt::format(
+        " (calibrated to {} measured run{})", r.scenario.cluster.calibration->measured.size(),
+        r.scenario.cluster.calibration->measured.size() == 1 ? "" : "s");
+  }
   r.summary = summarize(r.schedule, r.simulation);
   return r;
 }

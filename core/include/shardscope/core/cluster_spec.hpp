@@ -11,6 +11,7 @@
 
 namespace shardscope {
 
+struct Calibration;
 struct DeviceProfile;
 
 struct PeakFlops {
@@ -76,6 +77,9 @@ struct ClusterSpec {
   HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
   NcclSpec nccl;
+  // Cost-model parameters fitted to measured runs (cluster.calibration, shardscope calibrate);
+  // null: the preset's and the cost model's own values.
+  std::shared_ptr<const Calibration> calibration;
 
   int world_size() const { return nodes * gpus_per_node; }
 };

@@ -11,6 +11,7 @@
 #include <array>
 #include <string_view>
 
+#include "shardscope/core/calibration.hpp"
 #include "shardscope/core/cluster_spec.hpp"
 #include "shardscope/core/schedule.hpp"
 
@@ -50,11 +51,16 @@ struct CollectiveModelParams {
   double reference_nic_gbps = 50.0;
 };
 
+/// The bytes a ring moves through the slowest link for a collective of S = `bytes` on `ranks`:
+/// S·(n−1)/n for all-gather and reduce-scatter, 2·S·(n−1)/n for all-reduce (nccl-tests' busbw).
+double bus_bytes(OpKind kind, Bytes bytes, int ranks);
+
 class CollectiveModel {
  public:
   CollectiveModel(const ClusterSpec& cluster, CollectiveModelParams params = {});
 
-  /// `bytes` = S, the gathered (all-gather), pre-scatter (reduce-scatter) or reduced buffer.
+  /// `bytes` = S, the gathered (all-gather), pre-scatter (reduce-scatter) or reduced buffer. A
+  /// shape the cluster's calibration fitted is priced latency + bus bytes / busbw, as fitted.
   CollectiveEstimate estimate(OpKind kind, Bytes bytes, int ranks, int nodes) const;
   /// Latency of one protocol (exposed for tests against NCCL's printed tables).
   double latency_us(OpKind kind, int ranks, int nodes, NcclProtocol protocol) const;

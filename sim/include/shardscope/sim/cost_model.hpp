@@ -10,11 +10,14 @@
 //   matmul_eff, attention_eff: cluster.gpu.matmul_efficiency / attention_efficiency
 //   clock = min(1, power_cap / tdp)^power_exponent                   (f ∝ P^(1/3) when V ∝ f)
 // Collectives: CollectiveModel (NCCL ring, protocol choice). Copies: PCIe pinned or pageable.
-// Fixed times from a custom model win over every formula.
+// Fixed times from a custom model win over every formula. A calibration (cluster.calibration)
+// replaces the parameters it fitted before anything is priced.
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "shardscope/core/calibration.hpp"
 #include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
@@ -39,6 +42,14 @@ struct InterferenceParams {
   double compute_slowdown = 0.08;
 };
 
+/// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
+struct ComputeTerms {
+  TimeNs fixed = 0;       // the kernel floor, plus kernels a device profile measured
+  Flops matmul = 0;       // GEMM FLOPs left on the roofline
+  Flops attention = 0;    // attention FLOPs left on the roofline
+  Bytes memory_bytes = 0; // HBM traffic of memory-bound kernels (read + write)
+};
+
 struct OpCost {
   TimeNs duration = 0;  // alone on an idle GPU
   Resource resource = Resource::none;
@@ -57,6 +68,11 @@ class CostModel {
   const DeviceProfile* device_profile() const { return profile_.get(); }
   /// Compute-only time of `flops` and `hbm_bytes` (exposed for tests).
   TimeNs compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops = 0) const;
+  /// The roofline terms of a GPU op the compute model prices (compute, copies, resharding, the
+  /// GPU optimizer step); nullopt for collectives, host copies, bookkeeping and fixed times.
+  std::optional<ComputeTerms> compute_terms(const Schedule& schedule, const Op& op) const;
+  /// compute_time of the terms: fixed + matmul/(peak·e_m·f/(f+h)) + attention/(…) + bytes/(…).
+  TimeNs time_of(const ComputeTerms& terms) const;
   FlopsPerSecond effective_peak() const { return peak_; }
   /// The facts a timeline of `schedule` carries for throughput and MFU (analysis::run_facts).
   RunFacts run_facts(const Schedule& schedule) const;
@@ -77,7 +93,8 @@ class CostModel {
   bool pinned_ = true;
   std::shared_ptr<const DeviceProfile> profile_;
 
-  TimeNs profiled_compute_time(const Schedule& schedule, const Op& op) const;
+  ComputeTerms profiled_terms(const Schedule& schedule, const Op& op) const;
+  void apply(const Calibration& calibration);
 };
 
 }  // namespace shardscope::sim

@@ -1,0 +1,519 @@
+#include "shardscope/sim/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "shardscope/core/error.hpp"
+#include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/least_squares.hpp"
+#include "shardscope/sim/pipeline.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr double kSignalShare = 0.01;  // a column must explain this share of measured time
+
+double seconds(TimeNs t) { return static_cast<double>(t) * 1e-9; }
+
+// --------------------------------------------------------------- compute
+
+// One compute sample as the roofline sees it; the h-dependent columns are built per candidate h.
+struct ComputeRow {
+  double y = 0;         // GPU work (gpu_work) − fixed, seconds
+  double measured = 0;  // seconds
+  double matmul = 0;    // FLOPs on the roofline
+  double matmul_ops = 0;
+  double attention = 0;
+  double attention_ops = 0;
+  double hbm = 0;         // seconds at full HBM bandwidth
+  double slowed = 0;      // seconds of shared GPU time while a collective ran (slowed_work)
+};
+
+enum ComputeParam : std::size_t { kMatmul, kAttention, kHbm, kSlowdown, kComputeParams };
+
+struct ComputeFit {
+  std::vector<double> beta;  // 1/e_m, 1/e_a, 1/e_h, s
+  double h = 0;
+};
+
+class ComputeFitter {
+ public:
+  ComputeFitter(std::vector<ComputeRow> rows, const CostModel& prior)
+      : rows_(std::move(rows)), peak_(prior.effective_peak()) {
+    const auto& gpu = prior.cluster().gpu;
+    problem_.prior = {1 / gpu.matmul_efficiency, 1 / gpu.attention_efficiency,
+                      1 / prior.compute_params().hbm_efficiency,
+                      prior.interference().compute_slowdown};
+    problem_.lo = {1, 1, 1, 0};
+    problem_.hi = {100, 100, 100, 0.9};
+    prior_h_ = prior.compute_params().half_efficiency_flops;
+    for (const auto& r : rows_) problem_.y.push_back(r.y);
+  }
+
+  const std::vector<ComputeRow>& rows() const { return rows_; }
+  double prior_h() const { return prior_h_; }
+  const std::vector<double>& prior() const { return problem_.prior; }
+
+  /// Which parameters the rows determine; the others are held at their priors.
+  void decide(bool sizes_differ) {
+    double total = 0, matmul = 0, attention = 0, hbm = 0, slowed = 0, size_term = 0;
+    int n_matmul = 0, n_attention = 0, n_hbm = 0, n_slowed = 0;
+    for (const auto& r : rows_) {
+      total += r.measured;
+      matmul += (r.matmul + prior_h_ * r.matmul_ops) / peak_ * problem_.prior[kMatmul];
+      attention += (r.attention + prior_h_ * r.attention_ops) / peak_ * problem_.prior[kAttention];
+      hbm += r.hbm * problem_.prior[kHbm];
+      size_term += prior_h_ * r.matmul_ops / peak_ * problem_.prior[kMatmul];
+      slowed += r.slowed;
+      n_matmul += r.matmul > 0;
+      n_attention += r.attention > 0;
+      n_hbm += r.hbm > 0;
+      n_slowed += r.slowed > 0;
+    }
+    const auto enough = [&](double part, int n) { return n >= 2 && part >= kSignalShare * total; };
+    free_ = {enough(matmul, n_matmul), enough(attention, n_attention), enough(hbm, n_hbm),
+             enough(slowed, n_slowed)};
+    // h shows only where small GEMMs run well below peak: GEMMs of several sizes, and the
+    // efficiency curve worth a share of the time at the prior h.
+    search_h_ = sizes_differ && free_[kMatmul] && enough(size_term, n_matmul);
+    for (std::size_t j = 0; j < kComputeParams; ++j) {
+      if (!free_[j]) problem_.lo[j] = problem_.hi[j] = problem_.prior[j];
+    }
+  }
+
+  bool is_free(std::size_t j) const { return free_[j]; }
+  bool searches_h() const { return search_h_; }
+
+  ComputeFit fit(const std::vector<int>& weights) {
+    if (!search_h_) return {solve(prior_h_, weights).beta, prior_h_};
+    // The error is smooth in log h: a grid finds the valley, golden sections refine it.
+    const auto sse = [&](double log_h) { return solve(std::pow(10.0, log_h), weights).sse; };
+    constexpr double kLo = 6, kHi = 12, kStep = 0.25;
+    double best = kLo;
+    double best_sse = sse(kLo);
+    for (double x = kLo + kStep; x <= kHi + 1e-9; x += kStep) {
+      const double e = sse(x);
+      if (e < best_sse) {
+        best_sse = e;
+        best = x;
+      }
+    }
+    double a = std::max(kLo, best - kStep), b = std::min(kHi, best + kStep);
+    const double ratio = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < 30; ++i) {
+      const double c = b - ratio * (b - a), d = a + ratio * (b - a);
+      if (sse(c) < sse(d)) {
+        b = d;
+      } else {
+        a = c;
+      }
+    }
+    const double h = std::pow(10.0, (a + b) / 2);
+    return {solve(h, weights).beta, h};
+  }
+
+ private:
+  LinearFit solve(double h, const std::vector<int>& weights) {
+    problem_.rows.resize(rows_.size());
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const auto& r = rows_[i];
+      problem_.rows[i] = {(r.matmul + h * r.matmul_ops) / peak_,
+                          (r.attention + h * r.attention_ops) / peak_, r.hbm, r.slowed};
+    }
+    return solve_least_squares(problem_, weights);
+  }
+
+  std::vector<ComputeRow> rows_;
+  double peak_ = 0;
+  double prior_h_ = 0;
+  LinearProblem problem_;
+  std::vector<bool> free_ = std::vector<bool>(kComputeParams, false);
+  bool search_h_ = false;
+};
+
+// The compute rows of the fitted samples whose every op the roofline prices.
+std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& schedule,
+                                     const CostModel& costs, double* min_op_matmul,
+                                     double* max_op_matmul) {
+  std::vector<ComputeRow> rows;
+  const double hbm_bw = costs.cluster().gpu.hbm_bandwidth;
+  for (const auto& s : set.samples) {
+    if (s.cls != SampleClass::compute || s.held_out || s.measured <= 0 || s.ops.empty()) continue;
+    ComputeRow row;
+    TimeNs fixed = 0;
+    bool priced = true;
+    for (OpId id : s.ops) {
+      const auto terms = costs.compute_terms(schedule, schedule.ops[static_cast<std::size_t>(id)]);
+      if (!terms) {
+        priced = false;
+        break;
+      }
+      fixed += terms->fixed;
+      row.matmul += terms->matmul;
+      row.matmul_ops += terms->matmul > 0;
+      row.attention += terms->attention;
+      row.attention_ops += terms->attention > 0;
+      row.hbm += static_cast<double>(terms->memory_bytes) / hbm_bw;
+      if (terms->matmul > 0) {
+        *min_op_matmul = std::min(*min_op_matmul, terms->matmul);
+        *max_op_matmul = std::max(*max_op_matmul, terms->matmul);
+      }
+    }
+    if (!priced) continue;
+    row.measured = seconds(s.measured);
+    row.y = (s.gpu_work - static_cast<double>(fixed)) * 1e-9;
+    row.slowed = s.slowed_work * 1e-9;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// --------------------------------------------------------------- latency + bytes / bandwidth
+
+// Rows (1, x) → (latency, 1/bandwidth). With one message size the two cannot be told apart, so
+// the latency is held at its prior; a bootstrap resample is judged the same way on its own rows.
+struct AffineFit {
+  std::vector<double> x;  // bytes (bus bytes for collectives)
+  std::vector<double> y;  // seconds
+  double prior_latency = 0;
+  double prior_bandwidth = 0;
+
+  /// Whether the rows drawn (weights; empty: all) have sizes at least 2× apart, 3 rows or more.
+  bool latency_free(const std::vector<int>& weights = {}) const {
+    double lo = INFINITY, hi = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (!weights.empty() && weights[i] == 0) continue;
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
+      n += weights.empty() ? 1 : weights[i];
+    }
+    return n >= 3 && lo > 0 && hi >= 2 * lo;
+  }
+
+  std::pair<double, double> fit(const std::vector<int>& weights) const {
+    const bool free = latency_free(weights);
+    LinearProblem p;
+    for (std::size_t i = 0; i < x.size(); ++i) p.rows.push_back({1.0, x[i]});
+    p.y = y;
+    p.prior = {prior_latency, 1 / prior_bandwidth};
+    p.lo = {free ? 0.0 : prior_latency, 1 / 1e13};
+    p.hi = {free ? 0.1 : prior_latency, 1 / 1e6};
+    const auto beta = solve_least_squares(p, weights).beta;
+    return {beta[0], 1 / beta[1]};
+  }
+};
+
+// --------------------------------------------------------------- bootstrap
+
+// Fits once on every row and `resamples` times on bootstrap resamples; `fit` maps row weights to
+// the parameter values. Each FittedValue gets its value and the 2.5–97.5 % percentiles.
+std::vector<FittedValue> with_intervals(
+    std::size_t rows, int resamples, std::mt19937_64& engine,
+    const std::function<std::vector<double>(const std::vector<int>&)>& fit) {
+  const std::vector<double> point = fit({});
+  std::vector<std::vector<double>> draws(point.size());
+  for (int b = 0; b < resamples; ++b) {
+    const auto values = fit(bootstrap_weights(rows, engine));
+    for (std::size_t j = 0; j < values.size(); ++j) draws[j].push_back(values[j]);
+  }
+  std::vector<FittedValue> out;
+  for (std::size_t j = 0; j < point.size(); ++j) {
+    FittedValue v{point[j], point[j], point[j], static_cast<int>(rows)};
+    if (resamples > 0) {
+      v.low = quantile(draws[j], 0.025);
+      v.high = quantile(draws[j], 0.975);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// --------------------------------------------------------------- errors
+
+ErrorPair error_of(const std::vector<double>& measured, const std::vector<double>& before,
+                   const std::vector<double>& after) {
+  ErrorPair e;
+  double total = 0, db = 0, da = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    total += measured[i];
+    db += std::fabs(before[i] - measured[i]);
+    da += std::fabs(after[i] - measured[i]);
+  }
+  e.count = static_cast<int>(measured.size());
+  if (total > 0) {
+    e.before = 100 * db / total;
+    e.after = 100 * da / total;
+  }
+  return e;
+}
+
+std::vector<ErrorRow> errors(const SampleSet& set, const std::vector<TimeNs>& before,
+                             const std::vector<TimeNs>& after, TimeNs step_before,
+                             TimeNs step_after) {
+  std::vector<ErrorRow> rows;
+  const auto row = [&](const std::string& name, const std::function<bool(SampleClass)>& take) {
+    ErrorRow r{name, {}, {}};
+    for (bool held : {false, true}) {
+      std::vector<double> m, b, a;
+      for (std::size_t i = 0; i < set.samples.size(); ++i) {
+        const auto& s = set.samples[i];
+        if (s.held_out != held || !take(s.cls) || before[i] < 0 || after[i] < 0) continue;
+        m.push_back(seconds(s.measured));
+        b.push_back(seconds(before[i]));
+        a.push_back(seconds(after[i]));
+      }
+      (held ? r.held_out : r.fitted) = error_of(m, b, a);
+    }
+    if (r.fitted.count + r.held_out.count > 0) rows.push_back(r);
+  };
+  for (auto cls : {SampleClass::compute, SampleClass::collective, SampleClass::host_copy})
+    row(std::string(to_string(cls)), [cls](SampleClass c) { return c == cls; });
+  row("all ops", [](SampleClass) { return true; });
+  // Step time: a run's first iteration has no previous one to start from, so it is left out
+  // when the run has others.
+  std::map<int, int> per_run;
+  for (const auto& s : set.steps) ++per_run[s.run];
+  ErrorRow step{"step time", {}, {}};
+  for (bool held : {false, true}) {
+    std::vector<double> m, b, a;
+    std::map<int, bool> first_seen;
+    for (const auto& s : set.steps) {
+      const bool first = !first_seen[s.run];
+      first_seen[s.run] = true;
+      if (s.held_out != held || (first && per_run[s.run] > 1)) continue;
+      m.push_back(seconds(s.time));
+      b.push_back(seconds(step_before));
+      a.push_back(seconds(step_after));
+    }
+    (held ? step.held_out : step.fitted) = error_of(m, b, a);
+  }
+  rows.push_back(step);
+  return rows;
+}
+
+std::string shape_name(OpKind kind, int ranks, int nodes) {
+  return fmt::format("{} {} ranks {} node{}", to_string(kind), ranks, nodes, nodes == 1 ? "" : "s");
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline>& measured,
+                            const std::vector<std::string>& names,
+                            const CalibrateOptions& options) {
+  CalibrationResult result;
+  const PipelineResult prior_run = simulate_scenario(scenario);
+  const Schedule& schedule = prior_run.schedule;
+  const CostModel prior(scenario);
+  result.samples = match_samples(prior_run.timeline(), measured, options.holdout);
+  const SampleSet& set = result.samples;
+  if (set.samples.empty()) {
+    throw ValidationError({Problem{names.empty() ? std::string() : names.front(), "",
+                                   "no measured op matches the scenario's schedule (iteration, "
+                                   "phase, group and kind)",
+                                   "timelines or traces of a run of this scenario"}});
+  }
+  Calibration cal = scenario.cluster.calibration ? *scenario.cluster.calibration : Calibration{};
+  cal.scenario = scenario.source.empty() ? scenario.model.name : scenario.source;
+  cal.measured = names;
+  cal.version = std::string(shardscope_version());
+  std::mt19937_64 engine(options.seed);
+
+  // Compute.
+  double min_op_matmul = INFINITY, max_op_matmul = 0;
+  ComputeFitter compute(compute_rows(set, schedule, prior, &min_op_matmul, &max_op_matmul), prior);
+  compute.decide(max_op_matmul >= 2 * min_op_matmul);
+  const auto fitted = with_intervals(
+      compute.rows().size(), compute.rows().empty() ? 0 : options.bootstrap, engine,
+      [&](const std::vector<int>& w) {
+        if (compute.rows().empty()) return std::vector<double>{};
+        const ComputeFit f = compute.fit(w);
+        return std::vector<double>{1 / f.beta[kMatmul], 1 / f.beta[kAttention], 1 / f.beta[kHbm],
+                                   f.beta[kSlowdown], f.h};
+      });
+  struct Named {
+    const char* name;
+    std::optional<FittedValue> Calibration::*field;
+    bool free;
+    const char* unit;
+  };
+  const Named compute_params[] = {
+      {"matmul efficiency", &Calibration::matmul_efficiency, compute.is_free(kMatmul), ""},
+      {"attention efficiency", &Calibration::attention_efficiency, compute.is_free(kAttention),
+       ""},
+      {"HBM efficiency", &Calibration::hbm_efficiency, compute.is_free(kHbm), ""},
+      {"compute slowdown", &Calibration::compute_slowdown, compute.is_free(kSlowdown), ""},
+      {"half-efficiency size", &Calibration::half_efficiency_flops, compute.searches_h(),
+       "FLOPs"},
+  };
+  const double priors[] = {1 / compute.prior()[kMatmul], 1 / compute.prior()[kAttention],
+                           1 / compute.prior()[kHbm], compute.prior()[kSlowdown], compute.prior_h()};
+  for (std::size_t j = 0; j < std::size(compute_params); ++j) {
+    const auto& p = compute_params[j];
+    ParameterReport r{p.name, p.unit, priors[j], std::nullopt, {}};
+    if (p.free && !fitted.empty()) {
+      r.fitted = fitted[j];
+      cal.*p.field = fitted[j];
+    } else {
+      r.note = compute.rows().empty()     ? "no compute samples"
+               : j == 4 ? "not determined: the curve moves under 1 % of the time"
+               : j == kSlowdown           ? "not determined: too little compute overlaps a collective"
+                                          : "not determined: under 1 % of the measured time";
+    }
+    result.parameters.push_back(r);
+  }
+
+  // Collectives, per communicator shape.
+  std::map<std::tuple<OpKind, int, int>, AffineFit> shapes;
+  for (const auto& s : set.samples) {
+    if (s.cls != SampleClass::collective || s.held_out || s.ops.size() != 1) continue;
+    const Op& op = schedule.ops[static_cast<std::size_t>(s.ops.front())];
+    const auto& comm = schedule.communicators[static_cast<std::size_t>(op.comm)];
+    if (comm.size < 2 || op.bytes <= 0 || op.fixed_time) continue;
+    if (s.measured_bytes > 0 &&
+        std::fabs(static_cast<double>(s.measured_bytes - op.bytes)) >
+            0.01 * static_cast<double>(op.bytes)) {
+      ++result.bytes_mismatches;
+    }
+    auto& f = shapes[{op.kind, comm.size, comm.nodes}];
+    f.x.push_back(bus_bytes(op.kind, op.bytes, comm.size));
+    f.y.push_back(seconds(s.measured));
+  }
+  for (auto& [shape, f] : shapes) {
+    const auto [kind, ranks, nodes] = shape;
+    const auto& model = prior.collectives();
+    std::vector<double> sorted = f.x;
+    std::sort(sorted.begin(), sorted.end());
+    const auto median_bytes = static_cast<Bytes>(sorted[sorted.size() / 2] * ranks / (ranks - 1) /
+                                                 (kind == OpKind::all_reduce ? 2 : 1));
+    f.prior_latency = seconds(model.estimate(kind, median_bytes, ranks, nodes).latency);
+    f.prior_bandwidth = model.bus_bandwidth(kind, ranks, nodes);
+    if (const auto* old = cal.collective(kind, ranks, nodes)) {
+      f.prior_latency = old->latency.value;
+      f.prior_bandwidth = old->busbw.value;
+    }
+    const auto v = with_intervals(f.x.size(), options.bootstrap, engine,
+                                  [&](const std::vector<int>& w) {
+                                    const auto [latency, bw] = f.fit(w);
+                                    return std::vector<double>{latency, bw};
+                                  });
+    CollectiveCalibration c{kind, ranks, nodes, v[0], v[1]};
+    const std::string name = shape_name(kind, ranks, nodes);
+    result.parameters.push_back({name + " busbw", "B/s", f.prior_bandwidth, v[1], {}});
+    ParameterReport latency{name + " latency", "s", f.prior_latency, v[0], {}};
+    if (!f.latency_free()) {
+      c.latency = {f.prior_latency, f.prior_latency, f.prior_latency, 0};
+      latency.fitted.reset();
+      latency.note = "held: one message size";
+    }
+    result.parameters.push_back(latency);
+    std::erase_if(cal.collectives, [&](const CollectiveCalibration& x) {
+      return x.kind == kind && x.ranks == ranks && x.nodes == nodes;
+    });
+    cal.collectives.push_back(c);
+  }
+
+  // Host↔device copies.
+  AffineFit pcie;
+  for (const auto& s : set.samples) {
+    if (s.cls != SampleClass::host_copy || s.held_out || s.ops.size() != 1) continue;
+    pcie.x.push_back(static_cast<double>(schedule.ops[static_cast<std::size_t>(s.ops[0])].bytes));
+    pcie.y.push_back(seconds(s.measured));
+  }
+  const auto& link = prior.cluster().pcie;
+  pcie.prior_latency = seconds(link.latency);
+  pcie.prior_bandwidth = scenario.fsdp.cpu_offload.pin_memory ? link.pinned_bandwidth
+                                                               : link.pageable_bandwidth;
+  if (cal.pcie_bandwidth) pcie.prior_bandwidth = cal.pcie_bandwidth->value;
+  if (pcie.x.size() >= 2) {
+    const auto v = with_intervals(pcie.x.size(), options.bootstrap, engine,
+                                  [&](const std::vector<int>& w) {
+                                    const auto [latency, bw] = pcie.fit(w);
+                                    return std::vector<double>{latency, bw};
+                                  });
+    cal.pcie_bandwidth = v[1];
+    result.parameters.push_back({"PCIe bandwidth", "B/s", pcie.prior_bandwidth, v[1], {}});
+    ParameterReport latency{"PCIe latency", "s", pcie.prior_latency, v[0], {}};
+    if (pcie.latency_free()) {
+      cal.pcie_latency = v[0];
+    } else {
+      latency.fitted.reset();
+      latency.note = "held: one copy size";
+    }
+    result.parameters.push_back(latency);
+  }
+  result.parameters.push_back({"launch and hook overheads", "s",
+                               seconds(prior.cluster().cpu.launch_overhead), std::nullopt,
+                               "not fitted: timelines carry GPU ops, not CPU issue times"});
+  std::sort(cal.collectives.begin(), cal.collectives.end(),
+            [](const CollectiveCalibration& a, const CollectiveCalibration& b) {
+              return std::tie(a.kind, a.ranks, a.nodes) < std::tie(b.kind, b.ranks, b.nodes);
+            });
+
+  // Before and after, through the simulator.
+  Scenario calibrated = scenario;
+  calibrated.cluster.calibration = std::make_shared<const Calibration>(cal);
+  const PipelineResult after_run = simulate_scenario(calibrated);
+  result.step_before = prior_run.summary.step_time;
+  result.step_after = after_run.summary.step_time;
+  result.errors = errors(set, simulated_times(set, prior_run.timeline()),
+                         simulated_times(set, after_run.timeline()), result.step_before,
+                         result.step_after);
+  result.calibration = std::move(cal);
+  return result;
+}
+
+std::string calibration_report(const CalibrationResult& r) {
+  const SampleSet& s = r.samples;
+  std::string out = fmt::format(
+      "calibrated {} on {} measured run{}: {} iterations ({} fitted, {} held out), {} samples\n",
+      r.calibration.scenario, r.calibration.measured.size(),
+      r.calibration.measured.size() == 1 ? "" : "s", s.iterations,
+      s.iterations - s.held_out_iterations, s.held_out_iterations, s.samples.size());
+  if (s.unmatched_ops > 0) {
+    out += fmt::format("  {} measured ops ({}) match nothing in the schedule and are left out\n",
+                       s.unmatched_ops, format_duration(s.unmatched_time));
+  }
+  if (r.bytes_mismatches > 0) {
+    out += fmt::format(
+        "  {} collectives moved other bytes than the schedule's: is this the scenario that ran?\n",
+        r.bytes_mismatches);
+  }
+  const auto value = [](double v, const std::string& unit) {
+    if (unit == "B/s") return format_bandwidth(v);
+    if (unit == "s") return format_duration(static_cast<TimeNs>(std::llround(v * 1e9)));
+    if (unit == "FLOPs") return fmt::format("{:.3g} FLOPs", v);
+    return fmt::format("{:.1f} %", 100 * v);
+  };
+  out += fmt::format("\n  {:<36}{:>14}{:>14}{:>30}{:>9}\n", "parameter", "prior", "fitted",
+                     "95 % interval", "samples");
+  for (const auto& p : r.parameters) {
+    if (!p.fitted) {
+      out += fmt::format("  {:<36}{:>14}  {}\n", p.name, value(p.prior, p.unit), p.note);
+      continue;
+    }
+    out += fmt::format("  {:<36}{:>14}{:>14}{:>30}{:>9}\n", p.name, value(p.prior, p.unit),
+                       value(p.fitted->value, p.unit),
+                       fmt::format("{} – {}", value(p.fitted->low, p.unit),
+                                   value(p.fitted->high, p.unit)),
+                       p.fitted->samples);
+  }
+  out += fmt::format("\n  simulated step time            {} before, {} after\n",
+                     format_duration(r.step_before), format_duration(r.step_after));
+  out += fmt::format("  error Σ|simulated − measured| / Σ measured\n");
+  out += fmt::format("  {:<16}{:>28}{:>28}\n", "", "fitted iterations", "held-out iterations");
+  const auto pair = [](const ErrorPair& e) {
+    if (e.count == 0) return std::string("–");
+    return fmt::format("{:.1f} % → {:.1f} % ({})", e.before, e.after, e.count);
+  };
+  for (const auto& e : r.errors)
+    out += fmt::format("  {:<16}{:>28}{:>28}\n", e.name, pair(e.fitted), pair(e.held_out));
+  return out;
+}
+
+}  // namespace shardscope::sim
