@@ -15,8 +15,8 @@ namespace {
 using namespace shardscope::cli;
 
 constexpr std::array<std::string_view, 12> kCommands{
-    "presets", "keys",    "validate", "lower",  "simulate",  "sweep",
-    "run",     "summarize", "compare", "import", "calibrate", "profile-device"};
+    "presets", "keys",      "validate", "lower",  "simulate",  "sweep",
+    "run",     "summarize", "compare",  "import", "calibrate", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();

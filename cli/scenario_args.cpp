@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/calibration.hpp"
+#include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/device_profile.hpp"
 
 namespace shardscope::cli {
@@ -56,15 +56,14 @@ std::shared_ptr<const T> load_option_file(const char* option, const std::string&
 
 void apply_measured_file_args(Scenario& scenario, const ScenarioArgs& args) {
   if (!args.device_profile.empty()) {
-    scenario.cluster.gpu.device_profile =
-        load_option_file<DeviceProfile>("--device-profile", args.device_profile,
-                                        shared_device_profile,
-                                        "a profile written by shardscope profile-device");
+    scenario.cluster.gpu.device_profile = load_option_file<DeviceProfile>(
+        "--device-profile", args.device_profile, shared_device_profile,
+        "a profile written by shardscope profile-device");
   }
   if (!args.calibration.empty()) {
-    scenario.cluster.calibration = load_option_file<Calibration>(
-        "--calibration", args.calibration, shared_calibration,
-        "a calibration written by shardscope calibrate");
+    scenario.cluster.calibration =
+        load_option_file<Calibration>("--calibration", args.calibration, shared_calibration,
+                                      "a calibration written by shardscope calibrate");
   }
 }
 

@@ -8,8 +8,8 @@
 #include <charconv>
 #include <set>
 
-#include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/calibration.hpp"
+#include "shardscope/core/config_reader.hpp"
 #include "shardscope/core/device_profile.hpp"
 #include "shardscope/core/hf_config.hpp"
 #include "shardscope/core/model_presets.hpp"
@@ -419,7 +419,8 @@ ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
 // A file another of shardscope's commands wrote, named by `key` relative to the scenario; its
 // problems become the scenario's, under that key.
 template <typename T, typename Load>
-std::shared_ptr<const T> read_linked_file(ConfigReader& r, const char* key, const std::string& given,
+std::shared_ptr<const T> read_linked_file(ConfigReader& r, const char* key,
+                                          const std::string& given,
                                           const std::filesystem::path& base_dir, Load load,
                                           const char* expected) {
   std::filesystem::path path(given);
@@ -462,9 +463,9 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
   if (auto profile = r.get_string("cluster.gpu.device_profile")) {
-    c.gpu.device_profile =
-        read_linked_file<DeviceProfile>(r, "cluster.gpu.device_profile", *profile, base_dir,
-                                        shared_device_profile, "a profile written by profile-device");
+    c.gpu.device_profile = read_linked_file<DeviceProfile>(
+        r, "cluster.gpu.device_profile", *profile, base_dir, shared_device_profile,
+        "a profile written by profile-device");
   }
   if (auto calibration = r.get_string("cluster.calibration")) {
     c.calibration =

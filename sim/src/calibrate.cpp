@@ -18,7 +18,9 @@ namespace {
 
 constexpr double kSignalShare = 0.01;  // a column must explain this share of measured time
 
-double seconds(TimeNs t) { return static_cast<double>(t) * 1e-9; }
+double seconds(TimeNs t) {
+  return static_cast<double>(t) * 1e-9;
+}
 
 // --------------------------------------------------------------- compute
 
@@ -30,8 +32,8 @@ struct ComputeRow {
   double matmul_ops = 0;
   double attention = 0;
   double attention_ops = 0;
-  double hbm = 0;         // seconds at full HBM bandwidth
-  double slowed = 0;      // seconds of shared GPU time while a collective ran (slowed_work)
+  double hbm = 0;     // seconds at full HBM bandwidth
+  double slowed = 0;  // seconds of shared GPU time while a collective ran (slowed_work)
 };
 
 enum ComputeParam : std::size_t { kMatmul, kAttention, kHbm, kSlowdown, kComputeParams };
@@ -328,14 +330,14 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   double min_op_matmul = INFINITY, max_op_matmul = 0;
   ComputeFitter compute(compute_rows(set, schedule, prior, &min_op_matmul, &max_op_matmul), prior);
   compute.decide(max_op_matmul >= 2 * min_op_matmul);
-  const auto fitted = with_intervals(
-      compute.rows().size(), compute.rows().empty() ? 0 : options.bootstrap, engine,
-      [&](const std::vector<int>& w) {
-        if (compute.rows().empty()) return std::vector<double>{};
-        const ComputeFit f = compute.fit(w);
-        return std::vector<double>{1 / f.beta[kMatmul], 1 / f.beta[kAttention], 1 / f.beta[kHbm],
-                                   f.beta[kSlowdown], f.h};
-      });
+  const auto fitted =
+      with_intervals(compute.rows().size(), compute.rows().empty() ? 0 : options.bootstrap, engine,
+                     [&](const std::vector<int>& w) {
+                       if (compute.rows().empty()) return std::vector<double>{};
+                       const ComputeFit f = compute.fit(w);
+                       return std::vector<double>{1 / f.beta[kMatmul], 1 / f.beta[kAttention],
+                                                  1 / f.beta[kHbm], f.beta[kSlowdown], f.h};
+                     });
   struct Named {
     const char* name;
     std::optional<FittedValue> Calibration::*field;
@@ -344,15 +346,14 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   };
   const Named compute_params[] = {
       {"matmul efficiency", &Calibration::matmul_efficiency, compute.is_free(kMatmul), ""},
-      {"attention efficiency", &Calibration::attention_efficiency, compute.is_free(kAttention),
-       ""},
+      {"attention efficiency", &Calibration::attention_efficiency, compute.is_free(kAttention), ""},
       {"HBM efficiency", &Calibration::hbm_efficiency, compute.is_free(kHbm), ""},
       {"compute slowdown", &Calibration::compute_slowdown, compute.is_free(kSlowdown), ""},
-      {"half-efficiency size", &Calibration::half_efficiency_flops, compute.searches_h(),
-       "FLOPs"},
+      {"half-efficiency size", &Calibration::half_efficiency_flops, compute.searches_h(), "FLOPs"},
   };
   const double priors[] = {1 / compute.prior()[kMatmul], 1 / compute.prior()[kAttention],
-                           1 / compute.prior()[kHbm], compute.prior()[kSlowdown], compute.prior_h()};
+                           1 / compute.prior()[kHbm], compute.prior()[kSlowdown],
+                           compute.prior_h()};
   for (std::size_t j = 0; j < std::size(compute_params); ++j) {
     const auto& p = compute_params[j];
     ParameterReport r{p.name, p.unit, priors[j], std::nullopt, {}};
@@ -360,10 +361,10 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       r.fitted = fitted[j];
       cal.*p.field = fitted[j];
     } else {
-      r.note = compute.rows().empty()     ? "no compute samples"
-               : j == 4 ? "not determined: the curve moves under 1 % of the time"
-               : j == kSlowdown           ? "not determined: too little compute overlaps a collective"
-                                          : "not determined: under 1 % of the measured time";
+      r.note = compute.rows().empty() ? "no compute samples"
+               : j == 4               ? "not determined: the curve moves under 1 % of the time"
+               : j == kSlowdown       ? "not determined: too little compute overlaps a collective"
+                                      : "not determined: under 1 % of the measured time";
     }
     result.parameters.push_back(r);
   }
@@ -375,17 +376,17 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
     const Op& op = schedule.ops[static_cast<std::size_t>(s.ops.front())];
     const auto& comm = schedule.communicators[static_cast<std::size_t>(op.comm)];
     if (comm.size < 2 || op.bytes <= 0 || op.fixed_time) continue;
-    if (s.measured_bytes > 0 &&
-        std::fabs(static_cast<double>(s.measured_bytes - op.bytes)) >
-            0.01 * static_cast<double>(op.bytes)) {
+    if (s.measured_bytes > 0 && std::fabs(static_cast<double>(s.measured_bytes - op.bytes)) >
+                                    0.01 * static_cast<double>(op.bytes)) {
       ++result.bytes_mismatches;
     }
     auto& f = shapes[{op.kind, comm.size, comm.nodes}];
     f.x.push_back(bus_bytes(op.kind, op.bytes, comm.size));
     f.y.push_back(seconds(s.measured));
   }
-  for (auto& [shape, f] : shapes) {
-    const auto [kind, ranks, nodes] = shape;
+  for (auto& entry : shapes) {
+    AffineFit& f = entry.second;  // named, not bound: lambdas below capture it
+    const auto [kind, ranks, nodes] = entry.first;
     const auto& model = prior.collectives();
     std::vector<double> sorted = f.x;
     std::sort(sorted.begin(), sorted.end());
@@ -397,11 +398,11 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       f.prior_latency = old->latency.value;
       f.prior_bandwidth = old->busbw.value;
     }
-    const auto v = with_intervals(f.x.size(), options.bootstrap, engine,
-                                  [&](const std::vector<int>& w) {
-                                    const auto [latency, bw] = f.fit(w);
-                                    return std::vector<double>{latency, bw};
-                                  });
+    const auto v =
+        with_intervals(f.x.size(), options.bootstrap, engine, [&](const std::vector<int>& w) {
+          const auto [latency, bw] = f.fit(w);
+          return std::vector<double>{latency, bw};
+        });
     CollectiveCalibration c{kind, ranks, nodes, v[0], v[1]};
     const std::string name = shape_name(kind, ranks, nodes);
     result.parameters.push_back({name + " busbw", "B/s", f.prior_bandwidth, v[1], {}});
@@ -412,8 +413,8 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       latency.note = "held: one message size";
     }
     result.parameters.push_back(latency);
-    std::erase_if(cal.collectives, [&](const CollectiveCalibration& x) {
-      return x.kind == kind && x.ranks == ranks && x.nodes == nodes;
+    std::erase_if(cal.collectives, [&c](const CollectiveCalibration& x) {
+      return x.kind == c.kind && x.ranks == c.ranks && x.nodes == c.nodes;
     });
     cal.collectives.push_back(c);
   }
@@ -427,15 +428,15 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   }
   const auto& link = prior.cluster().pcie;
   pcie.prior_latency = seconds(link.latency);
-  pcie.prior_bandwidth = scenario.fsdp.cpu_offload.pin_memory ? link.pinned_bandwidth
-                                                               : link.pageable_bandwidth;
+  pcie.prior_bandwidth =
+      scenario.fsdp.cpu_offload.pin_memory ? link.pinned_bandwidth : link.pageable_bandwidth;
   if (cal.pcie_bandwidth) pcie.prior_bandwidth = cal.pcie_bandwidth->value;
   if (pcie.x.size() >= 2) {
-    const auto v = with_intervals(pcie.x.size(), options.bootstrap, engine,
-                                  [&](const std::vector<int>& w) {
-                                    const auto [latency, bw] = pcie.fit(w);
-                                    return std::vector<double>{latency, bw};
-                                  });
+    const auto v =
+        with_intervals(pcie.x.size(), options.bootstrap, engine, [&](const std::vector<int>& w) {
+          const auto [latency, bw] = pcie.fit(w);
+          return std::vector<double>{latency, bw};
+        });
     cal.pcie_bandwidth = v[1];
     result.parameters.push_back({"PCIe bandwidth", "B/s", pcie.prior_bandwidth, v[1], {}});
     ParameterReport latency{"PCIe latency", "s", pcie.prior_latency, v[0], {}};
@@ -461,9 +462,9 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   const PipelineResult after_run = simulate_scenario(calibrated);
   result.step_before = prior_run.summary.step_time;
   result.step_after = after_run.summary.step_time;
-  result.errors = errors(set, simulated_times(set, prior_run.timeline()),
-                         simulated_times(set, after_run.timeline()), result.step_before,
-                         result.step_after);
+  result.errors =
+      errors(set, simulated_times(set, prior_run.timeline()),
+             simulated_times(set, after_run.timeline()), result.step_before, result.step_after);
   result.calibration = std::move(cal);
   return result;
 }
@@ -497,11 +498,11 @@ std::string calibration_report(const CalibrationResult& r) {
       out += fmt::format("  {:<36}{:>14}  {}\n", p.name, value(p.prior, p.unit), p.note);
       continue;
     }
-    out += fmt::format("  {:<36}{:>14}{:>14}{:>30}{:>9}\n", p.name, value(p.prior, p.unit),
-                       value(p.fitted->value, p.unit),
-                       fmt::format("{} – {}", value(p.fitted->low, p.unit),
-                                   value(p.fitted->high, p.unit)),
-                       p.fitted->samples);
+    out += fmt::format(
+        "  {:<36}{:>14}{:>14}{:>30}{:>9}\n", p.name, value(p.prior, p.unit),
+        value(p.fitted->value, p.unit),
+        fmt::format("{} – {}", value(p.fitted->low, p.unit), value(p.fitted->high, p.unit)),
+        p.fitted->samples);
   }
   out += fmt::format("\n  simulated step time            {} before, {} after\n",
                      format_duration(r.step_before), format_duration(r.step_after));

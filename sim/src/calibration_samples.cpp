@@ -7,7 +7,6 @@
 #include <set>
 #include <tuple>
 
-
 namespace shardscope::sim {
 namespace {
 
@@ -173,8 +172,7 @@ SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& 
     const int held = static_cast<int>(std::ceil(holdout * set.iterations));
     set.held_out_iterations = std::clamp(held, 1, set.iterations - 1);
   }
-  const std::set<std::pair<int, int>> held_out(pairs.end() - set.held_out_iterations,
-                                               pairs.end());
+  const std::set<std::pair<int, int>> held_out(pairs.end() - set.held_out_iterations, pairs.end());
   for (std::size_t r = 0; r < measured.size(); ++r) {
     const Timeline& t = measured[r];
     const auto shares = gpu_shares(t);

@@ -69,8 +69,7 @@ TimeNs CostModel::time_of(const ComputeTerms& t) const {
   double seconds = 0;
   const double size = compute_.half_efficiency_flops;
   if (t.matmul > 0) {
-    seconds +=
-        t.matmul / (peak_ * cluster_.gpu.matmul_efficiency * t.matmul / (t.matmul + size));
+    seconds += t.matmul / (peak_ * cluster_.gpu.matmul_efficiency * t.matmul / (t.matmul + size));
   }
   if (t.attention > 0) {
     seconds += t.attention /
@@ -84,8 +83,8 @@ TimeNs CostModel::time_of(const ComputeTerms& t) const {
 }
 
 TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flops) const {
-  return time_of({compute_.kernel_floor, std::max(0.0, flops - attention_flops), attention_flops,
-                  hbm_bytes});
+  return time_of(
+      {compute_.kernel_floor, std::max(0.0, flops - attention_flops), attention_flops, hbm_bytes});
 }
 
 // Measured kernels at their measured times; what the profile lacks on the roofline.

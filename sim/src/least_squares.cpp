@@ -63,7 +63,12 @@ void solve_free(const LinearProblem& p, const std::vector<int>& w, const std::ve
     }
   }
   for (std::size_t u = 0; u < k; ++u) {
-    const double lambda = p.ridge * std::max(scale[u], 1e-300);
+    if (scale[u] == 0) {  // no row sees it: it stays where the prior has it
+      a[u][u] = 1;
+      b[u] = p.prior[free[u]];
+      continue;
+    }
+    const double lambda = p.ridge * scale[u];
     a[u][u] += lambda;
     b[u] += lambda * p.prior[free[u]];
   }
@@ -86,8 +91,7 @@ LinearFit solve_least_squares(const LinearProblem& p, const std::vector<int>& we
     for (std::size_t j = 0; j < p.parameters(); ++j) {
       if (fixed[j]) continue;
       const double range = std::max(p.hi[j] - p.lo[j], 1e-300);
-      const double excess =
-          std::max(p.lo[j] - fit.beta[j], fit.beta[j] - p.hi[j]) / range;
+      const double excess = std::max(p.lo[j] - fit.beta[j], fit.beta[j] - p.hi[j]) / range;
       if (excess > worst_excess) {
         worst_excess = excess;
         worst = j;

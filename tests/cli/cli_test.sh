@@ -71,6 +71,7 @@ expect sweep-bad-grid 2 'key=v1,v2' -- sweep "$examples/llama3-8b-h100x8.yaml" -
 expect sweep-bad-budget 2 'memory-budget' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget lots
 # run: the host backend as threads and as processes (the launcher on loopback), summarize, compare.
 oracle="$examples/fsdp2-overlap-oracle.yaml"
+default="$examples/llama3-8b-h100x8.yaml"
 expect run-threads 0 'custom \(2 GPUs\), measured.*' -- run "$oracle" --timeline "$tmpdir/m.json" --json "$tmpdir/m-summary.json"
 expect run-checks-collectives 0 'collectives checked +18 on this process.s ranks' -- run "$oracle"
 expect run-processes 0 'host, rank 0 of 2 \(processes\)|collectives checked +9 on this process' -- run "$oracle" --nproc-per-node 2 --timeline "$tmpdir/p.json"
@@ -102,13 +103,24 @@ expect summarize-trace 0 'fsdp2_tiny.json \(8 GPUs\), imported' -- summarize "$t
 printf '{"traceEvents": [' > "$tmpdir/truncated.json"
 expect import-truncated 2 'truncated.json: .*not valid JSON' -- import "$tmpdir/truncated.json"
 expect import-missing 2 'cannot open the trace' -- import "$tmpdir/nope.json.gz"
+# Calibrate: a run made with slower GEMMs and NVLink, fitted, re-simulated at its step time.
+"$bin" simulate "$default" --set training.iterations=4 --set cluster.gpu.matmul_efficiency=0.4 --set cluster.nvlink.bandwidth=300GB/s --timeline "$tmpdir/slow.json" > "$tmpdir/slow.txt"
+slow_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/slow.txt" | grep -Eo '[0-9.]+ s')
+expect calibrate 0 'matmul efficiency +50.0 % +40\.[0-9] %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/cal.json"
+expect calibrate-step-error 0 'step time +[0-9.]+ % → 0.0 %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --bootstrap 0
+expect simulate-calibrated 0 "step time +$slow_step" -- simulate "$default" --calibration "$tmpdir/cal.json"
+expect validate-calibrated 0 'valid: yes' -- validate "$default" --set "cluster.calibration=$tmpdir/cal.json"
+expect calibrate-out-is-input 2 'is also a measured run' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/slow.json"
+expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$default" "$default"
+sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"
+expect calibration-bad-value 2 'bad_cal.json: compute.matmul_efficiency.value: 4 is out of range' -- simulate "$default" --calibration "$tmpdir/bad_cal.json"
+expect calibration-missing 2 'cluster.calibration' -- simulate "$default" --set cluster.calibration=nope.json
 sed 's/timeline\/2/timeline\/1/' "$tmpdir/s.json" > "$tmpdir/old.json"
 expect compare-old-timeline 2 'older timeline format' -- compare "$tmpdir/s.json" "$tmpdir/old.json"
 rm -rf "$tmpdir"
 
 # Hostile input: every class gets exit 2 with the file, key and what is allowed; nothing crashes.
 tmpdir=$(mktemp -d)
-default="$examples/llama3-8b-h100x8.yaml"
 expect number-too-large 2 "training.seq_len: expected an integer, got '1e999', a number beyond" -- validate "$default" --set training.seq_len=1e999
 expect number-too-small 2 "training.seq_len: .*'1e-999'" -- validate "$default" --set training.seq_len=1e-999
 expect huge-list-index 2 'model.groups' -- validate "$examples/fsdp2-overlap-oracle.yaml" --set 'model.groups[99999999999999999999].params=1'

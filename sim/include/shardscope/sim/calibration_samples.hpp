@@ -38,8 +38,8 @@ struct CalibrationSample {
   // gpu_work − s·slowed_work, with gpu_work = ∫ 1/k dt and slowed_work = ∫ c/k dt (ns).
   double gpu_work = 0;
   double slowed_work = 0;
-  Bytes measured_bytes = 0;       // collectives: the bytes the run recorded (0: none)
-  std::vector<OpId> ops;          // the schedule ops it is priced by
+  Bytes measured_bytes = 0;  // collectives: the bytes the run recorded (0: none)
+  std::vector<OpId> ops;     // the schedule ops it is priced by
 };
 
 /// A measured iteration's step time: its last op's end less the previous iteration's.

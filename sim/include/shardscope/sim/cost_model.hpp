@@ -44,10 +44,10 @@ struct InterferenceParams {
 
 /// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
 struct ComputeTerms {
-  TimeNs fixed = 0;       // the kernel floor, plus kernels a device profile measured
-  Flops matmul = 0;       // GEMM FLOPs left on the roofline
-  Flops attention = 0;    // attention FLOPs left on the roofline
-  Bytes memory_bytes = 0; // HBM traffic of memory-bound kernels (read + write)
+  TimeNs fixed = 0;        // the kernel floor, plus kernels a device profile measured
+  Flops matmul = 0;        // GEMM FLOPs left on the roofline
+  Flops attention = 0;     // attention FLOPs left on the roofline
+  Bytes memory_bytes = 0;  // HBM traffic of memory-bound kernels (read + write)
 };
 
 struct OpCost {

@@ -30,8 +30,7 @@ struct LinearFit {
 };
 
 /// Solves the problem with row i counted weights[i] times (empty: once each).
-LinearFit solve_least_squares(const LinearProblem& problem,
-                              const std::vector<int>& weights = {});
+LinearFit solve_least_squares(const LinearProblem& problem, const std::vector<int>& weights = {});
 
 /// A bootstrap resample of n rows: how many times each is drawn. Deterministic for a given
 /// engine state on every platform (std::mt19937_64 is specified; the draw is engine() mod n).
