@@ -172,5 +172,45 @@ TEST(Compare, OpsOnlyOneSideHasAreCounted) {
   EXPECT_EQ(c.only_in_b, 0);
 }
 
+TEST(Compare, SaysWhatTheMeasuredRunDidThatThePlanDidNot) {
+  const auto a = two_iterations();
+  auto b = a;
+  // B gathers layers.0 once more in backward of iteration 1 (on a second NCCL stream), and runs
+  // its forward all-gather of iteration 1 on the compute stream.
+  b.streams.push_back({"nccl 2", StreamKind::communication});
+  auto extra = b.ops.back();
+  ASSERT_EQ(extra.kind, OpKind::all_gather);
+  extra.stream = 3;
+  extra.start = 72 * kMs;
+  extra.end = 75 * kMs;
+  b.ops.push_back(extra);
+  for (auto& op : b.ops) {
+    if (op.op == 2) op.stream = 1;
+  }
+  sort_timeline_ops(b.ops);
+  const auto c = compare(a, b);
+  ASSERT_EQ(c.extra_in_b.size(), 1U);
+  EXPECT_EQ(c.extra_in_b[0].kind, OpKind::all_gather);
+  EXPECT_EQ(c.extra_in_b[0].count, 1);
+  EXPECT_EQ(c.extra_in_b[0].time, 3 * kMs);
+  EXPECT_EQ(c.extra_in_b[0].examples, std::vector<std::string>{"layers.0 backward it 1 #1"});
+  EXPECT_TRUE(c.extra_in_a.empty());
+  ASSERT_EQ(c.stream_mismatches.size(), 1U);
+  EXPECT_EQ(c.stream_mismatches[0].b_stream, StreamKind::compute);
+  EXPECT_EQ(c.stream_mismatches[0].a_stream, StreamKind::communication);
+  EXPECT_EQ(c.stream_mismatches[0].example, "layers.0 forward it 1 #0");
+  // A: one stream for all-gathers; B: three (compute, the first and the second NCCL stream).
+  ASSERT_EQ(c.collective_streams.size(), 1U);
+  EXPECT_EQ(c.collective_streams[0], std::make_tuple(OpKind::all_gather, 1, 3));
+  const auto table = comparison_table(c, false);
+  EXPECT_NE(table.find("1 all_gather op only in B (3.000 ms): layers.0 backward it 1 #1"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("1 all_gather op on a compute stream in B, a communication stream in A"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(comparison_json(c, false).find("\"stream_mismatches\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope::analysis

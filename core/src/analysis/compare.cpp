@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 namespace shardscope::analysis {
@@ -44,8 +45,88 @@ std::vector<KindTimes> kind_times(const Timeline& a, const Timeline& b) {
   return kinds;
 }
 
+std::string key_text(const Key& key, std::size_t order) {
+  return fmt::format("{} {} it {} #{}", std::get<2>(key), to_string(std::get<1>(key)),
+                     std::get<0>(key), order);
+}
+
+StreamKind stream_kind(const Timeline& t, const TimelineOp& op) {
+  const auto i = static_cast<std::size_t>(op.stream);
+  return i < t.streams.size() ? t.streams[i].kind : StreamKind::compute;
+}
+
+// The collectives and host copies of `mine` past what `theirs` has for each key, per kind.
+// Compute is left out: a profiler trace has one op per kernel where a plan has one per group and
+// pass, so its count says nothing (busy time by kind compares it).
+std::vector<UnmatchedOps> unmatched(const std::map<Key, std::vector<const TimelineOp*>>& mine,
+                                    const std::map<Key, std::vector<const TimelineOp*>>& theirs) {
+  std::vector<UnmatchedOps> by_kind(kOpKindCount);
+  for (const auto& [key, ops] : mine) {
+    const auto it = theirs.find(key);
+    const std::size_t matched = it == theirs.end() ? 0 : std::min(ops.size(), it->second.size());
+    const OpKind kind = std::get<3>(key);
+    if (!is_collective(kind) && kind != OpKind::h2d && kind != OpKind::d2h) continue;
+    auto& u = by_kind[static_cast<std::size_t>(kind)];
+    for (std::size_t k = matched; k < ops.size(); ++k) {
+      u.kind = std::get<3>(key);
+      ++u.count;
+      u.time += ops[k]->duration();
+      if (u.examples.size() < 3) u.examples.push_back(key_text(key, k));
+    }
+  }
+  std::erase_if(by_kind, [](const UnmatchedOps& u) { return u.count == 0; });
+  return by_kind;
+}
+
+// How many streams each side runs each collective kind on, where the two differ.
+std::vector<std::tuple<OpKind, int, int>> collective_stream_counts(const Timeline& a,
+                                                                   const Timeline& b) {
+  std::vector<std::tuple<OpKind, int, int>> out;
+  for (OpKind kind : {OpKind::all_gather, OpKind::reduce_scatter, OpKind::all_reduce}) {
+    const auto count = [kind](const Timeline& t) {
+      std::set<StreamId> streams;
+      for (const auto& op : t.ops) {
+        if (op.kind == kind) streams.insert(op.stream);
+      }
+      return static_cast<int>(streams.size());
+    };
+    const int na = count(a), nb = count(b);
+    if (na != nb && na > 0 && nb > 0) out.emplace_back(kind, na, nb);
+  }
+  return out;
+}
+
 double pct(double a, double b) {
   return a != 0 ? 100.0 * (b - a) / std::fabs(a) : (b == 0 ? 0.0 : INFINITY);
+}
+
+std::string examples_text(const std::vector<std::string>& examples, int count) {
+  std::string out;
+  for (const auto& e : examples) out += (out.empty() ? "" : ", ") + e;
+  if (count > static_cast<int>(examples.size())) out += ", …";
+  return out;
+}
+
+// What one run did that the other did not, for the reader who asks "why is B different".
+std::string unexpected_text(const Comparison& c) {
+  std::string out;
+  for (const auto* side : {&c.extra_in_b, &c.extra_in_a}) {
+    for (const auto& u : *side) {
+      out += fmt::format("  {} {} op{} only in {} ({}): {}\n", u.count, to_string(u.kind),
+                         u.count == 1 ? "" : "s", side == &c.extra_in_b ? "B" : "A",
+                         format_duration(u.time), examples_text(u.examples, u.count));
+    }
+  }
+  for (const auto& m : c.stream_mismatches) {
+    out += fmt::format("  {} {} op{} on a {} stream in B, a {} stream in A (first: {})\n", m.count,
+                       to_string(m.kind), m.count == 1 ? "" : "s", to_string(m.b_stream),
+                       to_string(m.a_stream), m.example);
+  }
+  for (const auto& [kind, na, nb] : c.collective_streams) {
+    out += fmt::format("  {} ran on {} stream{} in B, {} in A\n", to_string(kind), nb,
+                       nb == 1 ? "" : "s", na);
+  }
+  return out.empty() ? out : "\n  what one run did and the other did not\n" + out;
 }
 
 }  // namespace
@@ -80,6 +161,19 @@ Comparison compare(const Timeline& a, const Timeline& b) {
     for (std::size_t k = 0; k < both; ++k) {
       const TimelineOp& x = *ops[k];
       const TimelineOp& y = *it->second[k];
+      if (is_collective(x.kind) && stream_kind(a, x) != stream_kind(b, y)) {
+        auto m = std::find_if(c.stream_mismatches.begin(), c.stream_mismatches.end(),
+                              [&](const StreamMismatch& seen) {
+                                return seen.kind == x.kind && seen.a_stream == stream_kind(a, x) &&
+                                       seen.b_stream == stream_kind(b, y);
+                              });
+        if (m == c.stream_mismatches.end()) {
+          c.stream_mismatches.push_back(
+              {x.kind, stream_kind(a, x), stream_kind(b, y), 0, key_text(key, k)});
+          m = c.stream_mismatches.end() - 1;
+        }
+        ++m->count;
+      }
       c.ops.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key),
                        static_cast<int>(k), x.op, y.op, y.start - x.start,
                        y.duration() - x.duration(), x.duration()});
@@ -90,6 +184,9 @@ Comparison compare(const Timeline& a, const Timeline& b) {
     const std::size_t mine = it == left.end() ? 0 : it->second.size();
     c.only_in_b += static_cast<int>(ops.size() - std::min(ops.size(), mine));
   }
+  c.extra_in_a = unmatched(left, right);
+  c.extra_in_b = unmatched(right, left);
+  c.collective_streams = collective_stream_counts(a, b);
   std::stable_sort(c.ops.begin(), c.ops.end(), [](const MatchedOp& x, const MatchedOp& y) {
     const auto dx = std::llabs(x.duration_delta), dy = std::llabs(y.duration_delta);
     if (dx != dy) return dx > dy;
@@ -125,6 +222,7 @@ std::string comparison_table(const Comparison& c, bool per_op, std::size_t top) 
   }
   out += fmt::format("\n  matched ops: {}; only in A: {}; only in B: {}\n", c.ops.size(),
                      c.only_in_a, c.only_in_b);
+  out += unexpected_text(c);
   if (per_op) {
     const std::size_t n = top == 0 ? c.ops.size() : std::min(top, c.ops.size());
     out += fmt::format("\n  largest op deltas ({} of {})\n", n, c.ops.size());
@@ -161,6 +259,31 @@ std::string comparison_json(const Comparison& c, bool per_op) {
   j["matched_ops"] = c.ops.size();
   j["only_in_a"] = c.only_in_a;
   j["only_in_b"] = c.only_in_b;
+  const auto unmatched_json = [](const std::vector<UnmatchedOps>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& u : list) {
+      out.push_back({{"kind", to_string(u.kind)},
+                     {"count", u.count},
+                     {"time_s", ns_to_s(u.time)},
+                     {"examples", u.examples}});
+    }
+    return out;
+  };
+  j["extra_in_a"] = unmatched_json(c.extra_in_a);
+  j["extra_in_b"] = unmatched_json(c.extra_in_b);
+  nlohmann::ordered_json mismatches = nlohmann::ordered_json::array();
+  for (const auto& m : c.stream_mismatches) {
+    mismatches.push_back({{"kind", to_string(m.kind)},
+                          {"a_stream", to_string(m.a_stream)},
+                          {"b_stream", to_string(m.b_stream)},
+                          {"count", m.count},
+                          {"example", m.example}});
+  }
+  j["stream_mismatches"] = mismatches;
+  nlohmann::ordered_json streams = nlohmann::ordered_json::array();
+  for (const auto& [kind, na, nb] : c.collective_streams)
+    streams.push_back({{"kind", to_string(kind)}, {"a_streams", na}, {"b_streams", nb}});
+  j["collective_streams"] = streams;
   if (per_op) {
     nlohmann::ordered_json ops = nlohmann::ordered_json::array();
     for (const auto& m : c.ops) {

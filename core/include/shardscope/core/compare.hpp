@@ -6,6 +6,7 @@
 // what one has and the other lacks is counted, never silently dropped.
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shardscope/core/analysis.hpp"
@@ -41,6 +42,26 @@ struct MatchedOp {
   TimeNs a_duration = 0;
 };
 
+/// Collectives or host copies of one kind one side ran and the other did not (an extra
+/// all-gather: a module FSDP did not wrap, an unexpected reshard), with a few of their keys to
+/// find them by. Compute is compared by busy time instead: a trace has an op per kernel.
+struct UnmatchedOps {
+  OpKind kind = OpKind::forward;
+  int count = 0;
+  TimeNs time = 0;                    // their summed duration
+  std::vector<std::string> examples;  // up to 3, "layers.0 forward it 1 #2"
+};
+
+/// Matched collectives that ran on another kind of stream than their counterpart (a collective
+/// on the compute stream serialises with compute: no overlap).
+struct StreamMismatch {
+  OpKind kind = OpKind::all_gather;
+  StreamKind a_stream = StreamKind::communication;
+  StreamKind b_stream = StreamKind::communication;
+  int count = 0;
+  std::string example;
+};
+
 struct Comparison {
   Summary a;
   Summary b;
@@ -49,6 +70,11 @@ struct Comparison {
   std::vector<MatchedOp> ops;    // largest |duration delta| first, then |start delta|
   int only_in_a = 0;             // ops with no counterpart
   int only_in_b = 0;
+  std::vector<UnmatchedOps> extra_in_a;  // by kind, in OpKind order
+  std::vector<UnmatchedOps> extra_in_b;  // what B (the measured run) did that A did not
+  std::vector<StreamMismatch> stream_mismatches;
+  // Streams each side ran a collective kind on, when the counts differ (A: 1, B: 2).
+  std::vector<std::tuple<OpKind, int, int>> collective_streams;
 };
 
 Comparison compare(const Timeline& a, const Timeline& b);
