@@ -120,6 +120,18 @@ struct Launch {
   TimeNs time = 0;
 };
 
+std::optional<std::string> module_of(const std::string& range);
+
+// What the CPU ranges around a kernel's launch say about it.
+struct LaunchContext {
+  bool in_optimizer = false;
+  bool in_backward_function = false;
+  bool in_backward_hook = false;
+  std::optional<OpKind> copy_kind;
+  std::optional<std::string> module;            // the innermost enclosing range naming one
+  std::optional<std::string> last_hook_module;  // the last pre-forward/backward hook this step
+};
+
 struct GpuWork {
   TimeNs start = 0, end = 0;
   GpuClass cls = GpuClass::kernel;
@@ -234,6 +246,66 @@ class Importer {
 
   const std::string& name_of(std::int32_t id) const { return names_[static_cast<std::size_t>(id)]; }
 
+  // The context of every launch, by correlation id: one sweep per thread over its ranges and
+  // launches in time order, with a stack of the ranges open at the launch. Ranges on one thread
+  // nest, so each range is pushed and popped once; a range that does not nest is still checked
+  // against the launch time before it counts. O((ranges + launches) · log + launches · depth).
+  template <typename IterationAt>
+  std::unordered_map<std::int64_t, LaunchContext> launch_contexts(
+      const std::vector<const CpuRange*>& steps, const IterationAt& iteration_at) const {
+    std::unordered_map<int, std::vector<const CpuRange*>> ranges;
+    for (const CpuRange& r : ranges_) ranges[r.thread].push_back(&r);
+    std::unordered_map<int, std::vector<std::pair<TimeNs, std::int64_t>>> launches;
+    for (const auto& [correlation, l] : launches_)
+      launches[l.thread].emplace_back(l.time, correlation);
+    std::unordered_map<std::int64_t, LaunchContext> out;
+    for (auto& [thread, list] : launches) {
+      std::sort(list.begin(), list.end());
+      auto& rs = ranges[thread];
+      std::sort(rs.begin(), rs.end(), [](const CpuRange* a, const CpuRange* b) {
+        return a->start != b->start ? a->start < b->start : a->end > b->end;
+      });
+      std::vector<const CpuRange*> open;
+      std::optional<std::pair<TimeNs, std::string>> last_hook;  // (start, module)
+      std::size_t next = 0;
+      for (const auto& [time, correlation] : list) {
+        for (; next < rs.size() && rs[next]->start <= time; ++next) {
+          const CpuRange* r = rs[next];
+          while (!open.empty() && open.back()->end < r->start) open.pop_back();
+          open.push_back(r);
+          const std::string& name = name_of(r->name);
+          if (name.starts_with("FSDP::pre_forward") || name.starts_with("FSDP::pre_backward")) {
+            if (auto m = module_of(name)) last_hook = std::pair{r->start, *m};
+          }
+        }
+        while (!open.empty() && open.back()->end < time) open.pop_back();
+        LaunchContext c;
+        for (const CpuRange* r : open) {
+          if (r->end < time) continue;  // a range that did not nest, already over
+          const std::string& name = name_of(r->name);
+          if (name.starts_with("Optimizer.")) c.in_optimizer = true;
+          if (name.starts_with("autograd::engine::evaluate_function"))
+            c.in_backward_function = true;
+          if (name == "fsdp::all_gather_copy_in") c.copy_kind = OpKind::copy_in;
+          if (name == "fsdp::split_with_sizes_copy") c.copy_kind = OpKind::copy_out;
+          if (name == "fsdp::chunk_cat") c.copy_kind = OpKind::reduce_copy_in;
+          if (auto m = module_of(name)) c.module = m;  // the innermost naming range wins
+          if (name.starts_with("FSDP::pre_backward") || name.starts_with("FSDP::post_backward") ||
+              name.starts_with("FullyShardedDataParallel._pre_backward") ||
+              name.starts_with("FullyShardedDataParallel._post_backward")) {
+            c.in_backward_hook = true;
+          }
+        }
+        // A hook names the group of the work after it only within its own step.
+        const TimeNs step_start =
+            steps.empty() ? 0 : steps[static_cast<std::size_t>(iteration_at(time))]->start;
+        if (last_hook && last_hook->first >= step_start) c.last_hook_module = last_hook->second;
+        out.emplace(correlation, std::move(c));
+      }
+    }
+    return out;
+  }
+
   ImportReport report_;
   json empty_ = json::object();
   std::unordered_map<std::string, int> threads_;
@@ -295,21 +367,12 @@ ImportedTrace Importer::finish(const json& top) {
   report.iterations = std::max<int>(1, static_cast<int>(steps.size()));
   t.facts.iterations = report.iterations;
   const auto iteration_at = [&](TimeNs time) {
-    int it = 0;
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      if (steps[k]->start <= time) it = static_cast<int>(k);
-    }
-    return it;
+    const auto after = std::upper_bound(steps.begin(), steps.end(), time,
+                                        [](TimeNs x, const CpuRange* r) { return x < r->start; });
+    return std::max(0, static_cast<int>(after - steps.begin()) - 1);
   };
 
-  // Per thread, the kept ranges in start order (outer before inner at equal starts).
-  std::unordered_map<int, std::vector<const CpuRange*>> by_thread;
-  for (const CpuRange& r : ranges_) by_thread[r.thread].push_back(&r);
-  for (auto& [thread, list] : by_thread) {
-    std::sort(list.begin(), list.end(), [](const CpuRange* a, const CpuRange* b) {
-      return a->start != b->start ? a->start < b->start : a->end > b->end;
-    });
-  }
+  const auto contexts = launch_contexts(steps, iteration_at);
 
   // Streams, communicators and groups are numbered in order of first use.
   std::unordered_map<std::string, StreamId> stream_ids;
@@ -360,41 +423,23 @@ ImportedTrace Importer::finish(const json& top) {
     if (!launch) ++report.gpu_ops_without_launch;
     op.iteration = iteration_at(launch ? launch->time : w.start);
     Phase phase = Phase::forward;
+    const LaunchContext* context = nullptr;
+    if (launch) context = &contexts.at(*w.correlation);
     std::optional<OpKind> copy_kind;
-    std::optional<std::string> module, last_hook_module;
-    bool in_optimizer = false, in_backward_function = false;
-    if (launch) {
-      // A hook names the group of the work after it only within its own step.
-      const TimeNs step_start =
-          steps.empty() ? 0 : steps[static_cast<std::size_t>(op.iteration)]->start;
-      for (const CpuRange* r : by_thread[launch->thread]) {
-        if (r->start > launch->time) break;
-        const std::string& name = name_of(r->name);
-        const bool encloses = r->end >= launch->time;
-        if (r->start >= step_start &&
-            (name.starts_with("FSDP::pre_forward") || name.starts_with("FSDP::pre_backward"))) {
-          if (auto m = module_of(name)) last_hook_module = m;
-        }
-        if (!encloses) continue;
-        if (name.starts_with("Optimizer.")) in_optimizer = true;
-        if (name.starts_with("autograd::engine::evaluate_function")) in_backward_function = true;
-        if (name == "fsdp::all_gather_copy_in") copy_kind = OpKind::copy_in;
-        if (name == "fsdp::split_with_sizes_copy") copy_kind = OpKind::copy_out;
-        if (name == "fsdp::chunk_cat") copy_kind = OpKind::reduce_copy_in;
-        if (auto m = module_of(name)) module = m;  // the innermost naming range wins
-        if (name.starts_with("FSDP::pre_backward") || name.starts_with("FSDP::post_backward") ||
-            name.starts_with("FullyShardedDataParallel._pre_backward") ||
-            name.starts_with("FullyShardedDataParallel._post_backward"))
-          phase = Phase::backward;
-      }
-      if (in_optimizer) {
+    std::optional<std::string> module;
+    if (context) {
+      copy_kind = context->copy_kind;
+      module = context->module;
+      if (context->in_backward_hook) phase = Phase::backward;
+      if (context->in_optimizer) {
         phase = Phase::optimizer;
-      } else if (in_backward_function || (main_thread >= 0 && launch->thread != main_thread)) {
+      } else if (context->in_backward_function ||
+                 (main_thread >= 0 && launch->thread != main_thread)) {
         phase = Phase::backward;
       }
+      if (!module && phase != Phase::optimizer) module = context->last_hook_module;
     }
     op.phase = phase;
-    if (!module && phase != Phase::optimizer) module = last_hook_module;
     if (module) op.group = group_id(*module);
 
     switch (w.cls) {
