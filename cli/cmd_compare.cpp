@@ -4,6 +4,7 @@
 #include "shardscope/core/compare.hpp"
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/traces/kineto_import.hpp"
+#include "shardscope/traces/rank_alignment.hpp"
 
 namespace shardscope::cli {
 
@@ -14,16 +15,40 @@ Timeline load_timeline_file(const std::string& path) {
 }
 
 int run_import(const ImportArgs& args) {
-  const std::filesystem::path inputs[] = {args.trace};
+  const std::vector<std::filesystem::path> inputs(args.traces.begin(), args.traces.end());
   const std::vector<std::pair<std::string, std::string>> outputs{
       {"--timeline", args.timeline_path}};
   check_output_paths(outputs, inputs);
-  const auto imported = traces::import_kineto(args.trace);
-  if (args.report || args.timeline_path.empty()) {
-    fmt::print("{}", traces::import_report_text(imported.report));
+  std::vector<traces::ImportedTrace> imported;
+  for (const auto& path : args.traces) {
+    if (args.traces.size() > 1) fmt::print(stderr, "reading {}\n", path);
+    imported.push_back(traces::import_kineto(path));
   }
-  if (!args.timeline_path.empty())
-    write_output(args.timeline_path, timeline_to_json(imported.timeline));
+  if (args.report || args.timeline_path.empty()) {
+    for (const auto& i : imported) fmt::print("{}", traces::import_report_text(i.report));
+  }
+  std::vector<Timeline> ranks;
+  ranks.reserve(imported.size());
+  for (auto& i : imported) ranks.push_back(std::move(i.timeline));
+  if (ranks.size() > 1) {
+    const auto alignment = traces::align_ranks(ranks, args.traces);
+    fmt::print("aligned {} ranks by their collectives\n{}", ranks.size(),
+               traces::alignment_report(alignment));
+  }
+  const Timeline* chosen = &ranks.front();
+  for (const auto& t : ranks) {
+    if (args.rank < 0 ? t.provenance.rank < chosen->provenance.rank
+                      : t.provenance.rank == args.rank)
+      chosen = &t;
+  }
+  if (args.rank >= 0 && chosen->provenance.rank != args.rank) {
+    std::string have;
+    for (const auto& t : ranks)
+      have += (have.empty() ? "" : ", ") + std::to_string(t.provenance.rank);
+    throw ValidationError({Problem{"--rank", "", fmt::format("no trace of rank {}", args.rank),
+                                   "the traces' ranks: " + have}});
+  }
+  if (!args.timeline_path.empty()) write_output(args.timeline_path, timeline_to_json(*chosen));
   return kExitOk;
 }
 

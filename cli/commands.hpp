@@ -175,8 +175,9 @@ int run_summarize(const SummarizeArgs& args);
 int run_compare(const CompareArgs& args);
 
 struct ImportArgs {
-  std::string trace;
-  std::string timeline_path;  // --timeline
+  std::vector<std::string> traces;  // one per rank of a run
+  std::string timeline_path;        // --timeline
+  int rank = -1;                    // --rank: the rank whose timeline to write (-1: the lowest)
   bool report = false;
 };
 /// A PyTorch profiler (Kineto) trace → a timeline (source "imported"), with what was recognised.

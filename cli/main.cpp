@@ -203,7 +203,16 @@ int main(int argc, char** argv) {
   auto* import = app.add_subcommand(
       "import",
       "a PyTorch profiler (Kineto) trace, plain or gzip, as a timeline (source imported)");
-  import->add_option("trace", import_args.trace, "the trace (.json or .json.gz)")->required();
+  import
+      ->add_option("traces", import_args.traces,
+                   "the trace (.json or .json.gz); several ranks' traces of one run are aligned "
+                   "by their collectives")
+      ->required();
+  import
+      ->add_option("--rank", import_args.rank,
+                   "with several traces: the rank whose aligned timeline --timeline writes "
+                   "(default: the lowest)")
+      ->check(CLI::Range(0, 1 << 24));
   import
       ->add_option("--timeline", import_args.timeline_path,
                    "write the imported timeline (shardscope.timeline/2)")
