@@ -4,18 +4,16 @@
 
 #include "commands.hpp"
 #include "shardscope/core/calibration.hpp"
+#include "shardscope/core/output_file.hpp"
 #include "shardscope/sim/calibrate.hpp"
 
 namespace shardscope::cli {
 
 int run_calibrate(const CalibrateArgs& args) {
-  check_outputs(args.scenario, {{"--out", args.out}});
-  for (const auto& m : args.measured) {
-    if (!args.out.empty() && std::filesystem::path(m) == std::filesystem::path(args.out)) {
-      throw ValidationError(
-          {Problem{"--out", "", fmt::format("'{}' is also a measured run", m), "another file"}});
-    }
-  }
+  std::vector<std::filesystem::path> inputs(args.measured.begin(), args.measured.end());
+  inputs.emplace_back(args.scenario.path);
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--out", args.out}};
+  check_output_paths(outputs, inputs);
   const Scenario scenario = load_scenario_args(args.scenario);
   std::vector<Timeline> measured;
   for (const auto& path : args.measured) {

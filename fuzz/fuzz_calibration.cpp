@@ -2,22 +2,16 @@
 // valid, written back and read again, and used to price a small schedule's every op.
 #include "fuzz_target.hpp"
 #include "shardscope/core/calibration.hpp"
-#include "shardscope/core/lower.hpp"
-#include "shardscope/sim/cost_model.hpp"
+#include "tiny_pricing.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace shardscope;
-  static const Scenario kScenario = scenario_from_text(
-      "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\ntraining: {iterations: 1}\n",
-      {});
-  static const Schedule kSchedule = lower(kScenario);
   fuzz::expect_clean_errors([&] {
     const Calibration calibration = calibration_from_json(fuzz::as_text(data, size), "c.json");
     (void)calibration_from_json(calibration_to_json(calibration), "written");
-    Scenario scenario = kScenario;
+    Scenario scenario = fuzz::tiny_run().scenario;
     scenario.cluster.calibration = std::make_shared<Calibration>(calibration);
-    const sim::CostModel costs(scenario);
-    for (const Op& op : kSchedule.ops) (void)costs.cost(kSchedule, op);
+    fuzz::price_every_op(scenario);
   });
   return 0;
 }

@@ -19,6 +19,12 @@ TimeNs Timeline::end_time() const {
   return end;
 }
 
+int Timeline::last_iteration() const {
+  int last = 0;
+  for (const auto& op : ops) last = std::max(last, op.iteration);
+  return last;
+}
+
 std::string_view shardscope_version() {
   return SHARDSCOPE_VERSION;
 }

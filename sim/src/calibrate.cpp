@@ -34,6 +34,8 @@ struct ComputeRow {
   double attention_ops = 0;
   double hbm = 0;     // seconds at full HBM bandwidth
   double slowed = 0;  // seconds of shared GPU time while a collective ran (slowed_work)
+  double smallest_gemm = INFINITY;  // the least and most GEMM FLOPs of one of its ops
+  double largest_gemm = 0;
 };
 
 enum ComputeParam : std::size_t { kMatmul, kAttention, kHbm, kSlowdown, kComputeParams };
@@ -62,10 +64,13 @@ class ComputeFitter {
   const std::vector<double>& prior() const { return problem_.prior; }
 
   /// Which parameters the rows determine; the others are held at their priors.
-  void decide(bool sizes_differ) {
+  void decide() {
     double total = 0, matmul = 0, attention = 0, hbm = 0, slowed = 0, size_term = 0;
+    double smallest_gemm = INFINITY, largest_gemm = 0;
     int n_matmul = 0, n_attention = 0, n_hbm = 0, n_slowed = 0;
     for (const auto& r : rows_) {
+      smallest_gemm = std::min(smallest_gemm, r.smallest_gemm);
+      largest_gemm = std::max(largest_gemm, r.largest_gemm);
       total += r.measured;
       matmul += (r.matmul + prior_h_ * r.matmul_ops) / peak_ * problem_.prior[kMatmul];
       attention += (r.attention + prior_h_ * r.attention_ops) / peak_ * problem_.prior[kAttention];
@@ -82,6 +87,7 @@ class ComputeFitter {
              enough(slowed, n_slowed)};
     // h shows only where small GEMMs run well below peak: GEMMs of several sizes, and the
     // efficiency curve worth a share of the time at the prior h.
+    const bool sizes_differ = largest_gemm >= 2 * smallest_gemm;
     search_h_ = sizes_differ && free_[kMatmul] && enough(size_term, n_matmul);
     for (std::size_t j = 0; j < kComputeParams; ++j) {
       if (!free_[j]) problem_.lo[j] = problem_.hi[j] = problem_.prior[j];
@@ -105,14 +111,24 @@ class ComputeFitter {
         best = x;
       }
     }
+    // Golden sections: each step keeps one interior point and its error, so one new solve.
     double a = std::max(kLo, best - kStep), b = std::min(kHi, best + kStep);
     const double ratio = (std::sqrt(5.0) - 1) / 2;
+    double c = b - ratio * (b - a), d = a + ratio * (b - a);
+    double fc = sse(c), fd = sse(d);
     for (int i = 0; i < 30; ++i) {
-      const double c = b - ratio * (b - a), d = a + ratio * (b - a);
-      if (sse(c) < sse(d)) {
+      if (fc < fd) {
         b = d;
+        d = c;
+        fd = fc;
+        c = b - ratio * (b - a);
+        fc = sse(c);
       } else {
         a = c;
+        c = d;
+        fc = fd;
+        d = a + ratio * (b - a);
+        fd = sse(d);
       }
     }
     const double h = std::pow(10.0, (a + b) / 2);
@@ -140,8 +156,7 @@ class ComputeFitter {
 
 // The compute rows of the fitted samples whose every op the roofline prices.
 std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& schedule,
-                                     const CostModel& costs, double* min_op_matmul,
-                                     double* max_op_matmul) {
+                                     const CostModel& costs) {
   std::vector<ComputeRow> rows;
   const double hbm_bw = costs.cluster().gpu.hbm_bandwidth;
   for (const auto& s : set.samples) {
@@ -162,8 +177,8 @@ std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& sched
       row.attention_ops += terms->attention > 0;
       row.hbm += static_cast<double>(terms->memory_bytes) / hbm_bw;
       if (terms->matmul > 0) {
-        *min_op_matmul = std::min(*min_op_matmul, terms->matmul);
-        *max_op_matmul = std::max(*max_op_matmul, terms->matmul);
+        row.smallest_gemm = std::min(row.smallest_gemm, terms->matmul);
+        row.largest_gemm = std::max(row.largest_gemm, terms->matmul);
       }
     }
     if (!priced) continue;
@@ -234,6 +249,32 @@ std::vector<FittedValue> with_intervals(
     out.push_back(v);
   }
   return out;
+}
+
+// Latency and bandwidth of one affine fit with their intervals, both reported; the latency is
+// empty where it was held at its prior (one message size).
+struct AffineResult {
+  std::optional<FittedValue> latency;
+  FittedValue bandwidth;
+};
+
+AffineResult fit_affine(const AffineFit& f, const std::string& bandwidth_name,
+                        const std::string& latency_name, const char* held_note, int bootstrap,
+                        std::mt19937_64& engine, std::vector<ParameterReport>& report) {
+  const auto v = with_intervals(f.x.size(), bootstrap, engine, [&f](const std::vector<int>& w) {
+    const auto [latency, bw] = f.fit(w);
+    return std::vector<double>{latency, bw};
+  });
+  AffineResult r{v[0], v[1]};
+  report.push_back({bandwidth_name, "B/s", f.prior_bandwidth, r.bandwidth, {}});
+  ParameterReport latency{latency_name, "s", f.prior_latency, r.latency, {}};
+  if (!f.latency_free()) {
+    r.latency.reset();
+    latency.fitted.reset();
+    latency.note = held_note;
+  }
+  report.push_back(latency);
+  return r;
 }
 
 // --------------------------------------------------------------- errors
@@ -327,9 +368,8 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   std::mt19937_64 engine(options.seed);
 
   // Compute.
-  double min_op_matmul = INFINITY, max_op_matmul = 0;
-  ComputeFitter compute(compute_rows(set, schedule, prior, &min_op_matmul, &max_op_matmul), prior);
-  compute.decide(max_op_matmul >= 2 * min_op_matmul);
+  ComputeFitter compute(compute_rows(set, schedule, prior), prior);
+  compute.decide();
   const auto fitted =
       with_intervals(compute.rows().size(), compute.rows().empty() ? 0 : options.bootstrap, engine,
                      [&](const std::vector<int>& w) {
@@ -370,7 +410,11 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   }
 
   // Collectives, per communicator shape.
-  std::map<std::tuple<OpKind, int, int>, AffineFit> shapes;
+  struct Shape {
+    AffineFit fit;
+    std::vector<Bytes> sizes;  // S of each sample: the prior latency is NCCL's at the median
+  };
+  std::map<std::tuple<OpKind, int, int>, Shape> shapes;
   for (const auto& s : set.samples) {
     if (s.cls != SampleClass::collective || s.held_out || s.ops.size() != 1) continue;
     const Op& op = schedule.ops[static_cast<std::size_t>(s.ops.front())];
@@ -380,39 +424,31 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
                                     0.01 * static_cast<double>(op.bytes)) {
       ++result.bytes_mismatches;
     }
-    auto& f = shapes[{op.kind, comm.size, comm.nodes}];
-    f.x.push_back(bus_bytes(op.kind, op.bytes, comm.size));
-    f.y.push_back(seconds(s.measured));
+    auto& shape = shapes[{op.kind, comm.size, comm.nodes}];
+    shape.fit.x.push_back(bus_bytes(op.kind, op.bytes, comm.size));
+    shape.fit.y.push_back(seconds(s.measured));
+    shape.sizes.push_back(op.bytes);
   }
-  for (auto& entry : shapes) {
-    AffineFit& f = entry.second;  // named, not bound: lambdas below capture it
-    const auto [kind, ranks, nodes] = entry.first;
+  for (auto& [key, shape] : shapes) {
+    const auto [kind, ranks, nodes] = key;
+    AffineFit& f = shape.fit;
     const auto& model = prior.collectives();
-    std::vector<double> sorted = f.x;
-    std::sort(sorted.begin(), sorted.end());
-    const auto median_bytes = static_cast<Bytes>(sorted[sorted.size() / 2] * ranks / (ranks - 1) /
-                                                 (kind == OpKind::all_reduce ? 2 : 1));
+    std::sort(shape.sizes.begin(), shape.sizes.end());
+    const Bytes median_bytes = shape.sizes[shape.sizes.size() / 2];
     f.prior_latency = seconds(model.estimate(kind, median_bytes, ranks, nodes).latency);
     f.prior_bandwidth = model.bus_bandwidth(kind, ranks, nodes);
     if (const auto* old = cal.collective(kind, ranks, nodes)) {
       f.prior_latency = old->latency.value;
       f.prior_bandwidth = old->busbw.value;
     }
-    const auto v =
-        with_intervals(f.x.size(), options.bootstrap, engine, [&](const std::vector<int>& w) {
-          const auto [latency, bw] = f.fit(w);
-          return std::vector<double>{latency, bw};
-        });
-    CollectiveCalibration c{kind, ranks, nodes, v[0], v[1]};
     const std::string name = shape_name(kind, ranks, nodes);
-    result.parameters.push_back({name + " busbw", "B/s", f.prior_bandwidth, v[1], {}});
-    ParameterReport latency{name + " latency", "s", f.prior_latency, v[0], {}};
-    if (!f.latency_free()) {
-      c.latency = {f.prior_latency, f.prior_latency, f.prior_latency, 0};
-      latency.fitted.reset();
-      latency.note = "held: one message size";
-    }
-    result.parameters.push_back(latency);
+    const AffineResult r =
+        fit_affine(f, name + " busbw", name + " latency", "held: one message size",
+                   options.bootstrap, engine, result.parameters);
+    const CollectiveCalibration c{
+        kind, ranks, nodes,
+        r.latency.value_or(FittedValue{f.prior_latency, f.prior_latency, f.prior_latency, 0}),
+        r.bandwidth};
     std::erase_if(cal.collectives, [&c](const CollectiveCalibration& x) {
       return x.kind == c.kind && x.ranks == c.ranks && x.nodes == c.nodes;
     });
@@ -432,21 +468,10 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       scenario.fsdp.cpu_offload.pin_memory ? link.pinned_bandwidth : link.pageable_bandwidth;
   if (cal.pcie_bandwidth) pcie.prior_bandwidth = cal.pcie_bandwidth->value;
   if (pcie.x.size() >= 2) {
-    const auto v =
-        with_intervals(pcie.x.size(), options.bootstrap, engine, [&](const std::vector<int>& w) {
-          const auto [latency, bw] = pcie.fit(w);
-          return std::vector<double>{latency, bw};
-        });
-    cal.pcie_bandwidth = v[1];
-    result.parameters.push_back({"PCIe bandwidth", "B/s", pcie.prior_bandwidth, v[1], {}});
-    ParameterReport latency{"PCIe latency", "s", pcie.prior_latency, v[0], {}};
-    if (pcie.latency_free()) {
-      cal.pcie_latency = v[0];
-    } else {
-      latency.fitted.reset();
-      latency.note = "held: one copy size";
-    }
-    result.parameters.push_back(latency);
+    const AffineResult r = fit_affine(pcie, "PCIe bandwidth", "PCIe latency", "held: one copy size",
+                                      options.bootstrap, engine, result.parameters);
+    cal.pcie_bandwidth = r.bandwidth;
+    if (r.latency) cal.pcie_latency = r.latency;
   }
   result.parameters.push_back({"launch and hook overheads", "s",
                                seconds(prior.cluster().cpu.launch_overhead), std::nullopt,

@@ -43,33 +43,31 @@ std::optional<Kind> sample_kind(OpKind kind) {
 
 using Key = std::tuple<SampleClass, Phase, std::string, OpKind, int>;  // ..., order
 
-std::string group_of(const Timeline& t, const TimelineOp& op) {
-  return op.group == kNone ? std::string("-") : t.groups[static_cast<std::size_t>(op.group)];
-}
+using KeyedOps = std::map<Key, std::vector<const TimelineOp*>>;
 
-// The ops of one iteration by sample key; each list in start order.
-std::map<Key, std::vector<const TimelineOp*>> keyed_ops(const Timeline& t, int iteration,
-                                                        int* other_ops = nullptr) {
-  std::map<Key, std::vector<const TimelineOp*>> out;
-  std::map<Key, int> next_order;
+// Each iteration's ops by sample key, in one pass; each list in start order. `other_ops` counts
+// the ops of kinds calibration does not use.
+std::map<int, KeyedOps> keyed_ops(const Timeline& t, int* other_ops = nullptr) {
+  std::map<int, KeyedOps> out;
+  std::map<std::pair<int, Key>, int> next_order;
   for (const auto& op : t.ops) {
-    if (op.iteration != iteration) continue;
     const auto k = sample_kind(op.kind);
     if (!k) {
       if (other_ops) ++*other_ops;
       continue;
     }
-    Key key{k->cls, op.phase, group_of(t, op), k->kind, 0};
-    if (!k->aggregate) std::get<4>(key) = next_order[key]++;
-    out[key].push_back(&op);
+    Key key{k->cls, op.phase, std::string(group_name(t, op)), k->kind, 0};
+    if (!k->aggregate) std::get<4>(key) = next_order[{op.iteration, key}]++;
+    out[op.iteration][key].push_back(&op);
   }
   return out;
 }
 
-int last_iteration(const Timeline& t) {
-  int last = 0;
-  for (const auto& op : t.ops) last = std::max(last, op.iteration);
-  return last;
+// The steady-state (last) iteration's ops by sample key.
+KeyedOps steady_state_ops(const Timeline& t) {
+  auto all = keyed_ops(t);
+  const auto it = all.find(t.last_iteration());
+  return it == all.end() ? KeyedOps{} : std::move(it->second);
 }
 
 std::set<int> iterations_of(const Timeline& t) {
@@ -162,7 +160,7 @@ std::string_view to_string(SampleClass cls) {
 SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& measured,
                         double holdout) {
   SampleSet set;
-  const auto reference = keyed_ops(predicted, last_iteration(predicted));
+  const KeyedOps reference = steady_state_ops(predicted);
   std::vector<std::pair<int, int>> pairs;  // (run, iteration)
   for (std::size_t r = 0; r < measured.size(); ++r) {
     for (int it : iterations_of(measured[r])) pairs.emplace_back(static_cast<int>(r), it);
@@ -181,9 +179,9 @@ SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& 
       step.held_out = held_out.contains({run, step.iteration});
       set.steps.push_back(step);
     }
-    for (int iteration : iterations_of(t)) {
+    for (const auto& [iteration, keyed] : keyed_ops(t, &set.other_ops)) {
       const bool held = held_out.contains({run, iteration});
-      for (const auto& [key, ops] : keyed_ops(t, iteration, &set.other_ops)) {
+      for (const auto& [key, ops] : keyed) {
         const auto ref = reference.find(key);
         if (ref == reference.end()) {
           set.unmatched_ops += static_cast<int>(ops.size());
@@ -217,7 +215,7 @@ SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& 
 }
 
 std::vector<TimeNs> simulated_times(const SampleSet& set, const Timeline& simulation) {
-  const auto ops = keyed_ops(simulation, last_iteration(simulation));
+  const KeyedOps ops = steady_state_ops(simulation);
   std::vector<TimeNs> out;
   out.reserve(set.samples.size());
   for (const auto& s : set.samples) {

@@ -115,7 +115,7 @@ expect calibrate 0 'matmul efficiency +50.0 % +40\.[0-9] %' -- calibrate --scena
 expect calibrate-step-error 0 'step time +[0-9.]+ % → 0.0 %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --bootstrap 0
 expect simulate-calibrated 0 "step time +$slow_step" -- simulate "$default" --calibration "$tmpdir/cal.json"
 expect validate-calibrated 0 'valid: yes' -- validate "$default" --set "cluster.calibration=$tmpdir/cal.json"
-expect calibrate-out-is-input 2 'is also a measured run' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/slow.json"
+expect calibrate-out-is-input 2 'slow.json: --out: is the input .*slow.json; it would be overwritten' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/slow.json"
 expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$default" "$default"
 sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"
 expect calibration-bad-value 2 'bad_cal.json: compute.matmul_efficiency.value: 4 is out of range' -- simulate "$default" --calibration "$tmpdir/bad_cal.json"

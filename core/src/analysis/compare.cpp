@@ -14,15 +14,11 @@ namespace {
 
 using Key = std::tuple<int, Phase, std::string, OpKind>;
 
-std::string group_name(const Timeline& t, const TimelineOp& op) {
-  return op.group == kNone ? std::string("-") : t.groups[static_cast<std::size_t>(op.group)];
-}
-
 // Ops by match key, each list in start order (timelines keep ops sorted by start).
 std::map<Key, std::vector<const TimelineOp*>> by_key(const Timeline& t) {
   std::map<Key, std::vector<const TimelineOp*>> out;
   for (const auto& op : t.ops)
-    out[{op.iteration, op.phase, group_name(t, op), op.kind}].push_back(&op);
+    out[{op.iteration, op.phase, std::string(group_name(t, op)), op.kind}].push_back(&op);
   return out;
 }
 
@@ -30,8 +26,7 @@ std::vector<KindTimes> kind_times(const Timeline& a, const Timeline& b) {
   std::vector<KindTimes> kinds(kOpKindCount);
   for (std::size_t k = 0; k < kOpKindCount; ++k) kinds[k].kind = static_cast<OpKind>(k);
   const auto add = [&](const Timeline& t, bool first) {
-    int last = 0;
-    for (const auto& op : t.ops) last = std::max(last, op.iteration);
+    const int last = t.last_iteration();
     for (const auto& op : t.ops) {
       if (op.iteration != last) continue;
       auto& k = kinds[static_cast<std::size_t>(op.kind)];

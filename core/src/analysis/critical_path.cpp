@@ -54,8 +54,7 @@ CriticalPath critical_path(const Timeline& t) {
                                     [](const TimelineOp& op) { return !op.deps.empty(); });
   if (!has_deps || t.ops.empty()) return {};
   const auto p = predecessors(t);
-  int last = 0;
-  for (const auto& op : t.ops) last = std::max(last, op.iteration);
+  const int last = t.last_iteration();
   std::size_t cur = kNoIndex;
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     if (cur == kNoIndex || t.ops[i].end > t.ops[cur].end) cur = i;

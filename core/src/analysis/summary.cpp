@@ -59,7 +59,7 @@ struct Window {
 
 Window steady_state(const Timeline& t) {
   Window w;
-  for (const auto& op : t.ops) w.last = std::max(w.last, op.iteration);
+  w.last = t.last_iteration();
   for (const auto& op : t.ops) {
     if (op.iteration == w.last) w.end = std::max(w.end, op.end);
     if (op.iteration == w.last - 1) w.start = std::max(w.start, op.end);
@@ -154,10 +154,7 @@ std::string op_description(OpKind kind, std::string_view group, Phase phase, int
 }
 
 std::string op_description(const Timeline& t, const TimelineOp& op) {
-  return op_description(
-      op.kind,
-      op.group == kNone ? "-" : std::string_view(t.groups[static_cast<std::size_t>(op.group)]),
-      op.phase, op.iteration);
+  return op_description(op.kind, group_name(t, op), op.phase, op.iteration);
 }
 
 Summary summarize(const Timeline& t, bool with_critical_path) {

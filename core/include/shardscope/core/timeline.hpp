@@ -90,11 +90,19 @@ struct Timeline {
   Bytes memory_capacity = 0;
 
   TimeNs end_time() const;
+  /// The highest iteration any op has: the steady state (0 for a timeline with no ops).
+  int last_iteration() const;
 };
 
 inline std::string_view op_label(const Timeline& t, const TimelineOp& op) {
   return op.label == kNone ? std::string_view()
                            : std::string_view(t.op_labels[static_cast<std::size_t>(op.label)]);
+}
+
+/// The op's group name, "-" for an op of no group.
+inline std::string_view group_name(const Timeline& t, const TimelineOp& op) {
+  return op.group == kNone ? std::string_view("-")
+                           : std::string_view(t.groups[static_cast<std::size_t>(op.group)]);
 }
 
 /// A timeline of `schedule` with no ops yet: its name, streams, groups, communicators, op labels
