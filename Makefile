@@ -75,6 +75,9 @@ screenshots: build
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --zoom 1600:1800 --screenshot docs/screenshots/backward-zoom.png
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/llama2-13b-fsdp1-hybrid.yaml --set fsdp.backward_prefetch=BACKWARD_PRE \
 	  --baseline-set fsdp.backward_prefetch=none --screenshot docs/screenshots/compare-prefetch.png
+	@$(BUILD_DIR)/cli/shardscope run examples/fsdp2-overlap-oracle.yaml --backend host --jitter 0.05 --slow-rank 1:1.2 \
+	  --timeline $(BUILD_DIR)/measured-overlap.json > /dev/null
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(BUILD_DIR)/measured-overlap.json --screenshot docs/screenshots/measured-beside-plan.png
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --budget 80GiB --screenshot docs/screenshots/sweep.png \
 	  --sweep "fsdp.reshard_after_forward=true,false;training.activation_checkpointing=none,selective_op,full;training.micro_batch=1,2,4"
 

@@ -6,6 +6,7 @@
 #include "shardscope/core/calibration.hpp"
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/sim/calibrate.hpp"
+#include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
 
@@ -18,7 +19,7 @@ int run_calibrate(const CalibrateArgs& args) {
   std::vector<Timeline> measured;
   for (const auto& path : args.measured) {
     fmt::print(stderr, "reading {}\n", path);
-    measured.push_back(load_timeline_file(path));
+    measured.push_back(traces::read_timeline_or_trace(path));
   }
   sim::CalibrateOptions options;
   options.holdout = args.holdout;

@@ -8,12 +8,6 @@
 
 namespace shardscope::cli {
 
-Timeline load_timeline_file(const std::string& path) {
-  // A Kineto trace is imported on the way in, so every command that reads a timeline takes one.
-  if (traces::looks_like_kineto_trace(path)) return traces::import_kineto(path).timeline;
-  return timeline_from_json(read_text_file(path), path);
-}
-
 int run_import(const ImportArgs& args) {
   const std::vector<std::filesystem::path> inputs(args.traces.begin(), args.traces.end());
   const std::vector<std::pair<std::string, std::string>> outputs{
@@ -56,7 +50,7 @@ int run_summarize(const SummarizeArgs& args) {
   const std::filesystem::path inputs[] = {args.timeline};
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
-  const auto summary = analysis::summarize(load_timeline_file(args.timeline));
+  const auto summary = analysis::summarize(traces::read_timeline_or_trace(args.timeline));
   fmt::print("{}", analysis::summary_table(summary));
   if (!args.json_path.empty()) write_output(args.json_path, analysis::summary_to_json(summary));
   return kExitOk;
@@ -66,7 +60,8 @@ int run_compare(const CompareArgs& args) {
   const std::filesystem::path inputs[] = {args.a, args.b};
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
-  const auto comparison = analysis::compare(load_timeline_file(args.a), load_timeline_file(args.b));
+  const auto comparison = analysis::compare(traces::read_timeline_or_trace(args.a),
+                                            traces::read_timeline_or_trace(args.b));
   fmt::print("{}", analysis::comparison_table(comparison, args.per_op, args.top));
   if (!args.json_path.empty())
     write_output(args.json_path, analysis::comparison_json(comparison, args.per_op));

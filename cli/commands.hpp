@@ -193,7 +193,4 @@ struct CalibrateArgs {
 /// Fits the cost model to measured runs of a scenario (sim::calibrate).
 int run_calibrate(const CalibrateArgs& args);
 
-/// Reads a timeline file (shardscope.timeline/2); ValidationError naming the file otherwise.
-Timeline load_timeline_file(const std::string& path);
-
 }  // namespace shardscope::cli

@@ -1,5 +1,6 @@
-// shardscope-gui [SCENARIO | TIMELINE.json] [--set key=value]... [--screenshot out.png]
-//   [--pin-baseline-with key=value]... [--zoom START_MS:END_MS]
+// shardscope-gui [SCENARIO | TIMELINE.json | TRACE.json[.gz]] [--set key=value]...
+//   [--measured TIMELINE_OR_TRACE] [--baseline-set key=value]... [--zoom START_MS:END_MS]
+//   [--sweep GRID [--budget SIZE]] [--screenshot out.png]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
@@ -10,13 +11,16 @@
 #include "main_window.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/traces/kineto_import.hpp"
 #include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
 namespace {
 
-// A timeline file names its schema near the top; anything else is read as a scenario.
+// A timeline file names its schema near the top, a Kineto trace has its own keys; anything else
+// is read as a scenario.
 bool is_timeline_file(const QString& path) {
+  if (shardscope::traces::looks_like_kineto_trace(path.toStdString())) return true;
   QFile file(path);
   if (!path.endsWith(".json") || !file.open(QIODevice::ReadOnly)) return false;
   return file.read(4096).contains("shardscope.timeline/");
@@ -30,19 +34,23 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription("shardscope: FSDP timelines, memory and what-ifs");
   parser.addHelpOption();
-  parser.addPositionalArgument(
-      "input", "a scenario (.yaml, .yml, .json) or a timeline (shardscope.timeline/2 .json)");
+  parser.addPositionalArgument("input",
+                               "a scenario (.yaml, .yml, .json), a timeline (shardscope.timeline/2 "
+                               ".json) or a Kineto trace");
   QCommandLineOption set({"s", "set"}, "override a scenario key", "key=value");
   QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit",
                                 "file");
   QCommandLineOption baseline(
       "baseline-set", "pin a baseline run with these overrides, then show the input (compare)",
       "key=value");
+  QCommandLineOption measured(
+      "measured", "stack this measured run (timeline or Kineto trace) above the simulation",
+      "file");
   QCommandLineOption zoom("zoom", "show only this time range", "start_ms:end_ms");
   QCommandLineOption sweep("sweep", "run a sweep in the Sweep tab: axes separated by ';'",
                            "key=v1,v2;...");
   QCommandLineOption budget("budget", "memory budget of --sweep", "size", "80GiB");
-  parser.addOptions({set, screenshot, baseline, zoom, sweep, budget});
+  parser.addOptions({set, screenshot, baseline, measured, zoom, sweep, budget});
   parser.process(app);
 
   shardscope::gui::MainWindow window;
@@ -63,7 +71,8 @@ int main(int argc, char** argv) {
           window.pin_baseline();
         }
         window.open_scenario(input, overrides);
-        if (shot) window.simulate_now();
+        if (shot || parser.isSet(measured)) window.simulate_now();
+        if (parser.isSet(measured)) window.open_measured(parser.value(measured));
       } else {
         window.open_timeline(input);
       }

@@ -23,6 +23,7 @@
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/schedule_io.hpp"
 #include "shardscope/traces/chrome_trace.hpp"
+#include "shardscope/traces/kineto_import.hpp"
 #include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
@@ -32,8 +33,9 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
       settings_(new SettingsPanel),
       timeline_(new TimelineWidget),
-      baseline_view_(new TimelineWidget),
-      baseline_label_(new QLabel),
+      reference_view_(new TimelineWidget),
+      reference_label_(new QLabel),
+      current_label_(new QLabel),
       memory_(new MemoryChart),
       tabs_(new QTabWidget),
       metrics_view_(new QTableView),
@@ -72,17 +74,25 @@ MainWindow::MainWindow(QWidget* parent)
               statusBar()->showMessage("not a panel setting, left as it is: " + unknown.join(", "));
           });
 
-  auto* baseline_box = new QWidget;
-  auto* baseline_layout = new QVBoxLayout(baseline_box);
-  baseline_layout->setContentsMargins(0, 0, 0, 0);
-  baseline_layout->addWidget(baseline_label_);
-  baseline_layout->addWidget(baseline_view_);
-  baseline_box->setVisible(false);
+  auto* reference_box = new QWidget;
+  auto* reference_layout = new QVBoxLayout(reference_box);
+  reference_layout->setContentsMargins(0, 0, 0, 0);
+  reference_label_->setMargin(4);
+  reference_layout->addWidget(reference_label_);
+  reference_layout->addWidget(reference_view_);
+  reference_box->setVisible(false);
 
   auto* right = new QSplitter(Qt::Vertical);
   right_ = right;
-  right->addWidget(baseline_box);
-  right->addWidget(timeline_);
+  auto* current_box = new QWidget;
+  auto* current_layout = new QVBoxLayout(current_box);
+  current_layout->setContentsMargins(0, 0, 0, 0);
+  current_label_->setMargin(4);
+  current_label_->setVisible(false);
+  current_layout->addWidget(current_label_);
+  current_layout->addWidget(timeline_);
+  right->addWidget(reference_box);
+  right->addWidget(current_box);
   right->addWidget(memory_);
   right->addWidget(tabs_);
   right->setSizes({0, 230, 420, 330});  // lanes are short; memory and details get the room
@@ -90,8 +100,9 @@ MainWindow::MainWindow(QWidget* parent)
   split->addWidget(scroll);
   split->addWidget(right);
   split->setStretchFactor(1, 1);
+  split->setSizes({400, 1200});  // the settings at their width, the rest to the plots
   setCentralWidget(split);
-  memory_->set_left_margin(TimelineWidget::kLabelWidth - 72);  // plot area under the lanes
+  memory_->set_left_margin(TimelineWidget::kLabelWidth);  // the plot area under the lanes
 
   auto* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario…", this, [this] {
@@ -111,15 +122,17 @@ MainWindow::MainWindow(QWidget* parent)
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, qApp, &QApplication::quit);
   auto* view = menuBar()->addMenu("&View");
-  view->addAction("Show all", this, [this] {
-    timeline_->set_view(0,
-                        timeline_->axis().span() > 0 && result_ ? result_->timeline.end_time() : 1);
-  });
+  view->addAction("Show all", this, [this] { timeline_->set_view(0, timeline_->axis().limit()); });
   auto* critical = view->addAction("Highlight critical path");
   critical->setCheckable(true);
   connect(critical, &QAction::toggled, timeline_, &TimelineWidget::set_highlight_critical_path);
   auto* compare = menuBar()->addMenu("&Compare");
   compare->addAction("Pin current run as baseline", this, [this] { pin_baseline(); });
+  compare->addAction("Open measured run beside the simulation…", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, "Open measured run", {}, "Timelines and Kineto traces (*.json *.json.gz *.gz)");
+    if (!path.isEmpty()) open_or_explain("Cannot compare", [&] { open_measured(path); });
+  });
 
   connect(settings_, &SettingsPanel::changed, this, [this] { request_simulation(); });
   connect(&runner_, &SimulationRunner::finished, this, [this](std::shared_ptr<const RunResult> r) {
@@ -132,7 +145,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(timeline_, &TimelineWidget::view_changed, this, [this](qint64 a, qint64 b) {
     memory_->set_view(a, b);
-    baseline_view_->set_view(a, b);
+    reference_view_->set_view(a, b);
   });
   connect(timeline_, &TimelineWidget::cursor_moved, memory_, &MemoryChart::set_cursor_time);
   connect(timeline_, &TimelineWidget::cursor_moved, this,
@@ -167,23 +180,79 @@ void MainWindow::open_scenario(const QString& path, const std::vector<std::strin
                                           std::filesystem::path(path.toStdString()).parent_path());
   base_ = std::move(tree);
   file_ = path.toStdString();
+  loaded_timeline_.reset();
   settings_->load(scenario);
   setWindowTitle(QString("shardscope — %1").arg(path));
   request_simulation();
 }
 
+namespace {
+
+// The scenario file a measured or imported run names in its provenance, as recorded or relative
+// to the timeline's folder; "" when it names none or it is not there.
+std::string scenario_of(const Timeline& t, const std::filesystem::path& timeline_path) {
+  if (t.source == "simulated" || t.provenance.scenario.empty()) return {};
+  const std::filesystem::path named(t.provenance.scenario);
+  for (const auto& candidate : {named, timeline_path.parent_path() / named}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  return {};
+}
+
+}  // namespace
+
 void MainWindow::open_timeline(const QString& path) {
   // Throws before anything is replaced: a bad file leaves the window as it was.
-  loaded_timeline_ = std::make_shared<Timeline>(
-      timeline_from_json(read_text_file(path.toStdString()), path.toStdString()));
+  auto timeline =
+      std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
+  const std::string scenario = scenario_of(*timeline, path.toStdString());
+  if (!scenario.empty()) {
+    open_scenario(QString::fromStdString(scenario));
+    simulate_now();
+    baseline_.reset();
+    measured_ = std::move(timeline);
+    show_reference();
+    return;
+  }
+  runner_.cancel();
+  file_.clear();
+  loaded_timeline_ = std::move(timeline);
+  // The views let go of the old run before it is freed.
+  memory_->set_reference(nullptr);
   memory_->set_timeline(loaded_timeline_.get());  // before the timeline widget, as in show_result
   timeline_->set_timeline(loaded_timeline_.get());
-  result_.reset();
   ops_.set_timeline(loaded_timeline_.get());
+  result_.reset();
+  baseline_.reset();
+  measured_.reset();
+  show_reference();  // hides the stacked run
   metrics_.set_rows(metric_rows(analysis::summarize(*loaded_timeline_)));
+  settings_->clear_scenario(QString::fromStdString(fmt::format(
+      "Showing {}, a {} timeline: the settings of that run are not known here{}. To see it beside "
+      "a simulation, open its scenario (File → Open scenario…), then Compare → Open measured run "
+      "beside the simulation….",
+      path.toStdString(), loaded_timeline_->source,
+      loaded_timeline_->provenance.scenario.empty()
+          ? ""
+          : fmt::format(" (it names {}, which is not there)",
+                        loaded_timeline_->provenance.scenario))));
+  setWindowTitle(QString("shardscope — %1").arg(path));
   statusBar()->showMessage(QString("%1 timeline: %2 ops")
                                .arg(QString::fromStdString(loaded_timeline_->source))
                                .arg(loaded_timeline_->ops.size()));
+}
+
+void MainWindow::open_measured(const QString& path) {
+  if (file_.empty()) {
+    throw Error(
+        "open the scenario of this run first (File → Open scenario…): a measured run is "
+        "compared with the simulation of its scenario");
+  }
+  measured_ = std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
+  baseline_.reset();
+  if (!result_) simulate_now();
+  show_reference();
 }
 
 void MainWindow::open_or_explain(const QString& title, const std::function<void()>& open) {
@@ -239,7 +308,7 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   for (OpId op : s.critical_path.ops) path.insert(op);
   timeline_->set_critical_path(std::move(path));
   ops_.set_timeline(&result_->timeline);
-  update_metrics();
+  show_reference();
   statusBar()->showMessage(QString::fromStdString(fmt::format(
       "{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})", result_->scenario.model.name,
       format_duration(s.step_time), s.tokens_per_s_per_gpu, format_bytes(s.peak_reserved),
@@ -247,29 +316,64 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
 }
 
 void MainWindow::update_metrics() {
-  auto rows = metric_rows(result_->summary);
-  if (baseline_) {
-    // Deltas against the pinned baseline.
-    const auto& a = baseline_->summary;
-    const auto& b = result_->summary;
-    auto pct = [](double now, double before) {
-      return before != 0 ? 100.0 * (now - before) / before : 0.0;
-    };
-    rows.emplace_back("Δ step time vs baseline",
-                      QString::fromStdString(fmt::format(
-                          "{:+.1f} % ({} → {})", pct(ns_to_s(b.step_time), ns_to_s(a.step_time)),
-                          format_duration(a.step_time), format_duration(b.step_time))));
-    rows.emplace_back(
-        "Δ peak reserved vs baseline",
-        QString::fromStdString(fmt::format(
-            "{:+.1f} % ({} → {})",
-            pct(static_cast<double>(b.peak_reserved), static_cast<double>(a.peak_reserved)),
-            format_bytes(a.peak_reserved), format_bytes(b.peak_reserved))));
-    rows.emplace_back("Δ exposed communication",
-                      QString::fromStdString(fmt::format("{} → {}", format_duration(a.comm_exposed),
-                                                         format_duration(b.comm_exposed))));
+  // With two runs stacked, their deltas come first: they are what the view is for.
+  std::vector<std::pair<QString, QString>> rows;
+  if (comparison_) {
+    const bool measured = measured_ != nullptr;
+    rows = comparison_rows(*comparison_, measured ? "simulated" : "baseline",
+                           measured ? "measured" : "current");
   }
+  for (auto& row : metric_rows(result_->summary)) rows.push_back(std::move(row));
   metrics_.set_rows(std::move(rows));
+}
+
+const Timeline* MainWindow::reference_run() const {
+  if (measured_) return measured_.get();
+  return baseline_ ? &baseline_->timeline : nullptr;
+}
+
+void MainWindow::show_reference() {
+  const Timeline* other = result_ ? reference_run() : nullptr;
+  auto* box = reference_view_->parentWidget();
+  if (!other) {
+    comparison_.reset();
+    box->setVisible(false);
+    current_label_->setVisible(false);
+    memory_->set_reference(nullptr);
+    timeline_->set_counterparts({}, {});
+    if (result_) update_metrics();
+    return;
+  }
+  const bool measured = measured_ != nullptr;
+  // A is the plan (the baseline, or the simulation); B is what is compared with it.
+  const Timeline& a = measured ? result_->timeline : *other;
+  const Timeline& b = measured ? *other : result_->timeline;
+  comparison_ = analysis::compare(a, b);
+  const std::string own_name = measured ? "simulated" : "current";
+  const std::string other_name = measured ? "measured" : "baseline";
+  reference_view_->set_timeline(other);
+  const TimeNs limit = std::max(result_->timeline.end_time(), other->end_time());
+  timeline_->set_time_limit(limit);
+  reference_view_->set_time_limit(limit);
+  timeline_->set_view(0, limit);  // both runs whole; the reference view follows
+  timeline_->set_counterparts(counterparts(*comparison_, measured ? Side::a : Side::b), other_name);
+  reference_view_->set_counterparts(counterparts(*comparison_, measured ? Side::b : Side::a),
+                                    own_name);
+  memory_->set_reference(other, QString::fromStdString(other_name));
+  const auto& s = measured ? comparison_->b : comparison_->a;
+  const auto& own = measured ? comparison_->a : comparison_->b;
+  reference_label_->setText(QString::fromStdString(fmt::format(
+      "{}: {} ({}), step {} ({} against {})", other_name, other->name, other->source,
+      format_duration(s.step_time),
+      analysis::format_metric_delta(ns_to_s(s.step_time - own.step_time), "s"), own_name)));
+  current_label_->setText(QString::fromStdString(fmt::format(
+      "{}: {} ({}), step {}", own_name, own.name, own.source, format_duration(own.step_time))));
+  current_label_->setVisible(true);
+  if (!box->isVisible()) {
+    box->setVisible(true);
+    right_->setSizes({230, 230, 330, 190});
+  }
+  update_metrics();
 }
 
 void MainWindow::show_sweep_tab() {
@@ -280,14 +384,8 @@ void MainWindow::show_sweep_tab() {
 void MainWindow::pin_baseline() {
   if (!result_) return;
   baseline_ = result_;
-  baseline_view_->set_timeline(&baseline_->timeline);
-  baseline_view_->set_view(timeline_->axis().start(), timeline_->axis().end());
-  baseline_label_->setText(
-      QString::fromStdString(fmt::format("baseline: {} — step {}", baseline_->scenario.model.name,
-                                         format_duration(baseline_->summary.step_time))));
-  baseline_view_->parentWidget()->setVisible(true);
-  right_->setSizes({230, 230, 330, 190});
-  update_metrics();
+  measured_.reset();
+  show_reference();
 }
 
 void MainWindow::export_png() {

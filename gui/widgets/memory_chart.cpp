@@ -2,16 +2,25 @@
 
 #include <QAreaSeries>
 #include <QChart>
-#include <QLegendMarker>
 #include <QLineSeries>
+#include <QPainter>
 #include <QScatterSeries>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "shardscope/core/schedule.hpp"
+#include "shardscope/gui/flow_layout.hpp"
 
 namespace shardscope::gui {
 namespace {
+
+constexpr double kTop = 10;           // above the plot: room for the top tick label
+constexpr double kTimeAxisBand = 44;  // below the plot: tick labels and the axis title
+constexpr double kLegendRow = 18;
+constexpr double kLegendGap = 14;
+constexpr double kSwatch = 14;
+const QColor kReferenceColor(0, 137, 123);
 
 QColor category_color(std::size_t c) {
   static const QColor kColors[] = {
@@ -25,6 +34,22 @@ QColor category_color(std::size_t c) {
 double gib(Bytes b) {
   return static_cast<double>(b) / static_cast<double>(kGiB);
 }
+double allocated_gib(const MemorySample& m) {
+  return gib(m.allocated);
+}
+double reserved_gib(const MemorySample& m) {
+  return gib(m.reserved);
+}
+
+// The samples in [from, to], plus the one in force at `from`.
+std::vector<MemorySample> window_of(const Timeline& t, TimeNs from, TimeNs to) {
+  auto first = std::upper_bound(t.memory.begin(), t.memory.end(), from,
+                                [](TimeNs v, const MemorySample& m) { return v < m.time; });
+  if (first != t.memory.begin()) --first;
+  std::vector<MemorySample> window;
+  for (auto it = first; it != t.memory.end() && it->time <= to; ++it) window.push_back(*it);
+  return window;
+}
 
 // At most `buckets` samples, keeping in each time bucket the one with the most allocated bytes
 // (so the peak survives); Qt Charts slows sharply with many points per series.
@@ -32,6 +57,7 @@ std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& sampl
                                           std::size_t buckets) {
   std::vector<const MemorySample*> out;
   if (samples.size() <= buckets) {
+    out.reserve(samples.size());
     for (const auto& s : samples) out.push_back(&s);
     return out;
   }
@@ -50,16 +76,21 @@ std::vector<const MemorySample*> decimate(const std::vector<MemorySample>& sampl
   }
   return out;
 }
-double ms(TimeNs t) {
-  return static_cast<double>(t) / 1e6;
+
+Bytes peak_allocated(const Timeline& t) {
+  Bytes peak = 0;
+  for (const auto& m : t.memory) peak = std::max(peak, m.allocated);
+  return peak;
 }
 
 }  // namespace
 
 MemoryChart::MemoryChart(QWidget* parent) : QChartView(new QChart(), parent) {
   setRenderHint(QPainter::Antialiasing, false);
-  chart()->legend()->setAlignment(Qt::AlignBottom);
-  chart()->setMargins(QMargins(4, 4, 4, 4));
+  setFrameShape(QFrame::NoFrame);  // the viewport spans the widget, as the timeline's lanes do
+  chart()->legend()->setVisible(false);  // painted in drawForeground, wrapped, never truncated
+  chart()->setMargins(QMargins(0, 0, 0, 0));
+  chart()->setBackgroundRoundness(0);
   setMinimumHeight(220);
 }
 
@@ -76,56 +107,98 @@ void MemoryChart::clear_chart() {
     c->removeAxis(axis);
     delete axis;
   }
+  x_ = y_ = nullptr;
+  cursor_ = nullptr;
+  peak_marker_ = nullptr;
+  legend_.clear();
 }
 
 void MemoryChart::set_left_margin(int px) {
-  QMargins m = chart()->margins();
-  m.setLeft(px);
-  chart()->setMargins(m);
+  left_margin_ = px;
+  place_plot_area();
+}
+
+int MemoryChart::legend_rows() const {
+  const QFontMetrics fm(font());
+  std::vector<double> widths;
+  widths.reserve(legend_.size());
+  for (const auto& e : legend_) widths.push_back(kSwatch + 4 + fm.horizontalAdvance(e.name));
+  return flow_rows(flow_layout(widths, viewport()->width() - 16.0, kLegendGap));
+}
+
+void MemoryChart::place_plot_area() {
+  const double w = viewport()->width(), h = viewport()->height();
+  const double bottom = kTimeAxisBand + legend_rows() * kLegendRow + 4;
+  chart()->setPlotArea(QRectF(left_margin_, kTop, std::max(1.0, w - left_margin_),
+                              std::max(1.0, h - kTop - bottom)));
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);
+  place_plot_area();
+  set_view(view_start_, view_end_);  // the tick step follows the plot's width
 }
 
 void MemoryChart::set_timeline(const Timeline* t, const QString& peak_label) {
   timeline_ = t;
   peak_label_ = peak_label;
-  build(0, t ? t->end_time() : 0);
-  if (x_ && t) x_->setRange(0, ms(t->end_time()));
+  view_start_ = 0;
+  view_end_ = t ? std::max<TimeNs>(1, t->end_time()) : 1;
+  build(view_start_, view_end_);
+  set_view(view_start_, view_end_);
 }
 
-// Series for samples in [from, to] (plus the one in force at `from`), decimated to 400 buckets.
+void MemoryChart::set_reference(const Timeline* reference, const QString& name) {
+  if (reference == reference_ && name == reference_name_) return;
+  reference_ = reference;
+  reference_name_ = name;
+  build(built_from_, built_to_);
+  set_view(view_start_, view_end_);
+}
+
+void MemoryChart::add_step_line(const std::vector<const MemorySample*>& samples,
+                                const QString& name, double (*value)(const MemorySample&),
+                                const QPen& pen) {
+  auto* s = new QLineSeries;
+  s->setName(name);
+  double prev = 0;
+  QList<QPointF> points;
+  points.reserve(2 * static_cast<qsizetype>(samples.size()));
+  for (const auto* m : samples) {
+    points.append({unit_.of(m->time), prev});
+    prev = value(*m);
+    points.append({unit_.of(m->time), prev});
+  }
+  s->replace(points);
+  s->setPen(pen);
+  chart()->addSeries(s);
+  s->attachAxis(x_);
+  s->attachAxis(y_);
+  legend_.push_back({name, pen.color(), pen.style()});
+}
+
+// Series for samples in [from, to] (plus the one in force at `from`), decimated to 400 buckets,
+// in the current time unit.
 void MemoryChart::build(TimeNs from, TimeNs to) {
   built_from_ = from;
   built_to_ = to;
   const Timeline* t = timeline_;
-  const QString peak_label = peak_label_;
   QChart* c = chart();
   clear_chart();
   x_ = new QValueAxis;
   y_ = new QValueAxis;
-  x_->setTitleText("time (ms)");
   y_->setTitleText("memory (GiB)");
-  x_->setLabelFormat("%.1f");
-  y_->setLabelFormat("%.1f");
   c->addAxis(x_, Qt::AlignBottom);
   c->addAxis(y_, Qt::AlignLeft);
-  cursor_ = nullptr;
-  peak_marker_ = nullptr;
-  if (!t || t->memory.empty()) return;
-  const auto categories = all_buffer_categories();
-  std::vector<MemorySample> window;
-  {
-    auto first = std::upper_bound(t->memory.begin(), t->memory.end(), from,
-                                  [](TimeNs v, const MemorySample& m) { return v < m.time; });
-    if (first != t->memory.begin()) --first;
-    for (auto it = first; it != t->memory.end() && it->time <= to; ++it) window.push_back(*it);
+  if (!t || t->memory.empty()) {
+    place_plot_area();
+    return;
   }
+  const auto categories = all_buffer_categories();
+  const auto window = window_of(*t, from, to);
   const auto samples = decimate(window, 400);
   // Stacked step areas: cumulative allocated bytes by category.
-  std::vector<QLineSeries*> uppers;
   QLineSeries* lower = nullptr;
-  std::size_t peak_index = 0;  // over the whole timeline, not the window
-  for (std::size_t i = 0; i < t->memory.size(); ++i) {
-    if (t->memory[i].allocated > t->memory[peak_index].allocated) peak_index = i;
-  }
   for (std::size_t cat = 0; cat < categories.size(); ++cat) {
     bool any = false;
     for (const auto* m : samples) any |= cat < m->by_category.size() && m->by_category[cat] > 0;
@@ -139,89 +212,142 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
       Bytes cumulative = 0;
       for (std::size_t k = 0; k <= cat && k < m->by_category.size(); ++k)
         cumulative += m->by_category[k];
-      points.append({ms(m->time), prev});
+      points.append({unit_.of(m->time), prev});
       prev = gib(cumulative);
-      points.append({ms(m->time), prev});
+      points.append({unit_.of(m->time), prev});
     }
     upper->replace(points);
     auto* area = new QAreaSeries(upper, lower);
-    area->setName(QString::fromUtf8(to_string(categories[cat]).data()));
+    const QString name = QString::fromUtf8(to_string(categories[cat]).data());
+    area->setName(name);
     area->setColor(category_color(cat));
     area->setBorderColor(category_color(cat).darker(120));
     c->addSeries(area);
     area->attachAxis(x_);
     area->attachAxis(y_);
+    legend_.push_back({name, category_color(cat), Qt::NoPen});
     lower = upper;
-    uppers.push_back(upper);
   }
-  auto step_line = [&](const QString& name, auto value, QColor color, Qt::PenStyle style) {
-    auto* s = new QLineSeries;
-    s->setName(name);
-    double prev = 0;
-    QList<QPointF> points;
-    for (const auto* m : samples) {
-      points.append({ms(m->time), prev});
-      prev = value(*m);
-      points.append({ms(m->time), prev});
-    }
-    s->replace(points);
-    s->setPen(QPen(color, 2, style));
-    c->addSeries(s);
-    s->attachAxis(x_);
-    s->attachAxis(y_);
-    return s;
-  };
-  step_line(
-      "reserved", [](const MemorySample& m) { return gib(m.reserved); }, QColor(0, 0, 0),
-      Qt::SolidLine);
-  const double end_ms = ms(std::max(to, t->end_time()));
+  add_step_line(samples, "reserved", &reserved_gib, QPen(Qt::black, 2));
+  double y_top = std::max(gib(t->memory_capacity), gib(peak_allocated(*t)));
+  if (reference_ && !reference_->memory.empty()) {
+    const auto other_window = window_of(*reference_, from, to);
+    const auto other = decimate(other_window, 400);
+    add_step_line(other, reference_name_ + " allocated", &allocated_gib,
+                  QPen(kReferenceColor, 2, Qt::DashLine));
+    add_step_line(other, reference_name_ + " reserved", &reserved_gib,
+                  QPen(kReferenceColor.darker(140), 2, Qt::DotLine));
+    y_top = std::max(y_top, gib(peak_allocated(*reference_)));
+    for (const auto& m : reference_->memory) y_top = std::max(y_top, gib(m.reserved));
+  }
+  for (const auto& m : t->memory) y_top = std::max(y_top, gib(m.reserved));
+  const double end = unit_.of(std::max(to, t->end_time()));
   auto* capacity = new QLineSeries;
   capacity->setName("GPU capacity");
   capacity->append(0, gib(t->memory_capacity));
-  capacity->append(end_ms, gib(t->memory_capacity));
+  capacity->append(end, gib(t->memory_capacity));
   capacity->setPen(QPen(QColor(200, 0, 0), 2, Qt::DashLine));
   c->addSeries(capacity);
   capacity->attachAxis(x_);
   capacity->attachAxis(y_);
-  const auto& peak = t->memory[peak_index];
-  peak_ = QPointF(ms(peak.time), gib(peak.allocated));
+  legend_.push_back({"GPU capacity", QColor(200, 0, 0), Qt::DashLine});
+  // The peak over the whole timeline, not the window.
+  const auto peak = std::max_element(
+      t->memory.begin(), t->memory.end(),
+      [](const MemorySample& a, const MemorySample& b) { return a.allocated < b.allocated; });
+  peak_ = QPointF(unit_.of(peak->time), gib(peak->allocated));
   peak_marker_ = new QScatterSeries;
-  peak_marker_->setName(peak_label.isEmpty() ? QString("peak %1 GiB").arg(peak_.y(), 0, 'f', 2)
-                                             : peak_label);
+  const QString peak_name =
+      peak_label_.isEmpty() ? QString("peak %1 GiB").arg(peak_.y(), 0, 'f', 2) : peak_label_;
+  peak_marker_->setName(peak_name);
   peak_marker_->setMarkerSize(12);
   peak_marker_->setColor(QColor(255, 0, 0));
   peak_marker_->append(peak_);
   c->addSeries(peak_marker_);
   peak_marker_->attachAxis(x_);
   peak_marker_->attachAxis(y_);
+  legend_.push_back({peak_name, QColor(255, 0, 0), Qt::NoPen});
   cursor_ = new QLineSeries;
-  cursor_->setName("cursor");
   cursor_->setPen(QPen(QColor(200, 0, 0), 1, Qt::DashLine));
   c->addSeries(cursor_);
   cursor_->attachAxis(x_);
   cursor_->attachAxis(y_);
-  for (auto* marker : c->legend()->markers(cursor_)) marker->setVisible(false);
-  y_max_ = std::max(gib(t->memory_capacity), peak_.y()) * 1.05;
+  // Memory ticks at 1, 2 or 5 × 10^k GiB, about five of them.
+  y_max_ = y_top * 1.05;
+  const double step = nice_step(y_max_ / 5);
+  y_->setTickType(QValueAxis::TicksDynamic);
+  y_->setTickAnchor(0);
+  y_->setTickInterval(step);
+  y_->setLabelFormat(
+      QString("%.%1f").arg(std::max(0, -static_cast<int>(std::floor(std::log10(step))))));
   y_->setRange(0, y_max_);
-  x_->setRange(ms(from), ms(std::max(to, from + 1)));
+  place_plot_area();  // the legend's rows may have changed
+}
+
+void MemoryChart::set_time_ticks(TimeNs start, TimeNs end) {
+  const TimeAxis axis(start, end, chart()->plotArea().width());
+  const TimeNs step = tick_step(axis, kTickSpacingPx);
+  x_->setTickType(QValueAxis::TicksDynamic);
+  x_->setTickAnchor(0);
+  x_->setTickInterval(unit_.of(step));
+  x_->setLabelFormat("%.0f");  // a multiple of a step of at least one unit
+  x_->setTitleText(QString("time (%1)").arg(unit_.name));
+  x_->setRange(unit_.of(start), unit_.of(std::max(end, start + 1)));
 }
 
 void MemoryChart::set_view(qint64 start_ns, qint64 end_ns) {
-  if (!x_ || !timeline_) return;
-  // Rebuild for a view much narrower than what the series cover, or outside it; panning inside a
-  // padded window stays a range change.
-  const TimeNs span = std::max<TimeNs>(1, end_ns - start_ns);
-  const bool outside = start_ns < built_from_ || end_ns > built_to_;
-  const bool finer = (built_to_ - built_from_) > 6 * span;
-  if (outside || finer) build(std::max<TimeNs>(0, start_ns - span), end_ns + span);
-  x_->setRange(ms(start_ns), ms(end_ns));
+  view_start_ = start_ns;
+  view_end_ = std::max<TimeNs>(end_ns, start_ns + 1);
+  if (!x_) return;
+  // The unit follows the timeline's tick step; a new unit means new series.
+  const TimeUnit unit = tick_unit(
+      tick_step(TimeAxis(view_start_, view_end_, chart()->plotArea().width()), kTickSpacingPx));
+  const bool new_unit = unit.ns != unit_.ns;
+  unit_ = unit;
+  if (timeline_) {
+    // Rebuild for a view much narrower than what the series cover, or outside it; panning
+    // inside a padded window stays a range change.
+    const TimeNs span = view_end_ - view_start_;
+    const bool outside = view_start_ < built_from_ || view_end_ > built_to_;
+    const bool finer = (built_to_ - built_from_) > 6 * span;
+    if (new_unit || outside || finer)
+      build(std::max<TimeNs>(0, view_start_ - span), view_end_ + span);
+  }
+  set_time_ticks(view_start_, view_end_);
 }
 
 void MemoryChart::set_cursor_time(qint64 time_ns) {
   if (!cursor_) return;
   cursor_->clear();
-  cursor_->append(ms(time_ns), 0);
-  cursor_->append(ms(time_ns), y_max_);
+  cursor_->append(unit_.of(time_ns), 0);
+  cursor_->append(unit_.of(time_ns), y_max_);
+}
+
+void MemoryChart::drawForeground(QPainter* painter, const QRectF& rect) {
+  QChartView::drawForeground(painter, rect);
+  const QFontMetrics fm(font());
+  std::vector<double> widths;
+  widths.reserve(legend_.size());
+  for (const auto& e : legend_) widths.push_back(kSwatch + 4 + fm.horizontalAdvance(e.name));
+  const auto places = flow_layout(widths, viewport()->width() - 16.0, kLegendGap);
+  const double top = viewport()->height() - flow_rows(places) * kLegendRow - 2;
+  painter->save();
+  painter->setFont(font());
+  for (std::size_t i = 0; i < legend_.size(); ++i) {
+    const auto& e = legend_[i];
+    const double x = 8 + places[i].x, y = top + places[i].row * kLegendRow;
+    const QRectF swatch(x, y + (kLegendRow - kSwatch) / 2, kSwatch, kSwatch);
+    if (e.line == Qt::NoPen) {
+      painter->fillRect(swatch, e.color);
+    } else {
+      painter->setPen(QPen(e.color, 2, e.line));
+      painter->drawLine(QPointF(x, swatch.center().y()), QPointF(x + kSwatch, swatch.center().y()));
+    }
+    painter->setPen(Qt::black);
+    painter->drawText(QRectF(x + kSwatch + 4, y, widths[i], kLegendRow),
+                      Qt::AlignVCenter | Qt::AlignLeft, e.name);
+  }
+  painter->restore();
 }
 
 }  // namespace shardscope::gui

@@ -26,10 +26,15 @@ QString raf_text(const ReshardAfterForward& r) {
 
 SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  note_->setMargin(6);
+  outer->addWidget(note_);
   auto group = [&](const QString& title) {
     auto* box = new QGroupBox(title, this);
     auto* form = new QFormLayout(box);
     outer->addWidget(box);
+    groups_.push_back(box);
     return form;
   };
   QStringList models, clusters;
@@ -72,6 +77,15 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   outer->addWidget(problems_);
   outer->addStretch(1);
   update_enabled();
+  clear_scenario("Open a scenario (File → Open scenario…) to see and change its settings.");
+}
+
+void SettingsPanel::clear_scenario(const QString& note) {
+  for (auto* g : groups_) g->setVisible(false);
+  dirty_.clear();
+  problems_->clear();
+  note_->setText(note);
+  note_->setVisible(true);
 }
 
 QComboBox* SettingsPanel::add_combo(QFormLayout* form, const std::string& key, const QString& label,
@@ -170,6 +184,8 @@ void SettingsPanel::load(const Scenario& s) {
   spin("fsdp.wrap.blocks_per_group", s.fsdp.blocks_per_group);
   loading_ = false;
   problems_->clear();
+  note_->setVisible(false);
+  for (auto* g : groups_) g->setVisible(true);
   update_enabled();
 }
 

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QWidget>
 #include <map>
+#include <vector>
 
 #include "shardscope/core/scenario.hpp"
 
@@ -26,6 +27,10 @@ class SettingsPanel : public QWidget {
 
   /// Shows the scenario's values and forgets earlier edits.
   void load(const Scenario& scenario);
+  /// Hides the knobs and says why (no scenario yet, or a timeline file whose settings are not
+  /// known), so the panel never shows defaults that have nothing to do with what is drawn.
+  void clear_scenario(const QString& note);
+  bool has_scenario() const { return note_->isHidden(); }
   /// The edits, as "key=value" overrides (model and cluster presets included).
   std::vector<std::string> overrides() const;
   void show_problems(const QStringList& problems);
@@ -47,6 +52,8 @@ class SettingsPanel : public QWidget {
   std::map<std::string, QWidget*> widgets_;
   std::map<std::string, bool> dirty_;
   QLabel* problems_ = nullptr;
+  QLabel* note_ = nullptr;
+  std::vector<QWidget*> groups_;
   bool loading_ = false;
 };
 

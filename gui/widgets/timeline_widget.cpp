@@ -57,9 +57,21 @@ void TimelineWidget::set_timeline(const Timeline* timeline) {
   axis_.set_limit(timeline ? std::max<TimeNs>(1, timeline->end_time()) : 1);
   axis_.show_all();
   critical_.clear();
+  counterparts_.clear();
   updateGeometry();
   update();
   view_moved();
+}
+
+void TimelineWidget::set_time_limit(TimeNs limit) {
+  axis_.set_limit(limit);
+  update();
+  view_moved();
+}
+
+void TimelineWidget::set_counterparts(Counterparts counterparts, std::string other_name) {
+  counterparts_ = std::move(counterparts);
+  other_name_ = std::move(other_name);
 }
 
 void TimelineWidget::set_critical_path(std::set<OpId> ops) {
@@ -111,12 +123,13 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   }
   // Time axis with unit-bearing ticks.
   p.setPen(QColor(90, 90, 90));
-  const TimeNs step = tick_step(axis_, 110);
+  const TimeNs step = tick_step(axis_, kTickSpacingPx);
+  const TimeUnit unit = tick_unit(step);  // the memory chart's axis uses the same
   for (TimeNs t = (axis_.start() / step) * step; t <= axis_.end(); t += step) {
     const double x = kLabelWidth + axis_.to_px(t);
     if (x < kLabelWidth) continue;
     p.drawLine(QPointF(x, kHeader - 6), QPointF(x, height()));
-    p.drawText(QPointF(x + 3, kHeader - 9), QString::fromStdString(format_duration(t)));
+    p.drawText(QPointF(x + 3, kHeader - 9), QString::fromStdString(tick_label(t, unit)));
   }
   p.setPen(QColor(220, 220, 220));
   p.drawLine(0, kHeader - 1, width(), kHeader - 1);
@@ -244,34 +257,45 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   view_moved();
 }
 
+QString TimelineWidget::tooltip_at(QPoint pos) const {
+  if (!timeline_) return {};
+  const int lane = lane_at(pos.y());
+  const int index = lane >= 0 ? layout_.op_at(lane, axis_.to_time(plot_x(pos.x()))) : -1;
+  if (index < 0) return {};
+  const auto& op = timeline_->ops[static_cast<std::size_t>(index)];
+  std::string text = fmt::format(
+      "{} {}\nstream {}\n{} iteration {}, micro-batch {}\nstart {}, duration {}",
+      to_string(op.kind), group_name(*timeline_, op),
+      timeline_->streams[static_cast<std::size_t>(op.stream)].name, to_string(op.phase),
+      op.iteration, op.microbatch, format_duration(op.start), format_duration(op.duration()));
+  if (op.comm >= 0) {
+    const auto& c = timeline_->communicators[static_cast<std::size_t>(op.comm)];
+    text += fmt::format("\ncommunicator {} ({} ranks, {} nodes)", c.name, c.size, c.nodes);
+  }
+  if (op.bytes > 0) {
+    text += fmt::format("\n{}", format_bytes(op.bytes));
+    if (op.duration() > 0) {
+      text += fmt::format(", {} achieved",
+                          format_bandwidth(static_cast<double>(op.bytes) / ns_to_s(op.duration())));
+    }
+  }
+  if (!other_name_.empty()) {
+    const auto it = counterparts_.find(op.op);
+    text += "\n" + (it != counterparts_.end() ? counterpart_text(it->second, other_name_)
+                                              : fmt::format("no counterpart in {}", other_name_));
+  }
+  return QString::fromStdString(text);
+}
+
 bool TimelineWidget::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip && timeline_) {
     auto* help = static_cast<QHelpEvent*>(e);
-    const int lane = lane_at(help->pos().y());
-    const int index = lane >= 0 ? layout_.op_at(lane, axis_.to_time(plot_x(help->pos().x()))) : -1;
-    if (index < 0) {
+    const QString text = tooltip_at(help->pos());
+    if (text.isEmpty()) {
       QToolTip::hideText();
-      return true;
+    } else {
+      QToolTip::showText(help->globalPos(), text, this);
     }
-    const auto& op = timeline_->ops[static_cast<std::size_t>(index)];
-    std::string text = fmt::format(
-        "{} {}\nstream {}\n{} iteration {}, micro-batch {}\nstart {}, duration {}",
-        to_string(op.kind),
-        op.group >= 0 ? timeline_->groups[static_cast<std::size_t>(op.group)] : "-",
-        timeline_->streams[static_cast<std::size_t>(op.stream)].name, to_string(op.phase),
-        op.iteration, op.microbatch, format_duration(op.start), format_duration(op.duration()));
-    if (op.comm >= 0) {
-      const auto& c = timeline_->communicators[static_cast<std::size_t>(op.comm)];
-      text += fmt::format("\ncommunicator {} ({} ranks, {} nodes)", c.name, c.size, c.nodes);
-    }
-    if (op.bytes > 0) {
-      text += fmt::format("\n{}", format_bytes(op.bytes));
-      if (op.duration() > 0) {
-        text += fmt::format(", {} achieved", format_bandwidth(static_cast<double>(op.bytes) /
-                                                              ns_to_s(op.duration())));
-      }
-    }
-    QToolTip::showText(help->globalPos(), QString::fromStdString(text), this);
     return true;
   }
   return QWidget::event(e);

@@ -1,7 +1,8 @@
 #pragma once
 // Paints a timeline: a lane per stream plus the CPU, ops coloured by kind and labelled by group
 // when wide enough, narrow ops folded into counted blocks, a time axis with units. Wheel zooms at
-// the cursor, dragging pans, Shift-drag selects a range, keys: + − ← → Home. Painting only: layout,
+// the cursor, dragging pans, Shift-drag selects a range, keys: + − ← → Home. With a second run
+// stacked beside it, hovering an op also gives its counterpart's delta. Painting only: layout,
 // mapping and folding live in gui/model.
 
 #include <QWidget>
@@ -9,6 +10,7 @@
 
 #include "shardscope/core/timeline.hpp"
 #include "shardscope/gui/lane_layout.hpp"
+#include "shardscope/gui/run_comparison.hpp"
 #include "shardscope/gui/time_axis.hpp"
 
 namespace shardscope::gui {
@@ -26,6 +28,13 @@ class TimelineWidget : public QWidget {
   void set_highlight_critical_path(bool on);
   void set_cursor_time(TimeNs t);
   void set_view(TimeNs start, TimeNs end);
+  /// The end of the time axis (its start is 0). set_timeline sets it to the timeline's end; two
+  /// stacked runs share the later end so that one view maps both alike.
+  void set_time_limit(TimeNs limit);
+  /// Each op's counterpart in another run, for the hover text ("measured: 1.2 ms (+0.1 ms…)").
+  void set_counterparts(Counterparts counterparts, std::string other_name);
+  /// The hover text of the op under `pos`, or "" (also what tests read).
+  QString tooltip_at(QPoint pos) const;
   const TimeAxis& axis() const { return axis_; }
   int lane_top(int lane) const;
   static constexpr int kLabelWidth = 170;
@@ -59,6 +68,8 @@ class TimelineWidget : public QWidget {
   LaneLayout layout_;
   TimeAxis axis_;
   std::set<OpId> critical_;
+  Counterparts counterparts_;
+  std::string other_name_;
   bool highlight_critical_ = false;
   TimeNs cursor_ = -1;
   bool dragging_ = false;

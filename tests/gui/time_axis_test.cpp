@@ -47,5 +47,29 @@ TEST(TimeAxis, TickStepsAreOneTwoOrFiveTimesAPowerOfTen) {
   }
 }
 
+TEST(TimeAxis, NiceStepsAreTheSmallestOneTwoOrFiveAtLeastTheRawStep) {
+  EXPECT_DOUBLE_EQ(nice_step(0.3), 0.5);
+  EXPECT_DOUBLE_EQ(nice_step(0.2), 0.2);
+  EXPECT_DOUBLE_EQ(nice_step(16.6), 20.0);
+  EXPECT_DOUBLE_EQ(nice_step(20.0), 20.0);
+  EXPECT_DOUBLE_EQ(nice_step(51), 100.0);
+  EXPECT_DOUBLE_EQ(nice_step(3e9), 5e9);
+}
+
+TEST(TimeAxis, TickLabelsOfAViewShareOneUnitAndAreWholeNumbers) {
+  // A 5.1 s step at 1400 px gives 500 ms ticks: every label in ms, whole numbers.
+  TimeAxis axis(0, 5'097 * kNsPerMs, 1219);
+  const TimeNs step = tick_step(axis, 110);
+  EXPECT_EQ(step, 500 * kNsPerMs);
+  const TimeUnit unit = tick_unit(step);
+  EXPECT_STREQ(unit.name, "ms");
+  EXPECT_EQ(tick_label(0, unit), "0 ms");
+  EXPECT_EQ(tick_label(3 * step, unit), "1500 ms");
+  EXPECT_STREQ(tick_unit(2 * kNsPerS).name, "s");
+  EXPECT_STREQ(tick_unit(20 * kNsPerUs).name, "us");
+  EXPECT_STREQ(tick_unit(500).name, "ns");
+  EXPECT_EQ(tick_label(1'234'000, TimeUnit{"ms", kNsPerMs}), "1.234 ms");
+}
+
 }  // namespace
 }  // namespace shardscope::gui

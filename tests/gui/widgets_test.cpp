@@ -4,10 +4,14 @@
 #include <QApplication>
 #include <QChart>
 #include <QImage>
+#include <QValueAxis>
+#include <cmath>
 
 #include "main_window.hpp"
 #include "memory_chart.hpp"
 #include "settings_panel.hpp"
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/schedule_io.hpp"
 #include "sweep_view.hpp"
 #include "timeline_widget.hpp"
 
@@ -118,8 +122,173 @@ TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {
   ASSERT_TRUE(win.w.settings()->set_value("fsdp.reshard_after_forward", "false"));
   win.w.simulate_now();
   QApplication::processEvents();
-  EXPECT_TRUE(win.w.baseline_timeline()->isVisible());
-  EXPECT_NE(win.w.result()->summary.step_time, 0);
+  EXPECT_TRUE(win.w.reference_timeline()->isVisible());
+  ASSERT_NE(win.w.comparison(), nullptr);
+  // A: the baseline (resharding), B: the current run (no backward all-gathers).
+  EXPECT_LT(win.w.comparison()->b.step_time, win.w.comparison()->a.step_time);
+}
+
+// x of time `t` in window pixels, in the timeline's lanes and in the memory chart's plot.
+double timeline_x(MainWindow& w, TimelineWidget* tl, TimeNs t) {
+  const double local = TimelineWidget::kLabelWidth + tl->axis().to_px(t);
+  return tl->mapTo(&w, QPoint(0, 0)).x() + local;
+}
+double chart_x(MainWindow& w, MemoryChart* chart, TimeNs t) {
+  const QPointF scene = chart->chart()->mapToPosition(QPointF(chart->time_unit().of(t), 0));
+  return chart->mapTo(&w, QPoint(0, 0)).x() + chart->mapFromScene(scene).x();
+}
+
+TEST(MemoryChart, ItsTimeAxisLinesUpWithTheLanesToThePixel) {
+  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  TimelineWidget* tl = win.w.timeline();
+  MemoryChart* chart = win.w.memory_chart();
+  const TimeNs end = win.w.result()->timeline.end_time();
+  for (auto [from, to] : {std::pair<TimeNs, TimeNs>{0, end}, {end / 3, end / 3 + 40 * kNsPerMs}}) {
+    tl->set_view(from, to);
+    QApplication::processEvents();
+    for (int k = 0; k <= 4; ++k) {
+      const TimeNs t = from + (to - from) * k / 4;
+      EXPECT_NEAR(chart_x(win.w, chart, t), timeline_x(win.w, tl, t), 1.0) << "t = " << t;
+    }
+  }
+}
+
+TEST(MemoryChart, TicksAreRoundAndInTheTimelinesUnit) {
+  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  TimelineWidget* tl = win.w.timeline();
+  MemoryChart* chart = win.w.memory_chart();
+  auto is_nice = [](double v) {
+    const double mantissa = v / std::pow(10.0, std::floor(std::log10(v)));
+    return std::fabs(mantissa - 1) < 1e-9 || std::fabs(mantissa - 2) < 1e-9 ||
+           std::fabs(mantissa - 5) < 1e-9;
+  };
+  for (auto [from, to] :
+       {std::pair<TimeNs, TimeNs>{0, win.w.result()->timeline.end_time()}, {0, 3 * kNsPerMs}}) {
+    tl->set_view(from, to);
+    QApplication::processEvents();
+    const TimeNs step = tick_step(tl->axis(), kTickSpacingPx);
+    const TimeUnit unit = tick_unit(step);
+    EXPECT_STREQ(chart->time_unit().name, unit.name);
+    EXPECT_EQ(chart->time_axis()->titleText(), QString("time (%1)").arg(unit.name));
+    EXPECT_EQ(chart->time_axis()->tickType(), QValueAxis::TicksDynamic);
+    EXPECT_DOUBLE_EQ(chart->time_axis()->tickAnchor(), 0.0);
+    EXPECT_DOUBLE_EQ(chart->time_axis()->tickInterval() * static_cast<double>(unit.ns),
+                     static_cast<double>(step));
+  }
+  const QValueAxis* memory = chart->memory_axis();
+  EXPECT_EQ(memory->tickType(), QValueAxis::TicksDynamic);
+  EXPECT_DOUBLE_EQ(memory->tickAnchor(), 0.0);
+  EXPECT_TRUE(is_nice(memory->tickInterval())) << memory->tickInterval();
+  EXPECT_EQ(memory->tickInterval(), 20.0);  // 80 GB of capacity: 0, 20, 40, 60, 80 GiB
+}
+
+TEST(MemoryChart, TheLegendShowsEveryLabelInFullAndWraps) {
+  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  MemoryChart* chart = win.w.memory_chart();
+  QStringList names;
+  for (const auto& e : chart->legend_entries()) names << e.name;
+  for (const char* expected : {"sharded_params", "activations", "reserved", "GPU capacity"})
+    EXPECT_TRUE(names.contains(expected)) << expected << " in " << names.join(", ").toStdString();
+  EXPECT_FALSE(chart->chart()->legend()->isVisible());  // Qt's legend would elide them
+  const int wide_rows = chart->legend_rows();
+  win.w.resize(700, 1000);
+  QApplication::processEvents();
+  EXPECT_GT(chart->legend_rows(), wide_rows);
+  // The plot area shrinks to leave the rows their room.
+  EXPECT_LT(chart->chart()->plotArea().bottom(), chart->height() - chart->legend_rows() * 18 - 30);
+}
+
+// A measured run of `scenario` made by simulating it with a slower layers.1, saved as a timeline
+// file that names its scenario, as the executor writes them.
+QString write_measured_run(const QString& scenario, const QString& path) {
+  ConfigTree tree = load_config_file(scenario.toStdString());
+  tree["model"]["groups"][1]["forward_time_ms"] = 40;
+  auto run = run_scenario(tree, scenario.toStdString());
+  Timeline measured = run->timeline;
+  measured.source = "measured";
+  measured.provenance.scenario = scenario.toStdString();
+  write_text_file_atomic(path.toStdString(), timeline_to_json(measured));
+  return path;
+}
+
+TEST(MainWindow, AMeasuredRunOpensStackedAboveTheSimulationOfItsScenario) {
+  const QString scenario = kExamples + "/fsdp2-overlap-oracle.yaml";
+  const QString path = write_measured_run(
+      scenario, QString::fromStdString(testing::TempDir()) + "/measured_overlap.json");
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.open_timeline(path);
+  w.show();
+  QApplication::processEvents();
+  ASSERT_NE(w.result(), nullptr);  // its scenario was simulated
+  EXPECT_TRUE(w.settings()->has_scenario());
+  EXPECT_TRUE(w.reference_timeline()->isVisible());
+  const auto* c = w.comparison();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->a.source, "simulated");
+  EXPECT_EQ(c->b.source, "measured");
+  EXPECT_GT(c->b.step_time, c->a.step_time);  // a slower layer
+  // One time axis: both views show the same range, up to the later run's end.
+  const TimeAxis& own = w.timeline()->axis();
+  const TimeAxis& other = w.reference_timeline()->axis();
+  EXPECT_EQ(own.start(), other.start());
+  EXPECT_EQ(own.end(), other.end());
+  const Timeline measured = timeline_from_json(read_text_file(path.toStdString()));
+  EXPECT_EQ(own.limit(), std::max(w.result()->timeline.end_time(), measured.end_time()));
+  EXPECT_EQ(own.end(), own.limit());
+  EXPECT_EQ(timeline_x(w, w.timeline(), own.end() / 2),
+            timeline_x(w, w.reference_timeline(), own.end() / 2));
+  // Hovering a forward op of the simulation gives its measured counterpart's delta.
+  const Timeline& sim = w.result()->timeline;
+  const LaneLayout layout(&sim);
+  QString hover;
+  for (int lane = 0; lane < layout.lane_count() && hover.isEmpty(); ++lane) {
+    for (int index : layout.lane_ops(lane)) {
+      const auto& op = sim.ops[static_cast<std::size_t>(index)];
+      if (op.kind != OpKind::forward) continue;
+      const double x = TimelineWidget::kLabelWidth + own.to_px(op.start + op.duration() / 2);
+      hover = w.timeline()->tooltip_at(QPoint(
+          static_cast<int>(x), w.timeline()->lane_top(lane) + TimelineWidget::kLaneHeight / 2));
+      break;
+    }
+  }
+  EXPECT_TRUE(hover.contains("measured: ")) << hover.toStdString();
+  EXPECT_TRUE(hover.contains("%")) << hover.toStdString();
+  // Both memory curves, and the deltas in the metrics table.
+  QStringList names;
+  for (const auto& e : w.memory_chart()->legend_entries()) names << e.name;
+  EXPECT_TRUE(names.contains("measured allocated"));
+  EXPECT_TRUE(names.contains("measured reserved"));
+}
+
+TEST(MainWindow, AMeasuredRunNeedsTheScenarioOpenFirst) {
+  MainWindow w;
+  EXPECT_THROW(w.open_measured(QString(SHARDSCOPE_TEST_DATA_DIR) + "/traces/fsdp2_tiny.json"),
+               Error);
+  EXPECT_FALSE(w.settings()->has_scenario());  // and the panel shows no unrelated defaults
+}
+
+TEST(MainWindow, AKinetoTraceStacksAboveTheSimulation) {
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  win.w.open_measured(QString(SHARDSCOPE_TEST_DATA_DIR) + "/traces/fsdp2_tiny.json");
+  QApplication::processEvents();
+  ASSERT_NE(win.w.comparison(), nullptr);
+  EXPECT_EQ(win.w.comparison()->b.source, "imported");
+  EXPECT_TRUE(win.w.reference_timeline()->isVisible());
+}
+
+TEST(MainWindow, ATimelineWithoutItsScenarioHidesTheSettings) {
+  auto run =
+      run_scenario(load_config_file((kExamples + "/fsdp2-overlap-oracle.yaml").toStdString()),
+                   (kExamples + "/fsdp2-overlap-oracle.yaml").toStdString());
+  const std::string path = testing::TempDir() + "/simulated_overlap.json";
+  write_text_file_atomic(path, timeline_to_json(run->timeline));
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  EXPECT_TRUE(win.w.settings()->has_scenario());
+  win.w.open_timeline(QString::fromStdString(path));
+  EXPECT_FALSE(win.w.settings()->has_scenario());
+  EXPECT_EQ(win.w.result(), nullptr);
+  EXPECT_FALSE(win.w.reference_timeline()->isVisible());
 }
 
 TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {

@@ -12,6 +12,7 @@
 
 #include "kineto_reader.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/output_file.hpp"
 #include "shardscope/core/units.hpp"
 
 namespace shardscope::traces {
@@ -568,6 +569,11 @@ bool looks_like_kineto_trace(const std::filesystem::path& path) {
   return head.find("\"traceEvents\"") != std::string::npos ||
          head.find("\"schemaVersion\"") != std::string::npos ||
          head.find("\"deviceProperties\"") != std::string::npos;
+}
+
+Timeline read_timeline_or_trace(const std::filesystem::path& path) {
+  if (looks_like_kineto_trace(path)) return import_kineto(path).timeline;
+  return timeline_from_json(read_text_file(path.string()), path.string());
 }
 
 }  // namespace shardscope::traces

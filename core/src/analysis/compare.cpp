@@ -91,9 +91,25 @@ std::vector<std::tuple<OpKind, int, int>> collective_stream_counts(const Timelin
   return out;
 }
 
+}  // namespace
+
 double pct(double a, double b) {
   return a != 0 ? 100.0 * (b - a) / std::fabs(a) : (b == 0 ? 0.0 : INFINITY);
 }
+
+std::string format_metric(double value, const std::string& unit) {
+  if (unit == "s") return format_duration(static_cast<TimeNs>(std::llround(value * 1e9)));
+  if (unit == "B") return format_bytes(static_cast<Bytes>(std::llround(value)));
+  if (unit == "%") return fmt::format("{:.1f} %", value);
+  return fmt::format("{:.0f} {}", value, unit);
+}
+
+std::string format_metric_delta(double delta, const std::string& unit) {
+  const std::string text = format_metric(std::fabs(delta), unit);
+  return delta < 0 ? "−" + text : "+" + text;
+}
+
+namespace {
 
 std::string examples_text(const std::vector<std::string>& examples, int count) {
   std::string out;
@@ -194,16 +210,8 @@ std::string comparison_table(const Comparison& c, bool per_op, std::size_t top) 
   std::string out =
       fmt::format("A: {} ({})\nB: {} ({})\n\n", c.a.name, c.a.source, c.b.name, c.b.source);
   out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>10}\n", "steady state", "A", "B", "B − A", "Δ");
-  const auto value = [](double v, const std::string& unit) {
-    if (unit == "s") return format_duration(static_cast<TimeNs>(std::llround(v * 1e9)));
-    if (unit == "B") return format_bytes(static_cast<Bytes>(std::llround(v)));
-    if (unit == "%") return fmt::format("{:.1f} %", v);
-    return fmt::format("{:.0f} {}", v, unit);
-  };
-  const auto delta = [&](double v, const std::string& unit) {
-    const std::string text = value(std::fabs(v), unit);
-    return v < 0 ? "−" + text : "+" + text;
-  };
+  const auto& value = format_metric;
+  const auto& delta = format_metric_delta;
   for (const auto& m : c.metrics) {
     out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>9.1f} %\n", m.name, value(m.a, m.unit),
                        value(m.b, m.unit), delta(m.b - m.a, m.unit), pct(m.a, m.b));

@@ -1,5 +1,7 @@
 #include "shardscope/gui/time_axis.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -58,16 +60,33 @@ void TimeAxis::clamp() {
   end_ = start_ + span;
 }
 
-TimeNs tick_step(const TimeAxis& axis, double target_px) {
-  const double raw = axis.ns_per_px() * target_px;
-  double step = std::pow(10.0, std::floor(std::log10(std::max(raw, 1.0))));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (step * m >= raw) {
-      step *= m;
-      break;
-    }
+double nice_step(double raw) {
+  if (!(raw > 0)) return 1;
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    // The tolerance keeps 0.3 / 0.1 = 2.9999999999999996 from giving 5 instead of 2.
+    if (decade * m >= raw * (1 - 1e-12)) return decade * m;
   }
-  return std::max<TimeNs>(1, static_cast<TimeNs>(step));
+  return decade * 10;
+}
+
+TimeNs tick_step(const TimeAxis& axis, double target_px) {
+  const double raw = std::max(axis.ns_per_px() * target_px, 1.0);
+  return std::max<TimeNs>(1, std::llround(nice_step(raw)));
+}
+
+TimeUnit tick_unit(TimeNs step) {
+  for (TimeUnit unit :
+       {TimeUnit{"s", kNsPerS}, TimeUnit{"ms", kNsPerMs}, TimeUnit{"us", kNsPerUs}}) {
+    if (step >= unit.ns) return unit;
+  }
+  return TimeUnit{};
+}
+
+std::string tick_label(TimeNs t, TimeUnit unit) {
+  // Ticks sit at multiples of a step of at least one unit: whole numbers of units.
+  if (t % unit.ns == 0) return fmt::format("{} {}", t / unit.ns, unit.name);
+  return fmt::format("{:.3f} {}", unit.of(t), unit.name);
 }
 
 }  // namespace shardscope::gui

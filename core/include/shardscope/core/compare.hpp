@@ -79,6 +79,13 @@ struct Comparison {
 
 Comparison compare(const Timeline& a, const Timeline& b);
 
+/// A metric's value with its unit ("2.549 s", "78.89 GiB", "37.6 %", "6429 tokens/s"), and a
+/// signed difference ("+52.0 ms", "−1.2 GiB"); both as the report prints them.
+std::string format_metric(double value, const std::string& unit);
+std::string format_metric_delta(double delta, const std::string& unit);
+/// (b − a) / |a| in percent; 0 when both are 0, infinity when only a is.
+double pct(double a, double b);
+
 /// A readable report; with `per_op`, the `top` largest op deltas (0: all).
 std::string comparison_table(const Comparison& c, bool per_op, std::size_t top = 20);
 /// shardscope.compare/1 JSON; with `per_op`, every matched op.

@@ -64,4 +64,8 @@ std::string import_report_text(const ImportReport& report);
 /// or "distributedInfo".
 bool looks_like_kineto_trace(const std::filesystem::path& path);
 
+/// A timeline file or a Kineto trace (imported on the way in), so that whatever reads a timeline
+/// takes either. Throws ValidationError for a bad file.
+Timeline read_timeline_or_trace(const std::filesystem::path& path);
+
 }  // namespace shardscope::traces

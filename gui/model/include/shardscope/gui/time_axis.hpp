@@ -2,6 +2,8 @@
 // Maps a visible time range [start, end) onto `width` pixels, and zooms and pans it.
 // Pure arithmetic, no Qt: tested without a display.
 
+#include <string>
+
 #include "shardscope/core/units.hpp"
 
 namespace shardscope::gui {
@@ -27,6 +29,7 @@ class TimeAxis {
   TimeNs start() const { return start_; }
   TimeNs end() const { return end_; }
   TimeNs span() const { return end_ - start_; }
+  TimeNs limit() const { return limit_; }
   double width() const { return width_; }
   double ns_per_px() const { return static_cast<double>(span()) / width_; }
 
@@ -41,8 +44,26 @@ class TimeAxis {
   double width_ = 1;
 };
 
-/// "1.5 ms", "120 us": tick labels with units; and a tick step of 1, 2 or 5 × 10^k ns giving about
-/// `target_px` between ticks.
+/// The smallest of 1, 2 or 5 × 10^k that is at least `raw` (> 0): a "nice" tick interval.
+double nice_step(double raw);
+
+/// About this many pixels between time ticks, in the timeline and in the memory chart alike.
+inline constexpr double kTickSpacingPx = 110;
+
+/// A tick step of 1, 2 or 5 × 10^k ns giving about `target_px` between ticks.
 TimeNs tick_step(const TimeAxis& axis, double target_px);
+
+/// The unit every time label of a view uses (the timeline's ticks and the memory chart's axis):
+/// the largest of s, ms, us and ns that is no larger than the tick step, so that ticks at
+/// multiples of the step read as whole numbers ("500 ms", "1000 ms").
+struct TimeUnit {
+  const char* name = "ns";
+  TimeNs ns = 1;  // nanoseconds per unit
+  double of(TimeNs t) const { return static_cast<double>(t) / static_cast<double>(ns); }
+};
+TimeUnit tick_unit(TimeNs step);
+/// "1500 ms": `t` in `unit`, a whole number for a tick (a multiple of a step of at least one
+/// unit), three decimals otherwise.
+std::string tick_label(TimeNs t, TimeUnit unit);
 
 }  // namespace shardscope::gui
