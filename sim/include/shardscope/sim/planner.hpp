@@ -1,0 +1,71 @@
+#pragma once
+// `shardscope plan`: the fastest configurations of a plan space that fit in memory, found exactly
+// with the simulator as the objective, without simulating most of the space.
+//
+// The search (docs/planner.md):
+//  1. Each compute class (one choice per compute dimension) is lowered once; the time of its
+//     forward, backward and recompute ops on the compute stream is a lower bound on the step time
+//     of every configuration in it (those ops run one after another within the step).
+//  2. Classes are visited by increasing bound. Once a class's bound exceeds the k-th best step
+//     time found, it and every later class are skipped: none can enter the top k.
+//  3. Inside a class, configurations are simulated in waves of increasing memory (by the memory
+//     rules of plan_space.hpp); a configuration above one that did not fit is not simulated.
+// Results are deterministic: the skipping depends only on earlier classes and waves, never on
+// thread timing, and ties rank by configuration index.
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/analysis.hpp"
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/sim/plan_space.hpp"
+
+namespace shardscope::sim {
+
+struct PlanOptions {
+  std::size_t top = 5;
+  Bytes memory_budget = 0;  // peak reserved a configuration may use (> 0)
+  unsigned threads = 0;     // 0: all hardware threads
+  bool exhaustive = false;  // simulate every configuration (the reference the tests compare to)
+  /// Called from the calling thread after each wave: configurations settled (simulated or
+  /// skipped) and the space's size.
+  std::function<void(std::size_t settled, std::size_t total)> progress;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct PlannedConfig {
+  std::size_t index = 0;  // in the space
+  PlanConfig config;
+  std::vector<Setting> settings;
+  analysis::Summary summary;  // with the critical path for the ranked ones
+  std::string bottleneck;     // "compute", "exposed all-gather", ... with its share
+  std::string change;         // what differs from the next ranked configuration
+};
+
+struct PlanResult {
+  std::vector<PlannedConfig> ranked;  // the top k fitting configurations, fastest first
+  std::size_t space = 0;
+  std::size_t classes = 0;            // compute classes
+  std::size_t simulated = 0;          // configurations simulated
+  std::size_t fitting = 0;            // of those, how many fit
+  std::size_t invalid = 0;            // rejected by validation (knobs that do not combine)
+  std::size_t skipped_by_bound = 0;   // in classes whose bound exceeded the k-th best
+  std::size_t skipped_by_memory = 0;  // above a configuration that did not fit
+  bool cancelled = false;
+  Bytes memory_budget = 0;
+};
+
+/// Searches `space` over `base` (a scenario tree; `file` names it in errors and resolves paths).
+PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                const PlanOptions& options);
+
+/// The ranked table with units: step time, tokens/s/GPU, MFU, peak reserved and headroom,
+/// bottleneck, and what changed against the next.
+std::string plan_table(const PlanSpace& space, const PlanResult& result);
+/// shardscope.plan/1 JSON.
+std::string plan_json(const PlanSpace& space, const PlanResult& result);
+
+}  // namespace shardscope::sim

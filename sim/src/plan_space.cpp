@@ -1,0 +1,257 @@
+#include "shardscope/sim/plan_space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "shardscope/core/error.hpp"
+
+namespace shardscope::sim {
+
+std::size_t PlanPart::size() const {
+  std::size_t n = 1;
+  for (const auto& d : dimensions) n *= d.choices.size();
+  return dimensions.empty() ? 1 : n;
+}
+
+std::size_t PlanSpace::size() const {
+  std::size_t n = 0;
+  for (const auto& p : parts) n += p.size();
+  return n;
+}
+
+PlanConfig decode(const PlanSpace& space, std::size_t index) {
+  PlanConfig c;
+  while (c.part + 1 < space.parts.size() && index >= space.parts[c.part].size()) {
+    index -= space.parts[c.part].size();
+    ++c.part;
+  }
+  const auto& dims = space.parts[c.part].dimensions;
+  c.choices.resize(dims.size());
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    c.choices[d] = index % dims[d].choices.size();
+    index /= dims[d].choices.size();
+  }
+  return c;
+}
+
+std::size_t encode(const PlanSpace& space, const PlanConfig& c) {
+  std::size_t index = 0;
+  for (std::size_t p = 0; p < c.part; ++p) index += space.parts[p].size();
+  std::size_t inner = 0;
+  const auto& dims = space.parts[c.part].dimensions;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    inner = inner * dims[d].choices.size() + c.choices[d];
+  return index + inner;
+}
+
+std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {
+  std::vector<Setting> out = space.common;
+  const auto& part = space.parts[c.part];
+  out.emplace_back("fsdp.api", part.api);
+  for (std::size_t d = 0; d < part.dimensions.size(); ++d) {
+    const auto& choice = part.dimensions[d].choices[c.choices[d]];
+    out.insert(out.end(), choice.settings.begin(), choice.settings.end());
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// A dimension whose choices set one key each; memory rules added by the caller.
+PlanDimension simple(std::string name, bool compute, const std::string& key,
+                     const std::vector<std::string>& values) {
+  PlanDimension d{std::move(name), compute, {}, {}};
+  for (const auto& v : values) d.choices.push_back({v, {{key, v}}});
+  return d;
+}
+
+// memory_at_least for choices listed from least to most memory, each above all before it.
+std::vector<std::vector<std::size_t>> increasing(std::size_t n) {
+  std::vector<std::vector<std::size_t>> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) out[i].push_back(j);
+  }
+  return out;
+}
+
+PlanDimension batch_dimension(int per_rank_sequences, int max_micro_batch) {
+  PlanDimension d{"micro-batch × accumulation", true, {}, {}};
+  for (int mb : divisors(per_rank_sequences)) {
+    if (mb > max_micro_batch) break;
+    d.choices.push_back({fmt::format("{} × {}", mb, per_rank_sequences / mb),
+                         {{"training.micro_batch", std::to_string(mb)},
+                          {"training.grad_accum", std::to_string(per_rank_sequences / mb)}}});
+  }
+  d.memory_at_least = increasing(d.choices.size());  // a larger micro-batch: more activations
+  return d;
+}
+
+PlanDimension checkpointing_dimension() {
+  // full ≤ every_2 ≤ none and full ≤ selective_op ≤ none; every_2 and selective_op unordered.
+  PlanDimension d = simple("checkpointing", true, "training.activation_checkpointing",
+                           {"full", "every_2", "selective_op", "none"});
+  d.memory_at_least = {{}, {0}, {0}, {0, 1, 2}};
+  return d;
+}
+
+PlanDimension sharding_dimension(const std::string& api, int world) {
+  PlanDimension d{"sharding", false, {}, {}};
+  auto mesh = [](int replicate, int shard) {
+    return std::vector<Setting>{{"fsdp.mesh.replicate", std::to_string(replicate)},
+                                {"fsdp.mesh.shard", std::to_string(shard)}};
+  };
+  if (api == "fsdp2") {
+    for (int shard : divisors(world)) {
+      std::string label = shard == world ? "FULL_SHARD"
+                          : shard == 1   ? "replicate"
+                                         : fmt::format("HSDP {} × {}", world / shard, shard);
+      d.choices.push_back({label, mesh(world / shard, shard)});
+    }
+    std::reverse(d.choices.begin(), d.choices.end());  // full sharding first
+    return d;
+  }
+  for (const char* s : {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}) {
+    d.choices.push_back({s, {{"fsdp.sharding_strategy", s}}});
+  }
+  for (const char* s : {"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"}) {
+    for (int shard : divisors(world)) {
+      if (shard == 1 || shard == world) continue;
+      auto settings = mesh(world / shard, shard);
+      settings.insert(settings.begin(), {"fsdp.sharding_strategy", s});
+      d.choices.push_back({fmt::format("{} {} × {}", s, world / shard, shard), settings});
+    }
+  }
+  return d;
+}
+
+std::vector<PlanDimension> part_dimensions(const std::string& api, const Scenario& base,
+                                           int per_rank_sequences, int max_micro_batch) {
+  const int world = base.cluster.world_size();
+  std::vector<PlanDimension> dims;
+  dims.push_back(batch_dimension(per_rank_sequences, max_micro_batch));
+  dims.push_back(checkpointing_dimension());
+  dims.push_back(simple("loss", true, "training.loss", {"upcast_fp32", "fused", "chunked"}));
+  dims.push_back(sharding_dimension(api, world));
+  if (api == "fsdp2") {
+    std::vector<std::string> reshard{"true", "false"};
+    const int node = base.cluster.gpus_per_node;
+    if (node > 1 && node < world) reshard.insert(reshard.begin() + 1, std::to_string(node));
+    auto d = simple("reshard_after_forward", false, "fsdp.reshard_after_forward", reshard);
+    // Keeping parameters unsharded after forward never needs less memory than resharding.
+    d.memory_at_least = increasing(reshard.size());
+    dims.push_back(std::move(d));
+    dims.push_back(
+        simple("forward prefetch", false, "fsdp.forward_prefetch_modules", {"0", "1", "2"}));
+    dims.push_back(
+        simple("backward prefetch", false, "fsdp.backward_prefetch_modules", {"0", "1", "2"}));
+    dims.push_back(simple("separate reduce-scatter group", false,
+                          "fsdp.separate_reduce_scatter_group", {"false", "true"}));
+  } else {
+    dims.push_back(simple("backward_prefetch", false, "fsdp.backward_prefetch",
+                          {"BACKWARD_PRE", "BACKWARD_POST", "none"}));
+    dims.push_back(simple("forward_prefetch", false, "fsdp.forward_prefetch", {"false", "true"}));
+    dims.push_back(simple("limit_all_gathers", false, "fsdp.limit_all_gathers", {"true", "false"}));
+  }
+  dims.push_back(simple("blocks per group", false, "fsdp.wrap.blocks_per_group", {"1", "2"}));
+  auto offload = simple("CPU offload", false, "fsdp.cpu_offload.params", {"true", "false"});
+  offload.memory_at_least = increasing(2);  // parameters, gradients and states on the GPU
+  dims.push_back(std::move(offload));
+  dims.push_back(
+      simple("reduce dtype", false, "fsdp.mixed_precision.reduce_dtype", {"fp32", "bf16"}));
+  dims.push_back(
+      simple("expandable segments", false, "allocator.expandable_segments", {"false", "true"}));
+  return dims;
+}
+
+// Keeps the choices of `d` whose setting of `key` is `value`; false when `d` does not set `key`.
+bool narrow(PlanDimension& d, const std::string& key, const std::string& value) {
+  bool sets_key = false;
+  std::vector<std::size_t> kept;
+  for (std::size_t i = 0; i < d.choices.size(); ++i) {
+    for (const auto& [k, v] : d.choices[i].settings) {
+      if (k != key) continue;
+      sets_key = true;
+      if (v == value) kept.push_back(i);
+    }
+  }
+  if (!sets_key) return false;
+  PlanDimension narrowed{d.name, d.compute, {}, {}};
+  for (std::size_t i : kept) {
+    narrowed.choices.push_back(d.choices[i]);
+    if (d.memory_at_least.empty()) continue;
+    std::vector<std::size_t> below;
+    for (std::size_t j : d.memory_at_least[i]) {
+      const auto at = std::find(kept.begin(), kept.end(), j);
+      if (at != kept.end()) below.push_back(static_cast<std::size_t>(at - kept.begin()));
+    }
+    narrowed.memory_at_least.push_back(std::move(below));
+  }
+  d = std::move(narrowed);
+  return true;
+}
+
+}  // namespace
+
+PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
+  std::vector<Problem> problems;
+  const int world = base.cluster.world_size();
+  const std::int64_t seq = base.training.seq_len;
+  const std::int64_t tokens = inputs.global_batch_tokens.value_or(seq * base.training.micro_batch *
+                                                                  base.training.grad_accum * world);
+  const std::int64_t per_step_sequences = tokens / seq;
+  if (tokens <= 0 || tokens % seq != 0 || per_step_sequences % world != 0) {
+    problems.push_back(
+        {"--global-batch", std::to_string(tokens),
+         fmt::format("{} tokens are not a whole number of {}-token sequences on each of {} ranks",
+                     tokens, seq, world),
+         fmt::format("a multiple of {} tokens", seq * world)});
+  }
+  std::vector<std::string> apis;
+  if (inputs.api == "either") {
+    apis = {"fsdp2", "fsdp1"};
+  } else if (inputs.api == "fsdp2" || inputs.api == "fsdp1") {
+    apis = {inputs.api};
+  } else {
+    problems.push_back({"--api", inputs.api, "not an FSDP API", "fsdp2, fsdp1 or either"});
+  }
+  throw_if_any(std::move(problems));
+  PlanSpace space;
+  const int per_rank = static_cast<int>(per_step_sequences / world);
+  for (const auto& api : apis) {
+    space.parts.push_back({api, part_dimensions(api, base, per_rank, inputs.max_micro_batch)});
+  }
+  for (const auto& [key, value] : inputs.fixed) {
+    if (key == "fsdp.api") {
+      std::erase_if(space.parts, [&](const PlanPart& p) { return p.api != value; });
+      if (space.parts.empty())
+        problems.push_back({"--fix", key, fmt::format("no part of the plan uses {}", value),
+                            "fsdp2 or fsdp1 (and --api either or the same)"});
+      continue;
+    }
+    bool any = false;
+    for (auto& part : space.parts) {
+      for (auto& d : part.dimensions) {
+        if (!narrow(d, key, value)) continue;
+        any = true;
+        if (d.choices.empty())
+          problems.push_back({"--fix", fmt::format("{}={}", key, value),
+                              fmt::format("no {} choice of {} sets this value", part.api, d.name),
+                              "a value the plan's space has, or leave the knob free"});
+      }
+    }
+    if (!any) space.common.emplace_back(key, value);
+  }
+  throw_if_any(std::move(problems));
+  return space;
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,371 @@
+#include "shardscope/sim/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unordered_set>
+
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/worker_pool.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr TimeNs kNoBound = 0;  // a class whose bound could not be computed is never skipped
+
+struct Evaluated {
+  std::size_t index = 0;
+  bool done = false;  // false: not run (cancelled)
+  bool valid = false;
+  bool fits = false;
+  analysis::Summary summary;
+};
+
+Scenario scenario_of(const ConfigTree& base, const std::string& file,
+                     const std::vector<Setting>& settings) {
+  ConfigTree tree = base;
+  std::vector<Problem> problems;
+  for (const auto& [key, value] : settings)
+    set_override(tree, key, parse_override_value(value), problems);
+  throw_if_any(std::move(problems));
+  return read_scenario(tree, file, std::filesystem::path(file).parent_path());
+}
+
+Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                   std::size_t index, Bytes budget, bool critical_path) {
+  Evaluated e;
+  e.index = index;
+  e.done = true;
+  try {
+    PipelineOptions options;
+    options.origin = file;
+    options.sim.record_memory_samples = false;
+    options.sim.record_critical_path = critical_path;
+    auto result = simulate_scenario(
+        scenario_of(base, file, settings_of(space, decode(space, index))), options);
+    e.summary = std::move(result.summary);
+    e.valid = true;
+    e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved <= budget;
+  } catch (const ValidationError&) {
+    e.valid = false;  // knobs that do not combine (a reshard size the mesh does not divide)
+  }
+  return e;
+}
+
+// Forward, backward and recompute time of the last iteration on the compute stream: they run one
+// after another inside the step, so no configuration of the class has a shorter step.
+TimeNs compute_bound(const Scenario& scenario) {
+  const Schedule schedule = lower(scenario);
+  const CostModel costs(scenario);
+  int last = 0;
+  for (const auto& op : schedule.ops) last = std::max(last, op.iteration);
+  TimeNs bound = 0;
+  for (const auto& op : schedule.ops) {
+    if (op.iteration != last) continue;
+    if (op.kind != OpKind::forward && op.kind != OpKind::backward && op.kind != OpKind::recompute)
+      continue;
+    if (schedule.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::compute) continue;
+    bound += costs.cost(schedule, op).duration;
+  }
+  return bound;
+}
+
+struct ComputeClass {
+  std::size_t part = 0;
+  std::vector<std::size_t> members;  // configuration indices, in index order
+  TimeNs bound = kNoBound;
+};
+
+// The classes of every part; members listed in index order.
+std::vector<ComputeClass> compute_classes(const PlanSpace& space) {
+  std::vector<ComputeClass> classes;
+  std::size_t offset = 0;
+  for (std::size_t p = 0; p < space.parts.size(); ++p) {
+    const auto& dims = space.parts[p].dimensions;
+    std::map<std::vector<std::size_t>, std::size_t> by_key;
+    for (std::size_t i = 0; i < space.parts[p].size(); ++i) {
+      const PlanConfig c = decode(space, offset + i);
+      std::vector<std::size_t> key;
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d].compute) key.push_back(c.choices[d]);
+      }
+      auto [it, added] = by_key.emplace(key, classes.size());
+      if (added) classes.push_back({p, {}, kNoBound});
+      classes[it->second].members.push_back(offset + i);
+    }
+    offset += space.parts[p].size();
+  }
+  return classes;
+}
+
+TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                   const ComputeClass& cls) {
+  // The first member that validates stands for the class (all share its compute ops).
+  for (std::size_t i = 0; i < cls.members.size() && i < 64; ++i) {
+    try {
+      return compute_bound(
+          scenario_of(base, file, settings_of(space, decode(space, cls.members[i]))));
+    } catch (const ValidationError&) {
+    }
+  }
+  return kNoBound;
+}
+
+// How far up the memory rules a configuration sits along the layout dimensions: every
+// configuration it is above has a smaller depth, so waves of increasing depth meet the lower one
+// first.
+std::size_t memory_depth(const PlanSpace& space, const PlanConfig& c) {
+  std::size_t depth = 0;
+  const auto& dims = space.parts[c.part].dimensions;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (!dims[d].memory_at_least.empty()) depth += dims[d].memory_at_least[c.choices[d]].size();
+  }
+  return depth;
+}
+
+// Whether a configuration this one is at least as large as (one knob lower) did not fit.
+bool above_one_that_did_not_fit(const PlanSpace& space, const PlanConfig& c,
+                                const std::unordered_set<std::size_t>& not_fitting) {
+  const auto& dims = space.parts[c.part].dimensions;
+  PlanConfig lower = c;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].memory_at_least.empty()) continue;
+    for (std::size_t j : dims[d].memory_at_least[c.choices[d]]) {
+      lower.choices[d] = j;
+      if (not_fitting.count(encode(space, lower))) return true;
+    }
+    lower.choices[d] = c.choices[d];
+  }
+  return false;
+}
+
+bool faster(const Evaluated& a, const Evaluated& b) {
+  if (a.summary.step_time != b.summary.step_time) return a.summary.step_time < b.summary.step_time;
+  return a.index < b.index;
+}
+
+std::string bottleneck_of(const analysis::Summary& s) {
+  if (s.allocator_retries > 0)
+    return fmt::format("allocator retries ({} per step)", s.allocator_retries);
+  std::map<std::string, TimeNs> share;
+  TimeNs total = 0;
+  for (const auto& [kind, t] : s.critical_path.by_kind) {
+    total += t;
+    if (kind == "all_gather") {
+      share["exposed all-gather"] += t;
+    } else if (kind == "reduce_scatter" || kind == "all_reduce") {
+      share["exposed reduce-scatter"] += t;
+    } else if (kind == "cpu") {
+      share["CPU issue"] += t;
+    } else if (kind == "h2d" || kind == "d2h") {
+      share["host copies"] += t;
+    } else {
+      share["compute"] += t;
+    }
+  }
+  if (total <= 0) return "compute";
+  // Compute is the floor every step has; name what else takes the most of the path when it is
+  // a tenth or more.
+  std::string worst = "compute";
+  TimeNs worst_time = 0;
+  for (const auto& [name, t] : share) {
+    if (name != "compute" && t > worst_time) {
+      worst = name;
+      worst_time = t;
+    }
+  }
+  if (10 * worst_time < total) worst = "compute", worst_time = share["compute"];
+  return fmt::format("{} ({:.0f} % of the critical path)", worst,
+                     100.0 * static_cast<double>(worst_time) / static_cast<double>(total));
+}
+
+std::string change_to(const PlanSpace& space, const PlanConfig& a, const PlanConfig& b) {
+  if (a.part != b.part)
+    return fmt::format("API {} → {}", space.parts[a.part].api, space.parts[b.part].api);
+  std::string out;
+  const auto& dims = space.parts[a.part].dimensions;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (a.choices[d] == b.choices[d]) continue;
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} {} → {}", dims[d].name, dims[d].choices[a.choices[d]].label,
+                       dims[d].choices[b.choices[d]].label);
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                const PlanOptions& options) {
+  if (options.memory_budget <= 0) throw Error("plan: the memory budget must be positive");
+  PlanResult result;
+  result.space = space.size();
+  result.memory_budget = options.memory_budget;
+  auto classes = compute_classes(space);
+  result.classes = classes.size();
+  for (auto& cls : classes) cls.bound = class_bound(base, file, space, cls);
+  std::stable_sort(classes.begin(), classes.end(),
+                   [](const ComputeClass& a, const ComputeClass& b) { return a.bound < b.bound; });
+
+  const unsigned threads =
+      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<Evaluated> fitting;
+  std::unordered_set<std::size_t> not_fitting;
+  std::size_t settled = 0;
+  auto kth_best = [&]() -> TimeNs {
+    if (fitting.size() < options.top) return std::numeric_limits<TimeNs>::max();
+    std::nth_element(fitting.begin(),
+                     fitting.begin() + static_cast<std::ptrdiff_t>(options.top - 1), fitting.end(),
+                     faster);
+    return fitting[options.top - 1].summary.step_time;
+  };
+  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    const auto& cls = classes[k];
+    if (cancelled()) {
+      result.cancelled = true;
+      break;
+    }
+    if (!options.exhaustive && cls.bound > kth_best()) {
+      for (std::size_t rest = k; rest < classes.size(); ++rest)
+        result.skipped_by_bound += classes[rest].members.size();
+      settled = result.space;
+      break;
+    }
+    // Waves of increasing memory depth; each wave's skipping sees only earlier waves.
+    std::map<std::size_t, std::vector<std::size_t>> waves;
+    for (std::size_t index : cls.members)
+      waves[memory_depth(space, decode(space, index))].push_back(index);
+    for (const auto& [depth, members] : waves) {
+      std::vector<std::size_t> to_run;
+      for (std::size_t index : members) {
+        if (!options.exhaustive &&
+            above_one_that_did_not_fit(space, decode(space, index), not_fitting)) {
+          not_fitting.insert(index);
+          ++result.skipped_by_memory;
+        } else {
+          to_run.push_back(index);
+        }
+      }
+      std::vector<Evaluated> out(to_run.size());
+      std::atomic<std::size_t> next{0};
+      if (!to_run.empty()) {
+        const auto helpers =
+            static_cast<unsigned>(std::min<std::size_t>(threads, to_run.size()) - 1);
+        WorkerPool::shared().run(helpers, [&] {
+          for (std::size_t i = next++; i < to_run.size(); i = next++) {
+            if (cancelled()) return;
+            out[i] = evaluate(base, file, space, to_run[i], options.memory_budget, false);
+          }
+        });
+      }
+      for (std::size_t i = 0; i < to_run.size(); ++i) {
+        const auto& e = out[i];
+        if (!e.done) continue;  // cancelled before it ran
+        ++result.simulated;
+        if (!e.valid) {
+          ++result.invalid;
+        } else if (e.fits) {
+          fitting.push_back(e);
+        } else {
+          not_fitting.insert(e.index);
+        }
+      }
+      settled += members.size();
+      if (options.progress) options.progress(settled, result.space);
+      if (cancelled()) break;
+    }
+  }
+  result.fitting = fitting.size();
+  std::sort(fitting.begin(), fitting.end(), faster);
+  fitting.resize(std::min(fitting.size(), options.top));
+  for (const auto& e : fitting) {
+    PlannedConfig p;
+    p.index = e.index;
+    p.config = decode(space, e.index);
+    p.settings = settings_of(space, p.config);
+    // Again with the critical path, for the bottleneck (the same simulation, so the same times).
+    p.summary = evaluate(base, file, space, e.index, options.memory_budget, true).summary;
+    p.bottleneck = bottleneck_of(p.summary);
+    result.ranked.push_back(std::move(p));
+  }
+  for (std::size_t i = 0; i + 1 < result.ranked.size(); ++i)
+    result.ranked[i].change =
+        change_to(space, result.ranked[i].config, result.ranked[i + 1].config);
+  return result;
+}
+
+std::string plan_table(const PlanSpace& space, const PlanResult& r) {
+  std::string out = fmt::format(
+      "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
+      "the step-time bound, {} skipped as above one that did not fit\n"
+      "memory budget {} of peak reserved per GPU\n\n",
+      r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
+      r.skipped_by_memory, format_bytes(r.memory_budget));
+  if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
+  out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank", "step",
+                     "tokens/s/GPU", "MFU", "reserved", "headroom", "bottleneck");
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& p = r.ranked[i];
+    const auto& s = p.summary;
+    out += fmt::format("{:>4}  {:>11}  {:>12.0f}  {:>4.1f} %  {:>12}  {:>11}  {}\n", i + 1,
+                       format_duration(s.step_time), s.tokens_per_s_per_gpu, 100 * s.mfu,
+                       format_bytes(s.peak_reserved),
+                       format_bytes(r.memory_budget - s.peak_reserved), p.bottleneck);
+  }
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& p = r.ranked[i];
+    const auto& part = space.parts[p.config.part];
+    out += fmt::format("\n#{} {}:", i + 1, part.api);
+    for (std::size_t d = 0; d < part.dimensions.size(); ++d) {
+      out += fmt::format(" {}={}", part.dimensions[d].name,
+                         part.dimensions[d].choices[p.config.choices[d]].label);
+      out += d + 1 < part.dimensions.size() ? "," : "";
+    }
+    out += "\n";
+    if (!p.change.empty()) out += fmt::format("   against #{}: {}\n", i + 2, p.change);
+  }
+  return out;
+}
+
+std::string plan_json(const PlanSpace& space, const PlanResult& r) {
+  nlohmann::ordered_json j;
+  j["schema"] = "shardscope.plan/1";
+  j["space"] = r.space;
+  j["compute_classes"] = r.classes;
+  j["simulated"] = r.simulated;
+  j["fitting"] = r.fitting;
+  j["invalid"] = r.invalid;
+  j["skipped_by_bound"] = r.skipped_by_bound;
+  j["skipped_by_memory"] = r.skipped_by_memory;
+  j["complete"] = !r.cancelled;
+  j["memory_budget_bytes"] = r.memory_budget;
+  auto& ranked = j["ranked"] = nlohmann::ordered_json::array();
+  for (const auto& p : r.ranked) {
+    const auto& s = p.summary;
+    nlohmann::ordered_json e;
+    e["index"] = p.index;
+    e["api"] = space.parts[p.config.part].api;
+    auto& settings = e["settings"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : p.settings) settings[k] = v;
+    e["step_time_s"] = ns_to_s(s.step_time);
+    e["tokens_per_s_per_gpu"] = s.tokens_per_s_per_gpu;
+    e["mfu"] = s.mfu;
+    e["peak_reserved_bytes"] = s.peak_reserved;
+    e["headroom_bytes"] = r.memory_budget - s.peak_reserved;
+    e["bottleneck"] = p.bottleneck;
+    e["change_to_next"] = p.change;
+    ranked.push_back(std::move(e));
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,165 @@
+// The planner against an exhaustive search of the same space, and the space it searches.
+#include "shardscope/sim/planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/error.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+const std::string kDefault = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
+
+Scenario base_scenario() {
+  return load_scenario(kDefault);
+}
+
+// A few hundred configurations of Llama 3.1 8B on 8 GPUs: FSDP2 and FSDP1, four micro-batch
+// splits, every checkpointing choice, and the knobs the fix leaves free.
+PlanSpace small_space() {
+  PlanInputs inputs;
+  inputs.global_batch_tokens = 8192 * 8 * 8;  // 8 sequences per rank
+  inputs.fixed = {{"training.loss", "fused"},
+                  {"fsdp.reshard_after_forward", "true"},
+                  {"fsdp.forward_prefetch_modules", "0"},
+                  {"fsdp.separate_reduce_scatter_group", "false"},
+                  {"fsdp.wrap.blocks_per_group", "1"},
+                  {"fsdp.mixed_precision.reduce_dtype", "fp32"},
+                  {"fsdp.forward_prefetch", "false"},
+                  {"fsdp.limit_all_gathers", "true"},
+                  {"allocator.expandable_segments", "false"},
+                  {"training.iterations", "2"}};
+  return default_plan_space(base_scenario(), inputs);
+}
+
+TEST(PlanSpace, IndicesRoundTripAndTheSizeIsTheProduct) {
+  const PlanSpace space = small_space();
+  std::size_t product_sum = 0;
+  for (const auto& part : space.parts) {
+    std::size_t n = 1;
+    for (const auto& d : part.dimensions) n *= d.choices.size();
+    product_sum += n;
+  }
+  EXPECT_EQ(space.size(), product_sum);
+  for (std::size_t i = 0; i < space.size(); i += 7) EXPECT_EQ(encode(space, decode(space, i)), i);
+  // The fixed loss is a narrowed dimension; iterations, which no dimension sets, is common.
+  EXPECT_EQ(space.common.size(), 1u);
+  EXPECT_EQ(space.common[0].first, "training.iterations");
+}
+
+TEST(PlanSpace, TheBatchDimensionSplitsTheFixedGlobalBatch) {
+  const PlanSpace space = small_space();
+  const auto& batch = space.parts[0].dimensions[0];
+  ASSERT_EQ(batch.choices.size(), 4u);  // 1 × 8, 2 × 4, 4 × 2, 8 × 1
+  for (const auto& c : batch.choices) {
+    const int mb = std::stoi(c.settings[0].second), ga = std::stoi(c.settings[1].second);
+    EXPECT_EQ(mb * ga, 8) << c.label;
+  }
+}
+
+TEST(PlanSpace, RejectsWhatCannotBePlanned) {
+  PlanInputs inputs;
+  inputs.global_batch_tokens = 8192 * 3;  // 3 sequences on 8 ranks
+  EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+  inputs = {};
+  inputs.api = "fsdp3";
+  EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+  inputs = {};
+  inputs.fixed = {{"training.activation_checkpointing", "every_7"}};  // not a choice
+  EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+}
+
+PlanOptions options_with(Bytes budget, bool exhaustive) {
+  PlanOptions o;
+  o.top = 5;
+  o.memory_budget = budget;
+  o.exhaustive = exhaustive;
+  return o;
+}
+
+TEST(Planner, FindsExactlyTheTopOfAnExhaustiveSearchWhileSimulatingLess) {
+  const PlanSpace space = small_space();
+  const ConfigTree tree = load_config_file(kDefault);
+  // A budget some configurations miss, so that the memory rules skip some.
+  std::size_t skipped_by_memory = 0, skipped_by_bound = 0;
+  for (Bytes budget : {Bytes{40} * kGiB, Bytes{70} * kGiB}) {
+    const auto all = plan(tree, kDefault, space, options_with(budget, true));
+    const auto fast = plan(tree, kDefault, space, options_with(budget, false));
+    ASSERT_EQ(all.simulated, space.size());
+    ASSERT_EQ(fast.ranked.size(), all.ranked.size());
+    ASSERT_FALSE(all.ranked.empty());
+    for (std::size_t i = 0; i < all.ranked.size(); ++i) {
+      EXPECT_EQ(fast.ranked[i].index, all.ranked[i].index) << "rank " << i + 1;
+      EXPECT_EQ(fast.ranked[i].summary.step_time, all.ranked[i].summary.step_time);
+      EXPECT_LE(fast.ranked[i].summary.peak_reserved, budget);
+    }
+    EXPECT_EQ(fast.simulated + fast.skipped_by_bound + fast.skipped_by_memory, space.size());
+    EXPECT_LT(fast.simulated, all.simulated) << "budget " << format_bytes(budget);
+    skipped_by_memory += fast.skipped_by_memory;
+    skipped_by_bound += fast.skipped_by_bound;
+  }
+  // The tight budget skips configurations above ones that missed it; the loose one skips the
+  // fully checkpointed classes, whose recompute alone makes them slower than the best five.
+  EXPECT_GT(skipped_by_memory, 0u);
+  EXPECT_GT(skipped_by_bound, 0u);
+}
+
+bool valid(const ConfigTree& base, const PlanSpace& space, std::size_t index) {
+  ConfigTree tree = base;
+  std::vector<Problem> problems;
+  for (const auto& [k, v] : settings_of(space, decode(space, index)))
+    set_override(tree, k, parse_override_value(v), problems);
+  try {
+    throw_if_any(std::move(problems));
+    read_scenario(tree, kDefault);
+    return true;
+  } catch (const ValidationError&) {
+    return false;
+  }
+}
+
+TEST(Planner, TheMemoryRulesHoldOnEveryConfigurationOfTheSpace) {
+  // Exhaustively: every configuration below one that fits (one knob lower by the rules) fits.
+  const PlanSpace space = small_space();
+  const ConfigTree tree = load_config_file(kDefault);
+  PlanOptions o = options_with(Bytes{40} * kGiB, true);
+  o.top = space.size();
+  const auto all = plan(tree, kDefault, space, o);
+  std::vector<bool> fits(space.size(), false);
+  for (const auto& p : all.ranked) fits[p.index] = true;
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    if (!fits[i]) continue;
+    const PlanConfig c = decode(space, i);
+    const auto& dims = space.parts[c.part].dimensions;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d].memory_at_least.empty()) continue;
+      for (std::size_t j : dims[d].memory_at_least[c.choices[d]]) {
+        PlanConfig lower = c;
+        lower.choices[d] = j;
+        const std::size_t li = encode(space, lower);
+        // The lower configuration fits too, or its knobs do not combine at all.
+        EXPECT_TRUE(fits[li] || !valid(tree, space, li))
+            << "configuration " << i << " fits but " << li << " (" << dims[d].name << " "
+            << dims[d].choices[j].label << ") does not";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST(Planner, SameInputSameAnswerWhateverTheThreads) {
+  const PlanSpace space = small_space();
+  const ConfigTree tree = load_config_file(kDefault);
+  PlanOptions one = options_with(Bytes{70} * kGiB, false);
+  one.threads = 1;
+  PlanOptions two = one;
+  two.threads = 2;
+  EXPECT_EQ(plan_json(space, plan(tree, kDefault, space, one)),
+            plan_json(space, plan(tree, kDefault, space, two)));
+}
+
+}  // namespace
+}  // namespace shardscope::sim
