@@ -1,11 +1,10 @@
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
-#include <mutex>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::cli {
@@ -15,31 +14,6 @@ std::atomic<bool> g_cancel{false};
 extern "C" void on_interrupt(int) {
   g_cancel.store(true);
 }
-
-// A progress bar on a terminal, a line every 10 % otherwise.
-class Progress {
- public:
-  explicit Progress(std::size_t total) : total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
-  void update(std::size_t done) {
-    std::lock_guard lock(mutex_);
-    const int pct = static_cast<int>(100 * done / std::max<std::size_t>(1, total_));
-    if (tty_) {
-      const int filled = pct * 30 / 100;
-      fmt::print(stderr, "\r[{:<30}] {:>3} % ({}/{} configurations)",
-                 std::string(static_cast<std::size_t>(filled), '#'), pct, done, total_);
-      if (done == total_) fmt::print(stderr, "\n");
-    } else if (pct >= next_pct_ || done == total_) {
-      fmt::print(stderr, "sweep: {} % ({}/{} configurations)\n", pct, done, total_);
-      next_pct_ = pct / 10 * 10 + 10;
-    }
-  }
-
- private:
-  std::size_t total_;
-  bool tty_;
-  int next_pct_ = 10;
-  std::mutex mutex_;
-};
 
 }  // namespace
 
@@ -63,7 +37,7 @@ int run_sweep(const SweepArgs& args) {
   read_scenario(tree, args.scenario.path, std::filesystem::path(args.scenario.path).parent_path());
 
   const std::size_t total = sim::grid_size(axes);
-  Progress progress(total);
+  Progress progress("sweep", total);
   sim::SweepOptions options;
   options.threads = args.threads;
   options.memory_budget = budget;

@@ -63,6 +63,19 @@ struct LowerArgs {
   bool order = false;     // --order: print the CPU issue order
 };
 
+struct PlanArgs {
+  ScenarioArgs scenario;
+  std::int64_t global_batch_tokens = 0;  // --global-batch-tokens (0: the scenario's)
+  std::int64_t global_batch_sequences = 0;
+  std::string api = "either";
+  std::vector<std::string> fix;  // --fix key=value
+  std::string memory_budget;     // --memory-budget (default: capacity less --margin)
+  std::string margin = "5%";     // --margin: a size or a percentage of the capacity
+  std::size_t top = 5;
+  std::string json_path;
+  unsigned threads = 0;
+};
+
 struct SweepArgs {
   ScenarioArgs scenario;
   std::vector<std::string> grid;  // --grid key=v1,v2
@@ -167,6 +180,8 @@ void write_output(const std::string& path, std::string_view text, std::string_vi
 int run_presets();
 int run_keys(const KeysArgs& args);
 int run_sweep(const SweepArgs& args);
+/// Finds the fastest configurations that fit (sim::plan).
+int run_plan(const PlanArgs& args);
 int run_simulate(const SimulateArgs& args);
 int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);

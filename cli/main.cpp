@@ -14,8 +14,8 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 12> kCommands{
-    "presets", "keys",      "validate", "lower",  "simulate",  "sweep",
+constexpr std::array<std::string_view, 13> kCommands{
+    "presets", "keys",      "validate", "lower",  "simulate",  "sweep",         "plan",
     "run",     "summarize", "compare",  "import", "calibrate", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd,
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
       fmt::print(stderr,
-                 "commands: presets, keys, validate, lower, simulate, sweep, run, summarize, "
+                 "commands: presets, keys, validate, lower, simulate, sweep, plan, run, summarize, "
                  "compare, import, calibrate, profile-device; see "
                  "shardscope --help\n");
       return kExitBadInput;
@@ -141,6 +141,37 @@ int main(int argc, char** argv) {
       ->add_option("--json", sweep_args.json_path, "write all results as JSON (shardscope.sweep/1)")
       ->type_name("FILE");
   sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+
+  PlanArgs plan_args;
+  auto* plan = app.add_subcommand(
+      "plan", "find the fastest FSDP configurations that fit, exactly, without simulating most");
+  add_scenario_args(plan, plan_args.scenario);
+  add_shortcut_args(plan, plan_args.scenario);
+  auto* tokens = plan->add_option("--global-batch-tokens", plan_args.global_batch_tokens,
+                                  "tokens per optimizer step, fixed (default: the scenario's)")
+                     ->check(CLI::PositiveNumber)
+                     ->type_name("TOKENS");
+  plan->add_option("--global-batch-seqs", plan_args.global_batch_sequences,
+                   "sequences per optimizer step, fixed")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SEQUENCES")
+      ->excludes(tokens);
+  plan->add_option("--api", plan_args.api, "fsdp2, fsdp1 or either")
+      ->check(CLI::IsMember({"fsdp2", "fsdp1", "either"}));
+  plan->add_option("--fix", plan_args.fix, "pin a knob: --fix training.loss=fused (repeatable)")
+      ->type_name("KEY=VALUE");
+  auto* budget = plan->add_option("--memory-budget", plan_args.memory_budget,
+                                  "peak reserved memory a configuration may use")
+                     ->type_name("SIZE");
+  plan->add_option("--margin", plan_args.margin,
+                   "default budget: GPU capacity less this (a size or a percentage)")
+      ->type_name("SIZE|PCT")
+      ->excludes(budget);
+  plan->add_option("--top", plan_args.top, "configurations to rank")->check(CLI::Range(1, 100));
+  plan->add_option("--json", plan_args.json_path, "write the ranking as JSON (shardscope.plan/1)")
+      ->type_name("FILE");
+  plan->add_option("--threads", plan_args.threads, "worker threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
 
   RunArgs run_args;
@@ -282,6 +313,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("lower")) return run_lower(lower_args);
     if (app.got_subcommand("simulate")) return run_simulate(sim_args);
     if (app.got_subcommand("sweep")) return run_sweep(sweep_args);
+    if (app.got_subcommand("plan")) return run_plan(plan_args);
     if (app.got_subcommand("run")) return run_run(run_args);
     if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
     if (app.got_subcommand("compare")) return run_compare(compare_args);

@@ -58,6 +58,34 @@ std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {
 
 namespace {
 
+// Removes a dotted key from a tree, if there.
+void erase_key(ConfigTree& tree, const std::string& dotted) {
+  ConfigTree* node = &tree;
+  std::size_t from = 0;
+  for (std::size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', from)) {
+    const std::string part = dotted.substr(from, dot - from);
+    if (!node->is_object() || !node->contains(part)) return;
+    node = &(*node)[part];
+    from = dot + 1;
+  }
+  if (node->is_object()) node->erase(dotted.substr(from));
+}
+
+}  // namespace
+
+ConfigTree configuration_tree(const ConfigTree& base, const PlanSpace& space, std::size_t index) {
+  const PlanConfig config = decode(space, index);
+  ConfigTree tree = base;
+  for (const auto& key : space.parts[config.part].cleared) erase_key(tree, key);
+  std::vector<Problem> problems;
+  for (const auto& [key, value] : settings_of(space, config))
+    set_override(tree, key, parse_override_value(value), problems);
+  throw_if_any(std::move(problems));
+  return tree;
+}
+
+namespace {
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d) {
@@ -226,15 +254,29 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
   throw_if_any(std::move(problems));
   PlanSpace space;
   const int per_rank = static_cast<int>(per_step_sequences / world);
+  const std::vector<std::string> fsdp2_only{
+      "fsdp.reshard_after_forward",      "fsdp.reshard_root_after_forward",
+      "fsdp.reshard_last_after_forward", "fsdp.forward_prefetch_modules",
+      "fsdp.backward_prefetch_modules",  "fsdp.separate_reduce_scatter_group",
+      "fsdp.reshard_after_backward",     "fsdp.post_optim_event",
+      "fsdp.requires_all_reduce"};
+  const std::vector<std::string> fsdp1_only{"fsdp.sharding_strategy", "fsdp.backward_prefetch",
+                                            "fsdp.forward_prefetch", "fsdp.limit_all_gathers",
+                                            "fsdp.mixed_precision.keep_low_precision_grads"};
   for (const auto& api : apis) {
-    space.parts.push_back({api, part_dimensions(api, base, per_rank, inputs.max_micro_batch)});
+    PlanPart part{api, part_dimensions(api, base, per_rank, inputs.max_micro_batch), {}};
+    part.cleared = api == "fsdp2" ? fsdp1_only : fsdp2_only;
+    part.cleared.emplace_back("fsdp.mesh");
+    space.parts.push_back(std::move(part));
   }
+  std::vector<Problem> fix_problems;  // `problems` was handed to throw_if_any above
   for (const auto& [key, value] : inputs.fixed) {
     if (key == "fsdp.api") {
-      std::erase_if(space.parts, [&](const PlanPart& p) { return p.api != value; });
+      const std::string& api = value;
+      std::erase_if(space.parts, [&api](const PlanPart& p) { return p.api != api; });
       if (space.parts.empty())
-        problems.push_back({"--fix", key, fmt::format("no part of the plan uses {}", value),
-                            "fsdp2 or fsdp1 (and --api either or the same)"});
+        fix_problems.push_back({"--fix", key, fmt::format("no part of the plan uses {}", value),
+                                "fsdp2 or fsdp1 (and --api either or the same)"});
       continue;
     }
     bool any = false;
@@ -243,14 +285,15 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
         if (!narrow(d, key, value)) continue;
         any = true;
         if (d.choices.empty())
-          problems.push_back({"--fix", fmt::format("{}={}", key, value),
-                              fmt::format("no {} choice of {} sets this value", part.api, d.name),
-                              "a value the plan's space has, or leave the knob free"});
+          fix_problems.push_back(
+              {"--fix", fmt::format("{}={}", key, value),
+               fmt::format("no {} choice of {} sets this value", part.api, d.name),
+               "a value the plan's space has, or leave the knob free"});
       }
     }
     if (!any) space.common.emplace_back(key, value);
   }
-  throw_if_any(std::move(problems));
+  throw_if_any(std::move(fix_problems));
   return space;
 }
 

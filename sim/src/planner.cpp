@@ -28,14 +28,10 @@ struct Evaluated {
   analysis::Summary summary;
 };
 
-Scenario scenario_of(const ConfigTree& base, const std::string& file,
-                     const std::vector<Setting>& settings) {
-  ConfigTree tree = base;
-  std::vector<Problem> problems;
-  for (const auto& [key, value] : settings)
-    set_override(tree, key, parse_override_value(value), problems);
-  throw_if_any(std::move(problems));
-  return read_scenario(tree, file, std::filesystem::path(file).parent_path());
+Scenario scenario_of(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                     std::size_t index) {
+  return read_scenario(configuration_tree(base, space, index), file,
+                       std::filesystem::path(file).parent_path());
 }
 
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
@@ -48,8 +44,7 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     options.origin = file;
     options.sim.record_memory_samples = false;
     options.sim.record_critical_path = critical_path;
-    auto result = simulate_scenario(
-        scenario_of(base, file, settings_of(space, decode(space, index))), options);
+    auto result = simulate_scenario(scenario_of(base, file, space, index), options);
     e.summary = std::move(result.summary);
     e.valid = true;
     e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved <= budget;
@@ -110,8 +105,7 @@ TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSp
   // The first member that validates stands for the class (all share its compute ops).
   for (std::size_t i = 0; i < cls.members.size() && i < 64; ++i) {
     try {
-      return compute_bound(
-          scenario_of(base, file, settings_of(space, decode(space, cls.members[i]))));
+      return compute_bound(scenario_of(base, file, space, cls.members[i]));
     } catch (const ValidationError&) {
     }
   }
@@ -237,7 +231,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     if (!options.exhaustive && cls.bound > kth_best()) {
       for (std::size_t rest = k; rest < classes.size(); ++rest)
         result.skipped_by_bound += classes[rest].members.size();
-      settled = result.space;
+      if (options.progress) options.progress(result.space, result.space);
       break;
     }
     // Waves of increasing memory depth; each wave's skipping sees only earlier waves.

@@ -116,6 +116,17 @@ expect calibrate-step-error 0 'step time +[0-9.]+ % → 0.0 %' -- calibrate --sc
 expect simulate-calibrated 0 "step time +$slow_step" -- simulate "$default" --calibration "$tmpdir/cal.json"
 expect validate-calibrated 0 'valid: yes' -- validate "$default" --set "cluster.calibration=$tmpdir/cal.json"
 expect calibrate-out-is-input 2 'slow.json: --out: is the input .*slow.json; it would be overwritten' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/slow.json"
+plan_example="$examples/plan-llama3-8b-2-nodes.yaml"
+plan_fix=(--fix allocator.expandable_segments=false --fix fsdp.mixed_precision.reduce_dtype=bf16)
+expect plan-example 0 '^   1 +[0-9.]+ s +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+ GiB  compute' -- plan "$plan_example" "${plan_fix[@]}" --top 3 --json "$tmpdir/plan.json"
+if grep -q '"schema": "shardscope.plan/1"' "$tmpdir/plan.json" && grep -q '"bottleneck"' "$tmpdir/plan.json"; then
+  echo "ok   plan-json"; passed=$((passed + 1))
+else
+  echo "FAIL plan-json: $tmpdir/plan.json lacks the schema or a ranked configuration"; failed=$((failed + 1))
+fi
+expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
+expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
+expect plan-indivisible-batch 2 'not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
 expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$default" "$default"
 sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"
 expect calibration-bad-value 2 'bad_cal.json: compute.matmul_efficiency.value: 4 is out of range' -- simulate "$default" --calibration "$tmpdir/bad_cal.json"

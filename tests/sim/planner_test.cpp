@@ -106,13 +106,8 @@ TEST(Planner, FindsExactlyTheTopOfAnExhaustiveSearchWhileSimulatingLess) {
 }
 
 bool valid(const ConfigTree& base, const PlanSpace& space, std::size_t index) {
-  ConfigTree tree = base;
-  std::vector<Problem> problems;
-  for (const auto& [k, v] : settings_of(space, decode(space, index)))
-    set_override(tree, k, parse_override_value(v), problems);
   try {
-    throw_if_any(std::move(problems));
-    read_scenario(tree, kDefault);
+    read_scenario(configuration_tree(base, space, index), kDefault);
     return true;
   } catch (const ValidationError&) {
     return false;

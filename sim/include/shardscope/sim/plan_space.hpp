@@ -42,6 +42,10 @@ struct PlanDimension {
 struct PlanPart {
   std::string api;  // "fsdp2" or "fsdp1"
   std::vector<PlanDimension> dimensions;
+  /// Scenario keys removed from the base before a configuration's settings apply: the other
+  /// API's knobs (an FSDP2 scenario's reshard_after_forward would make every FSDP1 one invalid)
+  /// and the mesh, which the sharding dimension decides.
+  std::vector<std::string> cleared;
   std::size_t size() const;
 };
 
@@ -60,6 +64,10 @@ PlanConfig decode(const PlanSpace& space, std::size_t index);
 std::size_t encode(const PlanSpace& space, const PlanConfig& config);
 /// The settings of a configuration: the common ones, the part's API, then each dimension's.
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& config);
+
+/// The base scenario tree with a configuration applied: the part's cleared keys removed, then
+/// its settings set. Throws ValidationError for a setting the tree cannot take.
+ConfigTree configuration_tree(const ConfigTree& base, const PlanSpace& space, std::size_t index);
 
 struct PlanInputs {
   /// The fixed global batch in tokens per optimizer step; default: the scenario's
