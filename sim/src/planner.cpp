@@ -222,6 +222,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   };
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
+  // Work left undone by a cancel marks the result incomplete; a cancel after the last
+  // simulation does not.
   for (std::size_t k = 0; k < classes.size(); ++k) {
     const auto& cls = classes[k];
     if (cancelled()) {
@@ -239,6 +241,10 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     for (std::size_t index : cls.members)
       waves[memory_depth(space, decode(space, index))].push_back(index);
     for (const auto& [depth, members] : waves) {
+      if (cancelled()) {
+        result.cancelled = true;
+        break;
+      }
       std::vector<std::size_t> to_run;
       for (std::size_t index : members) {
         if (!options.exhaustive &&
@@ -263,7 +269,10 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
-        if (!e.done) continue;  // cancelled before it ran
+        if (!e.done) {  // cancelled before it ran
+          result.cancelled = true;
+          continue;
+        }
         ++result.simulated;
         if (!e.valid) {
           ++result.invalid;
@@ -275,7 +284,6 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       settled += members.size();
       if (options.progress) options.progress(settled, result.space);
-      if (cancelled()) break;
     }
   }
   result.fitting = fitting.size();

@@ -156,5 +156,26 @@ TEST(Planner, SameInputSameAnswerWhateverTheThreads) {
             plan_json(space, plan(tree, kDefault, space, two)));
 }
 
+TEST(Planner, ACancelInTheLastClassLeavesTheResultIncomplete) {
+  // One compute class, so the cancel lands in the last one; it used to go unreported there.
+  PlanInputs inputs;
+  inputs.api = "fsdp2";
+  inputs.fixed = {{"training.micro_batch", "2"},
+                  {"training.activation_checkpointing", "selective_op"},
+                  {"training.loss", "fused"}};
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  const ConfigTree tree = load_config_file(kDefault);
+  std::atomic<bool> cancel{false};
+  PlanOptions o = options_with(Bytes{70} * kGiB, false);
+  o.cancel = &cancel;
+  o.progress = [&](std::size_t, std::size_t) { cancel.store(true); };  // after the first wave
+  const auto cut = plan(tree, kDefault, space, o);
+  EXPECT_TRUE(cut.cancelled);
+  EXPECT_LT(cut.simulated + cut.skipped_by_memory, space.size());
+  o.cancel = nullptr;
+  o.progress = nullptr;
+  EXPECT_FALSE(plan(tree, kDefault, space, o).cancelled);
+}
+
 }  // namespace
 }  // namespace shardscope::sim
