@@ -1,21 +1,16 @@
 #include <fmt/format.h>
 
-#include <atomic>
-#include <csignal>
 #include <string>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "progress.hpp"
-#include "shardscope/sim/pipeline.hpp"
+#include "shardscope/core/device_memory.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/sim/planner.hpp"
 
 namespace shardscope::cli {
 namespace {
-
-std::atomic<bool> g_cancel{false};
-extern "C" void on_plan_interrupt(int) {
-  g_cancel.store(true);
-}
 
 // --memory-budget, or the capacity less --margin ("5%" or a size).
 Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& problems) {
@@ -64,12 +59,9 @@ int run_plan(const PlanArgs& args) {
     inputs.fixed.emplace_back(f.substr(0, eq), f.substr(eq + 1));
   }
   sim::PlanOptions options;
-  // What the caching allocator may reserve (device memory less the CUDA context, times any
-  // memory fraction), as the simulator reports it.
-  sim::PipelineOptions quick;
-  quick.sim.record_memory_samples = false;
-  quick.sim.record_critical_path = false;
-  const Bytes capacity = sim::simulate_scenario(base, quick).summary.capacity;
+  // What the caching allocator may reserve (device memory less the CUDA context and NCCL's
+  // buffers, times any memory fraction): the capacity a simulation of the scenario compares with.
+  const Bytes capacity = allocator_capacity(base.cluster, base.allocator, lower(base));
   options.memory_budget = memory_budget(args, capacity, problems);
   throw_if_any(std::move(problems));
   const sim::PlanSpace space = sim::default_plan_space(base, inputs);
@@ -77,10 +69,11 @@ int run_plan(const PlanArgs& args) {
   options.threads = args.threads;
   Progress progress("plan", space.size());
   options.progress = [&](std::size_t settled, std::size_t) { progress.update(settled); };
-  options.cancel = &g_cancel;
-  auto previous = std::signal(SIGINT, on_plan_interrupt);
-  const auto result = sim::plan(tree, args.scenario.path, space, options);
-  std::signal(SIGINT, previous);
+  const sim::PlanResult result = [&] {
+    const InterruptFlag ctrl_c;
+    options.cancel = ctrl_c.flag();
+    return sim::plan(tree, args.scenario.path, space, options);
+  }();
   if (result.cancelled)
     fmt::print(stderr, "plan: interrupted; the ranking covers only what was simulated\n");
   fmt::print("{}", sim::plan_table(space, result));

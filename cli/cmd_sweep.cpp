@@ -1,21 +1,11 @@
 #include <fmt/format.h>
 
-#include <atomic>
-#include <csignal>
-
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "progress.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::cli {
-namespace {
-
-std::atomic<bool> g_cancel{false};
-extern "C" void on_interrupt(int) {
-  g_cancel.store(true);
-}
-
-}  // namespace
 
 int run_sweep(const SweepArgs& args) {
   std::vector<Problem> problems;
@@ -42,11 +32,14 @@ int run_sweep(const SweepArgs& args) {
   options.threads = args.threads;
   options.memory_budget = budget;
   options.progress = [&](std::size_t done, std::size_t) { progress.update(done); };
-  options.cancel = &g_cancel;
-  auto previous = std::signal(SIGINT, on_interrupt);
-  const auto points = sim::sweep(tree, args.scenario.path, axes, options);
-  std::signal(SIGINT, previous);
-  if (g_cancel.load())
+  std::vector<sim::SweepPoint> points;
+  const bool interrupted = [&] {
+    const InterruptFlag ctrl_c;
+    options.cancel = ctrl_c.flag();
+    points = sim::sweep(tree, args.scenario.path, axes, options);
+    return ctrl_c.raised();
+  }();
+  if (interrupted)
     fmt::print(stderr, "sweep: interrupted; {} of {} configurations done\n", points.size(), total);
 
   std::string header;
@@ -75,7 +68,7 @@ int run_sweep(const SweepArgs& args) {
       pareto);
   if (!args.csv_path.empty()) write_output(args.csv_path, sim::sweep_csv(axes, points));
   if (!args.json_path.empty()) write_output(args.json_path, sim::sweep_json(axes, points, total));
-  return g_cancel.load() ? kExitFailure : kExitOk;
+  return interrupted ? kExitFailure : kExitOk;
 }
 
 }  // namespace shardscope::cli

@@ -28,6 +28,20 @@
 #include "timeline_widget.hpp"
 
 namespace shardscope::gui {
+namespace {
+
+// `widget` under `label`, edge to edge so its plot lines up with the widgets around it.
+QWidget* labelled(QLabel* label, QWidget* widget) {
+  auto* box = new QWidget;
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+  label->setMargin(4);
+  layout->addWidget(label);
+  layout->addWidget(widget);
+  return box;
+}
+
+}  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
@@ -74,25 +88,16 @@ MainWindow::MainWindow(QWidget* parent)
               statusBar()->showMessage("not a panel setting, left as it is: " + unknown.join(", "));
           });
 
-  auto* reference_box = new QWidget;
-  auto* reference_layout = new QVBoxLayout(reference_box);
-  reference_layout->setContentsMargins(0, 0, 0, 0);
-  reference_label_->setMargin(4);
-  reference_layout->addWidget(reference_label_);
-  reference_layout->addWidget(reference_view_);
+  // Two stacked runs: the reference (hidden until there is one) above the current run, each
+  // under a label naming it (the current run's shows only when stacked).
+  auto* reference_box = labelled(reference_label_, reference_view_);
   reference_box->setVisible(false);
+  current_label_->setVisible(false);
 
   auto* right = new QSplitter(Qt::Vertical);
   right_ = right;
-  auto* current_box = new QWidget;
-  auto* current_layout = new QVBoxLayout(current_box);
-  current_layout->setContentsMargins(0, 0, 0, 0);
-  current_label_->setMargin(4);
-  current_label_->setVisible(false);
-  current_layout->addWidget(current_label_);
-  current_layout->addWidget(timeline_);
   right->addWidget(reference_box);
-  right->addWidget(current_box);
+  right->addWidget(labelled(current_label_, timeline_));
   right->addWidget(memory_);
   right->addWidget(tabs_);
   right->setSizes({0, 230, 420, 330});  // lanes are short; memory and details get the room
@@ -319,12 +324,16 @@ void MainWindow::update_metrics() {
   // With two runs stacked, their deltas come first: they are what the view is for.
   std::vector<std::pair<QString, QString>> rows;
   if (comparison_) {
-    const bool measured = measured_ != nullptr;
-    rows = comparison_rows(*comparison_, measured ? "simulated" : "baseline",
-                           measured ? "measured" : "current");
+    const auto [a, b] = compared_names();
+    rows = comparison_rows(*comparison_, a, b);
   }
   for (auto& row : metric_rows(result_->summary)) rows.push_back(std::move(row));
   metrics_.set_rows(std::move(rows));
+}
+
+std::pair<std::string, std::string> MainWindow::compared_names() const {
+  if (measured_) return {"simulated", "measured"};
+  return {"baseline", "current"};
 }
 
 const Timeline* MainWindow::reference_run() const {
@@ -349,8 +358,9 @@ void MainWindow::show_reference() {
   const Timeline& a = measured ? result_->timeline : *other;
   const Timeline& b = measured ? *other : result_->timeline;
   comparison_ = analysis::compare(a, b);
-  const std::string own_name = measured ? "simulated" : "current";
-  const std::string other_name = measured ? "measured" : "baseline";
+  const auto [a_name, b_name] = compared_names();
+  const std::string& own_name = measured ? a_name : b_name;
+  const std::string& other_name = measured ? b_name : a_name;
   reference_view_->set_timeline(other);
   const TimeNs limit = std::max(result_->timeline.end_time(), other->end_time());
   timeline_->set_time_limit(limit);

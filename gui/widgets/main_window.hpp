@@ -76,6 +76,9 @@ class MainWindow : public QMainWindow {
   /// Compares and draws the stacked run against the current result, or hides it.
   void show_reference();
   const Timeline* reference_run() const;
+  /// What the metrics table and the labels call comparison A and B: "simulated" and
+  /// "measured", or "baseline" and "current".
+  std::pair<std::string, std::string> compared_names() const;
 
   SettingsPanel* settings_;
   TimelineWidget* timeline_;

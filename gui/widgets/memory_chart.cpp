@@ -10,7 +10,6 @@
 #include <cmath>
 
 #include "shardscope/core/schedule.hpp"
-#include "shardscope/gui/flow_layout.hpp"
 
 namespace shardscope::gui {
 namespace {
@@ -118,12 +117,20 @@ void MemoryChart::set_left_margin(int px) {
   place_plot_area();
 }
 
-int MemoryChart::legend_rows() const {
+std::vector<double> MemoryChart::legend_widths() const {
   const QFontMetrics fm(font());
   std::vector<double> widths;
   widths.reserve(legend_.size());
   for (const auto& e : legend_) widths.push_back(kSwatch + 4 + fm.horizontalAdvance(e.name));
-  return flow_rows(flow_layout(widths, viewport()->width() - 16.0, kLegendGap));
+  return widths;
+}
+
+std::vector<FlowPlace> MemoryChart::legend_places(const std::vector<double>& widths) const {
+  return flow_layout(widths, viewport()->width() - 16.0, kLegendGap);
+}
+
+int MemoryChart::legend_rows() const {
+  return flow_rows(legend_places(legend_widths()));
 }
 
 void MemoryChart::place_plot_area() {
@@ -284,9 +291,7 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   place_plot_area();  // the legend's rows may have changed
 }
 
-void MemoryChart::set_time_ticks(TimeNs start, TimeNs end) {
-  const TimeAxis axis(start, end, chart()->plotArea().width());
-  const TimeNs step = tick_step(axis, kTickSpacingPx);
+void MemoryChart::set_time_ticks(TimeNs start, TimeNs end, TimeNs step) {
   x_->setTickType(QValueAxis::TicksDynamic);
   x_->setTickAnchor(0);
   x_->setTickInterval(unit_.of(step));
@@ -299,9 +304,11 @@ void MemoryChart::set_view(qint64 start_ns, qint64 end_ns) {
   view_start_ = start_ns;
   view_end_ = std::max<TimeNs>(end_ns, start_ns + 1);
   if (!x_) return;
-  // The unit follows the timeline's tick step; a new unit means new series.
-  const TimeUnit unit = tick_unit(
-      tick_step(TimeAxis(view_start_, view_end_, chart()->plotArea().width()), kTickSpacingPx));
+  // The step and unit the timeline uses at this width (a rebuild changes only the plot's
+  // height); a new unit means new series.
+  const TimeNs step =
+      tick_step(TimeAxis(view_start_, view_end_, chart()->plotArea().width()), kTickSpacingPx);
+  const TimeUnit unit = tick_unit(step);
   const bool new_unit = unit.ns != unit_.ns;
   unit_ = unit;
   if (timeline_) {
@@ -313,7 +320,7 @@ void MemoryChart::set_view(qint64 start_ns, qint64 end_ns) {
     if (new_unit || outside || finer)
       build(std::max<TimeNs>(0, view_start_ - span), view_end_ + span);
   }
-  set_time_ticks(view_start_, view_end_);
+  set_time_ticks(view_start_, view_end_, step);
 }
 
 void MemoryChart::set_cursor_time(qint64 time_ns) {
@@ -325,11 +332,8 @@ void MemoryChart::set_cursor_time(qint64 time_ns) {
 
 void MemoryChart::drawForeground(QPainter* painter, const QRectF& rect) {
   QChartView::drawForeground(painter, rect);
-  const QFontMetrics fm(font());
-  std::vector<double> widths;
-  widths.reserve(legend_.size());
-  for (const auto& e : legend_) widths.push_back(kSwatch + 4 + fm.horizontalAdvance(e.name));
-  const auto places = flow_layout(widths, viewport()->width() - 16.0, kLegendGap);
+  const auto widths = legend_widths();
+  const auto places = legend_places(widths);
   const double top = viewport()->height() - flow_rows(places) * kLegendRow - 2;
   painter->save();
   painter->setFont(font());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shardscope/core/timeline.hpp"
+#include "shardscope/gui/flow_layout.hpp"
 #include "shardscope/gui/time_axis.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -62,7 +63,10 @@ class MemoryChart : public QChartView {
   void add_step_line(const std::vector<const MemorySample*>& samples, const QString& name,
                      double (*value)(const MemorySample&), const QPen& pen);
   void place_plot_area();
-  void set_time_ticks(TimeNs start, TimeNs end);
+  /// Ticks every `step` (a whole number of the current unit) over [start, end].
+  void set_time_ticks(TimeNs start, TimeNs end, TimeNs step);
+  std::vector<double> legend_widths() const;  // swatch and label of each entry, in pixels
+  std::vector<FlowPlace> legend_places(const std::vector<double>& widths) const;
   /// Removes and deletes every series and axis, and the line series the areas are bounded by:
   /// a QAreaSeries does not own those, and QChart::removeAxis hands an axis back to its caller.
   void clear_chart();

@@ -60,15 +60,13 @@ namespace {
 
 // Removes a dotted key from a tree, if there.
 void erase_key(ConfigTree& tree, const std::string& dotted) {
+  const auto parts = split_key_path(dotted);
   ConfigTree* node = &tree;
-  std::size_t from = 0;
-  for (std::size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', from)) {
-    const std::string part = dotted.substr(from, dot - from);
-    if (!node->is_object() || !node->contains(part)) return;
-    node = &(*node)[part];
-    from = dot + 1;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!node->is_object() || !node->contains(parts[i])) return;
+    node = &(*node)[parts[i]];
   }
-  if (node->is_object()) node->erase(dotted.substr(from));
+  if (node->is_object()) node->erase(parts.back());
 }
 
 }  // namespace
