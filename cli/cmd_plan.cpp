@@ -1,5 +1,9 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
@@ -7,6 +11,7 @@
 #include "progress.hpp"
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/lower.hpp"
+#include "shardscope/sim/plan_emit.hpp"
 #include "shardscope/sim/planner.hpp"
 
 namespace shardscope::cli {
@@ -37,48 +42,215 @@ Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& 
   return 0;
 }
 
-}  // namespace
+// "key=value" into its parts, or a problem for `flag`.
+std::optional<std::pair<std::string, std::string>> key_value(const std::string& text,
+                                                             const char* flag, const char* example,
+                                                             std::vector<Problem>& problems) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    problems.push_back({flag, text, "not KEY=VALUE", example});
+    return std::nullopt;
+  }
+  return std::pair{text.substr(0, eq), text.substr(eq + 1)};
+}
 
-int run_plan(const PlanArgs& args) {
-  check_outputs(args.scenario, {{"--json", args.json_path}});
-  const ConfigTree tree = load_scenario_tree(args.scenario);
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = std::min(text.find(',', start), text.size());
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The emit target and its constraints, checked against --api and --fix.
+std::optional<sim::EmitTarget> emit_target(const PlanArgs& args, sim::PlanInputs& inputs,
+                                           std::vector<Problem>& problems) {
+  if (args.emit.empty()) return std::nullopt;
+  const auto target = sim::parse_emit_target(args.emit[0]);
+  if (!target) {
+    problems.push_back(
+        {"--emit", args.emit[0], "not an emit target", std::string(sim::kEmitTargetNames)});
+    return std::nullopt;
+  }
+  const std::string api(sim::emit_api(*target));
+  if (args.api != "either" && args.api != api)
+    problems.push_back(
+        {"--api", args.api, fmt::format("--emit {} writes {} code", args.emit[0], api), api});
+  if (args.nodes.size() > 1)
+    problems.push_back(
+        {"--emit", args.emit[0], "writes one plan, not one per cluster size", "one --nodes value"});
+  if (args.emit_rank > args.top)
+    problems.push_back({"--emit-rank", std::to_string(args.emit_rank),
+                        fmt::format("only the top {} are ranked", args.top), "a rank up to --top"});
+  for (auto& [key, values] : sim::emit_constraints(*target)) {
+    for (const auto& [fixed_key, value] : inputs.fixed) {
+      if (fixed_key == key && std::find(values.begin(), values.end(), value) == values.end())
+        problems.push_back({"--fix", fmt::format("{}={}", key, value),
+                            fmt::format("--emit {} cannot express it", args.emit[0]),
+                            fmt::format("{}", fmt::join(values, ", "))});
+    }
+    inputs.allowed.emplace_back(key, values);
+  }
+  return target;
+}
+
+struct SizedPlan {
+  int nodes = 0;
+  int world = 0;
+  sim::PlanSpace space;
+  sim::PlanResult result;
+};
+
+// Plans one cluster size: `tree` with cluster.nodes set when `nodes` > 0.
+SizedPlan plan_size(const PlanArgs& args, ConfigTree tree, int nodes,
+                    const sim::PlanInputs& inputs) {
+  if (nodes > 0) tree["cluster"]["nodes"] = nodes;
   const Scenario base = read_scenario(tree, args.scenario.path,
                                       std::filesystem::path(args.scenario.path).parent_path());
   std::vector<Problem> problems;
-  sim::PlanInputs inputs;
-  inputs.api = args.api;
-  if (args.global_batch_tokens > 0) inputs.global_batch_tokens = args.global_batch_tokens;
-  if (args.global_batch_sequences > 0)
-    inputs.global_batch_tokens = args.global_batch_sequences * base.training.seq_len;
-  for (const auto& f : args.fix) {
-    const auto eq = f.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      problems.push_back({"--fix", f, "not KEY=VALUE", "e.g. --fix training.loss=fused"});
-      continue;
-    }
-    inputs.fixed.emplace_back(f.substr(0, eq), f.substr(eq + 1));
-  }
   sim::PlanOptions options;
   // What the caching allocator may reserve (device memory less the CUDA context and NCCL's
   // buffers, times any memory fraction): the capacity a simulation of the scenario compares with.
   const Bytes capacity = allocator_capacity(base.cluster, base.allocator, lower(base));
   options.memory_budget = memory_budget(args, capacity, problems);
   throw_if_any(std::move(problems));
-  const sim::PlanSpace space = sim::default_plan_space(base, inputs);
+  SizedPlan sized{
+      base.cluster.nodes, base.cluster.world_size(), sim::default_plan_space(base, inputs), {}};
   options.top = args.top;
   options.threads = args.threads;
-  Progress progress("plan", space.size());
+  Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", sized.world) : "plan",
+                    sized.space.size());
   options.progress = [&](std::size_t settled, std::size_t) { progress.update(settled); };
-  const sim::PlanResult result = [&] {
-    const InterruptFlag ctrl_c;
-    options.cancel = ctrl_c.flag();
-    return sim::plan(tree, args.scenario.path, space, options);
-  }();
-  if (result.cancelled)
-    fmt::print(stderr, "plan: interrupted; the ranking covers only what was simulated\n");
-  fmt::print("{}", sim::plan_table(space, result));
-  if (!args.json_path.empty()) write_output(args.json_path, sim::plan_json(space, result));
-  return result.cancelled ? kExitFailure : kExitOk;
+  const InterruptFlag ctrl_c;
+  options.cancel = ctrl_c.flag();
+  sized.result = sim::plan(tree, args.scenario.path, sized.space, options);
+  return sized;
+}
+
+// One row per cluster size: the best plan of each, and what the cluster does with it.
+std::string sizes_table(const std::vector<SizedPlan>& plans, std::int64_t tokens_per_step) {
+  std::string out = fmt::format(
+      "\ncluster sizes at {} tokens per step (the best plan of each):\n"
+      "{:>5}  {:>5}  {:>11}  {:>14}  {:>12}  {:>6}  {:>12}  {:>15}\n",
+      tokens_per_step, "nodes", "GPUs", "step", "tokens/s", "tokens/s/GPU", "MFU", "reserved",
+      "GPU·h/B tokens");
+  for (const auto& p : plans) {
+    if (p.result.ranked.empty()) {
+      out +=
+          fmt::format("{:>5}  {:>5}  no configuration fits the memory budget\n", p.nodes, p.world);
+      continue;
+    }
+    const auto& s = p.result.ranked.front().summary;
+    const double step_s = ns_to_s(s.step_time);
+    const double gpu_hours_per_billion =
+        static_cast<double>(p.world) * step_s / 3600.0 * 1e9 / static_cast<double>(tokens_per_step);
+    out += fmt::format(
+        "{:>5}  {:>5}  {:>11}  {:>14.0f}  {:>12.0f}  {:>4.1f} %  {:>12}  {:>15.1f}\n", p.nodes,
+        p.world, format_duration(s.step_time), static_cast<double>(tokens_per_step) / step_s,
+        s.tokens_per_s_per_gpu, 100 * s.mfu, format_bytes(s.peak_reserved), gpu_hours_per_billion);
+  }
+  return out;
+}
+
+std::string sizes_json(const std::vector<SizedPlan>& plans, std::int64_t tokens_per_step) {
+  nlohmann::ordered_json j;
+  j["schema"] = "shardscope.plan_sizes/1";
+  j["global_batch_tokens"] = tokens_per_step;
+  auto& sizes = j["sizes"] = nlohmann::ordered_json::array();
+  for (const auto& p : plans) {
+    nlohmann::ordered_json e;
+    e["nodes"] = p.nodes;
+    e["gpus"] = p.world;
+    e["plan"] = nlohmann::ordered_json::parse(sim::plan_json(p.space, p.result));
+    sizes.push_back(std::move(e));
+  }
+  return j.dump(2) + "\n";
+}
+
+int emit(const PlanArgs& args, sim::EmitTarget target, const ConfigTree& tree, const SizedPlan& p) {
+  if (p.result.ranked.size() < args.emit_rank) {
+    fmt::print(stderr, "plan: {} configurations fit, so --emit of #{} wrote nothing\n",
+               p.result.ranked.size(), args.emit_rank);
+    return kExitFailure;
+  }
+  const auto& chosen = p.result.ranked[args.emit_rank - 1];
+  sim::EmitContext context{args.scenario.path, args.emit_rank, chosen.summary,
+                           p.result.memory_budget};
+  const Scenario scenario =
+      sim::configuration_scenario(tree, args.scenario.path, p.space, chosen.index);
+  write_output(args.emit[1], sim::emit_plan(target, scenario, context),
+               fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& args) {
+  check_outputs(args.scenario, {{"--json", args.json_path},
+                                {"--emit", args.emit.size() == 2 ? args.emit[1] : ""}});
+  const ConfigTree tree = load_scenario_tree(args.scenario);
+  const Scenario base = read_scenario(tree, args.scenario.path,
+                                      std::filesystem::path(args.scenario.path).parent_path());
+  std::vector<Problem> problems;
+  sim::PlanInputs inputs;
+  inputs.api = args.api;
+  // The global batch is fixed across cluster sizes: by default the scenario's own.
+  inputs.global_batch_tokens = base.training.seq_len * base.training.micro_batch *
+                               base.training.grad_accum * base.cluster.world_size();
+  if (args.global_batch_tokens > 0) inputs.global_batch_tokens = args.global_batch_tokens;
+  if (args.global_batch_sequences > 0)
+    inputs.global_batch_tokens = args.global_batch_sequences * base.training.seq_len;
+  for (const auto& f : args.fix) {
+    if (auto kv = key_value(f, "--fix", "e.g. --fix training.loss=fused", problems))
+      inputs.fixed.push_back(std::move(*kv));
+  }
+  for (const auto& a : args.allow) {
+    if (auto kv =
+            key_value(a, "--allow", "e.g. --allow fsdp.mixed_precision.param_dtype=bf16", problems))
+      inputs.allowed.emplace_back(kv->first, split_commas(kv->second));
+  }
+  const auto target = emit_target(args, inputs, problems);
+  throw_if_any(std::move(problems));
+
+  std::vector<int> sizes = args.nodes;
+  if (sizes.empty()) sizes.push_back(0);  // the scenario's own
+  // Every size's space first, so a global batch one size cannot split fails before any search.
+  for (int nodes : sizes) {
+    ConfigTree sized = tree;
+    if (nodes > 0) sized["cluster"]["nodes"] = nodes;
+    (void)sim::default_plan_space(
+        read_scenario(sized, args.scenario.path,
+                      std::filesystem::path(args.scenario.path).parent_path()),
+        inputs);
+  }
+  std::vector<SizedPlan> plans;
+  for (int nodes : sizes) {
+    plans.push_back(plan_size(args, tree, nodes, inputs));
+    const auto& p = plans.back();
+    if (sizes.size() > 1)
+      fmt::print("== {} nodes × {} GPUs ({} GPUs) ==\n", p.nodes, base.cluster.gpus_per_node,
+                 p.world);
+    if (p.result.cancelled)
+      fmt::print(stderr, "plan: interrupted; the ranking covers only what was simulated\n");
+    fmt::print("{}{}", sim::plan_table(p.space, p.result), sizes.size() > 1 ? "\n" : "");
+    if (p.result.cancelled) break;
+  }
+  const bool cancelled = plans.back().result.cancelled;
+  if (sizes.size() > 1 && !cancelled)
+    fmt::print("{}", sizes_table(plans, *inputs.global_batch_tokens));
+  if (!args.json_path.empty()) {
+    write_output(args.json_path, sizes.size() > 1
+                                     ? sizes_json(plans, *inputs.global_batch_tokens)
+                                     : sim::plan_json(plans[0].space, plans[0].result));
+  }
+  if (cancelled) return kExitFailure;
+  if (!target) return kExitOk;
+  ConfigTree sized = tree;
+  if (sizes[0] > 0) sized["cluster"]["nodes"] = sizes[0];
+  return emit(args, *target, sized, plans[0]);
 }
 
 }  // namespace shardscope::cli

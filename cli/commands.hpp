@@ -68,9 +68,13 @@ struct PlanArgs {
   std::int64_t global_batch_tokens = 0;  // --global-batch-tokens (0: the scenario's)
   std::int64_t global_batch_sequences = 0;
   std::string api = "either";
-  std::vector<std::string> fix;  // --fix key=value
-  std::string memory_budget;     // --memory-budget (default: capacity less --margin)
-  std::string margin = "5%";     // --margin: a size or a percentage of the capacity
+  std::vector<std::string> fix;    // --fix key=value
+  std::vector<std::string> allow;  // --allow key=v1,v2
+  std::vector<int> nodes;         // --nodes 2,4,8: plan each cluster size (default: the scenario's)
+  std::vector<std::string> emit;  // --emit TARGET FILE
+  std::size_t emit_rank = 1;      // --emit-rank: which ranked configuration --emit writes
+  std::string memory_budget;      // --memory-budget (default: capacity less --margin)
+  std::string margin = "5%";      // --margin: a size or a percentage of the capacity
   std::size_t top = 5;
   std::string json_path;
   unsigned threads = 0;

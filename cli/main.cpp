@@ -148,6 +148,13 @@ int main(int argc, char** argv) {
       "plan", "find the fastest FSDP configurations that fit, exactly, without simulating most");
   add_scenario_args(plan, plan_args.scenario);
   add_shortcut_args(plan, plan_args.scenario);
+  plan->remove_option(plan->get_option("--nodes"));  // plan takes a list of sizes
+  plan->add_option("--nodes", plan_args.nodes,
+                   "cluster sizes to plan and compare, in nodes: --nodes 2,4,8 (default: the "
+                   "scenario's)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 100'000))
+      ->type_name("N[,N...]");
   auto* tokens = plan->add_option("--global-batch-tokens", plan_args.global_batch_tokens,
                                   "tokens per optimizer step, fixed (default: the scenario's)")
                      ->check(CLI::PositiveNumber)
@@ -161,6 +168,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fsdp2", "fsdp1", "either"}));
   plan->add_option("--fix", plan_args.fix, "pin a knob: --fix training.loss=fused (repeatable)")
       ->type_name("KEY=VALUE");
+  plan->add_option("--allow", plan_args.allow,
+                   "search only these values of a knob: --allow "
+                   "fsdp.mixed_precision.param_dtype=bf16 (repeatable)")
+      ->type_name("KEY=V1,V2");
+  plan->add_option("--emit", plan_args.emit,
+                   "write the chosen plan as code: fsdp2 or fsdp1 (Python), torchtitan (TOML); the "
+                   "search keeps to what the target can express")
+      ->expected(2)
+      ->type_name("TARGET FILE");
+  plan->add_option("--emit-rank", plan_args.emit_rank, "which ranked configuration --emit writes")
+      ->check(CLI::Range(1, 100));
   auto* budget = plan->add_option("--memory-budget", plan_args.memory_budget,
                                   "peak reserved memory a configuration may use")
                      ->type_name("SIZE");

@@ -1,6 +1,7 @@
 #include "shardscope/sim/plan_space.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -166,6 +167,13 @@ std::vector<PlanDimension> part_dimensions(const std::string& api, const Scenari
   dims.push_back(batch_dimension(per_rank_sequences, max_micro_batch));
   dims.push_back(checkpointing_dimension());
   dims.push_back(simple("loss", true, "training.loss", {"upcast_fp32", "fused", "chunked"}));
+  // The all-gather and compute dtype: bf16 mixed precision, or none (fp32 parameters throughout,
+  // twice the unsharded bytes and the activations). fp16 needs a gradient scaler the simulator does
+  // not model, so it is not offered.
+  auto param_dtype =
+      simple("parameter dtype", true, "fsdp.mixed_precision.param_dtype", {"bf16", "fp32"});
+  param_dtype.memory_at_least = increasing(2);
+  dims.push_back(std::move(param_dtype));
   dims.push_back(sharding_dimension(api, world));
   if (api == "fsdp2") {
     std::vector<std::string> reshard{"true", "false"};
@@ -198,15 +206,16 @@ std::vector<PlanDimension> part_dimensions(const std::string& api, const Scenari
   return dims;
 }
 
-// Keeps the choices of `d` whose setting of `key` is `value`; false when `d` does not set `key`.
-bool narrow(PlanDimension& d, const std::string& key, const std::string& value) {
+// Keeps the choices of `d` whose setting of `key` is one of `values`; false when `d` does not set
+// `key`.
+bool narrow(PlanDimension& d, const std::string& key, const std::vector<std::string>& values) {
   bool sets_key = false;
   std::vector<std::size_t> kept;
   for (std::size_t i = 0; i < d.choices.size(); ++i) {
     for (const auto& [k, v] : d.choices[i].settings) {
       if (k != key) continue;
       sets_key = true;
-      if (v == value) kept.push_back(i);
+      if (std::find(values.begin(), values.end(), v) != values.end()) kept.push_back(i);
     }
   }
   if (!sets_key) return false;
@@ -223,6 +232,40 @@ bool narrow(PlanDimension& d, const std::string& key, const std::string& value) 
   }
   d = std::move(narrowed);
   return true;
+}
+
+// Narrows `space` to the choices that set `key` to one of `values` (--fix: one value, --allow:
+// several). A key no dimension sets goes on every configuration when it has one value.
+void restrict_space(PlanSpace& space, const std::string& flag, const std::string& key,
+                    const std::vector<std::string>& values, std::vector<Problem>& problems) {
+  const std::string given = fmt::format("{}={}", key, fmt::join(values, ","));
+  if (key == "fsdp.api") {
+    std::erase_if(space.parts, [&values](const PlanPart& p) {
+      return std::find(values.begin(), values.end(), p.api) == values.end();
+    });
+    if (space.parts.empty())
+      problems.push_back({flag, given, "no part of the plan uses this API",
+                          "fsdp2 or fsdp1 (and --api either or the same)"});
+    return;
+  }
+  bool any = false;
+  for (auto& part : space.parts) {
+    for (auto& d : part.dimensions) {
+      if (!narrow(d, key, values)) continue;
+      any = true;
+      if (d.choices.empty())
+        problems.push_back({flag, given,
+                            fmt::format("no {} choice of {} sets this value", part.api, d.name),
+                            "a value the plan's space has, or leave the knob free"});
+    }
+  }
+  if (any) return;
+  if (values.size() == 1) {
+    space.common.emplace_back(key, values.front());
+  } else {
+    problems.push_back({flag, given, "no dimension of the plan searches this key",
+                        "a searched key (docs/planner.md), or --fix with one value"});
+  }
 }
 
 }  // namespace
@@ -268,29 +311,10 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
     space.parts.push_back(std::move(part));
   }
   std::vector<Problem> fix_problems;  // `problems` was handed to throw_if_any above
-  for (const auto& [key, value] : inputs.fixed) {
-    if (key == "fsdp.api") {
-      const std::string& api = value;
-      std::erase_if(space.parts, [&api](const PlanPart& p) { return p.api != api; });
-      if (space.parts.empty())
-        fix_problems.push_back({"--fix", key, fmt::format("no part of the plan uses {}", value),
-                                "fsdp2 or fsdp1 (and --api either or the same)"});
-      continue;
-    }
-    bool any = false;
-    for (auto& part : space.parts) {
-      for (auto& d : part.dimensions) {
-        if (!narrow(d, key, value)) continue;
-        any = true;
-        if (d.choices.empty())
-          fix_problems.push_back(
-              {"--fix", fmt::format("{}={}", key, value),
-               fmt::format("no {} choice of {} sets this value", part.api, d.name),
-               "a value the plan's space has, or leave the knob free"});
-      }
-    }
-    if (!any) space.common.emplace_back(key, value);
-  }
+  for (const auto& [key, value] : inputs.fixed)
+    restrict_space(space, "--fix", key, {value}, fix_problems);
+  for (const auto& [key, values] : inputs.allowed)
+    restrict_space(space, "--allow", key, values, fix_problems);
   throw_if_any(std::move(fix_problems));
   return space;
 }

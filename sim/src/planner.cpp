@@ -1,11 +1,13 @@
 #include "shardscope/sim/planner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 #include <unordered_set>
 
@@ -16,6 +18,13 @@
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
+
+Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
+                                const PlanSpace& space, std::size_t index) {
+  return read_scenario(configuration_tree(base, space, index), file,
+                       std::filesystem::path(file).parent_path());
+}
+
 namespace {
 
 constexpr TimeNs kNoBound = 0;  // a class whose bound could not be computed is never skipped
@@ -28,12 +37,6 @@ struct Evaluated {
   analysis::Summary summary;
 };
 
-Scenario scenario_of(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                     std::size_t index) {
-  return read_scenario(configuration_tree(base, space, index), file,
-                       std::filesystem::path(file).parent_path());
-}
-
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                    std::size_t index, Bytes budget, bool critical_path) {
   Evaluated e;
@@ -44,7 +47,7 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     options.origin = file;
     options.sim.record_memory_samples = false;
     options.sim.record_critical_path = critical_path;
-    auto result = simulate_scenario(scenario_of(base, file, space, index), options);
+    auto result = simulate_scenario(configuration_scenario(base, file, space, index), options);
     e.summary = std::move(result.summary);
     e.valid = true;
     e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved <= budget;
@@ -105,7 +108,7 @@ TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSp
   // The first member that validates stands for the class (all share its compute ops).
   for (std::size_t i = 0; i < cls.members.size() && i < 64; ++i) {
     try {
-      return compute_bound(scenario_of(base, file, space, cls.members[i]));
+      return compute_bound(configuration_scenario(base, file, space, cls.members[i]));
     } catch (const ValidationError&) {
     }
   }
@@ -140,9 +143,48 @@ bool above_one_that_did_not_fit(const PlanSpace& space, const PlanConfig& c,
   return false;
 }
 
+// Faster first; at equal step time the one that reserves less; then the space's order.
 bool faster(const Evaluated& a, const Evaluated& b) {
   if (a.summary.step_time != b.summary.step_time) return a.summary.step_time < b.summary.step_time;
+  if (a.summary.peak_reserved != b.summary.peak_reserved)
+    return a.summary.peak_reserved < b.summary.peak_reserved;
   return a.index < b.index;
+}
+
+// Configurations with the same prediction (step time and peak reserved) rank as one: the knobs
+// in which they differ have no effect on this model and cluster.
+bool same_prediction(const Evaluated& a, const Evaluated& b) {
+  return a.summary.step_time == b.summary.step_time &&
+         a.summary.peak_reserved == b.summary.peak_reserved;
+}
+
+// "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
+// prediction) take in each dimension where they differ.
+std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_t>& members) {
+  const PlanConfig first = decode(space, members.front());
+  const auto& dims = space.parts[first.part].dimensions;
+  std::string out;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    std::vector<std::size_t> seen;
+    bool same_part = true;
+    for (std::size_t index : members) {
+      const PlanConfig c = decode(space, index);
+      if (c.part != first.part) {
+        same_part = false;
+        break;
+      }
+      if (std::find(seen.begin(), seen.end(), c.choices[d]) == seen.end())
+        seen.push_back(c.choices[d]);
+    }
+    if (!same_part) return "the FSDP API and others";
+    if (seen.size() < 2) continue;
+    std::sort(seen.begin(), seen.end());
+    std::vector<std::string> labels;
+    labels.reserve(seen.size());
+    for (std::size_t c : seen) labels.push_back(dims[d].choices[c].label);
+    out += fmt::format("{}{} {}", out.empty() ? "" : "; ", dims[d].name, fmt::join(labels, ", "));
+  }
+  return out;
 }
 
 std::string bottleneck_of(const analysis::Summary& s) {
@@ -213,12 +255,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::vector<Evaluated> fitting;
   std::unordered_set<std::size_t> not_fitting;
   std::size_t settled = 0;
+  // The distinct predictions found so far: the k-th best is the last step time that can rank.
+  std::set<std::pair<TimeNs, Bytes>> predictions;
   auto kth_best = [&]() -> TimeNs {
-    if (fitting.size() < options.top) return std::numeric_limits<TimeNs>::max();
-    std::nth_element(fitting.begin(),
-                     fitting.begin() + static_cast<std::ptrdiff_t>(options.top - 1), fitting.end(),
-                     faster);
-    return fitting[options.top - 1].summary.step_time;
+    if (predictions.size() < options.top) return std::numeric_limits<TimeNs>::max();
+    return std::next(predictions.begin(), static_cast<std::ptrdiff_t>(options.top - 1))->first;
   };
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
@@ -278,6 +319,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           ++result.invalid;
         } else if (e.fits) {
           fitting.push_back(e);
+          predictions.emplace(e.summary.step_time, e.summary.peak_reserved);
         } else {
           not_fitting.insert(e.index);
         }
@@ -288,10 +330,15 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   }
   result.fitting = fitting.size();
   std::sort(fitting.begin(), fitting.end(), faster);
-  fitting.resize(std::min(fitting.size(), options.top));
-  for (const auto& e : fitting) {
+  for (std::size_t i = 0; i < fitting.size() && result.ranked.size() < options.top;) {
+    const Evaluated& e = fitting[i];
+    std::vector<std::size_t> members;
+    for (; i < fitting.size() && same_prediction(fitting[i], e); ++i)
+      members.push_back(fitting[i].index);
     PlannedConfig p;
     p.index = e.index;
+    if (members.size() > 1) p.no_effect = no_effect_knobs(space, members);
+    p.members = std::move(members);
     p.config = decode(space, e.index);
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
@@ -333,6 +380,9 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
       out += d + 1 < part.dimensions.size() ? "," : "";
     }
     out += "\n";
+    if (p.members.size() > 1)
+      out += fmt::format("   the same prediction for {} configurations: {}\n", p.members.size(),
+                         p.no_effect);
     if (!p.change.empty()) out += fmt::format("   against #{}: {}\n", i + 2, p.change);
   }
   return out;
@@ -364,6 +414,8 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
     e["peak_reserved_bytes"] = s.peak_reserved;
     e["headroom_bytes"] = r.memory_budget - s.peak_reserved;
     e["bottleneck"] = p.bottleneck;
+    e["equivalent_configurations"] = p.members.size();
+    e["no_effect"] = p.no_effect;
     e["change_to_next"] = p.change;
     ranked.push_back(std::move(e));
   }

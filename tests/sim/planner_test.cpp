@@ -122,7 +122,9 @@ TEST(Planner, TheMemoryRulesHoldOnEveryConfigurationOfTheSpace) {
   o.top = space.size();
   const auto all = plan(tree, kDefault, space, o);
   std::vector<bool> fits(space.size(), false);
-  for (const auto& p : all.ranked) fits[p.index] = true;
+  for (const auto& p : all.ranked) {
+    for (std::size_t member : p.members) fits[member] = true;
+  }
   std::size_t checked = 0;
   for (std::size_t i = 0; i < space.size(); ++i) {
     if (!fits[i]) continue;
@@ -143,6 +145,57 @@ TEST(Planner, TheMemoryRulesHoldOnEveryConfigurationOfTheSpace) {
     }
   }
   EXPECT_GT(checked, 0u);
+}
+
+TEST(Planner, ConfigurationsWithOnePredictionRankAsOne) {
+  // Exhaustively: the ranking's entries are the distinct (step time, peak reserved) pairs of the
+  // fitting configurations, fastest and then leanest first, each with every configuration that
+  // has it; the planner's pruned search finds the same entries with the same members.
+  const PlanSpace space = small_space();
+  const ConfigTree tree = load_config_file(kDefault);
+  PlanOptions o = options_with(Bytes{70} * kGiB, true);
+  o.top = space.size();
+  const auto all = plan(tree, kDefault, space, o);
+  std::size_t members = 0, folded = 0;
+  for (std::size_t i = 0; i < all.ranked.size(); ++i) {
+    const auto& p = all.ranked[i];
+    members += p.members.size();
+    ASSERT_FALSE(p.members.empty());
+    EXPECT_EQ(p.members.front(), p.index);
+    if (p.members.size() > 1) {
+      ++folded;
+      EXPECT_FALSE(p.no_effect.empty()) << "rank " << i + 1;
+    }
+    if (i == 0) continue;
+    const auto& a = all.ranked[i - 1].summary;
+    const auto& b = p.summary;
+    EXPECT_TRUE(a.step_time < b.step_time ||
+                (a.step_time == b.step_time && a.peak_reserved < b.peak_reserved))
+        << "rank " << i + 1;
+  }
+  EXPECT_EQ(members, all.fitting);
+  EXPECT_GT(folded, 0u);  // FSDP2: an explicit backward prefetch of 1 is the implicit one
+
+  const auto fast = plan(tree, kDefault, space, options_with(Bytes{70} * kGiB, false));
+  ASSERT_EQ(fast.ranked.size(), 5u);
+  for (std::size_t i = 0; i < fast.ranked.size(); ++i)
+    EXPECT_EQ(fast.ranked[i].members, all.ranked[i].members) << "rank " << i + 1;
+}
+
+TEST(PlanSpace, AllowNarrowsASearchedKnobToSeveralValues) {
+  PlanInputs inputs;
+  inputs.allowed = {{"training.activation_checkpointing", {"none", "selective_op"}},
+                    {"fsdp.api", {"fsdp2"}}};
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  ASSERT_EQ(space.parts.size(), 1u);
+  const auto& checkpointing = space.parts[0].dimensions[1];
+  ASSERT_EQ(checkpointing.choices.size(), 2u);
+  EXPECT_EQ(checkpointing.choices[0].label, "selective_op");
+  EXPECT_EQ(checkpointing.choices[1].label, "none");
+  // none never needs less memory than selective_op: the rule survives the narrowing.
+  EXPECT_EQ(checkpointing.memory_at_least[1], std::vector<std::size_t>{0});
+  inputs.allowed = {{"training.iterations", {"2", "3"}}};  // no dimension searches it
+  EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
 }
 
 TEST(Planner, SameInputSameAnswerWhateverTheThreads) {

@@ -75,13 +75,17 @@ struct PlanInputs {
   std::optional<std::int64_t> global_batch_tokens;
   std::string api = "either";  // fsdp2, fsdp1 or either
   std::vector<Setting> fixed;  // --fix key=value: pins a knob
+  /// --allow key=v1,v2: keeps only these choices of a searched knob (what an --emit target can
+  /// express, the mixed-precision choices a user accepts).
+  std::vector<std::pair<std::string, std::vector<std::string>>> allowed;
   int max_micro_batch = 64;
 };
 
 /// The default space for a scenario. `--fix` narrows the dimensions that set its key to the
 /// choices with that value (an error when none has it) or, for a key no dimension sets, is set
-/// on every configuration. Throws ValidationError for a global batch the world cannot split, an
-/// unknown API or a fixed value no choice has.
+/// on every configuration; `--allow` narrows to several values of a searched key. Throws
+/// ValidationError for a global batch the world cannot split, an unknown API or a fixed value no
+/// choice has.
 PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs);
 
 }  // namespace shardscope::sim

@@ -11,7 +11,8 @@
 //  3. Inside a class, configurations are simulated in waves of increasing memory (by the memory
 //     rules of plan_space.hpp); a configuration above one that did not fit is not simulated.
 // Results are deterministic: the skipping depends only on earlier classes and waves, never on
-// thread timing, and ties rank by configuration index.
+// thread timing. Ties rank by peak reserved, then by configuration index; configurations with the
+// same step time and peak reserved are one entry of the ranking.
 
 #include <atomic>
 #include <functional>
@@ -43,6 +44,11 @@ struct PlannedConfig {
   analysis::Summary summary;  // with the critical path for the ranked ones
   std::string bottleneck;     // "compute", "exposed all-gather", ... with its share
   std::string change;         // what differs from the next ranked configuration
+  /// The configurations with this one's prediction (step time and peak reserved), ranked as
+  /// one: `index` first, then the others in space order. `no_effect` names the knobs they differ
+  /// in ("reduce dtype fp32, bf16").
+  std::vector<std::size_t> members;
+  std::string no_effect;
 };
 
 struct PlanResult {
@@ -57,6 +63,10 @@ struct PlanResult {
   bool cancelled = false;
   Bytes memory_budget = 0;
 };
+
+/// The scenario of configuration `index`: `base` with it applied, read as `file` would be.
+Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
+                                const PlanSpace& space, std::size_t index);
 
 /// Searches `space` over `base` (a scenario tree; `file` names it in errors and resolves paths).
 PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,

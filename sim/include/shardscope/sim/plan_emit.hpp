@@ -1,0 +1,52 @@
+#pragma once
+// `shardscope plan --emit`: the chosen configuration as code a user pastes into a training script.
+//
+//  * fsdp2: a Python module with `fully_shard` calls (MixedPrecisionPolicy, OffloadPolicy,
+//    reshard_after_forward, grouped blocks), explicit prefetch, the activation-checkpoint wrapping,
+//    the loss and a train step with gradient accumulation;
+//  * fsdp1: the same around the FullyShardedDataParallel constructor (sharding strategy, device
+//    mesh, ModuleWrapPolicy, MixedPrecision, CPUOffload, prefetch, limit_all_gathers);
+//  * torchtitan: the TOML job-config keys (torchtitan/config/job_config.py).
+//
+// Every searched knob appears once, as a literal in a call or a module-level constant the code
+// uses, so a reader (tests/cli/plan_readback.py) recovers the configuration from the code itself.
+// A target cannot express every configuration (torchtitan has no explicit prefetch, FSDP1 wraps
+// one block per unit), so `emit_constraints` narrows the plan's space to what it can before the
+// search; the emitted plan is then the best one the target can run.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shardscope/core/analysis.hpp"
+#include "shardscope/core/scenario.hpp"
+
+namespace shardscope::sim {
+
+enum class EmitTarget { fsdp2, fsdp1, torchtitan };
+inline constexpr std::string_view kEmitTargetNames = "fsdp2, fsdp1, torchtitan";
+std::optional<EmitTarget> parse_emit_target(std::string_view text);
+std::string_view to_string(EmitTarget target);
+
+/// The FSDP API a target uses.
+std::string_view emit_api(EmitTarget target);
+
+/// The choices a target can express, as --allow narrowings of the plan space (key, values).
+std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(EmitTarget target);
+
+/// What the emitted file says about where it came from and what it predicts.
+struct EmitContext {
+  std::string scenario_file;
+  std::size_t rank = 1;  // of the plan's ranking
+  analysis::Summary summary;
+  Bytes memory_budget = 0;
+};
+
+/// The code for `scenario`, the chosen configuration applied to the plan's base scenario. Throws
+/// ValidationError when the scenario uses a knob the target cannot express (a configuration
+/// outside emit_constraints).
+std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,194 @@
+#include "shardscope/sim/plan_emit.hpp"
+
+#include <fmt/format.h>
+
+#include "plan_emit_common.hpp"
+#include "shardscope/core/error.hpp"
+
+namespace shardscope::sim {
+
+std::optional<EmitTarget> parse_emit_target(std::string_view text) {
+  if (text == "fsdp2") return EmitTarget::fsdp2;
+  if (text == "fsdp1") return EmitTarget::fsdp1;
+  if (text == "torchtitan") return EmitTarget::torchtitan;
+  return std::nullopt;
+}
+
+std::string_view to_string(EmitTarget target) {
+  switch (target) {
+    case EmitTarget::fsdp2:
+      return "fsdp2";
+    case EmitTarget::fsdp1:
+      return "fsdp1";
+    case EmitTarget::torchtitan:
+      return "torchtitan";
+  }
+  return "fsdp2";
+}
+
+std::string_view emit_api(EmitTarget target) {
+  return target == EmitTarget::fsdp1 ? "fsdp1" : "fsdp2";
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(EmitTarget target) {
+  switch (target) {
+    case EmitTarget::fsdp2:
+      return {{"fsdp.api", {"fsdp2"}}};
+    case EmitTarget::fsdp1:
+      // One block per FlatParameter unit: FSDP1 cannot group sibling blocks without a model change.
+      return {{"fsdp.api", {"fsdp1"}}, {"fsdp.wrap.blocks_per_group", {"1"}}};
+    case EmitTarget::torchtitan:
+      // What torchtitan's job config (torchtitan/config/job_config.py) and run_train.sh set: its
+      // own fp32-upcast cross-entropy, implicit prefetch, one block per fully_shard, fp32 reduction
+      // (mixed_precision_reduce allows only float32), reshard_after_forward "default" (the last
+      // group kept) or "never", PYTORCH_ALLOC_CONF=expandable_segments:True.
+      return {{"fsdp.api", {"fsdp2"}},
+              {"training.loss", {"upcast_fp32"}},
+              {"fsdp.forward_prefetch_modules", {"0"}},
+              {"fsdp.backward_prefetch_modules", {"0"}},
+              {"fsdp.separate_reduce_scatter_group", {"false"}},
+              {"fsdp.wrap.blocks_per_group", {"1"}},
+              {"fsdp.mixed_precision.reduce_dtype", {"fp32"}},
+              {"fsdp.reshard_after_forward", {"true", "false"}},
+              {"fsdp.reshard_last_after_forward", {"false"}},
+              {"allocator.expandable_segments", {"true"}}};
+  }
+  return {};
+}
+
+namespace detail {
+
+std::string prediction_lines(const EmitContext& c, std::string_view prefix) {
+  const auto& sum = c.summary;
+  return fmt::format(
+      "{0}shardscope's prediction (rank {1} of `shardscope plan {2}`):\n"
+      "{0}  step time {3}, {4:.0f} tokens/s/GPU, MFU {5:.1f} %,\n"
+      "{0}  peak reserved {6} per GPU against a budget of {7}.\n"
+      "{0}A prediction, not a measurement: check it with a profiled run (shardscope compare).\n",
+      prefix, c.rank, c.scenario_file, format_duration(sum.step_time), sum.tokens_per_s_per_gpu,
+      100 * sum.mfu, format_bytes(sum.peak_reserved), format_bytes(c.memory_budget));
+}
+
+}  // namespace detail
+
+namespace {
+
+// What torchtitan cannot say, reported before anything is written.
+void check_torchtitan(const Scenario& s) {
+  std::vector<Problem> problems;
+  const auto& f = s.fsdp;
+  auto need = [&problems](bool ok, std::string key, std::string value, std::string why,
+                          std::string allowed) {
+    if (!ok)
+      problems.push_back({std::move(key), std::move(value), std::move(why), std::move(allowed)});
+  };
+  need(f.api == FsdpApi::fsdp2, "fsdp.api", "fsdp1", "torchtitan shards with fully_shard", "fsdp2");
+  need(s.training.loss == LossRecipe::upcast_fp32, "training.loss",
+       std::string(to_string(s.training.loss)), "torchtitan computes an fp32-upcast cross-entropy",
+       "upcast_fp32");
+  need(f.forward_prefetch_modules == 0 && f.backward_prefetch_modules == 0,
+       "fsdp.forward_prefetch_modules", "explicit prefetch",
+       "torchtitan uses FSDP's implicit prefetch", "0");
+  need(!f.separate_reduce_scatter_group, "fsdp.separate_reduce_scatter_group", "true",
+       "torchtitan has no key for it", "false");
+  need(f.blocks_per_group == 1, "fsdp.wrap.blocks_per_group", std::to_string(f.blocks_per_group),
+       "torchtitan shards each block on its own", "1");
+  need(f.reshard_after_forward.mode != ReshardAfterForward::Mode::to_size,
+       "fsdp.reshard_after_forward", std::to_string(f.reshard_after_forward.size),
+       "torchtitan's fsdp_reshard_after_forward has no mesh size", "true or false");
+  need(!f.reshard_last_after_forward ||
+           f.reshard_after_forward.mode == ReshardAfterForward::Mode::off,
+       "fsdp.reshard_last_after_forward", "true", "torchtitan's \"default\" keeps the last group",
+       "false");
+  need(f.mixed_precision.reduce_dtype.value_or(DType::fp32) == DType::fp32,
+       "fsdp.mixed_precision.reduce_dtype", "not fp32", "torchtitan reduces in float32 only",
+       "fp32");
+  const DType param = f.mixed_precision.param_dtype.value_or(DType::fp32);
+  need(param == DType::bf16 || param == DType::fp32, "fsdp.mixed_precision.param_dtype",
+       std::string(to_string(param)), "torchtitan offers bfloat16 or float32", "bf16 or fp32");
+  need(s.training.optimizer != Optimizer::sgd, "training.optimizer", "sgd",
+       "torchtitan builds Adam or AdamW", "adamw or adam");
+  need(!s.training.autocast, "training.autocast", "set",
+       "torchtitan uses autocast only without FSDP sharding", "none");
+  need(f.requires_gradient_sync == SyncSchedule::every_microbatch &&
+           f.requires_all_reduce == SyncSchedule::every_microbatch,
+       "fsdp.requires_gradient_sync", "last_microbatch",
+       "torchtitan reduces gradients every micro-batch", "every_microbatch");
+  need(s.allocator.expandable_segments, "allocator.expandable_segments", "false",
+       "torchtitan's run_train.sh sets expandable_segments:True", "true");
+  throw_if_any(std::move(problems));
+}
+
+std::string torchtitan_checkpointing(const TrainingSpec& t) {
+  switch (t.activation_checkpointing) {
+    case ActivationCheckpointing::none:
+      return "mode = \"none\"\n";
+    case ActivationCheckpointing::full:
+      return "mode = \"full\"\n";
+    case ActivationCheckpointing::selective_op:
+      return "mode = \"selective\"\nselective_ac_option = \"op\"  # save attention and every other "
+             "matmul\n";
+    case ActivationCheckpointing::every_n:
+      return fmt::format(
+          "mode = \"selective\"\nselective_ac_option = \"{}\"  # every {}-th block\n",
+          t.checkpoint_every, t.checkpoint_every);
+  }
+  return "mode = \"none\"\n";
+}
+
+std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
+  check_torchtitan(s);
+  const auto& t = s.training;
+  const auto& f = s.fsdp;
+  const int world = s.cluster.world_size();
+  std::string out = fmt::format(
+      "# torchtitan job config for {} on {} × {} {} ({} GPUs), written by\n"
+      "# `shardscope plan --emit torchtitan`: the [training], [parallelism], "
+      "[activation_checkpoint]\n"
+      "# and [optimizer] keys of torchtitan/config/job_config.py; merge them into your "
+      "config.\n#\n",
+      s.model.name, s.cluster.nodes, s.cluster.gpus_per_node, s.cluster.gpu.name, world);
+  out += detail::prediction_lines(c, "# ");
+  out += fmt::format(
+      "#\n# Launch on {} ranks with PYTORCH_ALLOC_CONF=expandable_segments:True (run_train.sh sets "
+      "it;\n"
+      "# the plan's memory assumes it).\n\n",
+      world);
+  const DType param = f.mixed_precision.param_dtype.value_or(DType::fp32);
+  out += fmt::format(
+      "[training]\n"
+      "local_batch_size = {}  # sequences per GPU per micro-batch\n"
+      "global_batch_size = {}  # sequences per step: {} micro-batches accumulated\n"
+      "seq_len = {}\n"
+      "mixed_precision_param = \"{}\"\n"
+      "mixed_precision_reduce = \"float32\"\n"
+      "enable_cpu_offload = {}\n\n",
+      t.micro_batch, t.micro_batch * t.grad_accum * world, t.grad_accum, t.seq_len,
+      param == DType::bf16 ? "bfloat16" : "float32", f.cpu_offload.params ? "true" : "false");
+  out += fmt::format(
+      "[parallelism]\n"
+      "data_parallel_replicate_degree = {}\n"
+      "data_parallel_shard_degree = {}\n"
+      "fsdp_reshard_after_forward = \"{}\"\n\n",
+      f.mesh_replicate, f.mesh_shard,
+      f.reshard_after_forward.mode == ReshardAfterForward::Mode::off ? "never" : "default");
+  out += "[activation_checkpoint]\n" + torchtitan_checkpointing(t) + "\n";
+  out += fmt::format("[optimizer]\nname = \"{}\"\n",
+                     t.optimizer == Optimizer::adam ? "Adam" : "AdamW");
+  return out;
+}
+
+}  // namespace
+
+std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context) {
+  if (target == EmitTarget::torchtitan) return emit_torchtitan(scenario, context);
+  const FsdpApi api = target == EmitTarget::fsdp1 ? FsdpApi::fsdp1 : FsdpApi::fsdp2;
+  if (scenario.fsdp.api != api)
+    throw ValidationError(
+        {{"fsdp.api", std::string(to_string(scenario.fsdp.api)),
+          fmt::format("--emit {} writes {} code", to_string(target), to_string(api)),
+          std::string(to_string(api))}});
+  return detail::emit_python(target, scenario, context);
+}
+
+}  // namespace shardscope::sim
