@@ -127,6 +127,13 @@ fi
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
 expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
 expect plan-indivisible-batch 2 'not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
+expect plan-sizes 0 '^    2     16 +[0-9.]+ s +[0-9]+ +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+$' -- plan "$plan_example" --nodes 1,2 --api fsdp1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
+expect plan-sizes-indivisible 2 'on each of 24 ranks' -- plan "$plan_example" --nodes 2,3
+expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
+expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
+expect plan-emit-one-size 2 'writes one plan, not one per cluster size' -- plan "$plan_example" --nodes 1,2 --emit fsdp2 "$tmpdir/x.py"
+expect plan-emit-api 2 '--api: fsdp1: --emit torchtitan writes fsdp2 code' -- plan "$plan_example" --api fsdp1 --emit torchtitan "$tmpdir/x.toml"
+expect plan-emit-rank 2 '--emit-rank: 4: only the top 3 are ranked' -- plan "$plan_example" --top 3 --emit-rank 4 --emit fsdp2 "$tmpdir/x.py"
 expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$default" "$default"
 sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"
 expect calibration-bad-value 2 'bad_cal.json: compute.matmul_efficiency.value: 4 is out of range' -- simulate "$default" --calibration "$tmpdir/bad_cal.json"
