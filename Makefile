@@ -80,6 +80,8 @@ screenshots: build
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(BUILD_DIR)/measured-overlap.json --screenshot docs/screenshots/measured-beside-plan.png
 	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui $(SCENARIO) --budget 80GiB --screenshot docs/screenshots/sweep.png \
 	  --sweep "fsdp.reshard_after_forward=true,false;training.activation_checkpointing=none,selective_op,full;training.micro_batch=1,2,4"
+	@QT_QPA_PLATFORM=offscreen $(BUILD_DIR)/gui/shardscope-gui examples/plan-llama3-8b-2-nodes.yaml --plan either \
+	  --screenshot docs/screenshots/plan.png
 
 format:
 	@git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i

@@ -9,8 +9,6 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "progress.hpp"
-#include "shardscope/core/device_memory.hpp"
-#include "shardscope/core/lower.hpp"
 #include "shardscope/sim/plan_emit.hpp"
 #include "shardscope/sim/planner.hpp"
 
@@ -25,19 +23,9 @@ Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& 
     problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 72GiB"});
     return 0;
   }
-  const std::string& m = args.margin;
-  if (!m.empty() && m.back() == '%') {
-    try {
-      std::size_t used = 0;
-      const double pct = std::stod(m.substr(0, m.size() - 1), &used);
-      if (used + 1 == m.size() && pct >= 0 && pct < 100)
-        return static_cast<Bytes>(static_cast<double>(capacity) * (1 - pct / 100));
-    } catch (const std::exception&) {
-    }
-  } else if (const auto size = parse_bytes(m); size && *size >= 0 && *size < capacity) {
-    return capacity - *size;
-  }
-  problems.push_back({"--margin", m, "not a percentage below 100 or a size below the capacity",
+  if (const auto budget = sim::budget_with_margin(capacity, args.margin)) return *budget;
+  problems.push_back({"--margin", args.margin,
+                      "not a percentage below 100 or a size below the capacity",
                       "e.g. 5% or 4GiB"});
   return 0;
 }
@@ -112,10 +100,7 @@ SizedPlan plan_size(const PlanArgs& args, ConfigTree tree, int nodes,
                                       std::filesystem::path(args.scenario.path).parent_path());
   std::vector<Problem> problems;
   sim::PlanOptions options;
-  // What the caching allocator may reserve (device memory less the CUDA context and NCCL's
-  // buffers, times any memory fraction): the capacity a simulation of the scenario compares with.
-  const Bytes capacity = allocator_capacity(base.cluster, base.allocator, lower(base));
-  options.memory_budget = memory_budget(args, capacity, problems);
+  options.memory_budget = memory_budget(args, sim::plan_capacity(base), problems);
   throw_if_any(std::move(problems));
   SizedPlan sized{
       base.cluster.nodes, base.cluster.world_size(), sim::default_plan_space(base, inputs), {}};

@@ -1,6 +1,6 @@
 // shardscope-gui [SCENARIO | TIMELINE.json | TRACE.json[.gz]] [--set key=value]...
 //   [--measured TIMELINE_OR_TRACE] [--baseline-set key=value]... [--zoom START_MS:END_MS]
-//   [--sweep GRID [--budget SIZE]] [--screenshot out.png]
+//   [--sweep GRID [--budget SIZE]] [--plan API] [--screenshot out.png]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "main_window.hpp"
+#include "plan_view.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/traces/kineto_import.hpp"
@@ -50,7 +51,11 @@ int main(int argc, char** argv) {
   QCommandLineOption sweep("sweep", "run a sweep in the Sweep tab: axes separated by ';'",
                            "key=v1,v2;...");
   QCommandLineOption budget("budget", "memory budget of --sweep", "size", "80GiB");
-  parser.addOptions({set, screenshot, baseline, measured, zoom, sweep, budget});
+  QCommandLineOption plan("plan",
+                          "plan in the Plan tab (either, fsdp2, fsdp1 or torchtitan); with "
+                          "--screenshot, the best plan is loaded into the settings",
+                          "api");
+  parser.addOptions({set, screenshot, baseline, measured, zoom, sweep, budget, plan});
   parser.process(app);
 
   shardscope::gui::MainWindow window;
@@ -95,6 +100,15 @@ int main(int argc, char** argv) {
     window.sweep_view()->set_grid(parser.value(sweep).split(';').join('\n'), parser.value(budget));
     window.show_sweep_tab();
     if (shot) window.sweep_view()->run_now();
+  }
+  if (parser.isSet(plan)) {
+    window.plan_view()->set_inputs(parser.value(plan), "", "5%", 5);
+    window.show_plan_tab();
+    if (shot) {
+      window.plan_view()->run_now();
+      window.plan_view()->load(0);
+      window.simulate_now();
+    }
   }
   if (shot) {
     window.show();

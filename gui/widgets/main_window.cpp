@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "memory_chart.hpp"
+#include "plan_view.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/schedule_io.hpp"
@@ -57,6 +58,9 @@ MainWindow::MainWindow(QWidget* parent)
       selection_(new QLabel("Shift-drag on the timeline to summarize a range.")),
       sweep_(new SweepView([this] {
         return std::pair{current_tree(), file_};
+      })),
+      plan_(new PlanView([this] {
+        return std::pair{current_tree(), file_};
       })) {
   setWindowTitle("shardscope");
   auto* scroll = new QScrollArea;
@@ -77,6 +81,11 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(ops_view_, "Ops");
   tabs_->addTab(selection_, "Selection");
   tabs_->addTab(sweep_, "Sweep");
+  tabs_->addTab(plan_, "Plan");
+  connect(plan_, &PlanView::load_configuration, this,
+          [this](const ConfigTree& tree, const QString& description) {
+            open_or_explain("Cannot load the plan", [&] { load_configuration(tree, description); });
+          });
   connect(sweep_, &SweepView::load_settings, this,
           [this](const std::vector<std::pair<std::string, std::string>>& settings) {
             QStringList unknown;
@@ -384,6 +393,19 @@ void MainWindow::show_reference() {
     right_->setSizes({230, 230, 330, 190});
   }
   update_metrics();
+}
+
+void MainWindow::show_plan_tab() {
+  tabs_->setCurrentWidget(plan_);
+}
+
+void MainWindow::load_configuration(ConfigTree tree, const QString& description) {
+  const Scenario scenario =
+      read_scenario(tree, file_, std::filesystem::path(file_).parent_path());  // throws first
+  base_ = std::move(tree);
+  settings_->load(scenario);
+  request_simulation();
+  statusBar()->showMessage("loaded " + description);
 }
 
 void MainWindow::show_sweep_tab() {

@@ -26,6 +26,7 @@ QT_END_NAMESPACE
 namespace shardscope::gui {
 
 class MemoryChart;
+class PlanView;
 class SettingsPanel;
 class SweepView;
 class TimelineWidget;
@@ -60,6 +61,11 @@ class MainWindow : public QMainWindow {
   MemoryChart* memory_chart() const { return memory_; }
   SettingsPanel* settings() const { return settings_; }
   SweepView* sweep_view() const { return sweep_; }
+  PlanView* plan_view() const { return plan_; }
+  void show_plan_tab();
+  /// Replaces the scenario's tree with `tree` (a plan's configuration, complete), shows its
+  /// values in the settings and simulates it.
+  void load_configuration(ConfigTree tree, const QString& description);
   void show_sweep_tab();
   const RunResult* result() const { return result_.get(); }
 
@@ -92,6 +98,7 @@ class MainWindow : public QMainWindow {
   QTableView* ops_view_;
   QLabel* selection_;
   SweepView* sweep_;
+  PlanView* plan_;
   MetricsModel metrics_;
   OpTableModel ops_;
   SimulationRunner runner_;

@@ -71,6 +71,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   add_combo(fsdp, "fsdp.mixed_precision.reduce_dtype", "reduce dtype", {"fp32", "bf16", "fp16"});
   add_check(fsdp, "fsdp.cpu_offload.params", "CPU offload");
   add_spin(fsdp, "fsdp.wrap.blocks_per_group", "blocks per group", 1, 64);
+  add_check(fsdp, "fsdp.separate_reduce_scatter_group", "separate reduce-scatter group");
+  add_check(fsdp, "allocator.expandable_segments", "expandable segments");
   problems_ = new QLabel(this);
   problems_->setWordWrap(true);
   problems_->setStyleSheet("color: #b00020;");
@@ -182,6 +184,8 @@ void SettingsPanel::load(const Scenario& s) {
             s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32)))));
   check("fsdp.cpu_offload.params", s.fsdp.cpu_offload.params);
   spin("fsdp.wrap.blocks_per_group", s.fsdp.blocks_per_group);
+  check("fsdp.separate_reduce_scatter_group", s.fsdp.separate_reduce_scatter_group);
+  check("allocator.expandable_segments", s.allocator.expandable_segments);
   loading_ = false;
   problems_->clear();
   note_->setVisible(false);
@@ -192,7 +196,7 @@ void SettingsPanel::load(const Scenario& s) {
 void SettingsPanel::update_enabled() {
   const bool fsdp2 = qobject_cast<QComboBox*>(widgets_["fsdp.api"])->currentText() == "fsdp2";
   for (const char* key : {"fsdp.reshard_after_forward", "fsdp.forward_prefetch_modules",
-                          "fsdp.backward_prefetch_modules"}) {
+                          "fsdp.backward_prefetch_modules", "fsdp.separate_reduce_scatter_group"}) {
     widgets_[key]->setEnabled(fsdp2);
   }
   for (const char* key : {"fsdp.sharding_strategy", "fsdp.backward_prefetch",

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
@@ -18,6 +19,27 @@
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
+
+Bytes plan_capacity(const Scenario& scenario) {
+  return allocator_capacity(scenario.cluster, scenario.allocator, lower(scenario));
+}
+
+std::optional<Bytes> budget_with_margin(Bytes capacity, std::string_view margin) {
+  const std::string m(margin);
+  if (!m.empty() && m.back() == '%') {
+    try {
+      std::size_t used = 0;
+      const double pct = std::stod(m.substr(0, m.size() - 1), &used);
+      if (used + 1 == m.size() && pct >= 0 && pct < 100)
+        return static_cast<Bytes>(static_cast<double>(capacity) * (1 - pct / 100));
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+  }
+  if (const auto size = parse_bytes(m); size && *size >= 0 && *size < capacity)
+    return capacity - *size;
+  return std::nullopt;
+}
 
 Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
                                 const PlanSpace& space, std::size_t index) {

@@ -9,6 +9,7 @@
 
 #include "main_window.hpp"
 #include "memory_chart.hpp"
+#include "plan_view.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/schedule_io.hpp"
@@ -309,6 +310,33 @@ TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
   emit view->load_settings(best.settings);
   win.w.simulate_now();
   EXPECT_NEAR(ns_to_s(win.w.result()->summary.step_time), best.step_time_s, 1e-6);
+}
+
+TEST(PlanView, PlansLoadsAChosenConfigurationExactlyAndRefusesBadInput) {
+  Window win(kExamples + "/plan-llama3-8b-2-nodes.yaml");
+  PlanView* view = win.w.plan_view();
+  view->set_inputs("fsdp2",
+                   "training.loss=fused\ntraining.activation_checkpointing=none,selective_op\n"
+                   "fsdp.forward_prefetch_modules=0\nfsdp.wrap.blocks_per_group=1\n"
+                   "allocator.expandable_segments=false",
+                   "5%", 3);
+  view->run_now();
+  ASSERT_NE(view->result(), nullptr);
+  const auto& ranked = view->result()->ranked;
+  ASSERT_EQ(ranked.size(), 3u);
+  // The second-ranked configuration, loaded into the window, simulates to the plan's prediction:
+  // the settings take the exact scenario the planner simulated, not an approximation of it.
+  view->load(1);
+  win.w.simulate_now();
+  ASSERT_NE(win.w.result(), nullptr);
+  EXPECT_EQ(win.w.result()->summary.step_time, ranked[1].summary.step_time);
+  EXPECT_EQ(win.w.result()->summary.peak_reserved, ranked[1].summary.peak_reserved);
+  EXPECT_TRUE(win.w.settings()->has_scenario());
+  // A margin that is not one leaves the last plan as it was.
+  view->set_inputs("fsdp2", "", "120%", 3);
+  view->run_now();
+  ASSERT_NE(view->result(), nullptr);
+  EXPECT_EQ(view->result()->ranked.size(), 3u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardscope/core/analysis.hpp"
@@ -63,6 +64,13 @@ struct PlanResult {
   bool cancelled = false;
   Bytes memory_budget = 0;
 };
+
+/// What the caching allocator may reserve on one GPU of `scenario` (device memory less the CUDA
+/// context and NCCL's buffers, times any memory fraction): the capacity a simulation compares with.
+Bytes plan_capacity(const Scenario& scenario);
+/// `capacity` less `margin` ("5%" or a size such as "4GiB"); nullopt when the margin is not a
+/// percentage below 100 or a size below the capacity.
+std::optional<Bytes> budget_with_margin(Bytes capacity, std::string_view margin);
 
 /// The scenario of configuration `index`: `base` with it applied, read as `file` would be.
 Scenario configuration_scenario(const ConfigTree& base, const std::string& file,

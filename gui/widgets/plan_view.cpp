@@ -1,0 +1,315 @@
+#include "plan_view.hpp"
+
+#include <fmt/format.h>
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <filesystem>
+
+#include "shardscope/core/output_file.hpp"
+#include "shardscope/sim/plan_emit.hpp"
+
+namespace shardscope::gui {
+namespace {
+
+const QStringList kColumns{"rank",     "step",       "tokens/s/GPU", "MFU",          "reserved",
+                           "headroom", "bottleneck", "API",          "configuration"};
+
+// "micro-batch × accumulation=1 × 8, checkpointing=none, ...": the ranked configuration's choices.
+std::string choices_text(const sim::PlanSpace& space, const sim::PlannedConfig& p) {
+  const auto& part = space.parts[p.config.part];
+  std::string out;
+  for (std::size_t d = 0; d < part.dimensions.size(); ++d) {
+    out += fmt::format("{}{}={}", d ? ", " : "", part.dimensions[d].name,
+                       part.dimensions[d].choices[p.config.choices[d]].label);
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanView::PlanView(BaseProvider base, QWidget* parent)
+    : QWidget(parent),
+      base_(std::move(base)),
+      target_(new QComboBox),
+      batch_(new QLineEdit),
+      margin_(new QLineEdit("5%")),
+      top_(new QSpinBox),
+      knobs_(new QPlainTextEdit),
+      run_(new QPushButton("Plan")),
+      load_(new QPushButton("Load into settings")),
+      save_(new QPushButton("Save as code…")),
+      progress_(new QProgressBar),
+      status_(new QLabel),
+      table_(new QTableWidget) {
+  target_->addItem("FSDP2 or FSDP1", "either");
+  target_->addItem("FSDP2 (fully_shard)", "fsdp2");
+  target_->addItem("FSDP1 (FullyShardedDataParallel)", "fsdp1");
+  target_->addItem("torchtitan (its keys only)", "torchtitan");
+  target_->setToolTip("which API the plan may use; torchtitan keeps to what its config can say");
+  batch_->setPlaceholderText("the scenario's");
+  batch_->setToolTip("the fixed global batch in tokens per optimizer step");
+  margin_->setToolTip("the budget: the GPU's capacity less this (a percentage or a size)");
+  top_->setRange(1, 100);
+  top_->setValue(5);
+  knobs_->setPlaceholderText(
+      "pin a knob (key=value) or narrow it (key=v1,v2), one per line; the rest are searched");
+  knobs_->setMaximumHeight(70);
+  load_->setEnabled(false);
+  save_->setEnabled(false);
+
+  auto* inputs = new QHBoxLayout;
+  auto* left = new QVBoxLayout;
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel("API"));
+  row->addWidget(target_, 2);
+  row->addWidget(new QLabel("global batch (tokens)"));
+  row->addWidget(batch_, 1);
+  row->addWidget(new QLabel("margin"));
+  row->addWidget(margin_);
+  row->addWidget(new QLabel("top"));
+  row->addWidget(top_);
+  left->addLayout(row);
+  left->addWidget(knobs_);
+  inputs->addLayout(left, 3);
+  auto* side = new QVBoxLayout;
+  side->addWidget(run_);
+  side->addWidget(progress_);
+  inputs->addLayout(side, 1);
+  auto* actions = new QHBoxLayout;
+  actions->addWidget(status_, 1);
+  actions->addWidget(load_);
+  actions->addWidget(save_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(inputs);
+  layout->addWidget(table_, 1);
+  layout->addLayout(actions);
+
+  table_->setColumnCount(static_cast<int>(kColumns.size()));
+  table_->setHorizontalHeaderLabels(kColumns);
+  table_->verticalHeader()->setVisible(false);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  status_->setWordWrap(true);
+  connect(run_, &QPushButton::clicked, this, [this] { start_plan(); });
+  connect(load_, &QPushButton::clicked, this, [this] {
+    if (selected_rank() >= 0) load(static_cast<std::size_t>(selected_rank()));
+  });
+  connect(table_, &QTableWidget::cellDoubleClicked, this,
+          [this](int clicked, int) { load(static_cast<std::size_t>(clicked)); });
+  connect(save_, &QPushButton::clicked, this, [this] { save_code(); });
+}
+
+PlanView::~PlanView() {
+  cancel_ = true;
+  if (worker_.joinable()) worker_.join();
+}
+
+void PlanView::set_inputs(const QString& target, const QString& knobs, const QString& margin,
+                          int top) {
+  target_->setCurrentIndex(std::max(0, target_->findData(target)));
+  knobs_->setPlainText(knobs);
+  margin_->setText(margin);
+  top_->setValue(top);
+}
+
+std::optional<PlanView::Prepared> PlanView::prepare() {
+  auto [tree, file] = base_();
+  std::vector<Problem> problems;
+  sim::PlanInputs inputs;
+  const std::string target = target_->currentData().toString().toStdString();
+  if (target == "torchtitan") {
+    inputs.allowed = sim::emit_constraints(sim::EmitTarget::torchtitan);
+  } else {
+    inputs.api = target;
+  }
+  if (const auto text = batch_->text().trimmed(); !text.isEmpty()) {
+    bool ok = false;
+    inputs.global_batch_tokens = text.toLongLong(&ok);
+    if (!ok)
+      problems.push_back({"global batch", text.toStdString(), "not a number of tokens",
+                          "e.g. 1048576, or empty for the scenario's"});
+  }
+  for (const auto& line : knobs_->toPlainText().split('\n', Qt::SkipEmptyParts)) {
+    const std::string kv = line.trimmed().toStdString();
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      problems.push_back({"knobs", kv, "not key=value or key=v1,v2", "e.g. training.loss=fused"});
+      continue;
+    }
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (value.find(',') == std::string::npos) {
+      inputs.fixed.emplace_back(key, value);
+      continue;
+    }
+    std::vector<std::string> values;
+    for (const auto& v : QString::fromStdString(value).split(','))
+      values.push_back(v.trimmed().toStdString());
+    inputs.allowed.emplace_back(key, std::move(values));
+  }
+  try {
+    throw_if_any(std::move(problems));
+    const Scenario base = read_scenario(tree, file, std::filesystem::path(file).parent_path());
+    sim::PlanOptions options;
+    const auto budget =
+        sim::budget_with_margin(sim::plan_capacity(base), margin_->text().trimmed().toStdString());
+    if (!budget)
+      throw ValidationError(
+          {{"margin", margin_->text().toStdString(),
+            "not a percentage below 100 or a size below the capacity", "e.g. 5% or 4GiB"}});
+    options.memory_budget = *budget;
+    options.top = static_cast<std::size_t>(top_->value());
+    return Prepared{std::move(tree), std::move(file), sim::default_plan_space(base, inputs),
+                    std::move(options)};
+  } catch (const Error& e) {
+    status_->setText(QString::fromStdString(e.what()));
+    return std::nullopt;
+  }
+}
+
+void PlanView::run_now() {
+  auto prepared = prepare();
+  if (!prepared) return;
+  auto result = sim::plan(prepared->tree, prepared->file, prepared->space, prepared->options);
+  show_plan(std::move(*prepared), std::move(result));
+}
+
+void PlanView::start_plan() {
+  if (worker_.joinable()) {
+    cancel_ = true;  // a second click stops the running plan; what it ranked is shown
+    return;
+  }
+  auto prepared = prepare();
+  if (!prepared) return;
+  const std::size_t total = prepared->space.size();
+  progress_->setRange(0, static_cast<int>(std::min<std::size_t>(total, INT32_MAX)));
+  progress_->setValue(0);
+  run_->setText("Stop");
+  status_->setText(QString("planning over %1 configurations on all cores…").arg(total));
+  cancel_ = false;
+  worker_ = std::thread([this, prepared = std::move(*prepared)]() mutable {
+    prepared.options.cancel = &cancel_;
+    prepared.options.progress = [this](std::size_t settled, std::size_t) {
+      QMetaObject::invokeMethod(
+          progress_, [this, settled] { progress_->setValue(static_cast<int>(settled)); },
+          Qt::QueuedConnection);
+    };
+    std::optional<sim::PlanResult> result;
+    QString error;
+    try {
+      result = sim::plan(prepared.tree, prepared.file, prepared.space, prepared.options);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this, prepared = std::move(prepared), result = std::move(result), error]() mutable {
+          if (worker_.joinable()) worker_.join();
+          run_->setText("Plan");
+          if (!result) {
+            status_->setText(error);
+            return;
+          }
+          show_plan(std::move(prepared), std::move(*result));
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
+  tree_ = std::move(prepared.tree);
+  file_ = std::move(prepared.file);
+  space_ = std::move(prepared.space);
+  result_ = std::move(result);
+  const auto& r = *result_;
+  table_->setRowCount(static_cast<int>(r.ranked.size()));
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& p = r.ranked[i];
+    const auto& s = p.summary;
+    const QStringList cells{QString::number(i + 1),
+                            QString::fromStdString(format_duration(s.step_time)),
+                            QString::number(s.tokens_per_s_per_gpu, 'f', 0),
+                            QString("%1 %").arg(100 * s.mfu, 0, 'f', 1),
+                            QString::fromStdString(format_bytes(s.peak_reserved)),
+                            QString::fromStdString(format_bytes(r.memory_budget - s.peak_reserved)),
+                            QString::fromStdString(p.bottleneck),
+                            QString::fromStdString(space_.parts[p.config.part].api),
+                            QString::fromStdString(choices_text(space_, p))};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c == cells.size() - 1 && p.members.size() > 1)
+        item->setToolTip(QString::fromStdString(fmt::format(
+            "the same prediction for {} configurations: {}", p.members.size(), p.no_effect)));
+      table_->setItem(static_cast<int>(i), c, item);
+    }
+  }
+  table_->resizeColumnsToContents();
+  if (!r.ranked.empty()) table_->selectRow(0);
+  load_->setEnabled(!r.ranked.empty());
+  save_->setEnabled(!r.ranked.empty());
+  progress_->setValue(progress_->maximum());
+  status_->setText(QString::fromStdString(fmt::format(
+      "{}{} configurations: {} simulated ({} fit), {} skipped by the step-time bound, {} as above "
+      "one that did not fit; budget {} — double-click a row to load it",
+      r.cancelled ? "stopped: the ranking covers what was simulated. " : "", r.space, r.simulated,
+      r.fitting, r.skipped_by_bound, r.skipped_by_memory, format_bytes(r.memory_budget))));
+}
+
+int PlanView::selected_rank() const {
+  const auto rows = table_->selectionModel()->selectedRows();
+  return rows.isEmpty() ? -1 : rows.front().row();
+}
+
+ConfigTree PlanView::configuration(std::size_t rank) const {
+  return sim::configuration_tree(tree_, space_, result_->ranked.at(rank).index);
+}
+
+void PlanView::load(std::size_t rank) {
+  if (!result_ || rank >= result_->ranked.size()) return;
+  const auto& p = result_->ranked[rank];
+  emit load_configuration(configuration(rank), QString::fromStdString(fmt::format(
+                                                   "plan #{}: {} predicted, {} reserved", rank + 1,
+                                                   format_duration(p.summary.step_time),
+                                                   format_bytes(p.summary.peak_reserved))));
+}
+
+void PlanView::save_code() {
+  const int rank = selected_rank();
+  if (!result_ || rank < 0) return;
+  const auto& p = result_->ranked[static_cast<std::size_t>(rank)];
+  const std::string api = space_.parts[p.config.part].api;
+  const bool titan = target_->currentData().toString() == "torchtitan";
+  const auto target = titan ? sim::EmitTarget::torchtitan : *sim::parse_emit_target(api);
+  const QString path =
+      QFileDialog::getSaveFileName(this, "Save the plan as code", titan ? "plan.toml" : "plan.py",
+                                   titan ? "torchtitan config (*.toml)" : "Python (*.py)");
+  if (path.isEmpty()) return;
+  try {
+    const Scenario scenario = sim::configuration_scenario(tree_, file_, space_, p.index);
+    const sim::EmitContext context{file_, static_cast<std::size_t>(rank) + 1, p.summary,
+                                   result_->memory_budget};
+    write_text_file_atomic(path.toStdString(), sim::emit_plan(target, scenario, context));
+    status_->setText(QString("wrote %1 (plan #%2 as %3)")
+                         .arg(path)
+                         .arg(rank + 1)
+                         .arg(QString::fromStdString(std::string(sim::to_string(target)))));
+  } catch (const Error& e) {
+    status_->setText(QString::fromStdString(e.what()));
+  }
+}
+
+}  // namespace shardscope::gui
