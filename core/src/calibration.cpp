@@ -92,6 +92,10 @@ std::string calibration_to_json(const Calibration& c) {
   put(pcie, "bandwidth_bytes_per_s", c.pcie_bandwidth);
   put(pcie, "latency_s", c.pcie_latency);
   root["pcie"] = pcie;
+  Json host = Json::object();
+  put(host, "launch_overhead_s", c.launch_overhead);
+  put(host, "fsdp_hook_overhead_s", c.fsdp_hook_overhead);
+  if (!host.empty()) root["host"] = host;
   Json collectives = Json::array();
   for (const auto& x : c.collectives) {
     collectives.push_back({{"kind", to_string(x.kind)},
@@ -135,6 +139,10 @@ Calibration calibration_from_json(std::string_view text, const std::string& orig
   const auto& pj = pcie ? *pcie : kEmpty;
   c.pcie_bandwidth = r.optional(pj, "pcie", "bandwidth_bytes_per_s", kPositive);
   c.pcie_latency = r.optional(pj, "pcie", "latency_s", kNonNegative);
+  const auto* host = f.get(root, "", "host", false);
+  const auto& hj = host ? *host : kEmpty;
+  c.launch_overhead = r.optional(hj, "host", "launch_overhead_s", kNonNegative);
+  c.fsdp_hook_overhead = r.optional(hj, "host", "fsdp_hook_overhead_s", kNonNegative);
   const auto& collectives = f.array(root, "collectives");
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const std::string key = fmt::format("collectives[{}]", i);

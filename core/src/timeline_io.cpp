@@ -102,6 +102,8 @@ std::string timeline_to_json(const Timeline& t) {
                       {"model_flops_per_token", f.model_flops_per_token},
                       {"peak_flops", f.peak_flops}});
   field("memory_capacity", t.memory_capacity);
+  if (!t.host.launch.empty() || !t.host.fsdp_hook.empty())
+    field("host_overheads", Json{{"launch_ns", t.host.launch}, {"fsdp_hook_ns", t.host.fsdp_hook}});
   field("peaks", Json{{"allocated", peak_json(t.peaks.allocated)},
                       {"reserved", peak_json(t.peaks.reserved)},
                       {"allocated_by_phase", t.peaks.allocated_by_phase}});
@@ -160,6 +162,14 @@ class TimelineReader {
     read_provenance_and_facts();
     guarded("memory_capacity",
             [&] { t_.memory_capacity = json_integer<Bytes>(root_.at("memory_capacity")); });
+    if (root_.contains("host_overheads")) {
+      guarded("host_overheads", [&] {
+        const auto& h = root_.at("host_overheads");
+        for (const auto v : json_integers<TimeNs>(h.at("launch_ns"))) t_.host.launch.push_back(v);
+        for (const auto v : json_integers<TimeNs>(h.at("fsdp_hook_ns")))
+          t_.host.fsdp_hook.push_back(v);
+      });
+    }
     read_tables();
     read_peaks();
     read_ops();

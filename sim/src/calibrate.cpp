@@ -346,6 +346,30 @@ std::string shape_name(OpKind kind, int ranks, int nodes) {
 
 }  // namespace
 
+namespace {
+
+// The median of `samples` (ns) in seconds, with the 95 % interval of the order statistics around
+// it (ranks n/2 ∓ 1.96·√n/2, distribution-free); nullopt below 5 samples.
+std::optional<FittedValue> median_with_interval(std::vector<TimeNs> samples) {
+  constexpr std::size_t kMinSamples = 5;
+  if (samples.size() < kMinSamples) return std::nullopt;
+  std::sort(samples.begin(), samples.end());
+  const double n = static_cast<double>(samples.size());
+  const double half = 1.96 * std::sqrt(n) / 2;
+  const auto at = [&](double rank) {
+    const auto i = static_cast<std::size_t>(std::clamp(rank, 0.0, n - 1));
+    return seconds(samples[i]);
+  };
+  FittedValue v;
+  v.value = at(std::floor((n - 1) / 2));
+  v.low = at(std::floor(n / 2 - half));
+  v.high = at(std::ceil(n / 2 + half) - 1);
+  v.samples = static_cast<int>(samples.size());
+  return v;
+}
+
+}  // namespace
+
 CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline>& measured,
                             const std::vector<std::string>& names,
                             const CalibrateOptions& options) {
@@ -473,9 +497,25 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
     cal.pcie_bandwidth = r.bandwidth;
     if (r.latency) cal.pcie_latency = r.latency;
   }
-  result.parameters.push_back({"launch and hook overheads", "s",
-                               seconds(prior.cluster().cpu.launch_overhead), std::nullopt,
-                               "not fitted: timelines carry GPU ops, not CPU issue times"});
+  // The CPU's issue costs: the median of the launch calls and of the FSDP hooks (less their
+  // launches) the measured runs recorded. A median, not a mean: a descheduled thread or a first
+  // call's lazy initialisation makes a few samples hundreds of times longer.
+  const auto host_parameter = [&](const char* name, std::vector<TimeNs> HostOverheads::*member,
+                                  TimeNs prior_value, std::optional<FittedValue>& out) {
+    std::vector<TimeNs> pooled;
+    for (const Timeline& t : measured) {
+      const auto& v = t.host.*member;
+      pooled.insert(pooled.end(), v.begin(), v.end());
+    }
+    out = median_with_interval(std::move(pooled));
+    result.parameters.push_back(
+        {name, "s", seconds(prior_value), out,
+         out ? "" : "not fitted: the runs recorded no such CPU ranges (a Kineto trace has them)"});
+  };
+  host_parameter("launch overhead", &HostOverheads::launch, prior.cluster().cpu.launch_overhead,
+                 cal.launch_overhead);
+  host_parameter("FSDP hook overhead", &HostOverheads::fsdp_hook,
+                 prior.cluster().cpu.fsdp_hook_overhead, cal.fsdp_hook_overhead);
   std::sort(cal.collectives.begin(), cal.collectives.end(),
             [](const CollectiveCalibration& a, const CollectiveCalibration& b) {
               return std::tie(a.kind, a.ranks, a.nodes) < std::tie(b.kind, b.ranks, b.nodes);

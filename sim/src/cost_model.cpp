@@ -60,8 +60,13 @@ void CostModel::apply(const Calibration& c) {
   if (c.half_efficiency_flops) compute_.half_efficiency_flops = c.half_efficiency_flops->value;
   if (c.hbm_efficiency) compute_.hbm_efficiency = c.hbm_efficiency->value;
   if (c.compute_slowdown) interference_.compute_slowdown = c.compute_slowdown->value;
+  const auto ns = [](const FittedValue& v) {
+    return static_cast<TimeNs>(std::llround(v.value * 1e9));
+  };
+  if (c.launch_overhead) cluster_.cpu.launch_overhead = ns(*c.launch_overhead);
+  if (c.fsdp_hook_overhead) cluster_.cpu.fsdp_hook_overhead = ns(*c.fsdp_hook_overhead);
   if (c.pcie_latency) {
-    cluster_.pcie.latency = static_cast<TimeNs>(std::llround(c.pcie_latency->value * 1e9));
+    cluster_.pcie.latency = ns(*c.pcie_latency);
   }
 }
 

@@ -242,6 +242,52 @@ TEST(Calibrate, RecoversTheParametersARunWasMadeWith) {
   }
 }
 
+TEST(Calibrate, TheHostOverheadsAreTheMediansOfWhatTheRunsRecorded) {
+  // Two runs' launch calls, 5.0–7.0 us with a tail of descheduled calls at 2 ms, and FSDP hooks
+  // of 40–49 us less their launches; a simulated run alone records none.
+  const Scenario scenario = scenario_from_text(kScenario);
+  EXPECT_FALSE(
+      sim::calibrate(scenario, {measured_run({})}, {"m.json"}).calibration.launch_overhead);
+  std::vector<Timeline> runs{measured_run({}), measured_run({})};
+  std::vector<TimeNs> launches, hooks;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (TimeNs i = 0; i < 500; ++i) {
+      runs[r].host.launch.push_back(i % 50 == 0 ? 2'000'000 : 5'000 + 200 * ((i + 3 * r) % 11));
+      if (i < 100) runs[r].host.fsdp_hook.push_back(40'000 + 1'000 * ((i + r) % 10));
+    }
+    launches.insert(launches.end(), runs[r].host.launch.begin(), runs[r].host.launch.end());
+    hooks.insert(hooks.end(), runs[r].host.fsdp_hook.begin(), runs[r].host.fsdp_hook.end());
+  }
+  const auto median_s = [](std::vector<TimeNs> v) {
+    std::sort(v.begin(), v.end());
+    return static_cast<double>(v[(v.size() - 1) / 2]) * 1e-9;
+  };
+  const auto r = sim::calibrate(scenario, runs, {"a.json", "b.json"});
+  const Calibration& c = r.calibration;
+  ASSERT_TRUE(c.launch_overhead && c.fsdp_hook_overhead);
+  EXPECT_DOUBLE_EQ(c.launch_overhead->value, median_s(launches));  // the tail does not move it
+  EXPECT_LT(c.launch_overhead->value, 7.1e-6);
+  EXPECT_EQ(c.launch_overhead->samples, 1000);
+  EXPECT_LE(c.launch_overhead->low, c.launch_overhead->value);
+  EXPECT_GE(c.launch_overhead->high, c.launch_overhead->value);
+  EXPECT_DOUBLE_EQ(c.fsdp_hook_overhead->value, median_s(hooks));
+  // The cost model charges them: one launch per op, plus a hook per all-gather.
+  Scenario calibrated = scenario;
+  calibrated.cluster.calibration = std::make_shared<const Calibration>(c);
+  const sim::CostModel costs(calibrated);
+  const Schedule schedule = lower(calibrated);
+  for (const Op& op : schedule.ops) {
+    if (op.kind != OpKind::all_gather) continue;
+    EXPECT_EQ(costs.cost(schedule, op).cpu, std::llround(c.launch_overhead->value * 1e9) +
+                                                std::llround(c.fsdp_hook_overhead->value * 1e9));
+    break;
+  }
+  // And the file keeps them.
+  const Calibration back = calibration_from_json(calibration_to_json(c), "cal.json");
+  ASSERT_TRUE(back.launch_overhead.has_value());
+  EXPECT_DOUBLE_EQ(back.launch_overhead->value, c.launch_overhead->value);
+}
+
 TEST(Calibrate, ACalibratedResimulationComparesCloserToItsMeasuredRun) {
   const Timeline measured = measured_run({});
   Scenario scenario = scenario_from_text(kScenario);

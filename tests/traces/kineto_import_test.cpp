@@ -136,6 +136,15 @@ TEST(KinetoImport, GzipAndPlainImportAlike) {
   std::filesystem::remove(gz);
 }
 
+TEST(KinetoImport, HostOverheadsAreTheLaunchCallsAndTheHooksLessTheirLaunches) {
+  const auto t = import_kineto(kTiny).timeline;
+  // Eight cudaLaunchKernel calls of 1 us (cudaMemcpyAsync is not a launch).
+  EXPECT_EQ(t.host.launch, std::vector<TimeNs>(8, 1'000));
+  // FSDP::pre_forward (layers.0), 20 us with two launches in it; pre_backward, 5 us with none;
+  // post_backward_reduce, 20 us with two. root_pre_forward and all_gather are not hooks.
+  EXPECT_EQ(t.host.fsdp_hook, (std::vector<TimeNs>{18'000, 5'000, 18'000}));
+}
+
 TEST(KinetoImport, TheTimelineRoundTripsThroughItsJson) {
   const auto t = import_kineto(kTiny).timeline;
   const std::string json = timeline_to_json(t);

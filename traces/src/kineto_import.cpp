@@ -4,9 +4,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -171,7 +173,11 @@ class Importer {
       return;
     }
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") {
-      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread_of(e), start};
+      const int thread = thread_of(e);
+      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread, start};
+      // cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel, ...: the host cost of one launch.
+      if (name.find("Launch") != std::string::npos)
+        launch_calls_.push_back({start, end, thread, 0});
       return;
     }
     if ((cat == "cpu_op" || cat == "user_annotation" || cat == "operator") &&
@@ -185,6 +191,8 @@ class Importer {
   ImportedTrace finish(const json& top);
 
  private:
+  HostOverheads host_overheads() const;
+
   static std::string fsdp_range_kind(const std::string& name) {
     // "FSDP::pre_forward (layers.0)" → "FSDP::pre_forward"; "... for layers.3" likewise.
     std::string kind = name.substr(0, name.find(" ("));
@@ -313,6 +321,7 @@ class Importer {
   std::unordered_map<std::string, std::int32_t> name_ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Launch> launches_;
+  std::vector<CpuRange> launch_calls_;  // launch API calls (their name is not kept)
   std::vector<CpuRange> ranges_;
   std::vector<GpuWork> gpu_;
   std::vector<MemorySample> memory_;
@@ -494,6 +503,17 @@ ImportedTrace Importer::finish(const json& top) {
   }
   sort_timeline_ops(t.ops);
 
+  t.host = host_overheads();
+  const auto median = [](std::vector<TimeNs> v) {
+    if (v.empty()) return TimeNs{0};
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2),
+                     v.end());
+    return v[(v.size() - 1) / 2];
+  };
+  report.launch_calls = static_cast<std::int64_t>(launch_calls_.size());
+  report.launch_median = median(t.host.launch);
+  report.fsdp_hooks = static_cast<std::int64_t>(t.host.fsdp_hook.size());
+  report.fsdp_hook_median = median(t.host.fsdp_hook);
   std::sort(memory_.begin(), memory_.end(),
             [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
   for (MemorySample& m : memory_) m.time -= base;
@@ -501,6 +521,81 @@ ImportedTrace Importer::finish(const json& top) {
   t.memory = std::move(memory_);
   t.peaks = peaks_from_samples(t);
   return out;
+}
+
+// At most kMaxHostSamples of `samples` (in time order), every k-th: deterministic and spread over
+// the run.
+std::vector<TimeNs> thinned(std::vector<TimeNs> samples) {
+  if (samples.size() <= kMaxHostSamples) return samples;
+  const std::size_t stride = (samples.size() + kMaxHostSamples - 1) / kMaxHostSamples;
+  std::vector<TimeNs> out;
+  out.reserve(samples.size() / stride + 1);
+  for (std::size_t i = 0; i < samples.size(); i += stride) out.push_back(samples[i]);
+  return out;
+}
+
+// The FSDP hook ranges that stand for the simulator's hooks, one per all-gather, reshard and
+// reduce-scatter it charges (docs/traces.md): FSDP2's pre_forward and pre_backward (unshard),
+// post_forward and post_backward_reshard (reshard), post_backward_reduce; FSDP1's _pre_forward,
+// _pre_backward_hook, _post_forward and _post_backward_hook.
+bool fsdp_hook_range(std::string_view name) {
+  static constexpr std::array<std::string_view, 9> kHooks{
+      "FSDP::pre_forward",
+      "FSDP::pre_backward",
+      "FSDP::post_forward",
+      "FSDP::post_backward_reshard",
+      "FSDP::post_backward_reduce",
+      "FullyShardedDataParallel._pre_forward",
+      "FullyShardedDataParallel._pre_backward_hook",
+      "FullyShardedDataParallel._post_forward",
+      "FullyShardedDataParallel._post_backward_hook"};
+  const std::string_view kind = name.substr(0, name.find(" ("));
+  return std::find(kHooks.begin(), kHooks.end(), kind) != kHooks.end();
+}
+
+HostOverheads Importer::host_overheads() const {
+  // Launch calls per thread in time order, with prefix sums of their durations, so a hook's
+  // launches are two binary searches away.
+  std::map<int, std::vector<const CpuRange*>> by_thread;
+  std::vector<const CpuRange*> calls;
+  calls.reserve(launch_calls_.size());
+  for (const CpuRange& c : launch_calls_) calls.push_back(&c);
+  std::sort(calls.begin(), calls.end(),
+            [](const CpuRange* a, const CpuRange* b) { return a->start < b->start; });
+  HostOverheads h;
+  for (const CpuRange* c : calls) {
+    h.launch.push_back(c->end - c->start);
+    by_thread[c->thread].push_back(c);
+  }
+  std::map<int, std::vector<TimeNs>> prefix;
+  for (const auto& [thread, list] : by_thread) {
+    auto& sums = prefix[thread];
+    sums.push_back(0);
+    for (const CpuRange* c : list) sums.push_back(sums.back() + (c->end - c->start));
+  }
+  std::vector<const CpuRange*> hooks;
+  for (const CpuRange& r : ranges_) {
+    if (fsdp_hook_range(name_of(r.name))) hooks.push_back(&r);
+  }
+  std::sort(hooks.begin(), hooks.end(),
+            [](const CpuRange* a, const CpuRange* b) { return a->start < b->start; });
+  for (const CpuRange* r : hooks) {
+    TimeNs launched = 0;
+    if (const auto it = by_thread.find(r->thread); it != by_thread.end()) {
+      const auto& list = it->second;
+      const auto first = std::lower_bound(list.begin(), list.end(), r->start,
+                                          [](const CpuRange* c, TimeNs t) { return c->start < t; });
+      const auto last = std::upper_bound(list.begin(), list.end(), r->end,
+                                         [](TimeNs t, const CpuRange* c) { return t < c->start; });
+      const auto& sums = prefix.at(r->thread);
+      launched = sums[static_cast<std::size_t>(last - list.begin())] -
+                 sums[static_cast<std::size_t>(first - list.begin())];
+    }
+    h.fsdp_hook.push_back(std::max<TimeNs>(0, (r->end - r->start) - launched));
+  }
+  h.launch = thinned(std::move(h.launch));
+  h.fsdp_hook = thinned(std::move(h.fsdp_hook));
+  return h;
 }
 
 }  // namespace
@@ -528,6 +623,13 @@ std::string import_report_text(const ImportReport& r) {
   row("trace events", fmt::format("{} events", r.events));
   row("iterations", fmt::format("{} (ProfilerStep ranges)", r.iterations));
   row("memory samples", fmt::format("{} samples", r.memory_samples));
+  row("host launch calls", r.launch_calls == 0 ? std::string("none recorded")
+                                               : fmt::format("{} calls, median {}", r.launch_calls,
+                                                             format_duration(r.launch_median)));
+  row("FSDP hooks", r.fsdp_hooks == 0
+                        ? std::string("none recorded")
+                        : fmt::format("{} hooks, median {} less their launches", r.fsdp_hooks,
+                                      format_duration(r.fsdp_hook_median)));
   std::int64_t gpu = 0;
   for (const auto& [kind, n] : r.ops_by_kind) gpu += n;
   row("GPU ops",

@@ -48,6 +48,10 @@ struct Calibration {
   std::optional<FittedValue> pcie_bandwidth;  // bytes/s
   std::optional<FittedValue> pcie_latency;    // seconds
   std::vector<CollectiveCalibration> collectives;
+  // The CPU's issue costs (seconds), from the launch calls and FSDP hook ranges of imported traces:
+  // cluster.cpu.launch_overhead and cluster.cpu.fsdp_hook_overhead.
+  std::optional<FittedValue> launch_overhead;
+  std::optional<FittedValue> fsdp_hook_overhead;
 
   /// The fitted collective for this shape, if any.
   const CollectiveCalibration* collective(OpKind kind, int ranks, int nodes) const;

@@ -75,6 +75,16 @@ struct RunFacts {
   double peak_flops = 0;                  // dense peak of the compute dtype, FLOP/s per GPU
 };
 
+/// Host-side costs a run measured, for calibrating the CPU side of the cost model: the CPU time of
+/// each kernel or collective launch call (cudaLaunchKernel and kin) and of each FSDP pre/post hook
+/// less the launches it made. An imported trace has them; the simulator and the executors record
+/// none. At most kMaxHostSamples of each, thinned evenly in time order.
+struct HostOverheads {
+  std::vector<TimeNs> launch;
+  std::vector<TimeNs> fsdp_hook;
+};
+inline constexpr std::size_t kMaxHostSamples = 10'000;
+
 struct Timeline {
   std::string name;
   std::string source;  // "simulated", "measured" or "imported"
@@ -88,6 +98,7 @@ struct Timeline {
   std::vector<MemorySample> memory;    // sorted by time; may be empty (sweeps)
   MemoryPeaks peaks;
   Bytes memory_capacity = 0;
+  HostOverheads host;
 
   TimeNs end_time() const;
   /// The highest iteration any op has: the steady state (0 for a timeline with no ops).

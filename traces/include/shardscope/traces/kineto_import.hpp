@@ -40,6 +40,10 @@ struct ImportReport {
   std::map<std::string, std::int64_t> unrecognised;  // GPU work imported as "other", by name
   std::int64_t gpu_ops_without_launch = 0;           // no CPU launch found (no group or phase)
   std::int64_t memory_samples = 0;
+  std::int64_t launch_calls = 0;  // launch API calls (before thinning to the timeline's samples)
+  TimeNs launch_median = 0;
+  std::int64_t fsdp_hooks = 0;  // FSDP hook ranges (HostOverheads)
+  TimeNs fsdp_hook_median = 0;  // less the launches each made
   int iterations = 0;
   std::string kineto_schema;  // schemaVersion, when the trace has one
 };
