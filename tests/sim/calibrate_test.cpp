@@ -251,9 +251,10 @@ TEST(Calibrate, TheHostOverheadsAreTheMediansOfWhatTheRunsRecorded) {
   std::vector<Timeline> runs{measured_run({}), measured_run({})};
   std::vector<TimeNs> launches, hooks;
   for (std::size_t r = 0; r < runs.size(); ++r) {
+    const auto shift = static_cast<TimeNs>(r);
     for (TimeNs i = 0; i < 500; ++i) {
-      runs[r].host.launch.push_back(i % 50 == 0 ? 2'000'000 : 5'000 + 200 * ((i + 3 * r) % 11));
-      if (i < 100) runs[r].host.fsdp_hook.push_back(40'000 + 1'000 * ((i + r) % 10));
+      runs[r].host.launch.push_back(i % 50 == 0 ? 2'000'000 : 5'000 + 200 * ((i + 3 * shift) % 11));
+      if (i < 100) runs[r].host.fsdp_hook.push_back(40'000 + 1'000 * ((i + shift) % 10));
     }
     launches.insert(launches.end(), runs[r].host.launch.begin(), runs[r].host.launch.end());
     hooks.insert(hooks.end(), runs[r].host.fsdp_hook.begin(), runs[r].host.fsdp_hook.end());
