@@ -11,6 +11,7 @@
 #include "progress.hpp"
 #include "shardscope/sim/plan_emit.hpp"
 #include "shardscope/sim/planner.hpp"
+#include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::cli {
 namespace {
@@ -23,34 +24,7 @@ Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& 
     problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 72GiB"});
     return 0;
   }
-  if (const auto budget = sim::budget_with_margin(capacity, args.margin)) return *budget;
-  problems.push_back({"--margin", args.margin,
-                      "not a percentage below 100 or a size below the capacity",
-                      "e.g. 5% or 4GiB"});
-  return 0;
-}
-
-// "key=value" into its parts, or a problem for `flag`.
-std::optional<std::pair<std::string, std::string>> key_value(const std::string& text,
-                                                             const char* flag, const char* example,
-                                                             std::vector<Problem>& problems) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    problems.push_back({flag, text, "not KEY=VALUE", example});
-    return std::nullopt;
-  }
-  return std::pair{text.substr(0, eq), text.substr(eq + 1)};
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto comma = std::min(text.find(',', start), text.size());
-    out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
+  return sim::budget_with_margin(capacity, args.margin, "--margin", problems);
 }
 
 // The emit target and its constraints, checked against --api and --fix.
@@ -88,31 +62,49 @@ std::optional<sim::EmitTarget> emit_target(const PlanArgs& args, sim::PlanInputs
 struct SizedPlan {
   int nodes = 0;
   int world = 0;
+  ConfigTree tree;  // the scenario at this size
   sim::PlanSpace space;
+  Bytes budget = 0;
   sim::PlanResult result;
 };
 
-// Plans one cluster size: `tree` with cluster.nodes set when `nodes` > 0.
-SizedPlan plan_size(const PlanArgs& args, ConfigTree tree, int nodes,
-                    const sim::PlanInputs& inputs) {
-  if (nodes > 0) tree["cluster"]["nodes"] = nodes;
-  const Scenario base = read_scenario(tree, args.scenario.path,
-                                      std::filesystem::path(args.scenario.path).parent_path());
-  std::vector<Problem> problems;
+// Each cluster size's scenario tree, space and budget (`--nodes`, or the scenario's own size),
+// every size checked before any search: a global batch one size cannot split exits 2 first.
+std::vector<SizedPlan> prepare_sizes(const PlanArgs& args, const ConfigTree& tree,
+                                     const sim::PlanInputs& inputs) {
+  std::vector<int> sizes = args.nodes;
+  if (sizes.empty()) sizes.push_back(0);  // the scenario's own
+  std::vector<SizedPlan> out;
+  out.reserve(sizes.size());
+  for (int nodes : sizes) {
+    SizedPlan p;
+    p.tree = tree;
+    if (nodes > 0) p.tree["cluster"]["nodes"] = nodes;
+    const Scenario base = read_scenario(p.tree, args.scenario.path,
+                                        std::filesystem::path(args.scenario.path).parent_path());
+    p.nodes = base.cluster.nodes;
+    p.world = base.cluster.world_size();
+    p.space = sim::default_plan_space(base, inputs);
+    std::vector<Problem> problems;
+    p.budget = memory_budget(args, sim::plan_capacity(base), problems);
+    throw_if_any(std::move(problems));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Plans one prepared cluster size, with progress and Ctrl-C.
+void plan_size(const PlanArgs& args, SizedPlan& p) {
   sim::PlanOptions options;
-  options.memory_budget = memory_budget(args, sim::plan_capacity(base), problems);
-  throw_if_any(std::move(problems));
-  SizedPlan sized{
-      base.cluster.nodes, base.cluster.world_size(), sim::default_plan_space(base, inputs), {}};
+  options.memory_budget = p.budget;
   options.top = args.top;
   options.threads = args.threads;
-  Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", sized.world) : "plan",
-                    sized.space.size());
+  Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world) : "plan",
+                    p.space.size());
   options.progress = [&](std::size_t settled, std::size_t) { progress.update(settled); };
   const InterruptFlag ctrl_c;
   options.cancel = ctrl_c.flag();
-  sized.result = sim::plan(tree, args.scenario.path, sized.space, options);
-  return sized;
+  p.result = sim::plan(p.tree, args.scenario.path, p.space, options);
 }
 
 // One row per cluster size: the best plan of each, and what the cluster does with it.
@@ -155,19 +147,16 @@ std::string sizes_json(const std::vector<SizedPlan>& plans, std::int64_t tokens_
   return j.dump(2) + "\n";
 }
 
-int emit(const PlanArgs& args, sim::EmitTarget target, const ConfigTree& tree, const SizedPlan& p) {
+int emit(const PlanArgs& args, sim::EmitTarget target, const SizedPlan& p) {
   if (p.result.ranked.size() < args.emit_rank) {
     fmt::print(stderr, "plan: {} configurations fit, so --emit of #{} wrote nothing\n",
                p.result.ranked.size(), args.emit_rank);
     return kExitFailure;
   }
-  const auto& chosen = p.result.ranked[args.emit_rank - 1];
-  sim::EmitContext context{args.scenario.path, args.emit_rank, chosen.summary,
-                           p.result.memory_budget};
-  const Scenario scenario =
-      sim::configuration_scenario(tree, args.scenario.path, p.space, chosen.index);
-  write_output(args.emit[1], sim::emit_plan(target, scenario, context),
-               fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
+  write_output(
+      args.emit[1],
+      sim::emit_ranked(target, p.tree, args.scenario.path, p.space, p.result, args.emit_rank),
+      fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
   return kExitOk;
 }
 
@@ -189,53 +178,43 @@ int run_plan(const PlanArgs& args) {
   if (args.global_batch_sequences > 0)
     inputs.global_batch_tokens = args.global_batch_sequences * base.training.seq_len;
   for (const auto& f : args.fix) {
-    if (auto kv = key_value(f, "--fix", "e.g. --fix training.loss=fused", problems))
-      inputs.fixed.push_back(std::move(*kv));
+    auto fix = sim::parse_key_values(f, "--fix", problems);
+    if (fix && fix->values.size() != 1) {
+      problems.push_back({"--fix", f, "pins one value", "--allow for several"});
+    } else if (fix) {
+      inputs.fixed.emplace_back(std::move(fix->key), std::move(fix->values.front()));
+    }
   }
   for (const auto& a : args.allow) {
-    if (auto kv =
-            key_value(a, "--allow", "e.g. --allow fsdp.mixed_precision.param_dtype=bf16", problems))
-      inputs.allowed.emplace_back(kv->first, split_commas(kv->second));
+    if (auto allow = sim::parse_key_values(a, "--allow", problems))
+      inputs.allowed.emplace_back(std::move(allow->key), std::move(allow->values));
   }
   const auto target = emit_target(args, inputs, problems);
   throw_if_any(std::move(problems));
 
-  std::vector<int> sizes = args.nodes;
-  if (sizes.empty()) sizes.push_back(0);  // the scenario's own
-  // Every size's space first, so a global batch one size cannot split fails before any search.
-  for (int nodes : sizes) {
-    ConfigTree sized = tree;
-    if (nodes > 0) sized["cluster"]["nodes"] = nodes;
-    (void)sim::default_plan_space(
-        read_scenario(sized, args.scenario.path,
-                      std::filesystem::path(args.scenario.path).parent_path()),
-        inputs);
-  }
-  std::vector<SizedPlan> plans;
-  for (int nodes : sizes) {
-    plans.push_back(plan_size(args, tree, nodes, inputs));
-    const auto& p = plans.back();
-    if (sizes.size() > 1)
+  std::vector<SizedPlan> sizes = prepare_sizes(args, tree, inputs);
+  const bool several = sizes.size() > 1;
+  std::vector<SizedPlan> plans;  // the sizes planned, in order (fewer after a Ctrl-C)
+  for (auto& size : sizes) {
+    plan_size(args, size);
+    const auto& p = plans.emplace_back(std::move(size));
+    if (several)
       fmt::print("== {} nodes × {} GPUs ({} GPUs) ==\n", p.nodes, base.cluster.gpus_per_node,
                  p.world);
     if (p.result.cancelled)
       fmt::print(stderr, "plan: interrupted; the ranking covers only what was simulated\n");
-    fmt::print("{}{}", sim::plan_table(p.space, p.result), sizes.size() > 1 ? "\n" : "");
+    fmt::print("{}{}", sim::plan_table(p.space, p.result), several ? "\n" : "");
     if (p.result.cancelled) break;
   }
   const bool cancelled = plans.back().result.cancelled;
-  if (sizes.size() > 1 && !cancelled)
-    fmt::print("{}", sizes_table(plans, *inputs.global_batch_tokens));
+  if (several && !cancelled) fmt::print("{}", sizes_table(plans, *inputs.global_batch_tokens));
   if (!args.json_path.empty()) {
-    write_output(args.json_path, sizes.size() > 1
-                                     ? sizes_json(plans, *inputs.global_batch_tokens)
-                                     : sim::plan_json(plans[0].space, plans[0].result));
+    write_output(args.json_path, several ? sizes_json(plans, *inputs.global_batch_tokens)
+                                         : sim::plan_json(plans[0].space, plans[0].result));
   }
   if (cancelled) return kExitFailure;
   if (!target) return kExitOk;
-  ConfigTree sized = tree;
-  if (sizes[0] > 0) sized["cluster"]["nodes"] = sizes[0];
-  return emit(args, *target, sized, plans[0]);
+  return emit(args, *target, plans[0]);
 }
 
 }  // namespace shardscope::cli

@@ -18,23 +18,13 @@
 
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/sim/plan_emit.hpp"
+#include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::gui {
 namespace {
 
 const QStringList kColumns{"rank",     "step",       "tokens/s/GPU", "MFU",          "reserved",
                            "headroom", "bottleneck", "API",          "configuration"};
-
-// "micro-batch × accumulation=1 × 8, checkpointing=none, ...": the ranked configuration's choices.
-std::string choices_text(const sim::PlanSpace& space, const sim::PlannedConfig& p) {
-  const auto& part = space.parts[p.config.part];
-  std::string out;
-  for (std::size_t d = 0; d < part.dimensions.size(); ++d) {
-    out += fmt::format("{}{}={}", d ? ", " : "", part.dimensions[d].name,
-                       part.dimensions[d].choices[p.config.choices[d]].label);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -145,33 +135,22 @@ std::optional<PlanView::Prepared> PlanView::prepare() {
                           "e.g. 1048576, or empty for the scenario's"});
   }
   for (const auto& line : knobs_->toPlainText().split('\n', Qt::SkipEmptyParts)) {
-    const std::string kv = line.trimmed().toStdString();
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-      problems.push_back({"knobs", kv, "not key=value or key=v1,v2", "e.g. training.loss=fused"});
-      continue;
+    auto knob = sim::parse_key_values(line.trimmed().toStdString(), "knobs", problems);
+    if (!knob) continue;
+    if (knob->values.size() == 1) {
+      inputs.fixed.emplace_back(std::move(knob->key), std::move(knob->values.front()));
+    } else {
+      inputs.allowed.emplace_back(std::move(knob->key), std::move(knob->values));
     }
-    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-    if (value.find(',') == std::string::npos) {
-      inputs.fixed.emplace_back(key, value);
-      continue;
-    }
-    std::vector<std::string> values;
-    for (const auto& v : QString::fromStdString(value).split(','))
-      values.push_back(v.trimmed().toStdString());
-    inputs.allowed.emplace_back(key, std::move(values));
   }
   try {
     throw_if_any(std::move(problems));
     const Scenario base = read_scenario(tree, file, std::filesystem::path(file).parent_path());
     sim::PlanOptions options;
-    const auto budget =
-        sim::budget_with_margin(sim::plan_capacity(base), margin_->text().trimmed().toStdString());
-    if (!budget)
-      throw ValidationError(
-          {{"margin", margin_->text().toStdString(),
-            "not a percentage below 100 or a size below the capacity", "e.g. 5% or 4GiB"}});
-    options.memory_budget = *budget;
+    std::vector<Problem> margin;  // `problems` was handed to throw_if_any above
+    options.memory_budget = sim::budget_with_margin(
+        sim::plan_capacity(base), margin_->text().trimmed().toStdString(), "margin", margin);
+    throw_if_any(std::move(margin));
     options.top = static_cast<std::size_t>(top_->value());
     return Prepared{std::move(tree), std::move(file), sim::default_plan_space(base, inputs),
                     std::move(options)};
@@ -248,7 +227,7 @@ void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
                             QString::fromStdString(format_bytes(r.memory_budget - s.peak_reserved)),
                             QString::fromStdString(p.bottleneck),
                             QString::fromStdString(space_.parts[p.config.part].api),
-                            QString::fromStdString(choices_text(space_, p))};
+                            QString::fromStdString(sim::configuration_text(space_, p.config))};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == cells.size() - 1 && p.members.size() > 1)
@@ -299,10 +278,9 @@ void PlanView::save_code() {
                                    titan ? "torchtitan config (*.toml)" : "Python (*.py)");
   if (path.isEmpty()) return;
   try {
-    const Scenario scenario = sim::configuration_scenario(tree_, file_, space_, p.index);
-    const sim::EmitContext context{file_, static_cast<std::size_t>(rank) + 1, p.summary,
-                                   result_->memory_budget};
-    write_text_file_atomic(path.toStdString(), sim::emit_plan(target, scenario, context));
+    write_text_file_atomic(path.toStdString(),
+                           sim::emit_ranked(target, tree_, file_, space_, *result_,
+                                            static_cast<std::size_t>(rank) + 1));
     status_->setText(QString("wrote %1 (plan #%2 as %3)")
                          .arg(path)
                          .arg(rank + 1)

@@ -191,4 +191,11 @@ std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitCon
   return detail::emit_python(target, scenario, context);
 }
 
+std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
+                        const PlanSpace& space, const PlanResult& result, std::size_t rank) {
+  const PlannedConfig& chosen = result.ranked.at(rank - 1);
+  const EmitContext context{file, rank, chosen.summary, result.memory_budget};
+  return emit_plan(target, configuration_scenario(base, file, space, chosen.index), context);
+}
+
 }  // namespace shardscope::sim

@@ -57,6 +57,14 @@ std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {
   return out;
 }
 
+std::string configuration_text(const PlanSpace& space, const PlanConfig& c) {
+  const auto& dims = space.parts[c.part].dimensions;
+  std::string out;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    out += fmt::format("{}{}={}", d ? ", " : "", dims[d].name, dims[d].choices[c.choices[d]].label);
+  return out;
+}
+
 namespace {
 
 // Removes a dotted key from a tree, if there.

@@ -24,7 +24,8 @@ Bytes plan_capacity(const Scenario& scenario) {
   return allocator_capacity(scenario.cluster, scenario.allocator, lower(scenario));
 }
 
-std::optional<Bytes> budget_with_margin(Bytes capacity, std::string_view margin) {
+Bytes budget_with_margin(Bytes capacity, std::string_view margin, std::string_view flag,
+                         std::vector<Problem>& problems) {
   const std::string m(margin);
   if (!m.empty() && m.back() == '%') {
     try {
@@ -34,11 +35,13 @@ std::optional<Bytes> budget_with_margin(Bytes capacity, std::string_view margin)
         return static_cast<Bytes>(static_cast<double>(capacity) * (1 - pct / 100));
     } catch (const std::exception&) {
     }
-    return std::nullopt;
-  }
-  if (const auto size = parse_bytes(m); size && *size >= 0 && *size < capacity)
+  } else if (const auto size = parse_bytes(m); size && *size >= 0 && *size < capacity) {
     return capacity - *size;
-  return std::nullopt;
+  }
+  problems.push_back({std::string(flag), m,
+                      "not a percentage below 100 or a size below the capacity",
+                      "e.g. 5% or 4GiB"});
+  return 0;
 }
 
 Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
@@ -394,14 +397,8 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   }
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& p = r.ranked[i];
-    const auto& part = space.parts[p.config.part];
-    out += fmt::format("\n#{} {}:", i + 1, part.api);
-    for (std::size_t d = 0; d < part.dimensions.size(); ++d) {
-      out += fmt::format(" {}={}", part.dimensions[d].name,
-                         part.dimensions[d].choices[p.config.choices[d]].label);
-      out += d + 1 < part.dimensions.size() ? "," : "";
-    }
-    out += "\n";
+    out += fmt::format("\n#{} {}: {}\n", i + 1, space.parts[p.config.part].api,
+                       configuration_text(space, p.config));
     if (p.members.size() > 1)
       out += fmt::format("   the same prediction for {} configurations: {}\n", p.members.size(),
                          p.no_effect);

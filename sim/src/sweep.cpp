@@ -54,36 +54,42 @@ std::vector<std::string> settable_keys() {
 
 }  // namespace
 
-std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems) {
+std::optional<SweepAxis> parse_key_values(std::string_view text, std::string_view flag,
+                                          std::vector<Problem>& problems) {
+  const std::string where(flag);
   const auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
-    problems.push_back({"--grid", std::string(text), "a grid axis must look like key=v1,v2,...",
-                        "e.g. --grid fsdp.reshard_after_forward=true,false"});
+    problems.push_back({where, std::string(text), "must look like key=v1,v2,...",
+                        fmt::format("e.g. {} fsdp.reshard_after_forward=true,false", flag)});
     return std::nullopt;
   }
   SweepAxis axis;
   axis.key = std::string(text.substr(0, eq));
-  // The key must be one a scenario has: an unknown key would make every point invalid.
+  // The key must be one a scenario has: an unknown key would make every configuration invalid.
   const ScenarioKey* key = find_scenario_key(normalise_key_path(axis.key));
   if (!key || key->type == KeyType::rejected) {
     const auto guess = closest_match(axis.key, settable_keys());
-    problems.push_back({"--grid", axis.key, key ? std::string(key->models) : "not a scenario key",
+    problems.push_back({where, axis.key, key ? std::string(key->models) : "not a scenario key",
                         guess.empty() ? std::string("see shardscope keys")
                                       : fmt::format("did you mean '{}'?", guess)});
     return std::nullopt;
   }
   if (!split_values(text.substr(eq + 1), axis.values)) {
-    problems.push_back({"--grid", axis.key, "unbalanced braces, brackets or quotes in the values",
+    problems.push_back({where, axis.key, "unbalanced braces, brackets or quotes in the values",
                         "v1,v2 or {a: 1},{a: 2}"});
     return std::nullopt;
   }
   if (std::any_of(axis.values.begin(), axis.values.end(),
                   [](const std::string& v) { return v.empty(); })) {
     problems.push_back(
-        {"--grid", axis.key, "empty value in the list", "v1,v2,... without empty entries"});
+        {where, axis.key, "empty value in the list", "v1,v2,... without empty entries"});
     return std::nullopt;
   }
   return axis;
+}
+
+std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems) {
+  return parse_key_values(text, "--grid", problems);
 }
 
 void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& problems) {

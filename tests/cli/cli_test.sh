@@ -129,6 +129,8 @@ expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan
 expect plan-indivisible-batch 2 'not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
 expect plan-sizes 0 '^    2     16 +[0-9.]+ s +[0-9]+ +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+$' -- plan "$plan_example" --nodes 1,2 --api fsdp1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
 expect plan-sizes-indivisible 2 'on each of 24 ranks' -- plan "$plan_example" --nodes 2,3
+expect plan-fix-unknown-key 2 "training.lss: not a scenario key \(did you mean 'training.loss'\?\)" -- plan "$plan_example" --fix training.lss=fused
+expect plan-fix-one-value 2 '--fix: training.loss=fused,chunked: pins one value \(--allow for several\)' -- plan "$plan_example" --fix training.loss=fused,chunked
 expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
 expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
 expect plan-emit-one-size 2 'writes one plan, not one per cluster size' -- plan "$plan_example" --nodes 1,2 --emit fsdp2 "$tmpdir/x.py"

@@ -103,6 +103,12 @@ def loss(tree):
     fail("compute_loss calls no cross-entropy this reader knows")
 
 
+def mixed_precision(call, out):
+    """The dtypes of a MixedPrecisionPolicy (FSDP2) or MixedPrecision (FSDP1) call."""
+    out["fsdp.mixed_precision.param_dtype"] = dtype(call, "param_dtype")
+    out["fsdp.mixed_precision.reduce_dtype"] = dtype(call, "reduce_dtype")
+
+
 def training(c, tree, out):
     out["training.seq_len"] = c["SEQ_LEN"]
     out["training.micro_batch"] = c["MICRO_BATCH"]
@@ -125,9 +131,7 @@ def read_fsdp2(tree):
     out = {"fsdp.api": "fsdp2"}
     training(c, tree, out)
     mesh(tree, out)
-    mp = one_call(tree, "MixedPrecisionPolicy")
-    out["fsdp.mixed_precision.param_dtype"] = dtype(mp, "param_dtype")
-    out["fsdp.mixed_precision.reduce_dtype"] = dtype(mp, "reduce_dtype")
+    mixed_precision(one_call(tree, "MixedPrecisionPolicy"), out)
     offload = calls(tree, "CPUOffloadPolicy")
     out["fsdp.cpu_offload.params"] = bool(offload)
     if offload:
@@ -160,8 +164,7 @@ def read_fsdp1(tree):
     fsdp = one_call(tree, "FSDP")
     out["fsdp.sharding_strategy"] = ast.unparse(keyword(fsdp, "sharding_strategy")).split(".")[-1]
     mp = keyword(fsdp, "mixed_precision")
-    out["fsdp.mixed_precision.param_dtype"] = dtype(mp, "param_dtype")
-    out["fsdp.mixed_precision.reduce_dtype"] = dtype(mp, "reduce_dtype")
+    mixed_precision(mp, out)
     out["fsdp.mixed_precision.keep_low_precision_grads"] = literal(mp, "keep_low_precision_grads")
     out["fsdp.cpu_offload.params"] = literal(keyword(fsdp, "cpu_offload"), "offload_params")
     prefetch = ast.unparse(keyword(fsdp, "backward_prefetch"))

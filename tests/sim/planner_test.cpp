@@ -114,13 +114,18 @@ bool valid(const ConfigTree& base, const PlanSpace& space, std::size_t index) {
   }
 }
 
+// Every configuration simulated and every fitting prediction ranked.
+PlanResult rank_everything(const ConfigTree& tree, const PlanSpace& space, Bytes budget) {
+  PlanOptions o = options_with(budget, true);
+  o.top = space.size();
+  return plan(tree, kDefault, space, o);
+}
+
 TEST(Planner, TheMemoryRulesHoldOnEveryConfigurationOfTheSpace) {
   // Exhaustively: every configuration below one that fits (one knob lower by the rules) fits.
   const PlanSpace space = small_space();
   const ConfigTree tree = load_config_file(kDefault);
-  PlanOptions o = options_with(Bytes{40} * kGiB, true);
-  o.top = space.size();
-  const auto all = plan(tree, kDefault, space, o);
+  const auto all = rank_everything(tree, space, Bytes{40} * kGiB);
   std::vector<bool> fits(space.size(), false);
   for (const auto& p : all.ranked) {
     for (std::size_t member : p.members) fits[member] = true;
@@ -153,9 +158,7 @@ TEST(Planner, ConfigurationsWithOnePredictionRankAsOne) {
   // has it; the planner's pruned search finds the same entries with the same members.
   const PlanSpace space = small_space();
   const ConfigTree tree = load_config_file(kDefault);
-  PlanOptions o = options_with(Bytes{70} * kGiB, true);
-  o.top = space.size();
-  const auto all = plan(tree, kDefault, space, o);
+  const auto all = rank_everything(tree, space, Bytes{70} * kGiB);
   std::size_t members = 0, folded = 0;
   for (std::size_t i = 0; i < all.ranked.size(); ++i) {
     const auto& p = all.ranked[i];

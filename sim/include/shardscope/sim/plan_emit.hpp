@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/sim/planner.hpp"
 
 namespace shardscope::sim {
 
@@ -48,5 +50,10 @@ struct EmitContext {
 /// ValidationError when the scenario uses a knob the target cannot express (a configuration
 /// outside emit_constraints).
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context);
+
+/// The code for ranked configuration `rank` (1-based, within result.ranked) of a plan of `space`
+/// over `base`, the scenario tree read as `file`: its scenario, its prediction and the budget.
+std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
+                        const PlanSpace& space, const PlanResult& result, std::size_t rank);
 
 }  // namespace shardscope::sim

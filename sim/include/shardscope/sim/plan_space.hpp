@@ -65,6 +65,9 @@ std::size_t encode(const PlanSpace& space, const PlanConfig& config);
 /// The settings of a configuration: the common ones, the part's API, then each dimension's.
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& config);
 
+/// "micro-batch × accumulation=1 × 8, checkpointing=none, ...": each dimension's choice.
+std::string configuration_text(const PlanSpace& space, const PlanConfig& config);
+
 /// The base scenario tree with a configuration applied: the part's cleared keys removed, then
 /// its settings set. Throws ValidationError for a setting the tree cannot take.
 ConfigTree configuration_tree(const ConfigTree& base, const PlanSpace& space, std::size_t index);

@@ -68,9 +68,10 @@ struct PlanResult {
 /// What the caching allocator may reserve on one GPU of `scenario` (device memory less the CUDA
 /// context and NCCL's buffers, times any memory fraction): the capacity a simulation compares with.
 Bytes plan_capacity(const Scenario& scenario);
-/// `capacity` less `margin` ("5%" or a size such as "4GiB"); nullopt when the margin is not a
-/// percentage below 100 or a size below the capacity.
-std::optional<Bytes> budget_with_margin(Bytes capacity, std::string_view margin);
+/// `capacity` less `margin` ("5%" or a size such as "4GiB"); 0 and a Problem under `flag` when the
+/// margin is not a percentage below 100 or a size below the capacity.
+Bytes budget_with_margin(Bytes capacity, std::string_view margin, std::string_view flag,
+                         std::vector<Problem>& problems);
 
 /// The scenario of configuration `index`: `base` with it applied, read as `file` would be.
 Scenario configuration_scenario(const ConfigTree& base, const std::string& file,

@@ -27,7 +27,11 @@ inline constexpr std::size_t kMaxSweepPoints = 1'000'000;
 
 /// Parses "key=v1,v2,v3"; values split at commas outside braces, brackets and quotes, so
 /// "fsdp.mixed_precision={param_dtype: bf16},{param_dtype: fp32}" has two. The key must be a
-/// scenario key (scenario_keys.hpp). Adds a Problem on a malformed axis.
+/// scenario key (scenario_keys.hpp). Adds a Problem under `flag` ("--grid", "--fix") on a
+/// malformed one.
+std::optional<SweepAxis> parse_key_values(std::string_view text, std::string_view flag,
+                                          std::vector<Problem>& problems);
+/// A sweep's --grid axis (parse_key_values).
 std::optional<SweepAxis> parse_sweep_axis(std::string_view text, std::vector<Problem>& problems);
 /// Problems of the axes together: a key given twice, a grid over kMaxSweepPoints.
 void check_sweep_axes(const std::vector<SweepAxis>& axes, std::vector<Problem>& problems);
