@@ -11,6 +11,7 @@ namespace {
 
 using testing::count;
 using testing::lower_text;
+using testing::short_name;
 
 std::string fsdp1(int blocks, const std::string& strategy, const std::string& extra = "") {
   return fmt::format(
@@ -203,6 +204,42 @@ TEST(Fsdp1ForwardPrefetch, StartsAfterTheFirstIteration) {
   }
   EXPECT_EQ(prefetches[0], 0);
   EXPECT_EQ(prefetches[1], 3);  // root prefetches layers.0, layers.0 → 1, layers.1 → 2
+}
+
+// A handle prefetched in forward made its parameter views in the previous handle's pre-forward,
+// so autograd reaches its post-backward hook only after the previous handle's backward compute
+// (fsdp1_lowerer.cpp, post_backward_after). Real PyTorch 2.11 issues exactly this order
+// (tests/pytorch/collective_oracle.py, the "fwd-prefetch" cases): U = all-gather, B = backward
+// compute, PB = reduce-scatter.
+TEST(Fsdp1ForwardPrefetch, DefersEachPostBackwardPastThePreviousHandlesBackward) {
+  const auto order = [](const Schedule& s, int iteration, int microbatch) {
+    std::string out;
+    for (const auto& op : s.ops) {
+      if (op.phase != Phase::backward || op.iteration != iteration || op.microbatch != microbatch ||
+          op.group == kNone)
+        continue;
+      const char* tag = op.kind == OpKind::all_gather       ? "U"
+                        : op.kind == OpKind::backward       ? "B"
+                        : op.kind == OpKind::reduce_scatter ? "PB"
+                                                            : nullptr;
+      if (tag == nullptr) continue;
+      out +=
+          fmt::format("{}{} ", tag, short_name(s.groups[static_cast<std::size_t>(op.group)].name));
+    }
+    return out;
+  };
+  const std::string yaml =
+      fsdp1(3, "FULL_SHARD", ", forward_prefetch: true, backward_prefetch: none");
+  const std::string recorded = "Broot U2 B2 PB2 U1 B1 PB1 U0 B0 PB0 Broot PBroot ";
+  const std::string deferred = "Broot U2 B2 U1 B1 PB2 U0 B0 PB1 Broot PB0 PBroot ";
+  const auto s = lower_text(yaml);
+  EXPECT_EQ(order(s, 0, 0), recorded);  // the first backward records the execution order
+  EXPECT_EQ(order(s, 1, 0), deferred);
+  const auto accumulate = lower_text(yaml, {"training.grad_accum=2"});
+  EXPECT_EQ(order(accumulate, 0, 0), recorded);
+  EXPECT_EQ(order(accumulate, 0, 1), deferred);  // the second micro-batch prefetches already
+  EXPECT_TRUE(check_schedule(s).empty());
+  EXPECT_TRUE(check_schedule(accumulate).empty());
 }
 
 // keep_low_precision_grads keeps the sharded gradients in the reduce dtype (bf16 here) instead of

@@ -140,20 +140,47 @@ class Fsdp1Lowerer final : public Lowerer {
     stream_wait(pre_unshard_, last);
   }
 
+  // Handles in forward order: the root, then the children with parameters.
+  std::vector<int> forward_order() const {
+    std::vector<int> order{root_};
+    for (int c : children_) {
+      if (has_params(c)) order.push_back(c);
+    }
+    return order;
+  }
+
+  // forward_prefetch uses the execution order recorded by the first forward and backward
+  // (_ExecOrderData.next_iter runs in _post_backward_final_callback): every later micro-batch
+  // prefetches, the second of the first iteration too.
+  bool forward_prefetching() const {
+    return s_.fsdp.forward_prefetch && (b_.iteration() > 0 || b_.microbatch() > 0);
+  }
+
   void pre_forward(int g) override {
     if (!has_params(g)) return;
     unshard(g, false);
     stream_wait(compute_stream_,
                 b_.last_on(unshard_));  // current_stream.wait_stream(unshard_stream)
-    // forward_prefetch uses the execution order recorded in the first iteration.
-    if (s_.fsdp.forward_prefetch && b_.iteration() > 0) {
-      std::vector<int> order{root_};
-      for (int c : children_) {
-        if (has_params(c)) order.push_back(c);
-      }
+    if (forward_prefetching()) {
+      const auto order = forward_order();
       const auto it = std::find(order.begin(), order.end(), g);
       if (it != order.end() && it + 1 != order.end()) unshard(*(it + 1), true);
     }
+  }
+
+  // The post-backward hook is registered on the FlatParameter's AccumulateGrad
+  // (_register_post_backward_hook), which runs once the gradients of the parameter views reach
+  // it. Autograd runs the ready node of the highest sequence number first, and the views' node
+  // was created when the handle was unsharded in forward (FlatParamHandle.unshard →
+  // _use_unsharded_views). A handle prefetched in forward was unsharded in the previous handle's
+  // pre-forward, before that handle's compute: so its hook runs only after the previous handle's
+  // backward compute (and that handle's own hook, whose views are newer). Checkpointing does not
+  // change this (the oracle suite's fwd-prefetch checkpointing cases).
+  int post_backward_after(int g) const override {
+    if (!forward_prefetching() || is_root(g) || !has_params(g)) return g;
+    const auto order = forward_order();
+    const auto it = std::find(order.begin(), order.end(), g);
+    return it == order.begin() || it == order.end() ? g : *(it - 1);
   }
 
   void post_forward(int g) override {

@@ -183,6 +183,22 @@ void Lowerer::forward_pass() {
 }
 
 void Lowerer::backward_pass() {
+  // Post-backward hooks in the order autograd runs them: a group's hook runs after the backward
+  // compute of the group post_backward_after names (itself unless the API defers it), after
+  // that group's own hook.
+  std::vector<int> waiting;
+  const auto finish = [&](int after) {
+    if (has_params(after) && post_backward_after(after) == after && after != root_)
+      post_backward(after);
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (post_backward_after(*it) != after) {
+        ++it;
+        continue;
+      }
+      post_backward(*it);
+      it = waiting.erase(it);
+    }
+  };
   pre_backward(root_);
   const auto root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = root_parts.size(); p-- > 0;) {
@@ -193,11 +209,14 @@ void Lowerer::backward_pass() {
     if (has_params(c)) pre_backward(c);
     const auto parts = compute_.parts_of(static_cast<std::size_t>(c));
     for (std::size_t p = parts.size(); p-- > 0;) backward_part(c, p);
-    if (has_params(c)) post_backward(c);
+    if (has_params(c) && post_backward_after(c) != c) waiting.push_back(c);
+    finish(c);
   }
   for (std::size_t p = root_parts.size(); p-- > 0;) {
     if (root_parts[p].position == ComputePosition::before_children) backward_part(root_, p);
   }
+  finish(root_);
+  for (int g : waiting) post_backward(g);  // deferred past every compute: at the end
   post_backward(root_);
   finalize_backward();
   for (auto it = outside_.rbegin(); it != outside_.rend(); ++it) {

@@ -36,6 +36,9 @@ class Lowerer {
   virtual BufferId unsharded_params(int g) const = 0;
   /// Lets the API allocate (or reuse) the unsharded gradient a backward op writes.
   virtual void on_backward_op(int /*g*/, Op& /*op*/) {}
+  /// The group after whose backward compute `g`'s post-backward hook runs: `g` itself unless the
+  /// API says autograd reaches the hook later (FSDP1 with forward prefetch, see its lowerer).
+  virtual int post_backward_after(int g) const { return g; }
   /// Whether gradients are reduced on the current micro-batch.
   bool sync_gradients() const;
   bool last_microbatch() const { return b_.microbatch() + 1 == s_.training.grad_accum; }
