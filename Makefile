@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 300
 SHARDSCOPE := $(BUILD_DIR)/cli/shardscope
 
 .PHONY: all deps configure build run test test-asan fuzz fuzz-build gui screenshots install-check \
-        clean format format-check tidy gpu-build
+        clean format format-check tidy gpu-build pytorch-env test-pytorch
 
 all: build
 
@@ -34,8 +34,17 @@ run: build
 	@$(SHARDSCOPE) simulate $(SCENARIO) --json $(BUILD_DIR)/default-summary.json --trace $(BUILD_DIR)/default-trace.json
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS)
+	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS) -LE pytorch
 	@scripts/optional-parts $(BUILD_DIR)
+
+# The PyTorch oracle suites: real FSDP2 and FSDP1 (CPU, gloo and the fake process group) against
+# shardscope, in a venv of pinned PyPI packages under $(BUILD_DIR) (tests/pytorch/README.md).
+PYTORCH_VENV := $(BUILD_DIR)/pytorch-venv
+pytorch-env:
+	@scripts/pytorch-env $(PYTORCH_VENV)
+
+test-pytorch: build pytorch-env
+	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS) -L pytorch
 
 # A build to carry to a lent GPU machine (no package registry there): Release, CUDA required, no
 # GUI, fmt header-only and yaml-cpp and the C++ runtime static (docs/exec.md).
