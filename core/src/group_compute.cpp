@@ -157,7 +157,7 @@ Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, st
 
 Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                         Bytes elem, ActivationCheckpointing ac, Bytes cast_from) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  const std::int64_t h = c.hidden;
   const Bytes residual = cast_from > 0 ? cast_from : elem;  // the block input's dtype
   switch (ac) {
     case ActivationCheckpointing::none:
@@ -166,9 +166,10 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
     case ActivationCheckpointing::full:
       return tokens * residual * h;
     case ActivationCheckpointing::selective_op: {
-      // block input + attention output (+ what the attention keeps) + kept matmul outputs (wq,
-      // wv, w1, w2 | wq, wv, fc1); dropout masks and autocast's casts are recomputed
-      const std::int64_t kept = c.mlp == MlpKind::swiglu ? h + kv + f + h : h + kv + f;
+      // block input + attention output (+ what the attention keeps) + the saved linears' outputs
+      // (without biases: wq, wv, w1, w2 | wq, wv, fc1; detail::selective_linears); dropout
+      // masks and autocast's casts are recomputed
+      const std::int64_t kept = detail::selective_saved_width(c);
       return tokens * residual * h + tokens * elem * (h + kept) +
              attention_saved_bytes(c, tokens, seq_len, elem);
     }
@@ -259,6 +260,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const KernelSet block_forward = detail::block_forward_kernels(shape);
   const KernelSet block_backward = detail::block_backward_kernels(shape);
   const KernelSet block_sac = detail::block_selective_recompute_kernels(shape);
+  const KernelSet block_full_recompute = detail::block_full_recompute_kernels(shape);
   const std::int64_t seq = s.training.seq_len;
   const Bytes all = block_activation_bytes(c, t, seq, elem, from);
   const Bytes sac_saved =
@@ -301,7 +303,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     if (checkpointed > 0) {  // full or every_n: the rest of the blocks keep everything
       part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * (all + casts);
       part.weight_casts = checkpointed * casts;
-      part.recompute = kernels.pass(block_forward, checkpointed);
+      part.recompute = kernels.pass(block_full_recompute, checkpointed);
       part.recompute_bytes = checkpointed * (all + casts);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;

@@ -181,12 +181,76 @@ KernelSet block_backward_kernels(const BlockShape& b) {
   return out;
 }
 
+namespace {
+
+bool linear_has_bias(const TransformerConfig& c, std::size_t i) {
+  if (i < kAttentionAfter) return c.qkv_bias;
+  if (i == kAttentionAfter) return c.out_proj_bias;
+  return c.mlp_bias;
+}
+
+// A forward's memory-bound traffic less the MLP's residual dropout and add (read two, write
+// one), which a recompute stopped early does not run.
+Kernel elementwise_up_to_mlp_output(const BlockShape& b) {
+  const std::int64_t t = b.tokens(), h = b.config.hidden;
+  const Bytes skipped = t * h * 3 * bytes_per_element(b.dtype) + dropout_bytes(b, 1, t * h);
+  return {"norms+rope+activation+residual", 1,
+          MemoryBound{block_elementwise_bytes(b) - skipped, 0}};
+}
+
+}  // namespace
+
+SelectiveLinears selective_linears(const TransformerConfig& c) {
+  const auto mm = block_matmuls(c);
+  SelectiveLinears out;
+  out.count = mm.count;
+  int mms = 0;
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    const bool addmm = linear_has_bias(c, i);
+    out.saved[i] = !addmm && ++mms % 2 == 1;
+    out.recomputed[i] = !out.saved[i];
+  }
+  out.recomputed[mm.count - 1] = false;  // early stop: its output is no saved tensor
+  return out;
+}
+
+std::int64_t selective_saved_width(const TransformerConfig& c) {
+  const auto mm = block_matmuls(c);
+  const SelectiveLinears sel = selective_linears(c);
+  std::int64_t width = 0;
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    if (sel.saved[i]) width += mm.layers[i].out;
+  }
+  return width;
+}
+
 KernelSet block_selective_recompute_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
+  const SelectiveLinears sel = selective_linears(b.config);
   KernelSet out;
-  add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
-  for (std::size_t i = 1; i < mm.count; i += 2) out.push_back(linear_forward(mm.layers[i], b));
-  out.push_back(elementwise(b, 1));
+  std::int64_t cast = 0;  // autocast casts the weights of the linears that run again
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    if (sel.recomputed[i]) cast += mm.layers[i].in * mm.layers[i].out;
+  }
+  add_casts(out, b, cast, "autocast.weight_casts");
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    if (sel.recomputed[i]) out.push_back(linear_forward(mm.layers[i], b));
+  }
+  out.push_back(elementwise_up_to_mlp_output(b));
+  return out;
+}
+
+KernelSet block_full_recompute_kernels(const BlockShape& b) {
+  const auto mm = block_matmuls(b.config);
+  const Matmul& last = mm.layers[mm.count - 1];  // w2 / fc2: its output is no saved tensor
+  KernelSet out;
+  add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
+            "autocast.weight_casts");
+  for (std::size_t i = 0; i + 1 < mm.count; ++i) {
+    if (i == kAttentionAfter) add_attention(out, b, false);
+    out.push_back(linear_forward(mm.layers[i], b));
+  }
+  out.push_back(elementwise_up_to_mlp_output(b));
   return out;
 }
 

@@ -1,4 +1,6 @@
 #pragma once
+
+#include <array>
 // The kernels of a transformer's compute parts (private to core: group_compute builds the parts
 // from them, so a part's FLOPs and bytes are its kernels' sums). Formulas: group_compute.hpp.
 
@@ -36,9 +38,27 @@ KernelSet block_forward_kernels(const BlockShape& b);
 /// Input- and weight-gradient GEMMs of every matmul, the attention backward and twice the
 /// forward's memory-bound traffic, in the order backward runs them.
 KernelSet block_backward_kernels(const BlockShape& b);
-/// What torchtitan's selective-op policy recomputes: every second matmul (wk, wo, w3 | wk, wo,
-/// fc2) and the memory-bound kernels, whose outputs it does not keep.
+/// What torchtitan's selective-op policy (its _op_sac_save_list) does with a block's linears, in
+/// forward order: it saves the output of every second `aten.mm` (the 1st, 3rd, ...) and
+/// recomputes the rest; a linear with a bias runs as `aten.addmm`, which the list does not name,
+/// so it is always recomputed and not counted. torch.utils.checkpoint stops the recompute after
+/// the last tensor backward needs (early stop, on by default), so a recomputed last linear (the
+/// MLP's output projection, whose output no backward reads) does not run again.
+struct SelectiveLinears {
+  std::array<bool, 7> saved{};       // its output is kept from forward
+  std::array<bool, 7> recomputed{};  // it runs again in backward
+  std::size_t count = 0;
+};
+SelectiveLinears selective_linears(const TransformerConfig& c);
+/// The elements of the saved linears' outputs per token.
+std::int64_t selective_saved_width(const TransformerConfig& c);
+/// What the selective-op policy recomputes: the linears selective_linears names and the
+/// memory-bound kernels up to the MLP's output (not the residual add after it: early stop).
 KernelSet block_selective_recompute_kernels(const BlockShape& b);
+/// A fully checkpointed block's recompute: its forward up to the last tensor backward needs.
+/// torch.utils.checkpoint stops recomputing there (early stop, on by default), so the MLP's
+/// output projection and the residual add after it do not run again.
+KernelSet block_full_recompute_kernels(const BlockShape& b);
 
 /// How the loss runs: its recipe and, when chunked, the tokens per chunk (otherwise all).
 struct LossShape {

@@ -141,23 +141,60 @@ TEST(Kernels, TheHeadAndLossAndTheOptimizer) {
   EXPECT_EQ(step.bytes, shard * 4 * 7);
 }
 
+// torch.utils.checkpoint stops a recompute after the last tensor backward needs (early stop), so
+// the MLP's output projection and the residual add after it never run again: real PyTorch 2.11
+// runs 6 of a SwiGLU block's 7 matmuls and 5 of a GELU block's 6 in a fully checkpointed
+// recompute (tests/pytorch/collective_oracle.py --show, the checkpointing cases).
 TEST(Kernels, RecomputeRunsWhatTheCheckpointingPolicyDropped) {
   const Scenario sc = llama("none");
   const TransformerConfig& c = sc.model.transformer;
   const double t = 4096, h = d(c.hidden), kv = d(c.kv_dim()), f = d(c.ffn_hidden);
+  const Bytes residual_add = 4096 * c.hidden * 3 * 2;  // read two, write one, bf16
   const Schedule none = lower(sc);
   const Op& forward = first_op(none, OpKind::forward, "block");
-  // full: the whole forward again, attention included.
+  // full: the forward again, attention included, up to the MLP's output projection.
   const Schedule full = lower(llama("full"));
   const Op& re = first_op(full, OpKind::recompute, "block");
-  EXPECT_DOUBLE_EQ(re.flops, forward.flops);
+  EXPECT_DOUBLE_EQ(re.flops, forward.flops - 2 * t * f * h);
   EXPECT_DOUBLE_EQ(re.attention_flops, forward.attention_flops);
+  EXPECT_EQ(re.bytes, forward.bytes - residual_add);
   // selective_op: every second matmul (wk, wo, w3) and the memory-bound kernels, no attention.
   const Schedule sac = lower(llama("selective_op"));
   const Op& sac_re = first_op(sac, OpKind::recompute, "block");
   EXPECT_DOUBLE_EQ(sac_re.flops, 2 * t * (h * kv + h * h + h * f));
   EXPECT_DOUBLE_EQ(sac_re.attention_flops, 0);
-  EXPECT_EQ(sac_re.bytes, forward.bytes);
+  EXPECT_EQ(sac_re.bytes, forward.bytes - residual_add);
+  // GELU: wk, wo and fc2 are the unsaved matmuls; fc2, the last, is not recomputed.
+  const Schedule gelu = lower(llama("none", "gelu"));
+  const Schedule gelu_sac = lower(llama("selective_op", "gelu"));
+  const Op& gelu_forward = first_op(gelu, OpKind::forward, "block");
+  const Op& gelu_re = first_op(gelu_sac, OpKind::recompute, "block");
+  EXPECT_DOUBLE_EQ(gelu_re.flops, 2 * t * (h * kv + h * h));
+  EXPECT_EQ(gelu_re.bytes, gelu_forward.bytes - residual_add);
+}
+
+// torchtitan's policy saves aten.mm outputs only; a linear with a bias runs as aten.addmm, so it
+// is recomputed and not counted (its _op_sac_save_list; real PyTorch recomputes 5 of a biased
+// GPT block's 6 linears, the last skipped by early stop).
+TEST(Kernels, SelectiveCheckpointingRecomputesEveryBiasedLinear) {
+  const TransformerConfig& c = llama("none").model.transformer;
+  const double t = 4096, h = d(c.hidden), kv = d(c.kv_dim()), f = d(c.ffn_hidden);
+  const auto recompute_flops = [](const std::string& mlp, const std::string& biases) {
+    const Scenario sc = scenario_from_text(
+        "model: {preset: llama3.1-8b, layers: 4, mlp: " + mlp + ", " + biases +
+            "}\ncluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
+            "training: {seq_len: 2048, micro_batch: 2, iterations: 1, "
+            "activation_checkpointing: selective_op}\n"
+            "fsdp: {api: fsdp2, mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n",
+        {});
+    return first_op(lower(sc), OpKind::recompute, "block").flops;
+  };
+  // GPT-style, every projection biased: wq, wk, wv, wo, fc1 (fc2, the last, is skipped).
+  EXPECT_DOUBLE_EQ(recompute_flops("gelu", "bias: true"), 2 * t * (2 * h * h + 2 * h * kv + h * f));
+  // Qwen-style, biases on q, k, v only: those three, then the mm count saves wo and w3 and
+  // recomputes w1 (w2, the fourth mm and the last linear, is skipped).
+  EXPECT_DOUBLE_EQ(recompute_flops("swiglu", "qkv_bias: true"),
+                   2 * t * (h * h + 2 * h * kv + h * f));
 }
 
 TEST(Kernels, EveryOpCarriesItsKernelsSumsAndIdenticalBlocksShareOneSet) {

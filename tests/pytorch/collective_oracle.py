@@ -74,6 +74,10 @@ def fsdp2_cases() -> list[dict]:
         case("fsdp2 full checkpointing", 2, training__activation_checkpointing="full"),
         case("fsdp2 gpt full checkpointing", 2, "gpt", training__activation_checkpointing="full"),
         case("fsdp2 every_2 checkpointing", 2, training__activation_checkpointing="every_2"),
+        case("fsdp2 selective_op checkpointing", 2,
+             training__activation_checkpointing="selective_op"),
+        case("fsdp2 gpt selective_op checkpointing", 2, "gpt",
+             training__activation_checkpointing="selective_op"),
         case("fsdp2 two blocks per group", 2, fsdp__wrap__blocks_per_group=2),
     ]
     return c
