@@ -793,6 +793,20 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                               s.training.seq_len, s.model.transformer.max_seq),
                   fmt::format("at most model.max_seq = {}", s.model.transformer.max_seq));
   }
+  // PyTorch's Adam and AdamW group each parameter with its gradient and refuse a gradient of
+  // another dtype (torch/optim/adamw.py, _multi_tensor_adamw: "Tensors of the same index must be
+  // on the same device and the same dtype"; the single-tensor path fails in lerp_): FSDP1's
+  // keep_low_precision_grads leaves reduce-dtype gradients on parameters of another dtype.
+  const auto& mp = s.fsdp.mixed_precision;
+  const DType grad_dtype = mp.reduce_dtype.value_or(mp.param_dtype.value_or(DType::fp32));
+  if (s.fsdp.api == FsdpApi::fsdp1 && mp.keep_low_precision_grads && grad_dtype != DType::fp32 &&
+      s.training.optimizer != Optimizer::sgd) {
+    r.add_problem("fsdp.mixed_precision.keep_low_precision_grads",
+                  fmt::format("keeps {} gradients on fp32 parameters, which PyTorch's {} refuses "
+                              "(its foreach step needs one dtype per parameter and gradient)",
+                              to_string(grad_dtype), to_string(s.training.optimizer)),
+                  "false, or training.optimizer: sgd");
+  }
   // Each factor is bounded by the key table; their product must also stay within what lowering's
   // integer arithmetic (tokens × hidden × bytes per element) holds.
   constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;

@@ -68,7 +68,8 @@ roundtrip fsdp2-hsdp-offload fsdp2 --fix fsdp.mesh.shard=8 --fix fsdp.cpu_offloa
 roundtrip fsdp1-knobs fsdp1 --fix fsdp.sharding_strategy=SHARD_GRAD_OP \
   --fix fsdp.backward_prefetch=none --fix fsdp.forward_prefetch=true \
   --fix training.activation_checkpointing=full --fix training.loss=upcast_fp32 \
-  --set fsdp.api=fsdp1 --set fsdp.mixed_precision.keep_low_precision_grads=true
+  --set fsdp.api=fsdp1 --set fsdp.mixed_precision.keep_low_precision_grads=true \
+  --set training.optimizer=sgd
 roundtrip torchtitan-hsdp torchtitan --fix fsdp.mesh.shard=8 --fix fsdp.reshard_after_forward=false \
   --fix training.activation_checkpointing=every_2
 

@@ -246,10 +246,12 @@ TEST(Fsdp1ForwardPrefetch, DefersEachPostBackwardPastThePreviousHandlesBackward)
 // upcasting them to the fp32 parameters: half the gradient bytes.
 TEST(Fsdp1MixedPrecision, KeepLowPrecisionGradsKeepsTheReduceDtype) {
   const auto grads = [](const std::string& keep) {
+    // SGD: PyTorch's Adam and AdamW refuse gradients of another dtype than the parameters.
     const auto s = lower_text(fsdp1(2, "FULL_SHARD",
                                     ", mixed_precision: {param_dtype: bf16, reduce_dtype: bf16, "
                                     "keep_low_precision_grads: " +
-                                        keep + "}"));
+                                        keep + "}"),
+                              {"training.optimizer=sgd"});
     Bytes bytes = 0;
     DType dtype = DType::fp32;
     for (const Buffer& b : s.buffers) {
@@ -264,6 +266,15 @@ TEST(Fsdp1MixedPrecision, KeepLowPrecisionGradsKeepsTheReduceDtype) {
   EXPECT_EQ(upcast.second, DType::fp32);
   EXPECT_EQ(kept.second, DType::bf16);
   EXPECT_EQ(kept.first * 2, upcast.first);
+  try {
+    lower_text(fsdp1(2, "FULL_SHARD",
+                     ", mixed_precision: {param_dtype: bf16, reduce_dtype: bf16, "
+                     "keep_low_precision_grads: true}"));
+    FAIL() << "keep_low_precision_grads with AdamW was accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("which PyTorch's adamw refuses"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
