@@ -35,40 +35,131 @@ class KernelSetTable {
   std::map<std::pair<const KernelSet*, std::int64_t>, PassCompute> seen_;
 };
 
+// The root's parameters by where their gradients come from: the embedding lookup's backward
+// (token embedding, learned position table) and the head's (final norm, untied output head;
+// a tied head's gradient is the token embedding's, accumulated by the lookup's backward).
+struct RootParams {
+  std::int64_t embedding = 0;
+  std::int64_t head = 0;
+};
+
+RootParams root_params(const TransformerConfig& c) {
+  RootParams p;
+  p.embedding =
+      c.vocab * c.hidden + (c.pos_emb == PosEmbedding::learned ? c.max_seq * c.hidden : 0);
+  const std::int64_t norm = c.norm == NormKind::layernorm && c.norm_bias ? 2 * c.hidden : c.hidden;
+  p.head = norm + c.vocab * c.hidden;  // tied: the shared weight's gradient starts here
+  if (c.tie_embeddings) p.embedding -= c.vocab * c.hidden;
+  return p;
+}
+
 ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels) {
+  const TransformerConfig& c = shape.config;
   ComputePart embed;
   embed.label = "embed";
   embed.position = ComputePosition::before_children;
   embed.forward = kernels.pass(detail::embed_forward_kernels(shape));
   embed.backward = kernels.pass(detail::embed_backward_kernels(shape));
   // The embedding dropout's mask (bool), kept for its backward.
-  if (shape.config.dropout > 0) embed.saved_bytes = shape.tokens() * shape.config.hidden;
+  if (c.dropout > 0) embed.saved_bytes = shape.tokens() * c.hidden;
+  embed.param_numel = root_params(c).embedding;
+  // A tied weight's two gradients meet in autograd's input buffer: the lookup's is made, added
+  // out of place to the head's, and freed.
+  if (c.tie_embeddings) {
+    const Bytes grad = c.vocab * c.hidden * bytes_per_element(shape.dtype);
+    embed.backward_workspace = {grad, grad};
+  }
   return embed;
 }
 
-ComputePart head_part(const detail::BlockShape& shape, const TrainingSpec& training,
-                      KernelSetTable& kernels) {
+// The output head and the loss, in the order PyTorch runs their kernels (docs/semantics.md,
+// "Loss recipes"), each part one op, so each tensor lives exactly as long as it does there.
+std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const TrainingSpec& training,
+                                    KernelSetTable& kernels) {
+  const TransformerConfig& c = shape.config;
   const detail::LossShape loss{training.loss, training.loss == LossRecipe::chunked
-                                                  ? loss_chunk_tokens(shape.config, training)
+                                                  ? loss_chunk_tokens(c, training)
                                                   : shape.tokens()};
-  LossMemory memory = loss_memory(shape.config, training, shape.dtype);
-  if (shape.cast_from) {
-    // Autocast: the final norm's input and output stay in the residual stream's dtype, the
-    // head's matmul saves its cast input and the cast output weight (for its input gradient).
-    const std::int64_t t = shape.tokens(), h = shape.config.hidden;
-    const Bytes e = bytes_per_element(shape.dtype), from = bytes_per_element(*shape.cast_from);
-    memory.saved += 2 * t * h * (from - e) + t * h * e + shape.config.vocab * h * e;
-  }
+  const std::int64_t t = shape.tokens(), h = c.hidden, vocab = c.vocab;
+  const Bytes e = bytes_per_element(shape.dtype);
   ComputePart head;
-  head.label = "head+loss";
+  head.label = "head";
   head.position = ComputePosition::after_children;
-  head.forward = kernels.pass(detail::head_forward_kernels(shape, loss));
-  head.backward = kernels.pass(detail::head_backward_kernels(shape, loss));
-  head.saved_bytes = memory.saved;
-  head.saved_category = BufferCategory::logits;
-  head.forward_workspace = std::move(memory.forward_workspace);
-  head.backward_workspace = std::move(memory.backward_workspace);
-  return head;
+  head.forward = kernels.pass(detail::output_forward_kernels(shape, loss));
+  head.backward = kernels.pass(detail::output_backward_kernels(shape, loss));
+  head.param_numel = root_params(c).head;
+  // The final norm's input and output (the head's input).
+  head.saved_bytes = 2 * t * h * e;
+  if (shape.cast_from) {
+    // Autocast: the final norm keeps its input in the residual stream's dtype; the head's
+    // matmul keeps its cast input (not the norm's output) and the cast output weight (for its
+    // input gradient).
+    const Bytes from = bytes_per_element(*shape.cast_from);
+    head.saved_bytes = t * h * from + t * h * e + vocab * h * e;
+  }
+  ComputePart lossp;
+  lossp.label = "loss";
+  lossp.position = ComputePosition::after_root;
+  lossp.forward = kernels.pass(detail::loss_forward_kernels(shape, loss));
+  lossp.backward = kernels.pass(detail::loss_backward_kernels(shape, loss));
+  lossp.param_numel = 0;
+  lossp.saved_category = BufferCategory::logits;
+  const Bytes lse = t * 4;  // fp32 log-sum-exp per token
+  switch (training.loss) {
+    case LossRecipe::upcast_fp32: {
+      if (e == 4) {
+        // fp32 logits: .float() is the tensor itself, no copy and no cast back.
+        head.forward_output = t * vocab * e;
+        lossp.saved_bytes = t * vocab * 4;
+        lossp.backward_workspace = {t * vocab * 4};
+        lossp.backward_output = t * vocab * 4;
+        return {std::move(head), std::move(lossp)};
+      }
+      // logits = head(x) → logits.float() → log_softmax, saved → nll_loss; the training step
+      // holds the logits until the loss is made (torchtitan's `pred`, deleted before
+      // backward), so the logits, their fp32 copy and log_softmax's output are live at once.
+      // Backward: nll_loss_backward writes a dense fp32 gradient,
+      // _log_softmax_backward_data another (then both the first and the saved output go),
+      // ToCopyBackward casts it back (then it goes), and the head's GEMMs read that.
+      head.forward_output = t * vocab * e;
+      ComputePart upcast;
+      upcast.label = "logits.float";
+      upcast.position = ComputePosition::after_root;
+      upcast.forward = kernels.pass(detail::upcast_kernels(shape, false));
+      upcast.backward = kernels.pass(detail::upcast_kernels(shape, true));
+      upcast.param_numel = 0;
+      upcast.forward_output = t * vocab * 4;
+      upcast.passes_input_on = true;
+      upcast.backward_output = t * vocab * e;
+      lossp.saved_bytes = t * vocab * 4;
+      lossp.backward_workspace = {t * vocab * 4};
+      lossp.backward_output = t * vocab * 4;
+      return {std::move(head), std::move(upcast), std::move(lossp)};
+    }
+    case LossRecipe::fused:
+      // One kernel reads the logits for the loss and the per-token log-sum-exp; the logits are
+      // kept and overwritten with their gradient, which the head's GEMMs read.
+      head.forward_output = t * vocab * e;
+      lossp.input_becomes_grad = true;
+      lossp.saved_bytes = lse;
+      return {std::move(head), std::move(lossp)};
+    case LossRecipe::chunked: {
+      // A checkpointed loop over chunks of c tokens, each the upcast_fp32 recipe on its own
+      // logits: forward at most the chunk's fp32 copy and log_softmax output at once; backward
+      // the recomputed output and the two fp32 gradients. The head's weight gradient sums the
+      // chunks' in autograd's input buffer, out of place: the sum so far, the new chunk's and
+      // their sum at once; the input gradient likewise, a zero-padded slice per chunk.
+      const std::int64_t chunk = loss.chunk_tokens;
+      lossp.saved_bytes = lse;
+      lossp.forward_workspace = {chunk * vocab * 4, chunk * vocab * 4};
+      lossp.backward_workspace = {chunk * vocab * 4, chunk * vocab * 4, chunk * vocab * 4};
+      const Bytes weight_grad = vocab * h * e;
+      head.backward_workspace = {weight_grad, weight_grad, t * h * e, t * h * e};
+      head.position = ComputePosition::after_root;  // the loss applies the head per chunk
+      return {std::move(head), std::move(lossp)};
+    }
+  }
+  return {};
 }
 
 bool block_fully_checkpointed(const TrainingSpec& t, std::int64_t block) {
@@ -85,12 +176,25 @@ std::int64_t attention_probabilities(const TransformerConfig& c, std::int64_t to
   return tokens * c.heads * seq_len;
 }
 
-// What the attention keeps for its backward besides q, k, v and its output: flash, the fp32
-// log-sum-exp per head and token; math, softmax's output, the probabilities.
+// Math SDPA computes a bf16 or fp16 attention in fp32 (_scaled_dot_product_attention_math upcasts
+// q, k and v unless torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True), off by
+// default, on every device).
+Bytes math_attention_elem(Bytes elem) {
+  return std::max<Bytes>(elem, 4);
+}
+
+// What the attention keeps for its backward. Flash: q (after RoPE), k and v at their own heads
+// (GQA through enable_gqa), its output (the output projection's input, a view of it) and the
+// fp32 log-sum-exp per head and token. Math, in fp32: q scaled, k and v repeated to every head,
+// softmax's probabilities, and the output cast back (the output projection's input).
 Bytes attention_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                             Bytes elem) {
-  return c.attention == AttentionKind::flash ? tokens * 4 * c.heads
-                                             : attention_probabilities(c, tokens, seq_len) * elem;
+  const std::int64_t h = c.hidden, kv = c.kv_dim();
+  if (c.attention == AttentionKind::flash)
+    return tokens * elem * (2 * h + 2 * kv) + tokens * 4 * c.heads;
+  const Bytes acc = math_attention_elem(elem);
+  return tokens * acc * 3 * h + attention_probabilities(c, tokens, seq_len) * acc +
+         tokens * elem * h;
 }
 
 // Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
@@ -102,7 +206,8 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
   const Bytes residual = 2 * tokens * c.hidden;
   return c.attention == AttentionKind::flash
              ? residual
-             : residual + attention_probabilities(c, tokens, seq_len) * (1 + elem);
+             : residual +
+                   attention_probabilities(c, tokens, seq_len) * (1 + math_attention_elem(elem));
 }
 
 }  // namespace
@@ -140,16 +245,18 @@ Bytes mlp_saved_bytes_per_token(const TransformerConfig& c, Bytes elem, Bytes ca
 
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim();
+  const std::int64_t h = c.hidden;
   const std::int64_t norm_stats =
       c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
-  // The two norms' inputs and outputs are in the residual stream's dtype (with a parallel
-  // residual both norms read the block input: three tensors); under autocast each projection
-  // casts the norm output it reads and saves that copy.
+  // The two norms keep their inputs (with a parallel residual both read the block input: one
+  // tensor) and the projections reading them keep their outputs: four tensors (three) in the
+  // residual stream's dtype. Under autocast each projection casts the norm output it reads and
+  // keeps that copy instead, so the norms' outputs are not kept.
   const Bytes residual = cast_from > 0 ? cast_from : elem;
-  const std::int64_t norm_tensors = c.parallel_residual ? 3 : 4;
+  const std::int64_t norm_inputs = c.parallel_residual ? 1 : 2;
+  const std::int64_t norm_tensors = cast_from > 0 ? norm_inputs : norm_inputs + 2;
   const std::int64_t cast_inputs = cast_from > 0 ? detail::projection_inputs(c) * h : 0;
-  return tokens * residual * norm_tensors * h + tokens * elem * (2 * h + 2 * kv + cast_inputs) +
+  return tokens * residual * norm_tensors * h + tokens * elem * cast_inputs +
          tokens * mlp_saved_bytes_per_token(c, elem, cast_from) + tokens * 4 * norm_stats +
          attention_saved_bytes(c, tokens, seq_len, elem) +
          block_dropout_bytes(c, tokens, seq_len, elem);
@@ -166,12 +273,14 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
     case ActivationCheckpointing::full:
       return tokens * residual * h;
     case ActivationCheckpointing::selective_op: {
-      // block input + attention output (+ what the attention keeps) + the saved linears' outputs
-      // (without biases: wq, wv, w1, w2 | wq, wv, fc1; detail::selective_linears); dropout
-      // masks and autocast's casts are recomputed
+      // block input + the flash attention's output and log-sum-exp (on the save list; math
+      // attention's bmm and softmax are not) + the saved linears' outputs (without biases: wq,
+      // wv, w1, w2 | wq, wv, fc1; detail::selective_linears); dropout masks and autocast's
+      // casts are recomputed
       const std::int64_t kept = detail::selective_saved_width(c);
-      return tokens * residual * h + tokens * elem * (h + kept) +
-             attention_saved_bytes(c, tokens, seq_len, elem);
+      const Bytes attention =
+          c.attention == AttentionKind::flash ? tokens * (elem * h + 4 * c.heads) : 0;
+      return tokens * residual * h + tokens * elem * kept + attention;
     }
   }
   return 0;
@@ -187,37 +296,6 @@ std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t
   const std::int64_t inc_factor = (c.vocab + c.hidden - 1) / c.hidden;
   const auto chunk = static_cast<std::uint64_t>((tokens + inc_factor - 1) / inc_factor);
   return std::min(static_cast<std::int64_t>(std::bit_ceil(chunk)), tokens);
-}
-
-// The sizes follow the PyTorch code paths docs/semantics.md ("Loss recipes") walks through; e is
-// the compute dtype's element size, t tokens, V the vocabulary, c a chunk's tokens.
-LossMemory loss_memory(const TransformerConfig& c, const TrainingSpec& training, DType dtype) {
-  const std::int64_t t = training.tokens_per_microbatch(), vocab = c.vocab;
-  const Bytes e = bytes_per_element(dtype);
-  const Bytes norm = 2 * t * c.hidden * e;  // the final norm's input and output (the head's input)
-  const Bytes lse = t * 4;                  // fp32 log-sum-exp per token
-  LossMemory m;
-  switch (training.loss) {
-    case LossRecipe::upcast_fp32:
-      m.saved = t * vocab * 4 + norm;                        // log_softmax's fp32 output
-      m.forward_workspace = {t * vocab * e, t * vocab * 4};  // logits, their fp32 copy
-      m.backward_workspace = {t * vocab * 4, t * vocab * 4, t * vocab * e};  // nll and
-      // log_softmax gradients, the cast back
-      break;
-    case LossRecipe::fused:
-      m.saved = t * vocab * e + lse + norm;  // the logits, overwritten by their gradient
-      break;
-    case LossRecipe::chunked: {
-      const std::int64_t chunk = loss_chunk_tokens(c, training);
-      m.saved = lse + norm;
-      m.forward_workspace = {chunk * vocab * e, chunk * vocab * 4, chunk * vocab * 4};
-      // The chunk's forward again (logits, fp32 copy, log_softmax), then upcast_fp32's backward.
-      m.backward_workspace = {chunk * vocab * (e + 4 + 4), chunk * vocab * 4, chunk * vocab * 4,
-                              chunk * vocab * e};
-      break;
-    }
-  }
-  return m;
 }
 
 ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& groups) {
@@ -277,16 +355,26 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   // place), before softmax writes the probabilities it saves.
   WorkspaceSizes block_forward_workspace;
   if (c.attention == AttentionKind::math) {
-    const Bytes scores = attention_probabilities(c, t, seq) * elem;
+    const Bytes scores = attention_probabilities(c, t, seq) * math_attention_elem(elem);
     block_workspace.push_back(scores);
     block_workspace.push_back(scores);
     block_forward_workspace = {scores, scores};
   }
+  // A block whose forward keeps less than everything still makes every tensor while it runs:
+  // the MLP's intermediates are its largest moment (real PyTorch's forward peak under
+  // checkpointing). SwiGLU: the residual stream and the FFN norm's output (read by w1 and w3),
+  // silu's output, w3's output and their product; GELU: the residual stream, the fc's output
+  // and GELU's; under autocast also the projections' cast inputs.
+  const Bytes residual_elem = from > 0 ? from : elem;
+  const bool swiglu = c.mlp == MlpKind::swiglu;
+  const Bytes mlp_transient = t * c.hidden * residual_elem * (swiglu ? 2 : 1) +
+                              t * c.ffn_hidden * elem * (swiglu ? 3 : 2) +
+                              (from > 0 ? t * c.hidden * elem * (swiglu ? 2 : 1) : 0);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
       add_part(i, embed_part(shape, kernels));
-      add_part(i, head_part(shape, s.training, kernels));
+      for (ComputePart& part : head_parts(shape, s.training, kernels)) add_part(i, std::move(part));
       continue;
     }
     ComputePart part;
@@ -305,9 +393,11 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
       part.weight_casts = checkpointed * casts;
       part.recompute = kernels.pass(block_full_recompute, checkpointed);
       part.recompute_bytes = checkpointed * (all + casts);
+      part.forward_workspace.push_back(mlp_transient);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;
       part.weight_casts = g.block_count * casts;
+      part.forward_workspace.push_back(mlp_transient);
       part.recompute = kernels.pass(block_sac, g.block_count);
       part.recompute_bytes = g.block_count * (all - sac_saved + casts);
     } else {

@@ -35,11 +35,14 @@ struct MemoryBytesOf {
   // Per element, as kernel.hpp lists them.
   Bytes operator()(const CrossEntropy& l) const {
     const Bytes e = bytes_per_element(l.logits);
+    // upcast_fp32: the fp32 logits' log_softmax (read, write) and nll_loss; backward the nll
+    // gradient (write) and log_softmax's (read it and the saved output, write). The `.float()`
+    // cast before it is its own kernel (e + 4 each way).
     const Bytes upcast_forward = e + 4 + 4 + 4, upcast_backward = 4 + 4 + 4 + 4 + e;
     Bytes per_element = 0;
     switch (l.recipe) {
       case LossRecipe::upcast_fp32:
-        per_element = l.backward ? upcast_backward : upcast_forward;
+        per_element = l.backward ? upcast_backward - (4 + e) : upcast_forward - (e + 4);
         break;
       case LossRecipe::fused:
         per_element = l.backward ? 2 * e : e;

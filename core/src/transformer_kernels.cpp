@@ -287,23 +287,37 @@ void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const
 
 }  // namespace
 
-KernelSet head_forward_kernels(const BlockShape& b, const LossShape& loss) {
+KernelSet output_forward_kernels(const BlockShape& b, const LossShape& loss) {
   KernelSet out;
   add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.weight_casts");
   per_chunk(out, b, loss, "", linear_forward);
-  out.push_back(
-      {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype, loss.recipe}});
   return out;
 }
 
-KernelSet head_backward_kernels(const BlockShape& b, const LossShape& loss) {
+KernelSet output_backward_kernels(const BlockShape& b, const LossShape& loss) {
+  KernelSet out;
+  per_chunk(out, b, loss, "", linear_input_grad);
+  per_chunk(out, b, loss, "", linear_weight_grad);
+  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.grad_casts");
+  return out;
+}
+
+KernelSet upcast_kernels(const BlockShape& b, bool backward) {
+  // logits.float(): read the logits, write fp32; backward: read fp32, write the logits' dtype.
+  const Bytes bytes = b.tokens() * b.config.vocab * (bytes_per_element(b.dtype) + 4);
+  return {{backward ? "logits.float.backward" : "logits.float", 1, MemoryBound{bytes, 0}}};
+}
+
+KernelSet loss_forward_kernels(const BlockShape& b, const LossShape& loss) {
+  return {
+      {"cross_entropy", 1, CrossEntropy{b.tokens(), b.config.vocab, false, b.dtype, loss.recipe}}};
+}
+
+KernelSet loss_backward_kernels(const BlockShape& b, const LossShape& loss) {
   KernelSet out;
   if (loss.recipe == LossRecipe::chunked) per_chunk(out, b, loss, ".recompute", linear_forward);
   out.push_back({"cross_entropy.backward", 1,
                  CrossEntropy{b.tokens(), b.config.vocab, true, b.dtype, loss.recipe}});
-  per_chunk(out, b, loss, "", linear_input_grad);
-  per_chunk(out, b, loss, "", linear_weight_grad);
-  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.grad_casts");
   return out;
 }
 

@@ -66,13 +66,17 @@ struct LossShape {
   std::int64_t chunk_tokens = 0;
 };
 
-/// The root's "embed" (lookup; backward a scatter-add into the embedding gradient) and
-/// "head+loss" (output projection and cross-entropy by the loss recipe; chunked: the projection
-/// per chunk, and again per chunk in backward before its gradient GEMMs).
+/// The root's "embed" (lookup; backward a scatter-add into the embedding gradient), its output
+/// projection (per chunk under a chunked loss), the upcast of the logits to fp32
+/// (upcast_fp32's `.float()`) and the cross-entropy (by recipe; chunked: the projection again
+/// per chunk in backward, before the loss's gradient).
 KernelSet embed_forward_kernels(const BlockShape& b);
 KernelSet embed_backward_kernels(const BlockShape& b);
-KernelSet head_forward_kernels(const BlockShape& b, const LossShape& loss);
-KernelSet head_backward_kernels(const BlockShape& b, const LossShape& loss);
+KernelSet output_forward_kernels(const BlockShape& b, const LossShape& loss);
+KernelSet output_backward_kernels(const BlockShape& b, const LossShape& loss);
+KernelSet upcast_kernels(const BlockShape& b, bool backward);
+KernelSet loss_forward_kernels(const BlockShape& b, const LossShape& loss);
+KernelSet loss_backward_kernels(const BlockShape& b, const LossShape& loss);
 
 /// `kernels` with every repeat multiplied by `times` (a group of `times` identical blocks).
 KernelSet repeated(KernelSet kernels, std::int64_t times);

@@ -87,6 +87,9 @@ class CollectiveRecorder(TorchDispatchMode):
         self.context.update(phase=phase, iteration=iteration, microbatch=microbatch)
         self.pending.clear()
         if phase == "backward":
+            # The loss's backward runs first (outside the model, before the root's pre-backward
+            # hook); the head's at its first matmul.
+            self.compute("backward", "root")
             self.pending.append(("backward", "root"))
 
     def compute(self, kind: str, group: str) -> None:

@@ -132,11 +132,12 @@ def device_mesh(settings: FsdpSettings, device_type: str):
     return init_device_mesh(device_type, (shard,), mesh_dim_names=("shard",))
 
 
-def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device_type: str):
+def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device_type: str,
+                mesh=None):
     from torch.distributed.fsdp import (CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy,
                                         fully_shard)
 
-    mesh = device_mesh(s, device_type)
+    mesh = mesh or device_mesh(s, device_type)
     mp = MixedPrecisionPolicy(param_dtype=DTYPES.get(s.param_dtype),
                               reduce_dtype=DTYPES.get(s.reduce_dtype))
     offload = CPUOffloadPolicy(pin_memory=s.pin_memory) if s.cpu_offload else OffloadPolicy()
@@ -163,7 +164,8 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
     return model
 
 
-def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: torch.device):
+def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: torch.device,
+                mesh=None):
     from torch.distributed.fsdp import (BackwardPrefetch, CPUOffload, MixedPrecision,
                                         ShardingStrategy)
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -179,7 +181,7 @@ def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: to
                                                                    s.backward_prefetch)
     kwargs = {}
     if s.hybrid:
-        kwargs["device_mesh"] = device_mesh(s, device.type)
+        kwargs["device_mesh"] = mesh or device_mesh(s, device.type)
     return FSDP(
         model,
         sharding_strategy=getattr(ShardingStrategy, s.sharding_strategy),
@@ -195,16 +197,18 @@ def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: to
     )
 
 
-def shard_model(model, settings: FsdpSettings, checkpointing: str, device: torch.device):
+def shard_model(model, settings: FsdpSettings, checkpointing: str, device: torch.device,
+                mesh=None):
     """Checkpoints and shards a ``model.Transformer`` in the order the emitted plans do: under
     FSDP2 the blocks are wrapped in checkpoint_wrapper first and each wrapper is sharded; under
-    FSDP1 each block becomes an FSDP unit and is checkpointed inside it afterwards."""
+    FSDP1 each block becomes an FSDP unit and is checkpointed inside it afterwards. ``mesh``
+    (else made here) must be made outside FakeTensorMode: init_device_mesh reads ranks."""
     from .model import Block, apply_checkpointing, checkpointed_blocks
 
     if settings.api == "fsdp2":
         apply_checkpointing(model, checkpointing)
-        return apply_fsdp2(model, model.layers, settings, device.type)
-    wrapped = apply_fsdp1(model, Block, settings, device)
+        return apply_fsdp2(model, model.layers, settings, device.type, mesh)
+    wrapped = apply_fsdp1(model, Block, settings, device, mesh)
     chosen = checkpointed_blocks(checkpointing, len(model.layers))
     if chosen:
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (

@@ -11,72 +11,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-@dataclass(frozen=True)
-class ModelShape:
-    """A transformer as shardscope's ``model.*`` keys describe it."""
-
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    ffn_hidden: int
-    vocab: int
-    mlp: str = "swiglu"  # swiglu | gelu
-    norm: str = "rmsnorm"  # rmsnorm | layernorm | low_precision_layernorm
-    pos_emb: str = "rope"  # rope | learned
-    max_seq: int = 0  # learned position table size
-    bias: bool = False  # biases on every projection (GPT-style)
-    tie_embeddings: bool = False
-
-    def scenario_keys(self) -> dict[str, str]:
-        keys = {
-            "model.family": "transformer",
-            "model.hidden": str(self.hidden),
-            "model.layers": str(self.layers),
-            "model.heads": str(self.heads),
-            "model.kv_heads": str(self.kv_heads),
-            "model.ffn_hidden": str(self.ffn_hidden),
-            "model.vocab": str(self.vocab),
-            "model.mlp": self.mlp,
-            "model.norm": self.norm,
-            "model.pos_emb": self.pos_emb,
-            "model.bias": "true" if self.bias else "false",
-            "model.tie_embeddings": "true" if self.tie_embeddings else "false",
-        }
-        if self.pos_emb == "learned":
-            keys["model.max_seq"] = str(self.max_seq)
-        return keys
-
-
-# Two tiny shapes for the collective oracle. Every parameter's numel is a multiple of 4, so FSDP1
-# (use_orig_params) adds no 16-byte alignment padding between parameters; the vocabulary (101 rows)
-# and the GPT position table (66 rows) are not multiples of 2 or 4 ranks, so FSDP2's per-parameter
-# dim-0 padding and FSDP1's flat-parameter padding both show in the bytes.
-TINY_LLAMA = ModelShape(hidden=48, layers=4, heads=4, kv_heads=2, ffn_hidden=128, vocab=101)
-TINY_GPT = ModelShape(
-    hidden=48, layers=4, heads=4, kv_heads=4, ffn_hidden=192, vocab=101, mlp="gelu",
-    norm="layernorm", pos_emb="learned", max_seq=66, bias=True, tie_embeddings=True,
-)
-
-
-class RMSNorm(nn.Module):
-    """torchtitan's RMSNorm: normalised in fp32, cast back, times the weight."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        y = x.float()
-        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-5)
-        return y.type_as(x) * self.weight
+from .shapes import ModelShape
 
 
 class LowPrecisionLayerNorm(nn.LayerNorm):
@@ -95,22 +35,65 @@ class LowPrecisionLayerNorm(nn.LayerNorm):
             )
 
 
+class _FusedRMSNormFunction(torch.autograd.Function):
+    """What CUDA's aten::_fused_rms_norm keeps for backward (tools/autograd/derivatives.yaml:
+    input, rstd, weight), computed on any device."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        ctx.save_for_backward(x, rstd, weight)
+        return (x.float() * rstd).to(x.dtype) * weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, rstd, weight = ctx.saved_tensors
+        normalized = x.float() * rstd
+        grad_weight = (grad.float() * normalized).sum(dim=tuple(range(grad.dim() - 1)))
+        g = grad.float() * weight.float()
+        grad_x = rstd * (g - normalized * (g * normalized).mean(-1, keepdim=True))
+        return grad_x.to(x.dtype), grad_weight.to(weight.dtype), None
+
+
+class CudaRMSNorm(nn.RMSNorm):
+    """nn.RMSNorm as it runs on CUDA. There rms_norm dispatches to the fused kernel, whose
+    autograd node saves the input and the fp32 rstd; on the CPU rms_norm decomposes into fp32
+    ops that save an fp32 copy of the input and the fp32 normalized tensor (6 bytes per element
+    more per norm in bf16). On the CPU this runs the fused node's computation with its saved
+    tensors, so the CPU suites allocate what a GPU run does; on CUDA it is nn.RMSNorm."""
+
+    def forward(self, x):
+        if x.is_cuda:
+            return super().forward(x)
+        return _FusedRMSNormFunction.apply(x, self.weight, self.eps)
+
+
 def make_norm(shape: ModelShape, dim: int) -> nn.Module:
+    """torchtitan's nn.RMSNorm(dim, eps=1e-5) for rmsnorm (CudaRMSNorm: its CUDA memory on any
+    device); nn.LayerNorm for layernorm."""
     if shape.norm == "rmsnorm":
-        return RMSNorm(dim)
+        return CudaRMSNorm(dim, eps=1e-5)
     if shape.norm == "low_precision_layernorm":
         return LowPrecisionLayerNorm(dim)
     return nn.LayerNorm(dim)
 
 
-def rope(x, seq: int):
-    """Rotary embedding on (batch, seq, heads, head_dim); no parameters."""
-    half = x.shape[-1] // 2
-    freqs = 1.0 / (500000.0 ** (torch.arange(0, half, device=x.device).float() / half))
-    angles = torch.outer(torch.arange(seq, device=x.device).float(), freqs)
-    cos, sin = angles.cos()[None, :, None, :], angles.sin()[None, :, None, :]
-    x1, x2 = x.float()[..., :half], x.float()[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).type_as(x)
+def rope_frequencies(head_dim: int, seq: int, device) -> torch.Tensor:
+    """torchtitan's precompute_freqs_cis (theta 500000): one complex64 table the blocks share."""
+    freqs = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=device)[: head_dim // 2]
+                                .float() / head_dim))
+    angles = torch.outer(torch.arange(seq, device=device).float(), freqs)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rope(xq, xk, freqs_cis):
+    """torchtitan's apply_rotary_emb: q and k as complex numbers times the shared table."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    f = freqs_cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
+    xq_out = torch.view_as_real(xq_ * f).flatten(3)
+    xk_out = torch.view_as_real(xk_ * f).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
@@ -126,9 +109,17 @@ class Block(nn.Module):
         bias = shape.bias
         self.rotary = shape.pos_emb == "rope"
         self.attention_norm = make_norm(shape, h)
-        self.wq = nn.Linear(h, h, bias=bias)
-        self.wk = nn.Linear(h, kv, bias=bias)
-        self.wv = nn.Linear(h, kv, bias=bias)
+        # GPT-style blocks project q, k and v with one linear (GPT-2's c_attn, GPT-NeoX's
+        # query_key_value), as shardscope assumes for them (projection_inputs); Llama-style
+        # blocks with three.
+        self.fused_qkv = shape.mlp != "swiglu"
+        self.split = (h, kv, kv)
+        if self.fused_qkv:
+            self.wqkv = nn.Linear(h, h + 2 * kv, bias=bias)
+        else:
+            self.wq = nn.Linear(h, h, bias=bias)
+            self.wk = nn.Linear(h, kv, bias=bias)
+            self.wv = nn.Linear(h, kv, bias=bias)
         self.wo = nn.Linear(h, h, bias=bias)
         self.ffn_norm = make_norm(shape, h)
         self.swiglu = shape.mlp == "swiglu"
@@ -141,40 +132,40 @@ class Block(nn.Module):
             self.fc2 = nn.Linear(f, h, bias=bias)
         self.attention = attention
 
-    def attend(self, x):
+    def attend(self, x, freqs_cis):
+        """torchtitan 0.2.2's Attention.forward (sdpa): GQA through enable_gqa, no repeat."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         b, s, _ = x.shape
-        q = self.wq(x).view(b, s, self.heads, self.head_dim)
-        k = self.wk(x).view(b, s, self.kv_heads, self.head_dim)
-        v = self.wv(x).view(b, s, self.kv_heads, self.head_dim)
+        if self.fused_qkv:
+            q, k, v = self.wqkv(x).split(self.split, dim=-1)
+        else:
+            q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        q, k, v = (t.view(b, s, -1, self.head_dim) for t in (q, k, v))
         if self.rotary:
-            q, k = rope(q, s), rope(k, s)
+            q, k = apply_rope(q, k, freqs_cis)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        if self.kv_heads != self.heads:  # GQA as torchtitan does it: repeat k and v
-            rep = self.heads // self.kv_heads
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
         with sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[self.attention])):
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.wo(o.transpose(1, 2).reshape(b, s, -1))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               enable_gqa=self.kv_heads != self.heads)
+        return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
 
     def mlp(self, x):
         if self.swiglu:
             return self.w2(F.silu(self.w1(x)) * self.w3(x))
         return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
 
-    def forward(self, x):
-        x = x + self.attend(self.attention_norm(x))
+    def forward(self, x, freqs_cis=None):
+        x = x + self.attend(self.attention_norm(x), freqs_cis)
         return x + self.mlp(self.ffn_norm(x))
 
 
 class Transformer(nn.Module):
-    """Embedding, blocks, final norm, head and the loss. The loss runs inside forward so that the
-    head belongs to FSDP's root, as shardscope's root group ``head+loss`` does."""
+    """Embedding, blocks, final norm and head (FSDP's root group holds the embedding, the final
+    norm and the head, as shardscope's root does); ``compute_loss`` is the loss recipe."""
 
     def __init__(self, shape: ModelShape, loss: str = "upcast_fp32", attention: str = "flash",
-                 loss_chunk_tokens: int = 0):
+                 loss_chunk_tokens: int = 0, loss_in_forward: bool = False):
         super().__init__()
         h = shape.hidden
         self.shape = shape
@@ -189,18 +180,34 @@ class Transformer(nn.Module):
             self.output = nn.Linear(h, shape.vocab, bias=False)
         self.loss = loss
         self.loss_chunk_tokens = loss_chunk_tokens
+        # FSDP1 shows the head's parameter as its sharded flat view outside its forward, so a
+        # chunked loss, which applies the head itself, must run inside forward there.
+        self.loss_in_forward = loss_in_forward
 
     def head_weight(self):
         return self.tok_embeddings.weight if self.output is None else self.output.weight
 
-    def forward(self, tokens, labels):
+    def forward(self, tokens, labels=None):
+        """The logits, as torchtitan's model returns them; under a chunked loss the final
+        hidden states (the loss applies the head per chunk, as Liger's does); with
+        loss_in_forward, the loss of `labels`."""
         x = self.tok_embeddings(tokens)
+        freqs_cis = None
         if self.shape.pos_emb == "learned":
             x = x + self.pos_embeddings(torch.arange(tokens.shape[1], device=tokens.device))
+        else:  # torchtitan keeps the table as a buffer; computed here, shared by the blocks
+            freqs_cis = rope_frequencies(self.shape.hidden // self.shape.heads, tokens.shape[1],
+                                         tokens.device)
         for layer in self.layers:
-            x = layer(x)
+            x = layer(x, freqs_cis)
         x = self.norm(x)
-        return compute_loss(self.loss, x.flatten(0, 1), self.head_weight(), labels.flatten(),
+        out = x if self.loss == "chunked" else F.linear(x, self.head_weight())
+        return self.compute_loss(out, labels) if self.loss_in_forward else out
+
+    def compute_loss(self, out, labels):
+        """The loss of forward's output, outside forward as torchtitan's train step runs it: the
+        caller holds the logits (`pred`) until the loss is made, then deletes them."""
+        return compute_loss(self.loss, out.flatten(0, 1), self.head_weight(), labels.flatten(),
                             self.loss_chunk_tokens)
 
 
@@ -212,9 +219,9 @@ class FusedCrossEntropy(torch.autograd.Function):
     """An in-place fused cross-entropy in plain PyTorch, with the memory behaviour of flash-attn's
     CrossEntropyLoss(inplace_backward=True): no fp32 copy of the logits; the logits and the
     per-token log-sum-exp are saved; backward writes the gradient into the logits. Rows go in
-    blocks so the fp32 temporaries are a block's, not the whole logits'."""
+    blocks of 32 rows so the fp32 temporaries are a block's (under 1 % of a peak here)."""
 
-    BLOCK = 1024
+    BLOCK = 32
 
     @staticmethod
     def forward(ctx, logits, labels):
@@ -248,10 +255,12 @@ def liger_chunk_tokens(tokens: int, hidden: int, vocab: int) -> int:
 
 
 def compute_loss(loss: str, x, weight, labels, chunk_tokens: int = 0):
+    """The loss recipe: x is the flattened logits (upcast_fp32, fused) or final hidden states
+    (chunked, which applies the head `weight` per chunk)."""
     if loss == "upcast_fp32":  # torchtitan's cross_entropy_loss
-        return F.cross_entropy(F.linear(x, weight).float(), labels)
+        return F.cross_entropy(x.float(), labels)
     if loss == "fused":
-        return FusedCrossEntropy.apply(F.linear(x, weight), labels)
+        return FusedCrossEntropy.apply(x, labels)
     if loss != "chunked":
         raise ValueError(f"unknown loss recipe {loss!r}")
     # Each chunk's head and loss checkpointed, so backward recomputes them.

@@ -9,6 +9,7 @@ import contextlib
 from dataclasses import dataclass
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from .fsdp import DTYPES, FsdpSettings
 
@@ -47,7 +48,7 @@ def build_optimizer(model, name: str):
 
 
 def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: torch.device,
-          phases=None, seed: int = 0, on_step=None) -> list[float]:
+          phases=None, seed: int = 0, on_step=None, optimizer=None) -> list[float]:
     """Runs t.iterations optimizer steps; returns each step's loss (summed over micro-batches).
     ``phases(phase, iteration, microbatch)`` is told where the loop is (forward, backward,
     optimizer); ``on_step(iteration)`` is called after each optimizer step."""
@@ -72,13 +73,20 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
                 context = model.no_sync()
             autocast = (torch.autocast(device.type, dtype=DTYPES[t.autocast]) if t.autocast
                         else contextlib.nullcontext())
+            inner = getattr(model, "module", model)  # FSDP1 wraps the model
             with context:
                 phases("forward", it, mb)
                 with autocast:
-                    loss = model(tokens, labels) / t.grad_accum
+                    if inner.loss_in_forward:
+                        loss = model(tokens, labels) / t.grad_accum
+                    else:
+                        pred = model(tokens)
+                        loss = inner.compute_loss(pred, labels) / t.grad_accum
+                        del pred  # torchtitan's train step: the logits go before backward
                 phases("backward", it, mb)
                 loss.backward()
-            total += float(loss.detach())
+            # A fake tensor (FakeTensorMode) has no value to read.
+            total += float("nan") if is_fake(loss) else float(loss.detach())
             del loss
         phases("optimizer", it, t.grad_accum - 1)
         optimizer.step()

@@ -38,8 +38,8 @@ expect unknown-command 2 "unknown command 'valdate'; did you mean 'validate'\?" 
 expect unknown-flag 2 'not expected: --frobnicate' -- validate "$examples/llama3-8b-h100x8.yaml" --frobnicate
 expect no-command 2 'subcommand' --
 
-expect expandable-flag 0 'peak reserved +78.93 GiB' -- simulate "$examples/llama3-8b-h100x8.yaml" --expandable-segments
-expect expandable-key 0 'peak reserved +78.93 GiB' -- simulate "$examples/llama3-8b-h100x8.yaml" --set allocator.expandable_segments=true
+expect expandable-flag 0 'peak reserved +55.24 GiB' -- simulate "$examples/llama2-13b-fsdp1-hybrid.yaml" --expandable-segments
+expect expandable-key 0 'peak reserved +55.24 GiB' -- simulate "$examples/llama2-13b-fsdp1-hybrid.yaml" --set allocator.expandable_segments=true
 expect loss-chunk-needs-chunked 2 'training.loss_chunk_tokens: sets the chunk of a chunked loss' -- validate "$examples/llama3-8b-h100x8.yaml" --set training.loss_chunk_tokens=512
 expect lower-summary 0 'lowered .*: [0-9]+ ops' -- lower "$examples/llama3-8b-h100x8.yaml"
 expect lower-order-first 0 '^ +0  copy_in root  forward it0 mb0 on all_gather_copy_in' -- lower "$examples/llama3-8b-h100x8.yaml" --order
@@ -86,8 +86,8 @@ else
 fi
 expect run-comm-needs-cuda 2 'is a cuda backend option' -- run "$oracle" --comm emulate
 profile="$data/device_profile_bandwidth_only.json"
-expect simulate-device-profile 0 'device profile +6 of 202 compute ops fully measured \(17 GEMM/attention shapes' -- simulate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
-expect validate-device-profile 0 'device profile +6 of 202 compute ops' -- validate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
+expect simulate-device-profile 0 'device profile +14 of 210 compute ops fully measured \(17 GEMM/attention shapes' -- simulate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
+expect validate-device-profile 0 'device profile +14 of 210 compute ops' -- validate "$examples/llama3-8b-h100x8.yaml" --device-profile "$profile"
 expect simulate-bad-profile 2 'schema: not a shardscope device profile' -- simulate "$examples/llama3-8b-h100x8.yaml" --device-profile "$data/schedule_small.json"
 expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
 expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2

@@ -28,16 +28,20 @@ Scenario llama(const std::string& model_keys) {
 
 TEST(AttentionAndDropout, SavedBytesInClosedForm) {
   TransformerConfig c = llama("").model.transformer;
-  const std::int64_t t = 2048, s = 1024, e = 2, heads = c.heads, h = c.hidden;
+  const std::int64_t t = 2048, s = 1024, e = 2, heads = c.heads, h = c.hidden, kv = c.kv_dim();
   const Bytes flash = block_activation_bytes(c, t, s, e);
   c.attention = AttentionKind::math;
   const Bytes math = block_activation_bytes(c, t, s, e);
-  // Math keeps softmax's [b, heads, s, s] output instead of flash's fp32 log-sum-exp.
-  EXPECT_EQ(math - flash, t * heads * s * e - t * 4 * heads);
+  // Flash keeps q, k, v (k and v at their own heads), its output and an fp32 log-sum-exp;
+  // math computes in fp32 (allow_fp16_bf16_reduction_math_sdp is off) and keeps q scaled, k and
+  // v repeated to every head, softmax's [b, heads, s, s] output, and the output cast back
+  // (what real PyTorch 2.11 keeps, tests/pytorch/memory_oracle.py's math rows).
+  EXPECT_EQ(math - flash, 3 * t * h * 4 + t * heads * s * 4 + t * h * e -
+                              (t * e * (2 * h + 2 * kv) + t * 4 * heads));
   c.dropout = 0.1;
   // A bool mask per residual dropout; math also keeps the probabilities' mask and the dropped
   // probabilities.
-  EXPECT_EQ(block_activation_bytes(c, t, s, e) - math, 2 * t * h + t * heads * s * (1 + e));
+  EXPECT_EQ(block_activation_bytes(c, t, s, e) - math, 2 * t * h + t * heads * s * (1 + 4));
   c.attention = AttentionKind::flash;
   EXPECT_EQ(block_activation_bytes(c, t, s, e) - flash, 2 * t * h);
   // Selective checkpointing recomputes the dropouts, keeps what the attention keeps.
@@ -63,14 +67,14 @@ TEST(AttentionAndDropout, MathAttentionRunsTwoBatchedGemmsOverTheFullSquare) {
   EXPECT_DOUBLE_EQ(m.flops - (f.flops - f.attention_flops), 4 * b * heads * s * s * d);
   // Mask and softmax: read and write the scores twice.
   EXPECT_EQ(m.bytes - f.bytes, static_cast<Bytes>(b * heads * s * s) * 4 * 2);
-  // The forward allocates the scores and the masked scores while it runs.
+  // The forward allocates the scores and the masked scores, in fp32, while it runs.
   Bytes transient = 0;
   for (const BufferId id : m.allocs) {
     const Buffer& buf = math.buffers[static_cast<std::size_t>(id)];
     const bool freed = std::find(m.frees.begin(), m.frees.end(), id) != m.frees.end();
     if (buf.category == BufferCategory::workspace && freed) transient += buf.size;
   }
-  EXPECT_EQ(transient, 2 * static_cast<Bytes>(b * heads * s * s) * 2);
+  EXPECT_EQ(transient, 2 * static_cast<Bytes>(b * heads * s * s) * 4);
 }
 
 TEST(AttentionAndDropout, KeysSayWhatIsAllowed) {

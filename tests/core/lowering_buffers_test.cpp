@@ -123,8 +123,9 @@ TEST(LoweringBuffers, ActivationCheckpointingShrinksSavedActivations) {
   EXPECT_GT(none, every2);
   EXPECT_GT(every2, sac);
   EXPECT_GT(sac, full);
-  // full: only each block's input, t·h·2 bytes × 32 blocks.
-  EXPECT_EQ(full, 32LL * 16384 * 4096 * 2);
+  // full: only each block's input, t·h·2 bytes × 32 blocks, and the final norm's input and
+  // output (the head's).
+  EXPECT_EQ(full, 32LL * 16384 * 4096 * 2 + 2LL * 16384 * 4096 * 2);
 }
 
 TEST(LoweringBuffers, CheckpointsGatherOnlyForFullStateDict) {

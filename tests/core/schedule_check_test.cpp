@@ -64,7 +64,7 @@ TEST(ScheduleCheck, KernelsMustExistSuitTheOpAndAddUpToItsWork) {
   s.ops[4].kernels = 0;   // a reshard runs no kernels
   const auto p = check_schedule(s);
   EXPECT_TRUE(mentions(p,
-                       "ops[3]: carries 53433568 FLOPs (4096 in attention) and 2304 B, but its "
+                       "ops[3]: carries 53433568 FLOPs (4096 in attention) and 1536 B, but its "
                        "kernels (set 0) add up to 52433568 FLOPs"));
   EXPECT_TRUE(mentions(p, "ops[5].kernels: kernel set 7 does not exist"));
   EXPECT_TRUE(mentions(p, "ops[4].kernels: reshard runs no kernels"));

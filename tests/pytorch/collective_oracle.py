@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from shardscope_torch.model import TINY_GPT, TINY_LLAMA  # noqa: E402
+from shardscope_torch.shapes import TINY_GPT, TINY_LLAMA  # noqa: E402
 
 MODELS = {"llama": TINY_LLAMA, "gpt": TINY_GPT}
 

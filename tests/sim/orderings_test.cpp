@@ -87,7 +87,10 @@ TEST(PublishedRuns, TorchTitanLlama8BWithinTenPercent) {
         f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] +
         ", iterations: 2}\n"
         "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}, "
-        "reshard_last_after_forward: false}\n");  // torchtitan keeps the last block unsharded
+        "reshard_last_after_forward: false}\n"  // torchtitan keeps the last block unsharded
+        // torchtitan's launch script has run with expandable segments since 2024-10-22
+        // (pytorch/torchtitan#643), before these December 2024 runs.
+        "allocator: {expandable_segments: true}\n");
     const double tps = std::stod(f[7]), mem = std::stod(f[8]);
     EXPECT_NEAR(r.summary.tokens_per_s_per_gpu / tps, 1.0, 0.10)
         << f[0] << ": " << r.summary.tokens_per_s_per_gpu << " tokens/s";

@@ -202,7 +202,9 @@ class Fsdp1Lowerer final : public Lowerer {
     }
   }
 
-  void on_backward_op(int g, Op& op) override {
+  // FSDP1's gradient is the FlatParameter's, one tensor for the whole handle.
+  void on_backward_op(int g, std::size_t /*p*/, std::int64_t param_numel, Op& op) override {
+    if (param_numel == 0) return;
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.grad == kNone) {
       st.grad =

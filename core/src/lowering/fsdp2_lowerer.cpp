@@ -26,7 +26,10 @@ class Fsdp2Lowerer final : public Lowerer {
     BufferId unsharded = kNone;
     BufferId post_forward_shard = kNone;
     OpId reshard_event = kNone;  // _reshard_after_forward_event (reshard to a smaller mesh)
-    BufferId grad = kNone;       // unsharded gradient (param dtype) of this micro-batch
+    // Unsharded gradients (param dtype) since the last reduction, one per compute part that
+    // makes any (FSDP2's parameters keep their own .grad: the root's output head's exists from
+    // the head's backward, its embedding's from the lookup's).
+    SmallVector<BufferId, 4> grads;
     BufferId accumulated =
         kNone;  // unsharded_accumulated_grad (reduce dtype) across no-sync micro-batches
     BufferId partial_reduce = kNone;  // HSDP: reduce-scatter output kept when not all-reducing
@@ -126,9 +129,18 @@ class Fsdp2Lowerer final : public Lowerer {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.ag_op == kNone) return;
     const bool forward = b_.phase() == Phase::forward;
-    // Free the previous group's all-gather output, kept to overlap its copy-out with this
-    // all-gather.
-    if (forward) free_deferred_all_gather("free previous all-gather output");
+    // The previous group's all-gather output, kept to overlap its copy-out with this
+    // all-gather: the all-gather streams wait for that copy-out now, but the output is freed
+    // after this copy-out, when wait_for_unshard returns (it binds the state to a local,
+    // prev_all_gather_state, that outlives `comm_ctx.all_gather_state = None`).
+    BufferId previous = kNone;
+    if (forward && deferred_ag_output_ != kNone) {
+      stream_wait(copy_in_, deferred_copy_out_);
+      stream_wait(all_gather_, deferred_copy_out_, {}, "previous all-gather copy-out");
+      previous = deferred_ag_output_;
+      deferred_ag_output_ = kNone;
+      deferred_copy_out_ = kNone;
+    }
     Op& copy_out = b_.add_op(OpKind::copy_out, compute_stream_, gid(g));
     copy_out.bytes = elems(layout(g).numel, param_dtype_);
     copy_out.deps.push_back(st.ag_op);  // current stream waits on the all-gather event
@@ -140,6 +152,7 @@ class Fsdp2Lowerer final : public Lowerer {
       copy_out.frees.push_back(st.post_forward_shard);
       st.post_forward_shard = kNone;
     }
+    if (previous != kNone) copy_out.frees.push_back(previous);
     const OpId copy_out_id = b_.last_op();
     if (forward) {
       deferred_ag_output_ = st.ag_output;
@@ -231,15 +244,27 @@ class Fsdp2Lowerer final : public Lowerer {
     }
   }
 
-  void on_backward_op(int g, Op& op) override {
+  void on_backward_op(int g, std::size_t p, std::int64_t param_numel, Op& op) override {
+    if (param_numel == 0) return;
     auto& st = st_[static_cast<std::size_t>(g)];
-    if (st.grad == kNone) {
-      st.grad = b_.add_buffer(buffer_name("unsharded_grad"), elems(layout(g).numel, param_dtype_),
-                              param_dtype_, BufferCategory::unsharded_grads, gid(g));
-      op.allocs.push_back(st.grad);
+    while (st.grads.size() <= p) st.grads.push_back(kNone);
+    BufferId& grad = st.grads[p];
+    if (grad == kNone) {
+      const std::int64_t numel = param_numel < 0 ? layout(g).numel : param_numel;
+      grad = b_.add_buffer(buffer_name("unsharded_grad"), elems(numel, param_dtype_), param_dtype_,
+                           BufferCategory::unsharded_grads, gid(g));
+      op.allocs.push_back(grad);
     } else {
-      op.uses.push_back(st.grad);  // autograd accumulates into .grad
+      op.uses.push_back(grad);  // autograd accumulates into .grad
     }
+  }
+
+  // Hands the group's unsharded gradients to `op`, which frees them.
+  void free_grads(GroupState& st, Op& op) {
+    for (BufferId grad : st.grads) {
+      if (grad != kNone) op.frees.push_back(grad);
+    }
+    st.grads.clear();
   }
 
   void post_backward(int g) override {
@@ -260,8 +285,7 @@ class Fsdp2Lowerer final : public Lowerer {
         } else {
           acc.uses.push_back(st.accumulated);
         }
-        acc.frees.push_back(st.grad);
-        st.grad = kNone;
+        free_grads(st, acc);
         b_.emit(std::move(acc));
       }
       return;
@@ -280,10 +304,9 @@ class Fsdp2Lowerer final : public Lowerer {
         b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
                       BufferCategory::reduce_scatter_input, gid(g));
     copy_in.allocs.push_back(rs_input);
-    for (BufferId grad : {st.grad, st.accumulated}) {
-      if (grad != kNone) copy_in.frees.push_back(grad);
-    }
-    st.grad = st.accumulated = kNone;
+    free_grads(st, copy_in);
+    if (st.accumulated != kNone) copy_in.frees.push_back(st.accumulated);
+    st.accumulated = kNone;
     const OpId copy_in_id = b_.last_op();
 
     Op& rs = b_.add_op(OpKind::reduce_scatter, reduce_scatter_, gid(g));

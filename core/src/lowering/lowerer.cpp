@@ -57,10 +57,26 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   int& index = part_label_index_[part_slot(g, p)];
   if (index >= 0) return part_labels_[static_cast<std::size_t>(index)];
   const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
+  // "<part>.forward_workspace.<i>": built by hand, a format call each cost more than the rest.
+  // Parts of one label may have more workspace tensors than the first one seen (every_N: the
+  // groups with a checkpointed block), so the list grows to the largest.
+  std::string text;
+  const auto workspace_labels = [&](std::string_view kind, std::size_t count,
+                                    std::vector<std::int32_t>& out) {
+    for (std::size_t i = out.size(); i < count; ++i) {
+      text.assign(part.label).append(kind).push_back(static_cast<char>('0' + i % 10));
+      out.push_back(b_.label(text));
+    }
+  };
+  const auto complete = [&](PartLabels& l) -> const PartLabels& {
+    workspace_labels(".forward_workspace.", part.forward_workspace.size(), l.forward_workspace);
+    workspace_labels(".backward_workspace.", part.backward_workspace.size(), l.backward_workspace);
+    return l;
+  };
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
     if (part_labels_[i].part == part.label) {
       index = static_cast<int>(i);
-      return part_labels_[i];
+      return complete(part_labels_[i]);
     }
   }
   index = static_cast<int>(part_labels_.size());
@@ -69,19 +85,10 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   l.saved = b_.label(part.label + ".saved");
   l.recomputed = b_.label(part.label + ".recomputed");
   l.weight_casts = b_.label(part.label + ".autocast_casts");
-  // "<part>.forward_workspace.<i>": built by hand, a format call each cost more than the rest.
-  std::string text;
-  const auto workspace_labels = [&](std::string_view kind, std::size_t count,
-                                    std::vector<std::int32_t>& out) {
-    for (std::size_t i = 0; i < count; ++i) {
-      text.assign(part.label).append(kind).push_back(static_cast<char>('0' + i % 10));
-      out.push_back(b_.label(text));
-    }
-  };
-  workspace_labels(".forward_workspace.", part.forward_workspace.size(), l.forward_workspace);
-  workspace_labels(".backward_workspace.", part.backward_workspace.size(), l.backward_workspace);
+  l.output = b_.label(part.label + ".output");
+  l.grad_input = b_.label(part.label + ".grad_input");
   part_labels_.push_back(std::move(l));
-  return part_labels_.back();
+  return complete(part_labels_.back());
 }
 
 void Lowerer::plan_groups() {
@@ -178,8 +185,11 @@ void Lowerer::forward_pass() {
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
     if (root_parts[p].position == ComputePosition::after_children) forward_part(root_, p);
   }
-  clear_autocast_cache();
   post_forward(root_);
+  for (std::size_t p = 0; p < root_parts.size(); ++p) {
+    if (root_parts[p].position == ComputePosition::after_root) forward_part(root_, p);
+  }
+  clear_autocast_cache();  // the autocast region holds the model and the loss
 }
 
 void Lowerer::backward_pass() {
@@ -199,8 +209,11 @@ void Lowerer::backward_pass() {
       it = waiting.erase(it);
     }
   };
-  pre_backward(root_);
   const auto root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
+  for (std::size_t p = root_parts.size(); p-- > 0;) {
+    if (root_parts[p].position == ComputePosition::after_root) backward_part(root_, p);
+  }
+  pre_backward(root_);
   for (std::size_t p = root_parts.size(); p-- > 0;) {
     if (root_parts[p].position == ComputePosition::after_children) backward_part(root_, p);
   }
@@ -239,6 +252,11 @@ void Lowerer::forward_part(int g, std::size_t p) {
     op.allocs.push_back(saved);
   }
   add_workspace(g, part_labels(g, p).forward_workspace, part.forward_workspace, op);
+  hand_on(g, p, part.forward_output, BufferCategory::logits,
+          part.input_becomes_grad ? Input::keep
+          : part.passes_input_on  ? Input::pass_on
+                                  : Input::free,
+          op);
   add_cublas_workspace(op);
   if (part.weight_casts > 0) {
     // Autocast caches the casts of leaf parameters until its context exits: FSDP2's unsharded
@@ -253,6 +271,32 @@ void Lowerer::forward_part(int g, std::size_t p) {
       op.frees.push_back(casts);
     }
   }
+}
+
+void Lowerer::hand_on(int g, std::size_t p, Bytes output, BufferCategory category, Input input,
+                      Op& op) {
+  // The op reads what the part before it handed on, then frees it (allocations come first),
+  // keeps it to write its gradient into, or hands it on with its own output.
+  IdList received = std::move(handed_on_);
+  handed_on_ = {};
+  if (input == Input::pass_on) {
+    handed_on_ = std::move(received);
+  } else {
+    for (BufferId b : received) {
+      if (input == Input::keep) {
+        kept_input_ = b;
+      } else {
+        op.frees.push_back(b);
+      }
+    }
+  }
+  if (output <= 0) return;
+  const bool forward = op.kind == OpKind::forward;
+  const PartLabels& labels = part_labels(g, p);
+  const BufferId out = b_.add_buffer(b_.step_name(forward ? labels.output : labels.grad_input),
+                                     output, param_dtype_, category, gid(g));
+  op.allocs.push_back(out);
+  handed_on_.push_back(out);
 }
 
 void Lowerer::clear_autocast_cache() {
@@ -289,8 +333,15 @@ void Lowerer::backward_part(int g, std::size_t p) {
     saved = kNone;
   }
   if (recompute != kNone) op.frees.push_back(recompute);
-  if (has_params(g)) on_backward_op(g, op);
+  if (has_params(g)) on_backward_op(g, p, part.param_numel, op);
   add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);
+  if (part.input_becomes_grad) {
+    // The kept forward input now holds its gradient: handed back to the part before.
+    handed_on_ = {kept_input_};
+    kept_input_ = kNone;
+  } else {
+    hand_on(g, p, part.backward_output, BufferCategory::workspace, Input::free, op);
+  }
   add_cublas_workspace(op);
 }
 

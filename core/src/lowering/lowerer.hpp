@@ -34,8 +34,10 @@ class Lowerer {
   virtual void after_optimizer_step(OpId /*step*/) {}
   /// The unsharded parameters compute reads, or kNone.
   virtual BufferId unsharded_params(int g) const = 0;
-  /// Lets the API allocate (or reuse) the unsharded gradient a backward op writes.
-  virtual void on_backward_op(int /*g*/, Op& /*op*/) {}
+  /// Lets the API allocate (or reuse) the unsharded gradient a backward op writes: part `p` of
+  /// group `g` makes the gradients of `param_numel` parameters (all the group's when -1).
+  virtual void on_backward_op(int /*g*/, std::size_t /*p*/, std::int64_t /*param_numel*/,
+                              Op& /*op*/) {}
   /// The group after whose backward compute `g`'s post-backward hook runs: `g` itself unless the
   /// API says autograd reaches the hook later (FSDP1 with forward prefetch, see its lowerer).
   virtual int post_backward_after(int g) const { return g; }
@@ -61,6 +63,10 @@ class Lowerer {
   /// A zero-work op: `stream` waits for `event` (PyTorch's wait_event / wait_stream); it may carry
   /// frees the wait makes safe. Nothing is emitted for a missing event.
   OpId stream_wait(StreamId stream, OpId event, IdList frees = {}, std::string_view label = {});
+  /// Frees what the previous part's op handed on (or keeps it as the gradient it becomes, or
+  /// hands it on further: ComputePart) and hands on `output` bytes from `op` to the next part.
+  enum class Input { free, keep, pass_on };
+  void hand_on(int g, std::size_t p, Bytes output, BufferCategory category, Input input, Op& op);
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// The cuBLAS workspace of the thread that runs `op` (forward: the Python thread; backward and
@@ -73,7 +79,8 @@ class Lowerer {
   /// Buffer-name labels of a compute part, made once per distinct part label ("block", "embed").
   struct PartLabels {
     std::string part;
-    std::int32_t saved = kNone, recomputed = kNone, weight_casts = kNone;
+    std::int32_t saved = kNone, recomputed = kNone, weight_casts = kNone, output = kNone,
+                 grad_input = kNone;
     std::vector<std::int32_t> forward_workspace,
         backward_workspace;  // "<part>.<pass>_workspace.<i>"
   };
@@ -111,7 +118,9 @@ class Lowerer {
   std::vector<BufferId> saved_;  // [part_slot(group, part)] saved activations of this micro-batch
   std::vector<BufferId> optimizer_states_;  // allocated lazily by the first step
   std::vector<BufferId> autocast_cache_;    // weight casts held until the forward ends (FSDP2)
-  BufferId cublas_forward_ = kNone;         // the cuBLAS workspace of each thread running GEMMs
+  IdList handed_on_;                 // what a part's op hands to the next part's op (ComputePart)
+  BufferId kept_input_ = kNone;      // a forward input kept as the gradient it becomes
+  BufferId cublas_forward_ = kNone;  // the cuBLAS workspace of each thread running GEMMs
   BufferId cublas_backward_ = kNone;
 
  private:

@@ -39,7 +39,10 @@ namespace shardscope {
 
 enum class ComputePosition {
   before_children,  // runs right after the group's pre-forward (root "embed", custom root)
-  after_children,   // runs after the children's forward (root "head+loss")
+  after_children,   // runs after the children's forward (root "head")
+  after_root,       // runs after the root's post-forward, outside the model: the loss, which
+                    // the training step computes from the model's output (backward: before the
+                    // root's pre-backward hook, which fires on the output's gradient)
 };
 
 /// Sizes of an op's transient tensors: a few per op, kept inline (no allocation per group).
@@ -71,6 +74,20 @@ struct ComputePart {
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
   BufferCategory saved_category = BufferCategory::activations;
+  // Tensors one part's op hands to the next part's op of the same group, which frees them:
+  // the forward's output, consumed by the next part's forward (the logits the loss reads), and
+  // the backward's input gradient, consumed by the part before it (the loss's gradient of the
+  // logits, which the head's GEMMs read). 0: nothing handed on.
+  Bytes forward_output = 0;
+  Bytes backward_output = 0;
+  // The forward input this part receives is kept until its backward and handed back as the
+  // gradient it writes in place (the fused cross-entropy's logits).
+  bool input_becomes_grad = false;
+  // The forward input is handed on with this part's output instead of freed (the training
+  // step holds the logits, `pred`, until the loss is made: the cast does not free them).
+  bool passes_input_on = false;
+  // The parameters whose gradients this part's backward produces; -1: all of the group's.
+  std::int64_t param_numel = -1;
 };
 
 struct GroupCompute {
@@ -121,14 +138,5 @@ Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem);
 /// fused_linear_cross_entropy: the next power of two of ⌈tokens ÷ ⌈vocab ÷ hidden⌉⌉, so a chunk's
 /// logits are about the size of the head's input), at most the micro-batch's tokens.
 std::int64_t loss_chunk_tokens(const TransformerConfig& c, const TrainingSpec& t);
-
-/// What the output head and loss keep and allocate per micro-batch, by recipe (docs/semantics.md,
-/// "Loss recipes"): saved from forward to backward, and the transient tensors of each pass.
-struct LossMemory {
-  Bytes saved = 0;
-  WorkspaceSizes forward_workspace;
-  WorkspaceSizes backward_workspace;
-};
-LossMemory loss_memory(const TransformerConfig& c, const TrainingSpec& t, DType dtype);
 
 }  // namespace shardscope

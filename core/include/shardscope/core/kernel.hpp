@@ -19,11 +19,11 @@
 //   loss       cross-entropy over `tokens` rows of `vocab` logits by a recipe (docs/semantics.md,
 //              "Loss recipes"): per element 5 FLOPs forward, 3 backward (8 when chunked: the
 //              backward recomputes each chunk's forward); HBM bytes per element forward /
-//              backward: upcast_fp32 e + 12 / 16 + e (e = the logits' element size: logits read,
-//              fp32 copy written, log_softmax read and written; nll and log_softmax gradients
-//              read and written, the cast), fused e / 2e (logits read; read and overwritten with
-//              the gradient), chunked e + 12 / 2e + 28 (upcast_fp32's per chunk, its forward
-//              again in backward).
+//              backward: upcast_fp32 8 / 12 (log_softmax of the fp32 copy read and written, nll;
+//              the nll and log_softmax gradients written and read; the `.float()` copy and its
+//              backward are memory kernels of e + 4 each, e the logits' element size), fused
+//              e / 2e (logits read; read and overwritten with the gradient), chunked e + 12 /
+//              2e + 28 (upcast_fp32's and its casts per chunk, the forward again in backward).
 //   optimizer  one multi-tensor step over `elements` sharded parameters of `dtype`: reads
 //              parameter, gradient and states, writes parameter and states; Adam(W) 12 FLOPs per
 //              element, SGD with momentum 4.

@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+"""Oracle B: PyTorch's own accounting of allocated memory, against `shardscope simulate`.
+
+For every row of the grid below, the same scenario keys (a) build, in plain PyTorch on the CPU,
+the model shardscope describes and wrap it with FSDP2 (or FSDP1) exactly as `plan --emit` writes
+it, then train two iterations under PyTorch's memory tracker (FSDPMemTracker for FSDP2,
+MemTracker for FSDP1) — on the fake process group of world N under FakeTensorMode (no memory is
+really allocated, so worlds of 8 to 64 and realistic shapes cost nothing), or with real tensors
+over gloo at world 2 as a cross-check of the fake path; and (b) are simulated by shardscope. The
+per-phase peaks of allocated bytes (forward, backward, optimizer) must agree within the row's
+tolerance (3 % unless the row names a documented cause).
+
+    tests/pytorch/memory_oracle.py --measure --out tests/data/pytorch/fsdp_memory_cpu.csv
+    tests/pytorch/memory_oracle.py --check tests/data/pytorch/fsdp_memory_cpu.csv
+    tests/pytorch/memory_oracle.py --list
+
+--measure needs PyTorch (the venv of `make pytorch-env`); --check needs only the shardscope
+binary and the CSV, so `make test` runs it without PyTorch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from shardscope_torch.shapes import ModelShape  # noqa: E402  (no torch needed)
+
+PHASES = ("forward", "backward", "optimizer")
+TOLERANCE = 0.03
+
+# Shapes large enough that no single small tensor decides a row, small enough for real tensors
+# on two CPU cores at world 2. Every dimension is a multiple of 64.
+LLAMA = ModelShape(hidden=512, layers=4, heads=8, kv_heads=2, ffn_hidden=1408, vocab=8192)
+GPT = ModelShape(hidden=512, layers=4, heads=8, kv_heads=8, ffn_hidden=2048, vocab=8192,
+                 mlp="gelu", norm="layernorm", pos_emb="learned", max_seq=1024, bias=True,
+                 tie_embeddings=True)
+MODELS = {"llama": LLAMA, "gpt": GPT}
+
+
+def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
+    return {"name": name, "model": model, "world": world, "fake": fake,
+            "keys": {k.replace("__", "."): str(v).lower() if isinstance(v, bool) else str(v)
+                     for k, v in keys.items()}}
+
+
+BF16 = dict(fsdp__mixed_precision__param_dtype="bf16", fsdp__mixed_precision__reduce_dtype="fp32")
+AUTOCAST = dict(training__autocast="bf16", fsdp__mixed_precision__reduce_dtype="fp32")
+
+
+def grid() -> list[dict]:
+    rows = []
+    for model, api, ac, loss in itertools.product(
+            ["llama", "gpt"], ["fsdp2", "fsdp1"], ["none", "full", "selective_op", "every_2"],
+            ["upcast_fp32", "fused", "chunked"]):
+        rows.append(row(f"{model} {api} {ac} {loss}", model, fsdp__api=api,
+                        training__activation_checkpointing=ac, training__loss=loss, **BF16))
+    for model, api, ac in itertools.product(["llama", "gpt"], ["fsdp2", "fsdp1"],
+                                            ["none", "full"]):
+        rows.append(row(f"{model} {api} {ac} autocast", model, fsdp__api=api,
+                        training__activation_checkpointing=ac, **AUTOCAST))
+    for model in ("llama", "gpt"):
+        rows.append(row(f"{model} fsdp2 fp32", model))
+        rows.append(row(f"{model} fsdp2 math attention", model, model__attention="math", **BF16))
+        rows.append(row(f"{model} fsdp2 micro-batch 4", model, training__micro_batch=4, **BF16))
+        rows.append(row(f"{model} fsdp2 reshard false", model,
+                        fsdp__reshard_after_forward=False, **BF16))
+    for world in (16, 32, 64):
+        rows.append(row(f"llama fsdp2 world {world}", world=world, **BF16))
+    for model, api in itertools.product(["llama", "gpt"], ["fsdp2", "fsdp1"]):
+        rows.append(row(f"{model} {api} real world 2", model, world=2, fake=False,
+                        fsdp__api=api, **BF16))
+    return rows
+
+
+def scenario_keys(r: dict) -> dict[str, str]:
+    keys = MODELS[r["model"]].scenario_keys()
+    keys.update({
+        "cluster.preset": "h100-sxm-80gb",
+        "cluster.nodes": "1",
+        "cluster.gpus_per_node": str(r["world"]),
+        # GPU-only memory the CPU cannot show: the cuBLAS workspaces (docs/semantics.md)
+        "cluster.gpu.cublas_workspace": "0",
+        "training.seq_len": "512",
+        "training.micro_batch": "2",
+        "training.iterations": "2",
+    })
+    keys.update(r["keys"])
+    return keys
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch
+
+
+def measure_row(r: dict) -> dict:
+    """The row under PyTorch's tracker in this process, whose default process group is the
+    fake one of world r["world"] (fake rows) or gloo (real rows)."""
+    import contextlib
+
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from shardscope_torch.fsdp import FsdpSettings, device_mesh, offload_without_cuda, shard_model
+    from shardscope_torch.memory import (phase_tracker_class, rounded_like_cuda,
+                                         untracked_sharding_propagation)
+    from shardscope_torch.model import Transformer
+    from shardscope_torch.train import TrainingSettings, build_optimizer, train
+
+    keys = scenario_keys(r)
+    shape = MODELS[r["model"]]
+    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
+    training = TrainingSettings.from_keys(keys)
+    device = torch.device("cpu")
+    # init_device_mesh reads ranks from a tensor: outside FakeTensorMode.
+    mesh = device_mesh(fsdp, "cpu") if fsdp.api == "fsdp2" or fsdp.hybrid else None
+    torch.manual_seed(0)
+    fake = FakeTensorMode() if r["fake"] else contextlib.nullcontext()
+    with fake, rounded_like_cuda(), offload_without_cuda():
+        model = Transformer(shape, loss=training.loss,
+                            attention=keys.get("model.attention", "flash"),
+                            loss_in_forward=fsdp.api == "fsdp1" and training.loss == "chunked")
+        model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
+        optimizer = build_optimizer(model, training.optimizer)
+        if fsdp.api == "fsdp2":
+            tracker = phase_tracker_class(FSDPMemTracker)(mod=model, optm=optimizer)
+        else:
+            tracker = phase_tracker_class(MemTracker)()
+            tracker.track_flat_parameters(model)
+        with tracker, untracked_sharding_propagation(tracker):
+            train(model, fsdp, training, shape.vocab, device, tracker.set_phase,
+                  optimizer=optimizer)
+    return {"peaks": tracker.peaks, "breakdown": tracker.breakdown, "peak_at": tracker.peak_at,
+            "transitions": tracker.transitions}
+
+
+def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) -> None:
+    """One process (fake rows: rank 0 of the fake group) or each gloo rank (real rows) runs
+    every row of its world size; rank 0 writes the results."""
+    import torch.distributed as dist
+
+    if rows[0]["fake"]:
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    else:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    results = []
+    for r in rows:
+        started = time.monotonic()
+        try:
+            results.append({"name": r["name"], **measure_row(r),
+                            "seconds": time.monotonic() - started})
+        except Exception as e:  # reported per row; the other rows go on
+            import traceback
+            results.append({"name": r["name"], "error": f"{type(e).__name__}: {e}",
+                            "traceback": traceback.format_exc()})
+        if rank == 0:
+            print(f"  {r['name']}: {time.monotonic() - started:.1f} s", file=sys.stderr,
+                  flush=True)
+    if rank == 0:
+        Path(out).write_text(json.dumps(results))
+    dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(rows: list[dict]) -> dict[str, dict]:
+    import torch.multiprocessing as mp
+
+    results = {}
+    groups = sorted({(r["world"], r["fake"]) for r in rows})
+    for world, fake in groups:
+        batch = [r for r in rows if r["world"] == world and r["fake"] == fake]
+        print(f"pytorch: {len(batch)} rows, world {world}, "
+              f"{'fake process group, FakeTensorMode' if fake else 'gloo, real tensors'}",
+              file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = str(Path(tmp) / "rows.json")
+            mp.spawn(measure_world, args=(world, free_port(), batch, out),
+                     nprocs=1 if fake else world, join=True)
+            for res in json.loads(Path(out).read_text()):
+                results[res["name"]] = res
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# The CSV and the check
+
+SETTING_COLUMNS = ("row", "model", "world", "fake_tensors", "keys")
+MEASURED_COLUMNS = tuple(f"{p}_allocated_bytes" for p in PHASES)
+
+
+def write_csv(path: Path, rows: list[dict], results: dict[str, dict]) -> int:
+    import torch
+
+    failed = 0
+    tmp = path.with_suffix(".partial")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(SETTING_COLUMNS + MEASURED_COLUMNS + ("torch_version",))
+        for r in rows:
+            res = results[r["name"]]
+            if "error" in res:
+                failed += 1
+                print(f"FAIL  {r['name']}: PyTorch raised {res['error']}\n{res['traceback']}")
+                continue
+            keys = ";".join(f"{k}={v}" for k, v in sorted(r["keys"].items()))
+            w.writerow([r["name"], r["model"], r["world"], int(r["fake"]), keys] +
+                       [res["peaks"].get(p, 0) for p in PHASES] + [torch.__version__])
+    os.replace(tmp, path)
+    return failed
+
+
+def read_csv(path: Path) -> list[dict]:
+    out = []
+    with path.open() as f:
+        for line in csv.DictReader(f):
+            keys = dict(kv.split("=", 1) for kv in line["keys"].split(";") if kv)
+            out.append({"name": line["row"], "model": line["model"], "world": int(line["world"]),
+                        "fake": line["fake_tensors"] == "1", "keys": keys,
+                        "measured": {p: int(line[f"{p}_allocated_bytes"]) for p in PHASES}})
+    return out
+
+
+# Differences between shardscope and PyTorch that are understood but not yet modelled, each with
+# the rows it covers, the phase, the bound it is held to (a test fails beyond it) and its cause
+# (docs/validation.md, "Against PyTorch itself").
+KNOWN_DIFFERENCES = [
+    {
+        "name": "block backward all at once",
+        "applies": lambda r: r["keys"].get("training.loss") in ("fused", "chunked"),
+        "phase": "backward",
+        "bound": 0.18,
+        "cause": "when the backward peak falls inside a block's backward (the fused and chunked "
+                 "losses keep the loss below it), shardscope holds the block's saved "
+                 "activations, all its gradients and its backward workspace at once; PyTorch "
+                 "frees each saved tensor as the backward consumes it and makes the gradients "
+                 "one linear at a time (FSDP1: the flat gradient only at the end, by torch.cat)",
+    },
+]
+
+
+def tolerance(r: dict, phase: str) -> tuple[float, str]:
+    for k in KNOWN_DIFFERENCES:
+        if k["phase"] == phase and k["applies"](r):
+            return k["bound"], k["name"]
+    return TOLERANCE, ""
+
+
+def same_measurements(measured: list[dict], expected: list[dict]) -> bool:
+    """PyTorch's accounting is deterministic: the committed CSV must be what it measures now."""
+    want = {r["name"]: r for r in expected}
+    differ = [r["name"] for r in measured
+              if r["name"] not in want or r["measured"] != want[r["name"]]["measured"]]
+    for name in differ:
+        print(f"FAIL  {name}: PyTorch now measures {next(r['measured'] for r in measured if r['name'] == name)}, "
+              f"the committed CSV says {want.get(name, {}).get('measured', 'nothing')}")
+    if differ:
+        print("re-measure with: tests/pytorch/memory_oracle.py --measure --out "
+              "tests/data/pytorch/fsdp_memory_cpu.csv (and review the change)")
+    return not differ
+
+
+def check(rows: list[dict]) -> int:
+    """Simulates every row; prints the table; returns the number of rows off by more than their
+    tolerance in a phase (TOLERANCE, or a known difference's bound)."""
+    from shardscope_torch import shardscope
+
+    failed, within, errors = 0, 0, {p: [] for p in PHASES}
+    print(f"{'row':44} {'phase':9} {'pytorch':>12} {'shardscope':>12} {'error':>8}")
+    for r in rows:
+        summary = shardscope.simulate(scenario_keys(r))
+        predicted = summary["peak_allocated_by_phase_bytes"]
+        bad, strict = False, True
+        for p in PHASES:
+            m, s = r["measured"][p], predicted[p]
+            err = (s - m) / m if m else 0.0
+            errors[p].append(abs(err))
+            bound, known = tolerance(r, p)
+            flag = abs(err) > bound
+            bad |= flag
+            strict &= abs(err) <= TOLERANCE
+            note = "  FAIL" if flag else f"  ({known})" if abs(err) > TOLERANCE else ""
+            print(f"{r['name']:44} {p:9} {m:12,} {s:12,} {100 * err:+7.2f}%{note}")
+        failed += bad
+        within += strict
+    for p in PHASES:
+        e = errors[p]
+        if e:
+            print(f"{p}: mean |error| {100 * sum(e) / len(e):.2f} %, max {100 * max(e):.2f} % "
+                  f"over {len(e)} rows")
+    print(f"{within} of {len(rows)} rows within {100 * TOLERANCE:.0f} % in every phase; "
+          f"{failed} beyond their tolerance")
+    return failed
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--list", action="store_true", help="print the rows and stop")
+    p.add_argument("--row", default="", help="only rows whose name contains this text")
+    p.add_argument("--measure", action="store_true", help="run PyTorch (needs the venv)")
+    p.add_argument("--out", type=Path, help="--measure: write the CSV here")
+    p.add_argument("--expect", type=Path,
+                   help="--measure: fail unless PyTorch measures exactly this CSV's numbers")
+    p.add_argument("--check", type=Path, help="simulate every row of this CSV and compare")
+    args = p.parse_args()
+    rows = [r for r in grid() if args.row in r["name"]]
+    if args.list:
+        for r in rows:
+            print(f"{r['name']:44} world {r['world']:3} {'fake' if r['fake'] else 'real'}  "
+                  f"{r['keys']}")
+        return 0
+    if args.measure:
+        started = time.monotonic()
+        results = measure(rows)
+        out = args.out or Path(tempfile.mkdtemp()) / "fsdp_memory_cpu.csv"
+        failed = write_csv(out, rows, results)
+        print(f"wrote {out}: {len(rows) - failed} rows in {time.monotonic() - started:.0f} s",
+              file=sys.stderr)
+        if failed:
+            return 1
+        measured = [r for r in read_csv(out) if args.row in r["name"]]
+        if args.expect and not same_measurements(measured, read_csv(args.expect)):
+            return 1
+        return 1 if check(measured) else 0
+    if args.check:
+        return 1 if check([r for r in read_csv(args.check) if args.row in r["name"]]) else 0
+    p.error("give --measure, --check CSV or --list")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
