@@ -20,10 +20,9 @@
 //                        (GELU: wq, wv, fc1 → t·p·(3h + kv + f) + t·4·heads);
 //                        every_N → full on blocks with (index + 1) % N == 0, none elsewhere.
 //   recomputed in backward: the rest of A, with the FLOPs of the matmuls not kept.
-// Root: "embed" (token/position lookup) before the blocks and "head+loss" (final norm, output
-// projection, fp32 cross-entropy) after them; the loss keeps log_softmax's fp32 output (4·t·vocab),
-// its forward briefly holds the logits and their fp32 copy, and its backward the fp32 nll and
-// log_softmax gradients and their cast to the compute dtype (t·vocab·(8 + p)).
+// Root: "embed" (token/position lookup) before the blocks, "head" (final norm, output
+// projection) after them, and the loss after the root's post-forward ("logits.float", "loss":
+// docs/semantics.md, "Loss recipes"), each tensor living as long as in real PyTorch.
 
 #include <optional>
 #include <span>
