@@ -807,6 +807,14 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                               to_string(grad_dtype), to_string(s.training.optimizer)),
                   "false, or training.optimizer: sgd");
   }
+  // The chunked loss applies the output head after the root's forward (group_compute.cpp,
+  // ComputePosition::after_root), where a resharded root has only the weight's shard.
+  if (s.fsdp.api == FsdpApi::fsdp2 && s.fsdp.reshard_root_after_forward &&
+      s.training.loss == LossRecipe::chunked) {
+    r.add_problem("fsdp.reshard_root_after_forward",
+                  "reshards the output head the chunked loss applies after forward",
+                  "false, or training.loss: upcast_fp32 or fused");
+  }
   // Each factor is bounded by the key table; their product must also stay within what lowering's
   // integer arithmetic (tokens × hidden × bytes per element) holds.
   constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;

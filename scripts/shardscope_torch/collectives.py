@@ -54,8 +54,10 @@ def group_name(fqn: str | None) -> str:
 
 
 class CollectiveRecorder(TorchDispatchMode):
-    def __init__(self, communicators: dict[str, str] | None = None, matmuls: bool = False):
+    def __init__(self, communicators: dict[str, str] | None = None, matmuls: bool = False,
+                 loss_in_forward: bool = False):
         super().__init__()
+        self.loss_in_forward = loss_in_forward  # the model's forward computes the loss
         self.matmuls = matmuls  # also record each matmul as a "matmul" row (a diagnostic)
         self.pending: list[tuple[str, str]] = []  # compute markers placed at the next matmul
         self.rows: list[dict] = []
@@ -87,9 +89,11 @@ class CollectiveRecorder(TorchDispatchMode):
         self.context.update(phase=phase, iteration=iteration, microbatch=microbatch)
         self.pending.clear()
         if phase == "backward":
-            # The loss's backward runs first (outside the model, before the root's pre-backward
-            # hook); the head's at its first matmul.
-            self.compute("backward", "root")
+            # A loss outside the model runs its backward first, before the root's pre-backward
+            # hook (which fires on the model output's gradient); the head's starts at its first
+            # matmul. A loss inside forward runs after that hook, from its first matmul.
+            if not self.loss_in_forward:
+                self.compute("backward", "root")
             self.pending.append(("backward", "root"))
 
     def compute(self, kind: str, group: str) -> None:

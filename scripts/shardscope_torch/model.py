@@ -184,6 +184,15 @@ class Transformer(nn.Module):
         # chunked loss, which applies the head itself, must run inside forward there.
         self.loss_in_forward = loss_in_forward
 
+    @staticmethod
+    def for_api(shape: ModelShape, api: str, loss: str = "upcast_fp32",
+                attention: str = "flash") -> "Transformer":
+        """The model as a training script on `api` (fsdp2 or fsdp1) writes it: the loss outside
+        forward, except a chunked loss under FSDP1, which shows the head's weight as its shard
+        outside forward (shardscope lowers it inside the root's forward there)."""
+        return Transformer(shape, loss=loss, attention=attention,
+                           loss_in_forward=api == "fsdp1" and loss == "chunked")
+
     def head_weight(self):
         return self.tok_embeddings.weight if self.output is None else self.output.weight
 

@@ -120,18 +120,25 @@ void check_torchtitan(const Scenario& s) {
 }
 
 std::string torchtitan_checkpointing(const TrainingSpec& t) {
+  // torchtitan passes early_stop=False to checkpoint_wrapper unless told otherwise, so each
+  // backward recomputes a whole block; the plan assumes PyTorch's default, which stops once the
+  // last tensor backward needs is rebuilt (docs/semantics.md, "block recompute").
+  const std::string early_stop =
+      "early_stop = true  # stop recomputing at the last tensor backward needs, as the plan does\n";
   switch (t.activation_checkpointing) {
     case ActivationCheckpointing::none:
       return "mode = \"none\"\n";
     case ActivationCheckpointing::full:
-      return "mode = \"full\"\n";
+      return "mode = \"full\"\n" + early_stop;
     case ActivationCheckpointing::selective_op:
       return "mode = \"selective\"\nselective_ac_option = \"op\"  # save attention and every other "
-             "matmul\n";
+             "matmul\n" +
+             early_stop;
     case ActivationCheckpointing::every_n:
       return fmt::format(
-          "mode = \"selective\"\nselective_ac_option = \"{}\"  # every {}-th block\n",
-          t.checkpoint_every, t.checkpoint_every);
+                 "mode = \"selective\"\nselective_ac_option = \"{}\"  # every {}-th block\n",
+                 t.checkpoint_every, t.checkpoint_every) +
+             early_stop;
   }
   return "mode = \"none\"\n";
 }

@@ -74,12 +74,15 @@ std::string preamble(EmitTarget target, const Scenario& s, const EmitContext& c)
       is_fsdp2(target) ? "`model.layers` is the nn.ModuleList of transformer blocks in forward "
                          "order.\n"
                        : "`MyBlock` is the transformer block class.\n",
-      chunked ? "the final hidden states (batch, seq, hidden) and `model.output` is the output head"
-              : "logits (batch, seq, vocab)");
+      !chunked           ? "logits (batch, seq, vocab)"
+      : is_fsdp2(target) ? "the final hidden states (batch, seq, hidden) and `model.output` is the "
+                           "output head"
+                         : "the loss when called with labels=, its forward ending in\n"
+                           "    `return chunked_loss(self.output.weight, hidden, labels)`");
   return out;
 }
 
-std::string imports(EmitTarget target, const Scenario& s) {
+std::string imports(EmitTarget target, const Scenario& s, bool mesh) {
   std::string out;
   if (s.allocator.expandable_segments) {
     out +=
@@ -94,7 +97,7 @@ std::string imports(EmitTarget target, const Scenario& s) {
                "checkpoint_wrapper\n"
              : "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
                "    apply_activation_checkpointing,\n    checkpoint_wrapper,\n)\n";
-  out += "from torch.distributed.device_mesh import init_device_mesh\n";
+  if (mesh) out += "from torch.distributed.device_mesh import init_device_mesh\n";
   if (is_fsdp2(target)) {
     out +=
         "from torch.distributed.fsdp import (\n    CPUOffloadPolicy,\n    MixedPrecisionPolicy,\n"
@@ -120,6 +123,9 @@ std::string constants(EmitTarget target, const Scenario& s) {
   const auto& f = s.fsdp;
   std::string out =
       "# The plan. Each constant is used below; change them together with a re-plan.\n";
+  out +=
+      "DEVICE = \"cuda\"  # torch device type (\"cpu\" runs the plan over gloo, as shardscope's "
+      "tests do)\n";
   out += fmt::format("SEQ_LEN = {}  # tokens per sequence\n", t.seq_len);
   out += fmt::format("MICRO_BATCH = {}  # sequences per GPU per micro-batch\n", t.micro_batch);
   out +=
@@ -166,12 +172,12 @@ std::string mesh_function(const Scenario& s, bool needed) {
     return fmt::format(
         "def build_mesh():\n"
         "    # {} replicas of {}-way sharding: gradients all-reduced across replicas (HSDP).\n"
-        "    return init_device_mesh(\"cuda\", ({}, {}), mesh_dim_names=(\"replicate\", "
+        "    return init_device_mesh(DEVICE, ({}, {}), mesh_dim_names=(\"replicate\", "
         "\"shard\"))\n\n\n",
         f.mesh_replicate, f.mesh_shard, f.mesh_replicate, f.mesh_shard);
   return fmt::format(
       "def build_mesh():\n"
-      "    return init_device_mesh(\"cuda\", ({},), mesh_dim_names=(\"shard\",))\n\n\n",
+      "    return init_device_mesh(DEVICE, ({},), mesh_dim_names=(\"shard\",))\n\n\n",
       f.mesh_shard);
 }
 
@@ -219,7 +225,25 @@ def _checkpoint_wrapper_fn():
 
 )";
 
-std::string loss_function(const Scenario& s) {
+// FSDP1 (use_orig_params) shows a parameter as its shard outside its unit's forward, so the
+// chunked loss, which applies the output head itself, is called from the model's forward.
+constexpr const char* kChunkedLossInForward = R"(def chunked_loss(head_weight, hidden, labels):
+    """training.loss chunked: the output head and the loss per chunk of tokens, never the full
+    logits (Liger's fused linear cross-entropy). Outside its forward FSDP1 shows the head's
+    weight as its shard: the model's forward calls this last when given labels."""
+    loss_fn = LigerFusedLinearCrossEntropyLoss()
+    return loss_fn(head_weight, hidden.flatten(0, 1), labels.flatten(0, 1))
+
+
+def compute_loss(model, batch):
+    # training.loss chunked: the model's forward ends with chunked_loss above.
+    return model(batch["input_ids"], labels=batch["labels"])
+
+
+)";
+
+std::string loss_function(EmitTarget target, const Scenario& s) {
+  if (!is_fsdp2(target) && s.training.loss == LossRecipe::chunked) return kChunkedLossInForward;
   std::string out = "def compute_loss(model, batch):\n";
   switch (s.training.loss) {
     case LossRecipe::upcast_fp32:
@@ -284,7 +308,7 @@ std::string train_step(EmitTarget target, const Scenario& s) {
       "        assert batch[\"input_ids\"].shape == (MICRO_BATCH, SEQ_LEN)\n"
       "        last = i == GRAD_ACCUM - 1\n";
   const std::string autocast =
-      t.autocast ? fmt::format("torch.autocast(\"cuda\", dtype={})", torch_dtype(*t.autocast)) : "";
+      t.autocast ? fmt::format("torch.autocast(DEVICE, dtype={})", torch_dtype(*t.autocast)) : "";
   std::string body;
   if (is_fsdp2(target)) {
     out +=
@@ -309,14 +333,18 @@ std::string train_step(EmitTarget target, const Scenario& s) {
     out += "            loss.backward()\n";
   }
   if (t.synchronize == Synchronize::after_forward)
-    out += "        torch.cuda.synchronize()  # training.synchronize: after_forward\n";
+    out +=
+        "        torch.get_device_module(DEVICE).synchronize()  # training.synchronize: "
+        "after_forward\n";
   out += "    optimizer.step()\n    optimizer.zero_grad(set_to_none=True)\n";
   if (is_fsdp2(target) && f.post_optim_event)
     out +=
         "    # fsdp.post_optim_event: the next forward's all-gathers wait on the optimizer only.\n"
-        "    model.set_post_optim_event(torch.cuda.current_stream().record_event())\n";
+        "    stream = torch.get_device_module(DEVICE).current_stream()\n"
+        "    model.set_post_optim_event(stream.record_event())\n";
   if (t.synchronize == Synchronize::after_step)
-    out += "    torch.cuda.synchronize()  # training.synchronize: after_step\n";
+    out +=
+        "    torch.get_device_module(DEVICE).synchronize()  # training.synchronize: after_step\n";
   return out;
 }
 
@@ -378,6 +406,11 @@ std::string apply_fsdp2(const Scenario& s) {
       "            ahead = heads[max(0, i - BACKWARD_PREFETCH) : i]\n"
       "            head.set_modules_to_backward_prefetch(list(reversed(ahead)))\n"
       "    if SEPARATE_REDUCE_SCATTER_GROUP:\n"
+      "        if not hasattr(model, \"set_separate_reduce_scatter_group\"):\n"
+      "            raise RuntimeError(\n"
+      "                \"SEPARATE_REDUCE_SCATTER_GROUP needs a PyTorch with \"\n"
+      "                \"FSDPModule.set_separate_reduce_scatter_group (pytorch#186335)\"\n"
+      "            )\n"
       "        model.set_separate_reduce_scatter_group(True)\n";
   if (!f.reshard_after_backward) out += "    model.set_reshard_after_backward(False)\n";
   return out + "    return model\n\n\n";
@@ -417,7 +450,7 @@ std::string apply_fsdp1(const Scenario& s) {
   out += fmt::format(
       "        forward_prefetch={},\n        limit_all_gathers={},\n"
       "        use_orig_params=True,\n"
-      "        device_id=torch.cuda.current_device(),\n    )\n",
+      "        device_id=torch.get_device_module(DEVICE).current_device(),\n    )\n",
       py_bool(f.forward_prefetch), py_bool(f.limit_all_gathers));
   out +=
       "    # Checkpoint wrapping after FSDP wrapping: each block runs inside its FSDP unit.\n"
@@ -439,13 +472,13 @@ std::string emit_python(EmitTarget target, const Scenario& s, const EmitContext&
   const bool hybrid = s.fsdp.sharding_strategy == ShardingStrategy::hybrid_shard ||
                       s.fsdp.sharding_strategy == ShardingStrategy::hybrid_shard_zero2;
   std::string out = preamble(target, s, c);
-  out += imports(target, s);
+  out += imports(target, s, fsdp2 || hybrid);
   if (!fsdp2) out.insert(out.find("import functools"), "import contextlib\n");
   out += constants(target, s);
   out += mesh_function(s, fsdp2 || hybrid);
   out += kCheckpointing;
   out += fsdp2 ? apply_fsdp2(s) : apply_fsdp1(s);
-  out += loss_function(s);
+  out += loss_function(target, s);
   out += optimizer_function(s);
   out += train_step(target, s);
   return out;

@@ -319,10 +319,16 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
     space.parts.push_back(std::move(part));
   }
   std::vector<Problem> fix_problems;  // `problems` was handed to throw_if_any above
-  for (const auto& [key, value] : inputs.fixed)
-    restrict_space(space, "--fix", key, {value}, fix_problems);
-  for (const auto& [key, values] : inputs.allowed)
-    restrict_space(space, "--allow", key, values, fix_problems);
+  // The API first: a knob's value is then checked only against the parts left (--emit fsdp2
+  // allows fsdp.api=fsdp2, so its --fix fsdp.mesh.shard=4 says nothing about fsdp1's choices).
+  for (const bool api_key : {true, false}) {
+    for (const auto& [key, value] : inputs.fixed)
+      if ((key == "fsdp.api") == api_key)
+        restrict_space(space, "--fix", key, {value}, fix_problems);
+    for (const auto& [key, values] : inputs.allowed)
+      if ((key == "fsdp.api") == api_key)
+        restrict_space(space, "--allow", key, values, fix_problems);
+  }
   throw_if_any(std::move(fix_problems));
   return space;
 }

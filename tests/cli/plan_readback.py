@@ -176,7 +176,12 @@ def read_fsdp1(tree):
 
 
 def read_torchtitan(text):
-    config = tomllib.loads(text)
+    return torchtitan_keys(tomllib.loads(text))
+
+
+def torchtitan_keys(config):
+    """Scenario keys from a torchtitan job config as nested dicts of sections (the TOML, or the
+    JobConfig torchtitan's ConfigManager made of it)."""
     t, p, ac = config["training"], config["parallelism"], config["activation_checkpoint"]
     world = p["data_parallel_replicate_degree"] * p["data_parallel_shard_degree"]
     out = {"fsdp.api": "fsdp2"}
@@ -196,6 +201,11 @@ def read_torchtitan(text):
     ]
     out["fsdp.reshard_last_after_forward"] = False
     mode = ac["mode"]
+    # torchtitan's early_stop defaults to false (whole blocks recomputed); the plan assumes
+    # PyTorch's early stop.
+    if mode != "none" and not ac.get("early_stop", False):
+        fail("activation_checkpoint.early_stop is not true: torchtitan would recompute whole "
+             "blocks, which the plan does not")
     if mode == "selective":
         option = ac["selective_ac_option"]
         mode = "selective_op" if option == "op" else f"every_{int(option)}"

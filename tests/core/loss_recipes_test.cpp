@@ -198,5 +198,21 @@ TEST(LossRecipes, ChunkTokensNeedAChunkedLoss) {
   }
 }
 
+// The chunked loss applies the output head after the root's forward: an FSDP2 root resharded
+// after forward has only the weight's shard there (PyTorch fails on the DTensor).
+TEST(LossRecipes, ChunkedLossNeedsTheRootUnshardedAfterForward) {
+  const std::string fsdp2 =
+      "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
+      "training: {seq_len: 64, loss: chunked}\nfsdp: {api: fsdp2, reshard_root_after_forward: ";
+  EXPECT_NO_THROW(scenario_from_text(fsdp2 + "false}\n", {}));
+  try {
+    scenario_from_text(fsdp2 + "true}\n", {});
+    FAIL() << "a resharded root with the chunked loss was accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("fsdp.reshard_root_after_forward"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("training.loss: upcast_fp32 or fused"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -244,6 +244,30 @@ TEST(Fsdp1ForwardPrefetch, DefersEachPostBackwardPastThePreviousHandlesBackward)
   EXPECT_TRUE(check_schedule(accumulate).empty());
 }
 
+// FSDP1 shows the head's weight as its shard outside forward, so the chunked loss runs inside the
+// root's forward: the root's pre-backward hook fires on the loss, and with BACKWARD_PRE its
+// prefetch of the last block comes before the loss's backward. Real PyTorch 2.11 issues exactly
+// this (tests/pytorch/collective_oracle.py, the "fsdp1 chunked loss" cases).
+TEST(Fsdp1ChunkedLoss, RunsInsideTheRootsForward) {
+  const auto first_backward_ops = [](const std::string& loss) {
+    const auto s = lower_text(fsdp1(3, "FULL_SHARD"), {"training.loss=" + loss});
+    std::string out;
+    for (const auto& op : s.ops) {
+      if (op.phase != Phase::backward || op.iteration != 0 || op.group == kNone) continue;
+      if (op.kind != OpKind::all_gather && op.kind != OpKind::backward) continue;
+      out += fmt::format("{}{} ", op.kind == OpKind::all_gather ? "U" : "B",
+                         short_name(s.groups[static_cast<std::size_t>(op.group)].name));
+      if (out.size() > 12) break;
+    }
+    EXPECT_TRUE(check_schedule(s).empty());
+    return out;
+  };
+  // The loss outside the model, the root's pre-backward (prefetch), the head inside it.
+  EXPECT_EQ(first_backward_ops("upcast_fp32"), "Broot U2 Broot ");
+  // The pre-backward first; the chunked loss applies the head itself.
+  EXPECT_EQ(first_backward_ops("chunked"), "U2 Broot Broot ");
+}
+
 // keep_low_precision_grads keeps the sharded gradients in the reduce dtype (bf16 here) instead of
 // upcasting them to the fp32 parameters: half the gradient bytes.
 TEST(Fsdp1MixedPrecision, KeepLowPrecisionGradsKeepsTheReduceDtype) {

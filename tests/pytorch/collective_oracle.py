@@ -23,7 +23,6 @@ import argparse
 import itertools
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -79,6 +78,10 @@ def fsdp2_cases() -> list[dict]:
         case("fsdp2 gpt selective_op checkpointing", 2, "gpt",
              training__activation_checkpointing="selective_op"),
         case("fsdp2 two blocks per group", 2, fsdp__wrap__blocks_per_group=2),
+        case("fsdp2 fused loss", 2, training__loss="fused"),
+        case("fsdp2 chunked loss", 2, training__loss="chunked"),
+        case("fsdp2 chunked loss keep nothing", 2, training__loss="chunked",
+             fsdp__reshard_last_after_forward=True, fsdp__backward_prefetch_modules=1),
     ]
     return c
 
@@ -123,6 +126,12 @@ def fsdp1_cases() -> list[dict]:
              training__grad_accum=2, fsdp__requires_gradient_sync="last_microbatch"),
         case("fsdp1 gpt fwd-prefetch BACKWARD_POST", 2, "gpt", fsdp__api="fsdp1",
              fsdp__forward_prefetch=True, fsdp__backward_prefetch="BACKWARD_POST"),
+        # The chunked loss runs inside the root's forward under FSDP1 (fsdp1_lowerer.cpp).
+        case("fsdp1 chunked loss", 2, fsdp__api="fsdp1", training__loss="chunked"),
+        case("fsdp1 chunked loss BACKWARD_POST", 2, fsdp__api="fsdp1", training__loss="chunked",
+             fsdp__backward_prefetch="BACKWARD_POST"),
+        case("fsdp1 chunked loss fwd-prefetch", 2, fsdp__api="fsdp1", training__loss="chunked",
+             fsdp__forward_prefetch=True),
     ]
     return c
 
@@ -164,9 +173,10 @@ def run_rank(rank: int, world: int, port: int, cases: list[dict], out: str,
     from shardscope_torch.model import Transformer
     from shardscope_torch.train import TrainingSettings, train
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    from shardscope_torch.ranks import finish_rank, init_gloo
+
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    init_gloo(rank, world, port)
     device = torch.device("cpu")
     results = []
     for c in cases:
@@ -177,14 +187,15 @@ def run_rank(rank: int, world: int, port: int, cases: list[dict], out: str,
             shape = MODELS[c["model"]]
             fsdp = FsdpSettings.from_keys(keys, world, int(keys["cluster.gpus_per_node"]))
             training = TrainingSettings.from_keys(keys)
-            model = Transformer(shape)
+            model = Transformer.for_api(shape, fsdp.api, training.loss)
             with offload_without_cuda():
                 model = shard_model(model, fsdp, training.activation_checkpointing, device)
             if fsdp.api == "fsdp2":
                 comms = fsdp2_communicators(model)
             else:
                 comms = fsdp1_communicators(model, fsdp.sharding_strategy)
-            recorder = CollectiveRecorder(comms, matmuls)
+            recorder = CollectiveRecorder(comms, matmuls,
+                                          getattr(model, "module", model).loss_in_forward)
             names = {id(m): n for n, m in model.named_modules()}
             hooks = mark_compute(model, recorder, fsdp.blocks_per_group)
             with tag_fsdp_calls(recorder, names), recorder, offload_without_cuda():
@@ -201,18 +212,12 @@ def run_rank(rank: int, world: int, port: int, cases: list[dict], out: str,
         dist.barrier()
     if rank == 0:
         Path(out).write_text(json.dumps(results))
-    dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    finish_rank()
 
 
 def run_pytorch(cases: list[dict], matmuls: bool = False) -> dict[str, dict]:
     """Every case under real PyTorch, grouped by world size; results by case name."""
-    import torch.multiprocessing as mp
+    from shardscope_torch.ranks import spawn
 
     results = {}
     for world in sorted({c["world"] for c in cases}):
@@ -221,7 +226,7 @@ def run_pytorch(cases: list[dict], matmuls: bool = False) -> dict[str, dict]:
             out = str(Path(tmp) / "rows.json")
             print(f"pytorch: {len(batch)} cases on {world} gloo processes", file=sys.stderr,
                   flush=True)
-            mp.spawn(run_rank, args=(world, free_port(), batch, out, matmuls), nprocs=world, join=True)
+            spawn(run_rank, world, batch, out, matmuls)
             for r in json.loads(Path(out).read_text()):
                 results[r["name"]] = r
     return results

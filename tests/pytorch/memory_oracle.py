@@ -25,7 +25,6 @@ import csv
 import itertools
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -129,9 +128,8 @@ def measure_row(r: dict) -> dict:
     torch.manual_seed(0)
     fake = FakeTensorMode() if r["fake"] else contextlib.nullcontext()
     with fake, rounded_like_cuda(), offload_without_cuda():
-        model = Transformer(shape, loss=training.loss,
-                            attention=keys.get("model.attention", "flash"),
-                            loss_in_forward=fsdp.api == "fsdp1" and training.loss == "chunked")
+        model = Transformer.for_api(shape, fsdp.api, training.loss,
+                                    keys.get("model.attention", "flash"))
         model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
         optimizer = build_optimizer(model, training.optimizer)
         if fsdp.api == "fsdp2":
@@ -151,13 +149,14 @@ def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) 
     every row of its world size; rank 0 writes the results."""
     import torch.distributed as dist
 
+    from shardscope_torch.ranks import finish_rank, init_gloo
+
     if rows[0]["fake"]:
         from torch.testing._internal.distributed.fake_pg import FakeStore
 
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     else:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+        init_gloo(rank, world, port)
     import torch
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
@@ -176,17 +175,11 @@ def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) 
                   flush=True)
     if rank == 0:
         Path(out).write_text(json.dumps(results))
-    dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    finish_rank()
 
 
 def measure(rows: list[dict]) -> dict[str, dict]:
-    import torch.multiprocessing as mp
+    from shardscope_torch.ranks import spawn
 
     results = {}
     groups = sorted({(r["world"], r["fake"]) for r in rows})
@@ -197,8 +190,7 @@ def measure(rows: list[dict]) -> dict[str, dict]:
               file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             out = str(Path(tmp) / "rows.json")
-            mp.spawn(measure_world, args=(world, free_port(), batch, out),
-                     nprocs=1 if fake else world, join=True)
+            spawn(measure_world, world, batch, out, processes=1 if fake else world)
             for res in json.loads(Path(out).read_text()):
                 results[res["name"]] = res
     return results

@@ -183,6 +183,11 @@ class Fsdp1Lowerer final : public Lowerer {
     return it == order.begin() || it == order.end() ? g : *(it - 1);
   }
 
+  // FSDP1 (use_orig_params) shows a parameter as its sharded view outside its unit's forward, so
+  // a chunked loss, which applies the output head itself, runs inside the root's forward (as
+  // Liger's patched Hugging Face models do): its backward comes after the root's pre-backward.
+  bool loss_inside_root_forward() const override { return s_.training.loss == LossRecipe::chunked; }
+
   void post_forward(int g) override {
     if (!has_params(g)) return;
     st_[static_cast<std::size_t>(g)].ran_pre_backward = false;  // _register_pre_backward_hooks

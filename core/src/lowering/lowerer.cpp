@@ -183,11 +183,13 @@ void Lowerer::forward_pass() {
     if (has_params(c)) post_forward(c);
   }
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
-    if (root_parts[p].position == ComputePosition::after_children) forward_part(root_, p);
+    if (in_root_forward_tail(root_parts[p])) forward_part(root_, p);
   }
   post_forward(root_);
   for (std::size_t p = 0; p < root_parts.size(); ++p) {
-    if (root_parts[p].position == ComputePosition::after_root) forward_part(root_, p);
+    if (!in_root_forward_tail(root_parts[p]) &&
+        root_parts[p].position == ComputePosition::after_root)
+      forward_part(root_, p);
   }
   clear_autocast_cache();  // the autocast region holds the model and the loss
 }
@@ -211,11 +213,13 @@ void Lowerer::backward_pass() {
   };
   const auto root_parts = compute_.parts_of(static_cast<std::size_t>(root_));
   for (std::size_t p = root_parts.size(); p-- > 0;) {
-    if (root_parts[p].position == ComputePosition::after_root) backward_part(root_, p);
+    if (!in_root_forward_tail(root_parts[p]) &&
+        root_parts[p].position == ComputePosition::after_root)
+      backward_part(root_, p);
   }
   pre_backward(root_);
   for (std::size_t p = root_parts.size(); p-- > 0;) {
-    if (root_parts[p].position == ComputePosition::after_children) backward_part(root_, p);
+    if (in_root_forward_tail(root_parts[p])) backward_part(root_, p);
   }
   for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
     const int c = *it;

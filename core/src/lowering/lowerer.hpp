@@ -41,6 +41,10 @@ class Lowerer {
   /// The group after whose backward compute `g`'s post-backward hook runs: `g` itself unless the
   /// API says autograd reaches the hook later (FSDP1 with forward prefetch, see its lowerer).
   virtual int post_backward_after(int g) const { return g; }
+  /// Whether the root's after_root parts (the loss) run inside the root's forward instead, before
+  /// its post-forward hook, and so their backward after its pre-backward hook (FSDP1's chunked
+  /// loss, see its lowerer).
+  virtual bool loss_inside_root_forward() const { return false; }
   /// Whether gradients are reduced on the current micro-batch.
   bool sync_gradients() const;
   bool last_microbatch() const { return b_.microbatch() + 1 == s_.training.grad_accum; }
@@ -58,6 +62,12 @@ class Lowerer {
 
   /// Forward compute of one part; allocates its saved activations.
   void forward_part(int g, std::size_t part);
+  /// Whether a root part runs after the children inside the root's forward: an after_children
+  /// part, or an after_root one when the API runs the loss inside the model.
+  bool in_root_forward_tail(const ComputePart& part) const {
+    return part.position == ComputePosition::after_children ||
+           (part.position == ComputePosition::after_root && loss_inside_root_forward());
+  }
   /// Recompute (if checkpointed) and backward of one part; frees its activations.
   void backward_part(int g, std::size_t part);
   /// A zero-work op: `stream` waits for `event` (PyTorch's wait_event / wait_stream); it may carry
