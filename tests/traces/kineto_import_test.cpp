@@ -56,7 +56,10 @@ TEST(KinetoImport, MapsEveryKindOfWork) {
   EXPECT_EQ(report.iterations, 2);
   EXPECT_EQ(report.fsdp_ranges.size(), 5U);
   EXPECT_EQ(report.fsdp_ranges.at("FSDP::pre_forward"), 1);
-  ASSERT_EQ(t.groups, std::vector<std::string>{"layers.0"});
+  // The input copy in FSDP2's root_pre_forward is the root's: the root's ranges name no module.
+  ASSERT_EQ(t.groups, (std::vector<std::string>{"root", "layers.0"}));
+  EXPECT_TRUE(report.unmapped_fsdp_ranges.empty());
+  EXPECT_FALSE(report.cpu_device);
 }
 
 TEST(KinetoImport, CollectivesCarryBytesCommunicatorsAndGroups) {

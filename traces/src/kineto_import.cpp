@@ -12,15 +12,33 @@
 #include <optional>
 #include <unordered_map>
 
+#include "fsdp_ranges.hpp"
+#include "host_device_work.hpp"
+#include "kineto_events.hpp"
 #include "kineto_reader.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/core/units.hpp"
 
 namespace shardscope::traces {
+namespace detail {
+
+Bytes dtype_bytes(std::string_view dtype) {
+  std::string d(dtype.starts_with("c10::") ? dtype.substr(5) : dtype);
+  for (char& c : d) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (d == "double" || d == "long" || d == "int64") return 8;
+  if (d == "float" || d == "int" || d == "int32" || d == "float32") return 4;
+  if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
+  if (d == "byte" || d == "char" || d == "bool" || d.find("float8") != std::string::npos) return 1;
+  return 0;
+}
+
+}  // namespace detail
+
 namespace {
 
 using nlohmann::json;
+using namespace detail;  // NOLINT(google-build-using-namespace): the importer's own records
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -61,19 +79,6 @@ std::optional<std::int64_t> integer_arg(const json& args, const char* key) {
   return std::nullopt;
 }
 
-/// Bytes per element of the dtype names Kineto's NCCL args use ("BFloat16", "Float", ...).
-Bytes dtype_bytes(std::string_view dtype) {
-  const std::string d = lower(dtype);
-  if (d == "double" || d == "long" || d == "int64") return 8;
-  if (d == "float" || d == "int" || d == "int32" || d == "float32") return 4;
-  if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
-  if (d == "byte" || d == "char" || d == "bool" || d.find("float8") != std::string::npos) return 1;
-  return 0;
-}
-
-// What a GPU event is, from its category and name.
-enum class GpuClass { kernel, nccl, memcpy_h2d, memcpy_d2h, memcpy_other, memset };
-
 std::optional<GpuClass> gpu_class(const std::string& cat, const std::string& name) {
   const std::string n = lower(name);
   if (cat == "kernel") {
@@ -112,18 +117,22 @@ bool kept_cpu_range(std::string_view name) {
          name.starts_with("autograd::engine::evaluate_function");
 }
 
-struct CpuRange {
-  TimeNs start = 0, end = 0;
-  int thread = 0;
-  std::int32_t name = 0;  // into Importer::names_
-};
+/// The elements of a shape in Kineto's "Input Dims" ([2, 3]); a tensor list ([[2], [3]]) counts
+/// its first tensor; 0 for no tensor.
+std::int64_t first_numel(const json& dims) {
+  if (!dims.is_array() || dims.empty()) return 0;
+  if (dims[0].is_array()) return first_numel(dims[0]);
+  std::int64_t n = 1;
+  for (const json& d : dims) n *= d.is_number() ? d.get<std::int64_t>() : 0;
+  return n;
+}
 
-struct Launch {
-  int thread = 0;
-  TimeNs time = 0;
-};
-
-std::optional<std::string> module_of(const std::string& range);
+/// The elements of the op's `i`-th input, from record_shapes' "Input Dims".
+std::int64_t input_numel(const json& args, std::size_t i) {
+  const auto it = args.find("Input Dims");
+  if (it == args.end() || !it->is_array() || it->size() <= i) return 0;
+  return first_numel((*it)[i]);
+}
 
 // What the CPU ranges around a kernel's launch say about it.
 struct LaunchContext {
@@ -133,18 +142,6 @@ struct LaunchContext {
   std::optional<OpKind> copy_kind;
   std::optional<std::string> module;            // the innermost enclosing range naming one
   std::optional<std::string> last_hook_module;  // the last pre-forward/backward hook this step
-};
-
-struct GpuWork {
-  TimeNs start = 0, end = 0;
-  GpuClass cls = GpuClass::kernel;
-  std::string stream;  // "<device>/<stream>"
-  std::optional<std::int64_t> correlation;
-  std::int32_t name = 0;
-  Bytes bytes = 0;
-  std::optional<OpKind> collective;
-  std::string comm_name;
-  int comm_size = 0;
 };
 
 /// Everything read from the events, then turned into a Timeline.
@@ -172,6 +169,7 @@ class Importer {
       gpu_event(*cls, start, end, e, args, name);
       return;
     }
+    if (!gpu_seen_) host_event(cat, name, start, end, e, args);
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") {
       const int thread = thread_of(e);
       if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread, start};
@@ -193,10 +191,35 @@ class Importer {
  private:
   HostOverheads host_overheads() const;
 
-  static std::string fsdp_range_kind(const std::string& name) {
-    // "FSDP::pre_forward (layers.0)" → "FSDP::pre_forward"; "... for layers.3" likewise.
-    std::string kind = name.substr(0, name.find(" ("));
-    return kind.substr(0, kind.find(" for "));
+  // Until a GPU event shows the trace is not CPU-only: what its CPU ops, gloo's collectives and
+  // the c10d ops that issued them would make of the CPU as the device (host_device_work.hpp).
+  void host_event(const std::string& cat, const std::string& name, TimeNs start, TimeNs end,
+                  const json& e, const json& args) {
+    if (cat == "cpu_op") {
+      if (name.starts_with("c10d::")) {
+        issues_.push_back(
+            {start, thread_of(e), name.substr(6), input_numel(args, 0), input_numel(args, 1)});
+      }
+      cpu_ops_.push_back({start, end, thread_of(e), intern(name)});
+    } else if (cat == "user_annotation" && name.starts_with("gloo:")) {
+      const auto types = args.find("Input type");
+      const std::string type =
+          types != args.end() && types->is_array() && !types->empty() && (*types)[0].is_string()
+              ? (*types)[0].get<std::string>()
+              : "";
+      host_collectives_.push_back({start, end, thread_of(e), intern(name), name.substr(5),
+                                   input_numel(args, 0), dtype_bytes(type)});
+    }
+  }
+
+  // A GPU event: the trace has a device; what was kept of the CPU as one goes.
+  void saw_gpu() {
+    if (gpu_seen_) return;
+    gpu_seen_ = true;
+    cpu_ops_ = {};
+    issues_ = {};
+    host_collectives_ = {};
+    host_memory_ = {};
   }
 
   /// The event's CPU thread ("pid/tid"), numbered in order of first use.
@@ -214,7 +237,8 @@ class Importer {
 
   void memory_event(double ts, const json& args) {
     const auto device = integer_arg(args, "Device Id");
-    if (device && *device < 0) return;  // host memory
+    const bool host = device && *device < 0;
+    if (host && gpu_seen_) return;  // host memory beside a device's
     const auto allocated = integer_arg(args, "Total Allocated");
     const auto reserved = integer_arg(args, "Total Reserved");
     if (!allocated && !reserved) return;
@@ -222,11 +246,12 @@ class Importer {
     m.time = to_ns(ts);
     m.allocated = allocated.value_or(0);
     m.reserved = reserved.value_or(0);
-    memory_.push_back(std::move(m));
+    (host ? host_memory_ : memory_).push_back(std::move(m));
   }
 
   void gpu_event(GpuClass cls, TimeNs start, TimeNs end, const json& e, const json& args,
                  const std::string& name) {
+    saw_gpu();
     GpuWork w;
     w.start = start;
     w.end = end;
@@ -282,9 +307,8 @@ class Importer {
           const CpuRange* r = rs[next];
           while (!open.empty() && open.back()->end < r->start) open.pop_back();
           open.push_back(r);
-          const std::string& name = name_of(r->name);
-          if (name.starts_with("FSDP::pre_forward") || name.starts_with("FSDP::pre_backward")) {
-            if (auto m = module_of(name)) last_hook = std::pair{r->start, *m};
+          if (starts_group_work(name_of(r->name))) {
+            if (auto m = range_module(*r, names_)) last_hook = std::pair{r->start, *m};
           }
         }
         while (!open.empty() && open.back()->end < time) open.pop_back();
@@ -298,7 +322,7 @@ class Importer {
           if (name == "fsdp::all_gather_copy_in") c.copy_kind = OpKind::copy_in;
           if (name == "fsdp::split_with_sizes_copy") c.copy_kind = OpKind::copy_out;
           if (name == "fsdp::chunk_cat") c.copy_kind = OpKind::reduce_copy_in;
-          if (auto m = module_of(name)) c.module = m;  // the innermost naming range wins
+          if (auto m = range_module(*r, names_)) c.module = m;  // the innermost naming range wins
           if (name.starts_with("FSDP::pre_backward") || name.starts_with("FSDP::post_backward") ||
               name.starts_with("FullyShardedDataParallel._pre_backward") ||
               name.starts_with("FullyShardedDataParallel._post_backward")) {
@@ -325,17 +349,27 @@ class Importer {
   std::vector<CpuRange> ranges_;
   std::vector<GpuWork> gpu_;
   std::vector<MemorySample> memory_;
+  // A CPU-only trace's device work, kept until a GPU event is seen (host_event).
+  bool gpu_seen_ = false;
+  std::vector<CpuRange> cpu_ops_;
+  std::vector<CollectiveIssue> issues_;
+  std::vector<HostCollective> host_collectives_;
+  std::vector<MemorySample> host_memory_;
 };
 
-/// "FSDP::pre_forward (layers.0)" → "layers.0", "FSDP::forward_prefetch for layers.3" →
-/// "layers.3", "FSDP::pre_forward ()" → "root"; nothing for a range that names no module.
-std::optional<std::string> module_of(const std::string& range) {
-  if (!range.starts_with("FSDP::")) return std::nullopt;
-  if (const auto f = range.find(" for "); f != std::string::npos) return range.substr(f + 5);
-  const auto open = range.find(" (");
-  if (open == std::string::npos || range.back() != ')') return std::nullopt;
-  const std::string fqn = range.substr(open + 2, range.size() - open - 3);
-  return fqn.empty() ? std::string("root") : fqn;
+/// The size of every process group distributedInfo lists, when they all have one (0 otherwise).
+int uniform_group_size(const json& top) {
+  const auto info = top.find("distributedInfo");
+  if (info == top.end() || !info->is_object()) return 0;
+  const auto groups = info->find("pg_config");
+  if (groups == info->end() || !groups->is_array() || groups->empty()) return 0;
+  std::optional<std::int64_t> size;
+  for (const json& g : *groups) {
+    const auto n = g.is_object() ? integer_arg(g, "pg_size") : std::nullopt;
+    if (!n || (size && *size != *n)) return 0;
+    size = n;
+  }
+  return static_cast<int>(*size);
 }
 
 ImportedTrace Importer::finish(const json& top) {
@@ -381,6 +415,24 @@ ImportedTrace Importer::finish(const json& top) {
                                         [](TimeNs x, const CpuRange* r) { return x < r->start; });
     return std::max(0, static_cast<int>(after - steps.begin()) - 1);
   };
+
+  // A CPU-only trace: the CPU is the device (host_device_work.hpp).
+  if (gpu_.empty() && !cpu_ops_.empty()) {
+    report.cpu_device = true;
+    std::vector<std::string> thread_names(threads_.size());
+    for (const auto& [key, index] : threads_) thread_names[static_cast<std::size_t>(index)] = key;
+    HostDeviceWork host = host_device_work(cpu_ops_, host_collectives_, issues_, names_,
+                                           thread_names, uniform_group_size(top));
+    gpu_ = std::move(host.work);
+    launches_ = std::move(host.launches);
+    report.unpaired_host_collectives = host.unpaired_collectives;
+    report.unpaired_collective_issues = host.unpaired_issues;
+    if (memory_.empty()) memory_ = std::move(host_memory_);
+    if (t.provenance.device.empty()) t.provenance.device = "CPU";
+  }
+  report.fsdp1_units =
+      name_fsdp1_units(ranges_, names_, [this](const std::string& n) { return intern(n); });
+  report.unmapped_fsdp_ranges = unmapped_fsdp_ranges(ranges_, names_);
 
   const auto contexts = launch_contexts(steps, iteration_at);
 
@@ -617,7 +669,7 @@ ImportedTrace import_kineto_text(std::string_view text, const std::string& origi
 std::string import_report_text(const ImportReport& r) {
   std::string out = fmt::format("imported {}\n", r.file);
   const auto row = [&](std::string_view label, const std::string& value) {
-    out += fmt::format("  {:<32}{}\n", label, value);
+    out += fmt::format("  {:<31} {}\n", label, value);
   };
   if (!r.kineto_schema.empty()) row("Kineto schema", r.kineto_schema);
   row("trace events", fmt::format("{} events", r.events));
@@ -632,14 +684,34 @@ std::string import_report_text(const ImportReport& r) {
                                       format_duration(r.fsdp_hook_median)));
   std::int64_t gpu = 0;
   for (const auto& [kind, n] : r.ops_by_kind) gpu += n;
-  row("GPU ops",
-      fmt::format("{} ops ({} with no CPU launch found)", gpu, r.gpu_ops_without_launch));
+  if (r.cpu_device) {
+    row("device", "the CPU (no GPU work: CPU ops compute, gloo collectives communicate)");
+    row("device ops", fmt::format("{} CPU ops and gloo collectives", gpu));
+    row("  gloo collectives unpaired",
+        fmt::format("{} with no issuing c10d op, {} c10d ops with no gloo collective",
+                    r.unpaired_host_collectives, r.unpaired_collective_issues));
+  } else {
+    row("GPU ops",
+        fmt::format("{} ops ({} with no CPU launch found)", gpu, r.gpu_ops_without_launch));
+  }
   for (const auto& [kind, n] : r.ops_by_kind)
     row(fmt::format("  {}", kind), fmt::format("{} ops", n));
   row("FSDP ranges", r.fsdp_ranges.empty() ? std::string("none (not an FSDP run, or unnamed)")
                                            : fmt::format("{} kinds", r.fsdp_ranges.size()));
   for (const auto& [kind, n] : r.fsdp_ranges)
     row(fmt::format("  {}", kind), fmt::format("{} ranges", n));
+  if (!r.fsdp_ranges.empty()) {
+    std::int64_t unmapped = 0;
+    for (const auto& [kind, n] : r.unmapped_fsdp_ranges) unmapped += n;
+    row("unmapped FSDP ranges", fmt::format("{} ranges attributed to no group", unmapped));
+    for (const auto& [kind, n] : r.unmapped_fsdp_ranges)
+      row(fmt::format("  {}", kind), fmt::format("{} ranges", n));
+  }
+  if (r.fsdp1_units > 0) {
+    row("FSDP1 units", fmt::format("{} named by order (root, layers.0, ...): FSDP1's ranges name "
+                                   "no module",
+                                   r.fsdp1_units));
+  }
   row("events by category", "");
   for (const auto& [cat, n] : r.by_category)
     row(fmt::format("  {}", cat), fmt::format("{} events", n));

@@ -17,8 +17,11 @@
 //       and kernels of no phase                                → other
 //   FSDP2 "FSDP::pre_forward (layers.0)"-style ranges name the groups; work launched after a
 //       group's pre-forward (pre-backward) hook on the same thread belongs to that group
+//   FSDP1's ranges name no module: its units are named by the order their hooks run
 //   ProfilerStep#N                                              → iterations
 //   [memory] instant events                                     → memory samples
+//   a CPU-only trace (gloo): outermost CPU ops → compute, gloo collectives paired with the c10d
+//       ops that issued them → collectives, the CPU's [memory] events → memory samples
 // Nothing is dropped silently: every event is counted in the report, recognised or not.
 
 #include <filesystem>
@@ -46,6 +49,15 @@ struct ImportReport {
   TimeNs fsdp_hook_median = 0;  // less the launches each made
   int iterations = 0;
   std::string kineto_schema;  // schemaVersion, when the trace has one
+  // FSDP ranges attributed to no group, by kind (FSDP2 names its modules, FSDP1 units are named
+  // by order), and the FSDP1 units named (0: no FSDP1 ranges).
+  std::map<std::string, std::int64_t> unmapped_fsdp_ranges;
+  int fsdp1_units = 0;
+  // A CPU-only trace (a gloo run): its CPU ops are the device's work, gloo's collectives its
+  // communication, each paired with the c10d op that issued it.
+  bool cpu_device = false;
+  std::int64_t unpaired_host_collectives = 0;   // gloo collectives no c10d op issued
+  std::int64_t unpaired_collective_issues = 0;  // c10d collective ops gloo ran nothing for
 };
 
 struct ImportedTrace {
