@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "shardscope/core/compare.hpp"
 #include "shardscope/core/output_file.hpp"
+#include "shardscope/core/time_breakdown.hpp"
 #include "shardscope/traces/kineto_import.hpp"
 #include "shardscope/traces/rank_alignment.hpp"
 
@@ -53,6 +54,18 @@ int run_summarize(const SummarizeArgs& args) {
   const auto summary = analysis::summarize(traces::read_timeline_or_trace(args.timeline));
   fmt::print("{}", analysis::summary_table(summary));
   if (!args.json_path.empty()) write_output(args.json_path, analysis::summary_to_json(summary));
+  return kExitOk;
+}
+
+int run_breakdown(const BreakdownArgs& args) {
+  const std::vector<std::filesystem::path> inputs(args.runs.begin(), args.runs.end());
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
+  check_output_paths(outputs, inputs);
+  std::vector<analysis::TimeBreakdown> runs;
+  for (const auto& path : args.runs)
+    runs.push_back(analysis::time_breakdown(traces::read_timeline_or_trace(path)));
+  fmt::print("{}", analysis::time_breakdown_table(runs));
+  if (!args.json_path.empty()) write_output(args.json_path, analysis::time_breakdown_json(runs));
   return kExitOk;
 }
 

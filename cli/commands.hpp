@@ -137,6 +137,11 @@ struct ProfileDeviceArgs {
 /// `profile-device` (cmd_profile_device.cpp; an error in a build without CUDA).
 int run_profile_device(const ProfileDeviceArgs& args);
 
+struct BreakdownArgs {
+  std::vector<std::string> runs;
+  std::string json_path;
+};
+
 struct SummarizeArgs {
   std::string timeline;
   std::string json_path;
@@ -191,6 +196,8 @@ int run_lower(const LowerArgs& args);
 int run_validate(const ScenarioArgs& args);
 int run_run(const RunArgs& args);
 int run_summarize(const SummarizeArgs& args);
+/// HTA's temporal breakdown, overlap and time by type of timelines or traces.
+int run_breakdown(const BreakdownArgs& args);
 int run_compare(const CompareArgs& args);
 
 struct ImportArgs {

@@ -14,9 +14,9 @@ namespace {
 
 using namespace shardscope::cli;
 
-constexpr std::array<std::string_view, 13> kCommands{
-    "presets", "keys",      "validate", "lower",  "simulate",  "sweep",         "plan",
-    "run",     "summarize", "compare",  "import", "calibrate", "profile-device"};
+constexpr std::array<std::string_view, 14> kCommands{
+    "presets", "keys",      "validate",  "lower",   "simulate", "sweep",     "plan",
+    "run",     "summarize", "breakdown", "compare", "import",   "calibrate", "profile-device"};
 
 void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("scenario", args.path, "scenario file (.yaml, .yml or .json)")->required();
@@ -75,10 +75,7 @@ int main(int argc, char** argv) {
       const auto guess = shardscope::closest_match(cmd, names);
       fmt::print(stderr, "error: unknown command '{}'{}\n", cmd,
                  guess.empty() ? "" : fmt::format("; did you mean '{}'?", guess));
-      fmt::print(stderr,
-                 "commands: presets, keys, validate, lower, simulate, sweep, plan, run, summarize, "
-                 "compare, import, calibrate, profile-device; see "
-                 "shardscope --help\n");
+      fmt::print(stderr, "commands: {}; see shardscope --help\n", fmt::join(kCommands, ", "));
       return kExitBadInput;
     }
   }
@@ -237,6 +234,16 @@ int main(int argc, char** argv) {
   summarize->add_option("timeline", summarize_args.timeline, "a timeline (.json)")->required();
   summarize->add_option("--json", summarize_args.json_path, "write the summary")->type_name("FILE");
 
+  BreakdownArgs breakdown_args;
+  auto* breakdown = app.add_subcommand(
+      "breakdown",
+      "device time as HolisticTraceAnalysis breaks it down: idle, compute and non-compute time, "
+      "communication/computation overlap, time by kernel type");
+  breakdown->add_option("runs", breakdown_args.runs, "timelines or Kineto traces (one per rank)")
+      ->required();
+  breakdown->add_option("--json", breakdown_args.json_path, "write it (shardscope.breakdown/1)")
+      ->type_name("FILE");
+
   CompareArgs compare_args;
   auto* compare = app.add_subcommand(
       "compare", "two timelines side by side (e.g. simulated and measured), op by op");
@@ -334,6 +341,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("plan")) return run_plan(plan_args);
     if (app.got_subcommand("run")) return run_run(run_args);
     if (app.got_subcommand("summarize")) return run_summarize(summarize_args);
+    if (app.got_subcommand("breakdown")) return run_breakdown(breakdown_args);
     if (app.got_subcommand("compare")) return run_compare(compare_args);
     if (app.got_subcommand("import")) return run_import(import_args);
     if (app.got_subcommand("calibrate")) return run_calibrate(calibrate_args);
