@@ -182,6 +182,8 @@ def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: to
     kwargs = {}
     if s.hybrid:
         kwargs["device_mesh"] = mesh or device_mesh(s, device.type)
+    if any(p.is_meta for p in model.parameters()):  # built on the meta device: FSDP allocates
+        kwargs["param_init_fn"] = lambda m: m.to_empty(device=device, recurse=False)
     return FSDP(
         model,
         sharding_strategy=getattr(ShardingStrategy, s.sharding_strategy),
@@ -195,6 +197,17 @@ def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: to
         device_id=device,
         **kwargs,
     )
+
+
+def materialize(model: nn.Module, device: torch.device) -> None:
+    """Allocates on `device` what a model built on the meta device still lacks (FSDP2's shards;
+    FSDP1 allocated its own in its constructor) and fills every parameter from N(0, 0.02): the
+    values change neither the memory nor the time a step takes."""
+    if any(p.is_meta for p in model.parameters()):
+        model.to_empty(device=device)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02)
 
 
 def shard_model(model, settings: FsdpSettings, checkpointing: str, device: torch.device,

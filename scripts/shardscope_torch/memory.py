@@ -64,6 +64,50 @@ def untracked_sharding_propagation(tracker):
         ShardingPropagator._propagate_tensor_meta_non_cached = original
 
 
+class CudaPhasePeaks:
+    """The caching allocator's peaks per phase of a GPU run: the highest allocated and reserved
+    bytes (torch.cuda.max_memory_allocated / max_memory_reserved) while each phase ran, over all
+    iterations, and each step's time (CUDA events, first forward to the end of the optimizer
+    step). ``set_phase`` and ``step_done`` are the training loop's ``phases`` and ``on_step``
+    callbacks."""
+
+    def __init__(self):
+        self.phase: str | None = None
+        self.allocated: dict[str, int] = {}
+        self.reserved: dict[str, int] = {}
+        self.step_ms: list[float] = []
+        self.retries = 0
+        self._start = None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+    def _close(self) -> None:
+        """The phase that ends: its peaks, then fresh peaks for the next."""
+        if self.phase is not None:
+            a, r = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+            self.allocated[self.phase] = max(self.allocated.get(self.phase, 0), a)
+            self.reserved[self.phase] = max(self.reserved.get(self.phase, 0), r)
+        torch.cuda.reset_peak_memory_stats()
+
+    def set_phase(self, phase: str, iteration: int, microbatch: int) -> None:
+        if phase == "forward" and microbatch == 0:
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._start.record()
+        if phase != self.phase:
+            self._close()
+            self.phase = phase
+
+    def step_done(self, iteration: int) -> None:
+        self._close()
+        self.phase = None
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        torch.cuda.synchronize()
+        if self._start is not None:
+            self.step_ms.append(self._start.elapsed_time(end))
+        self.retries = torch.cuda.memory_stats().get("num_alloc_retries", 0)
+
+
 def phase_tracker_class(base):
     """A subclass of ``base`` (FSDPMemTracker or MemTracker) that keeps, per phase, the highest
     total and the breakdown by reference type at it. ``set_phase`` is the training loop's

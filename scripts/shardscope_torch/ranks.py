@@ -23,13 +23,18 @@ def spawn(fn, world: int, *args, processes: int | None = None) -> None:
     mp.spawn(fn, args=(world, free_port(), *args), nprocs=processes or world, join=True)
 
 
-def init_gloo(rank: int, world: int, port: int, timeout_s: int = 120) -> None:
-    """Joins the gloo group. A rank that fails alone leaves the others waiting in a collective:
-    they time out after `timeout_s` instead of hanging."""
+def init_gloo(rank: int, world: int, port: int, timeout_s: int = 120,
+              backend: str = "gloo") -> None:
+    """Joins the process group (gloo; nccl for a GPU run, whose rank then uses GPU `rank`). A rank
+    that fails alone leaves the others waiting in a collective: they time out after `timeout_s`
+    instead of hanging."""
+    import torch
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world,
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, rank=rank, world_size=world,
                             timeout=timedelta(seconds=timeout_s))
 
 

@@ -2,7 +2,7 @@
 """Emitted plans run: every `shardscope plan --emit` target, planned for a tiny Llama, under real
 PyTorch.
 
-    emitted_plan_oracle.py [--case TEXT] [--list] [--keep DIR]
+    emitted_plan_oracle.py [--case TEXT] [--list] [--keep DIR] [--device cuda]
 
 For each case the CLI plans the tiny scenario with the case's --fix / --set and emits its best
 configuration. An fsdp2 or fsdp1 file is imported, unchanged but for DEVICE = "cpu", by one gloo
@@ -20,6 +20,9 @@ flash-attn's and Liger's losses are not installable without CUDA: stand-ins with
 signatures (plain PyTorch, the memory behaviour of the recipe, shardscope_torch.model) are put
 under their module names and record that they were called. CPU offload runs under
 shardscope_torch.fsdp.offload_without_cuda (pinning is a no-op without a CUDA driver).
+
+--device cuda (scripts/gpu-campaign) runs the best plan of each target for one GPU there instead:
+DEVICE stays "cuda", one rank over NCCL (NCCL takes one GPU per rank).
 """
 
 from __future__ import annotations
@@ -106,6 +109,14 @@ def all_cases() -> list[dict]:
     ]
 
 
+def gpu_cases() -> list[dict]:
+    """The best plan of each target for one GPU (NCCL takes one GPU per rank)."""
+    return [case("fsdp2-best-1gpu", "fsdp2", 1, 1,
+                 "--fix", "fsdp.separate_reduce_scatter_group=false"),
+            case("fsdp1-best-1gpu", "fsdp1", 1, 1),
+            case("torchtitan-best-1gpu", "torchtitan", 1, 1)]
+
+
 def scenario_keys(c: dict) -> dict[str, str]:
     keys = TINY_LLAMA.scenario_keys()
     keys.update({
@@ -173,15 +184,16 @@ def install_loss_stand_ins(called: list[str]) -> None:
         sys.modules[name] = module
 
 
-def load_emitted(path: Path, called: list[str]):
-    """Imports an emitted file as a fresh module on the CPU; records the cross-entropy it calls."""
+def load_emitted(path: Path, called: list[str], device_type: str):
+    """Imports an emitted file as a fresh module for `device_type`; records the cross-entropy it
+    calls."""
     import torch.nn.functional as F
 
     os.environ.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # the module sets it when the plan says so
     spec = importlib.util.spec_from_file_location(f"emitted_{path.stem.replace('-', '_')}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.DEVICE = "cpu"
+    module.DEVICE = device_type
     if hasattr(module, "F"):  # the upcast recipe: F.cross_entropy on an fp32 copy
         def cross_entropy(logits, labels, *args, **kwargs):
             called.append("upcast_fp32" if logits.dtype.is_floating_point
@@ -346,7 +358,7 @@ def local_parameters(model) -> dict[str, "torch.Tensor"]:
             for n, p in model.named_parameters()}
 
 
-def run_case(c: dict, path: Path, world: int) -> dict:
+def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
     import torch
     import torch.distributed as dist
 
@@ -355,13 +367,14 @@ def run_case(c: dict, path: Path, world: int) -> dict:
 
     called: list[str] = []
     install_loss_stand_ins(called)
-    module = load_emitted(path, called)
+    module = load_emitted(path, called, device.type)
     expandable = "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     torch.manual_seed(0)  # the same initial parameters on every rank
     model = build_model(module, hasattr(module, "LigerFusedLinearCrossEntropyLoss"))
     autocast = set()
     model.register_forward_pre_hook(lambda m, args: autocast.add(
-        str(torch.get_autocast_dtype("cpu")) if torch.is_autocast_enabled("cpu") else "none"))
+        str(torch.get_autocast_dtype(device.type)) if torch.is_autocast_enabled(device.type)
+        else "none"))
     losses, syncs, all_reduces, post_optim_events = [], [], [], []
     original_loss = module.compute_loss
 
@@ -402,11 +415,13 @@ def run_case(c: dict, path: Path, world: int) -> dict:
         gen = torch.Generator().manual_seed(1)
         for _ in range(STEPS):
             batches = [{k: torch.randint(0, TINY_LLAMA.vocab, (module.MICRO_BATCH, module.SEQ_LEN),
-                                         generator=gen) for k in ("input_ids", "labels")}
+                                         generator=gen).to(device)
+                        for k in ("input_ids", "labels")}
                        for _ in range(module.GRAD_ACCUM)]
             module.train_step(model, optimizer, batches)
         after = local_parameters(model)
-    changed = torch.tensor([float(not torch.equal(before[n], after[n])) for n in before])
+    changed = torch.tensor([float(not torch.equal(before[n], after[n])) for n in before],
+                           device=device)
     dist.all_reduce(changed, op=dist.ReduceOp.MAX)
     unchanged = [n for n, flag in zip(before, changed.tolist()) if not flag]
 
@@ -432,19 +447,21 @@ def run_case(c: dict, path: Path, world: int) -> dict:
 
 
 def run_rank(rank: int, world: int, port: int, cases: list[dict], paths: dict[str, str],
-             out: str) -> None:
+             out: str, device_type: str) -> None:
     import torch
     import torch.distributed as dist
 
     from shardscope_torch.ranks import finish_rank, init_gloo
 
     torch.set_num_threads(1)
-    init_gloo(rank, world, port)
+    cuda = device_type == "cuda"
+    init_gloo(rank, world, port, backend="nccl" if cuda else "gloo")
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
     results = []
     for c in cases:
         started = time.monotonic()
         try:
-            r = run_case(c, Path(paths[c["name"]]), world)
+            r = run_case(c, Path(paths[c["name"]]), world, device)
         except Exception as e:  # reported per case; the other cases go on
             r = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         r["seconds"] = time.monotonic() - started
@@ -456,7 +473,7 @@ def run_rank(rank: int, world: int, port: int, cases: list[dict], paths: dict[st
     finish_rank()
 
 
-def run_pytorch(cases: list[dict], paths: dict[str, str]) -> dict[str, dict]:
+def run_pytorch(cases: list[dict], paths: dict[str, str], device_type: str) -> dict[str, dict]:
     from shardscope_torch.ranks import spawn
 
     results = {}
@@ -464,9 +481,9 @@ def run_pytorch(cases: list[dict], paths: dict[str, str]) -> dict[str, dict]:
         batch = [c for c in cases if c["world"] == world]
         with tempfile.TemporaryDirectory() as tmp:
             out = str(Path(tmp) / "results.json")
-            print(f"pytorch: {len(batch)} emitted plans on {world} gloo processes",
+            print(f"pytorch: {len(batch)} emitted plans on {world} {device_type} processes",
                   file=sys.stderr, flush=True)
-            spawn(run_rank, world, batch, paths, out)
+            spawn(run_rank, world, batch, paths, out, device_type)
             for r in json.loads(Path(out).read_text()):
                 results[r["name"]] = r
     return results
@@ -522,8 +539,11 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="print the cases and stop")
     p.add_argument("--case", default="", help="only cases whose name contains this text")
     p.add_argument("--keep", help="write the scenarios, plans and emitted files here")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: the best plan of each target for one GPU, run on this machine's")
     args = p.parse_args()
-    cases = [c for c in all_cases() if args.case in c["name"]]
+    cases = [c for c in (gpu_cases() if args.device == "cuda" else all_cases())
+             if args.case in c["name"]]
     if args.list:
         for c in cases:
             print(f"{c['name']:32} {c['target']:10} world {c['world']}  {' '.join(c['args'])}")
@@ -537,7 +557,8 @@ def main() -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         planned = {c["name"]: plan(c, workdir) for c in cases}
         python = [c for c in cases if c["target"] != "torchtitan"]
-        results = run_pytorch(python, {n: str(f) for n, (f, _) in planned.items()}) if python else {}
+        paths = {n: str(f) for n, (f, _) in planned.items()}
+        results = run_pytorch(python, paths, args.device) if python else {}
         failed = 0
         for c in cases:
             path, expected = planned[c["name"]]

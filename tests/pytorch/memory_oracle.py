@@ -16,6 +16,15 @@ tolerance (3 % unless the row names a documented cause).
 
 --measure needs PyTorch (the venv of `make pytorch-env`); --check needs only the shardscope
 binary and the CSV, so `make test` runs it without PyTorch.
+
+On a GPU, `--device cuda` measures the fake-group rows with real tensors on the GPU instead: the
+caching allocator's per-phase peaks of allocated and reserved bytes (torch.cuda.max_memory_*) and
+the step time, each row once with the default allocator and once with expandable segments (each
+setting in its own process: PYTORCH_CUDA_ALLOC_CONF is read when CUDA starts). `--grid large`
+gives the GPU-sized rows (a 1B Llama and GPT-2 XL at 8 and 64 ranks; `large-quick`: 8 of them).
+
+    tests/pytorch/memory_oracle.py --device cuda --measure --out fsdp_memory_cuda.csv
+    tests/pytorch/memory_oracle.py --device cuda --grid large-quick --measure --out big.csv
 """
 
 from __future__ import annotations
@@ -44,7 +53,12 @@ LLAMA = ModelShape(hidden=512, layers=4, heads=8, kv_heads=2, ffn_hidden=1408, v
 GPT = ModelShape(hidden=512, layers=4, heads=8, kv_heads=8, ffn_hidden=2048, vocab=8192,
                  mlp="gelu", norm="layernorm", pos_emb="learned", max_seq=1024, bias=True,
                  tie_embeddings=True)
-MODELS = {"llama": LLAMA, "gpt": GPT}
+# GPU-sized shapes (--grid large): Llama 3.2 1B's and GPT-2 XL's.
+LLAMA_1B = ModelShape(hidden=2048, layers=16, heads=32, kv_heads=8, ffn_hidden=8192, vocab=128256)
+GPT2_XL = ModelShape(hidden=1600, layers=48, heads=25, kv_heads=25, ffn_hidden=6400, vocab=50257,
+                     mlp="gelu", norm="layernorm", pos_emb="learned", max_seq=2048, bias=True,
+                     tie_embeddings=True)
+MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
@@ -82,18 +96,47 @@ def grid() -> list[dict]:
     return rows
 
 
-def scenario_keys(r: dict) -> dict[str, str]:
+def large_grid(quick: bool = False) -> list[dict]:
+    """GPU-sized rows: every recipe at 8 ranks for both APIs and three batch shapes, the FSDP2
+    ones at 64 ranks, and expandable segments (the CUDA path runs each row with both allocator
+    settings anyway)."""
+    rows = []
+    recipes = list(itertools.product(["none", "selective_op", "full"],
+                                     ["upcast_fp32", "fused", "chunked"]))
+    shapes = [(2048, 1), (2048, 4), (4096, 2)]
+    for model, api, (seq, mb), (ac, loss) in itertools.product(
+            ["llama-1b", "gpt2-xl"], ["fsdp2", "fsdp1"], shapes, recipes):
+        rows.append(row(f"{model} {api} {seq}x{mb} {ac} {loss}", model, fsdp__api=api,
+                        training__seq_len=seq, training__micro_batch=mb,
+                        training__activation_checkpointing=ac, training__loss=loss, **BF16))
+    for model, (ac, loss) in itertools.product(["llama-1b", "gpt2-xl"], recipes):
+        rows.append(row(f"{model} fsdp2 world 64 {ac} {loss}", model, world=64,
+                        training__seq_len=2048, training__micro_batch=4,
+                        training__activation_checkpointing=ac, training__loss=loss, **BF16))
+    if quick:
+        wanted = {"fsdp2 2048x1 none upcast_fp32", "fsdp2 2048x4 selective_op fused",
+                  "fsdp2 4096x2 full chunked", "fsdp1 2048x1 none upcast_fp32"}
+        rows = [r for r in rows if r["name"].split(" ", 1)[1] in wanted]
+    return rows
+
+
+GRIDS = {"oracle": grid, "large": large_grid, "large-quick": lambda: large_grid(quick=True)}
+
+
+def scenario_keys(r: dict, device: str | None = None) -> dict[str, str]:
+    """The row as a whole scenario. On the CPU (and for a CSV measured there) the cuBLAS
+    workspaces, which only CUDA allocates, are left out (docs/semantics.md)."""
     keys = MODELS[r["model"]].scenario_keys()
     keys.update({
         "cluster.preset": "h100-sxm-80gb",
         "cluster.nodes": "1",
         "cluster.gpus_per_node": str(r["world"]),
-        # GPU-only memory the CPU cannot show: the cuBLAS workspaces (docs/semantics.md)
-        "cluster.gpu.cublas_workspace": "0",
         "training.seq_len": "512",
         "training.micro_batch": "2",
         "training.iterations": "2",
     })
+    if (device or r.get("device", "cpu")) == "cpu":
+        keys["cluster.gpu.cublas_workspace"] = "0"
     keys.update(r["keys"])
     return keys
 
@@ -144,6 +187,53 @@ def measure_row(r: dict) -> dict:
             "transitions": tracker.transitions}
 
 
+def measure_row_cuda(r: dict) -> dict:
+    """The row on this process's GPU with real tensors, rank 0 of the fake process group of
+    world r["world"] (every rank allocates what rank 0 does): the caching allocator's peaks per
+    phase and the step times."""
+    import gc
+
+    import torch
+
+    from shardscope_torch.fsdp import FsdpSettings, device_mesh, materialize, shard_model
+    from shardscope_torch.memory import CudaPhasePeaks
+    from shardscope_torch.model import Transformer
+    from shardscope_torch.train import TrainingSettings, build_optimizer, train
+
+    keys = scenario_keys(r, "cuda")
+    shape = MODELS[r["model"]]
+    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
+    training = TrainingSettings.from_keys(keys)
+    device = torch.device("cuda")
+    mesh = device_mesh(fsdp, "cuda") if fsdp.api == "fsdp2" or fsdp.hybrid else None
+    torch.manual_seed(0)
+    model = optimizer = None
+    peaks = CudaPhasePeaks()
+    try:
+        with torch.device("meta"):
+            model = Transformer.for_api(shape, fsdp.api, training.loss,
+                                        keys.get("model.attention", "flash"))
+        model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
+        materialize(model, device)
+        optimizer = build_optimizer(model, training.optimizer)
+        peaks = CudaPhasePeaks()
+        train(model, fsdp, training, shape.vocab, device, peaks.set_phase, optimizer=optimizer,
+              on_step=peaks.step_done)
+        free, total = torch.cuda.mem_get_info()
+        return {"peaks": peaks.allocated, "reserved": peaks.reserved,
+                "step_ms": sorted(peaks.step_ms)[len(peaks.step_ms) // 2],
+                "alloc_retries": peaks.retries,
+                # In use on the device less reserved: the CUDA context and the kernels loaded.
+                "outside_allocator_bytes": total - free - torch.cuda.memory_reserved(),
+                "device": torch.cuda.get_device_name()}
+    except torch.cuda.OutOfMemoryError:
+        return {"error": f"out of memory in {peaks.phase or 'setup'}", "traceback": ""}
+    finally:
+        del model, optimizer
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) -> None:
     """One process (fake rows: rank 0 of the fake group) or each gloo rank (real rows) runs
     every row of its world size; rank 0 writes the results."""
@@ -164,7 +254,8 @@ def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) 
     for r in rows:
         started = time.monotonic()
         try:
-            results.append({"name": r["name"], **measure_row(r),
+            measured = measure_row_cuda(r) if r.get("device") == "cuda" else measure_row(r)
+            results.append({"name": r["name"], **measured,
                             "seconds": time.monotonic() - started})
         except Exception as e:  # reported per row; the other rows go on
             import traceback
@@ -178,22 +269,55 @@ def measure_world(rank: int, world: int, port: int, rows: list[dict], out: str) 
     finish_rank()
 
 
+def expandable(r: dict) -> bool:
+    return r["keys"].get("allocator.expandable_segments") == "true"
+
+
 def measure(rows: list[dict]) -> dict[str, dict]:
+    """Every row, one process per world size (per allocator setting on CUDA: the setting is
+    read when CUDA starts)."""
     from shardscope_torch.ranks import spawn
 
     results = {}
-    groups = sorted({(r["world"], r["fake"]) for r in rows})
-    for world, fake in groups:
-        batch = [r for r in rows if r["world"] == world and r["fake"] == fake]
-        print(f"pytorch: {len(batch)} rows, world {world}, "
-              f"{'fake process group, FakeTensorMode' if fake else 'gloo, real tensors'}",
-              file=sys.stderr, flush=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            out = str(Path(tmp) / "rows.json")
-            spawn(measure_world, world, batch, out, processes=1 if fake else world)
-            for res in json.loads(Path(out).read_text()):
-                results[res["name"]] = res
+    groups = sorted({(r["world"], r["fake"], expandable(r)) for r in rows})
+    for world, fake, segments in groups:
+        batch = [r for r in rows
+                 if r["world"] == world and r["fake"] == fake and expandable(r) == segments]
+        cuda = batch[0].get("device") == "cuda"
+        how = ("GPU, real tensors, fake process group" if cuda else
+               "fake process group, FakeTensorMode" if fake else "gloo, real tensors")
+        print(f"pytorch: {len(batch)} rows, world {world}, {how}"
+              f"{', expandable segments' if cuda and segments else ''}", file=sys.stderr,
+              flush=True)
+        saved = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+        if cuda:
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = f"expandable_segments:{segments}"
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = str(Path(tmp) / "rows.json")
+                spawn(measure_world, world, batch, out, processes=1 if fake else world)
+                for res in json.loads(Path(out).read_text()):
+                    results[res["name"]] = res
+        finally:
+            if saved is None:
+                os.environ.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+            else:
+                os.environ["PYTORCH_CUDA_ALLOC_CONF"] = saved
     return results
+
+
+def on_cuda(rows: list[dict]) -> list[dict]:
+    """The fake-group rows as GPU rows, each with both allocator settings (real-tensor gloo rows
+    are the CPU's cross-check)."""
+    out = []
+    for r in rows:
+        if not r["fake"]:
+            continue
+        for segments in (False, True):
+            keys = {**r["keys"], "allocator.expandable_segments": str(segments).lower()}
+            out.append({**r, "name": r["name"] + (" expandable" if segments else ""),
+                        "keys": keys, "device": "cuda"})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,16 +325,21 @@ def measure(rows: list[dict]) -> dict[str, dict]:
 
 SETTING_COLUMNS = ("row", "model", "world", "fake_tensors", "keys")
 MEASURED_COLUMNS = tuple(f"{p}_allocated_bytes" for p in PHASES)
+# What only a GPU run measures (the CUDA CSV's further columns).
+CUDA_COLUMNS = tuple(f"{p}_reserved_bytes" for p in PHASES) + (
+    "step_ms", "alloc_retries", "outside_allocator_bytes", "device")
 
 
 def write_csv(path: Path, rows: list[dict], results: dict[str, dict]) -> int:
     import torch
 
     failed = 0
+    cuda = any(r.get("device") == "cuda" for r in rows)
     tmp = path.with_suffix(".partial")
     with tmp.open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(SETTING_COLUMNS + MEASURED_COLUMNS + ("torch_version",))
+        w.writerow(SETTING_COLUMNS + MEASURED_COLUMNS + (CUDA_COLUMNS if cuda else ()) +
+                   ("torch_version",))
         for r in rows:
             res = results[r["name"]]
             if "error" in res:
@@ -218,8 +347,13 @@ def write_csv(path: Path, rows: list[dict], results: dict[str, dict]) -> int:
                 print(f"FAIL  {r['name']}: PyTorch raised {res['error']}\n{res['traceback']}")
                 continue
             keys = ";".join(f"{k}={v}" for k, v in sorted(r["keys"].items()))
+            extra = []
+            if cuda:
+                extra = [res["reserved"].get(p, 0) for p in PHASES] + [
+                    f"{res['step_ms']:.3f}", res["alloc_retries"],
+                    res["outside_allocator_bytes"], res["device"]]
             w.writerow([r["name"], r["model"], r["world"], int(r["fake"]), keys] +
-                       [res["peaks"].get(p, 0) for p in PHASES] + [torch.__version__])
+                       [res["peaks"].get(p, 0) for p in PHASES] + extra + [torch.__version__])
     os.replace(tmp, path)
     return failed
 
@@ -229,9 +363,13 @@ def read_csv(path: Path) -> list[dict]:
     with path.open() as f:
         for line in csv.DictReader(f):
             keys = dict(kv.split("=", 1) for kv in line["keys"].split(";") if kv)
-            out.append({"name": line["row"], "model": line["model"], "world": int(line["world"]),
-                        "fake": line["fake_tensors"] == "1", "keys": keys,
-                        "measured": {p: int(line[f"{p}_allocated_bytes"]) for p in PHASES}})
+            r = {"name": line["row"], "model": line["model"], "world": int(line["world"]),
+                 "fake": line["fake_tensors"] == "1", "keys": keys,
+                 "measured": {p: int(line[f"{p}_allocated_bytes"]) for p in PHASES}}
+            if "forward_reserved_bytes" in line:  # measured on a GPU
+                r["device"] = "cuda"
+                r["reserved"] = max(int(line[f"{p}_reserved_bytes"]) for p in PHASES)
+            out.append(r)
     return out
 
 
@@ -280,10 +418,16 @@ def check(rows: list[dict]) -> int:
     from shardscope_torch import shardscope
 
     failed, within, errors = 0, 0, {p: [] for p in PHASES}
+    reserved_errors = []
     print(f"{'row':44} {'phase':9} {'pytorch':>12} {'shardscope':>12} {'error':>8}")
     for r in rows:
         summary = shardscope.simulate(scenario_keys(r))
         predicted = summary["peak_allocated_by_phase_bytes"]
+        if "reserved" in r:  # a GPU row: the step's peak reserved, reported (not yet held)
+            m, s = r["reserved"], summary["peak_memory"]["reserved_bytes"]
+            err = (s - m) / m if m else 0.0
+            reserved_errors.append(abs(err))
+            print(f"{r['name']:44} {'reserved':9} {m:12,} {s:12,} {100 * err:+7.2f}%")
         bad, strict = False, True
         for p in PHASES:
             m, s = r["measured"][p], predicted[p]
@@ -302,6 +446,10 @@ def check(rows: list[dict]) -> int:
         if e:
             print(f"{p}: mean |error| {100 * sum(e) / len(e):.2f} %, max {100 * max(e):.2f} % "
                   f"over {len(e)} rows")
+    if reserved_errors:
+        print(f"reserved (peak of the step): mean |error| "
+              f"{100 * sum(reserved_errors) / len(reserved_errors):.2f} %, max "
+              f"{100 * max(reserved_errors):.2f} % over {len(reserved_errors)} rows")
     print(f"{within} of {len(rows)} rows within {100 * TOLERANCE:.0f} % in every phase; "
           f"{failed} beyond their tolerance")
     return failed
@@ -316,17 +464,30 @@ def main() -> int:
     p.add_argument("--expect", type=Path,
                    help="--measure: fail unless PyTorch measures exactly this CSV's numbers")
     p.add_argument("--check", type=Path, help="simulate every row of this CSV and compare")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: real tensors on this machine's GPU, allocated and reserved bytes")
+    p.add_argument("--grid", choices=sorted(GRIDS), default="oracle",
+                   help="the rows: the oracle's (default) or GPU-sized ones (large, large-quick)")
     args = p.parse_args()
-    rows = [r for r in grid() if args.row in r["name"]]
+    rows = GRIDS[args.grid]()
+    if args.device == "cuda":
+        rows = on_cuda(rows)
+    rows = [r for r in rows if args.row in r["name"]]
     if args.list:
         for r in rows:
             print(f"{r['name']:44} world {r['world']:3} {'fake' if r['fake'] else 'real'}  "
                   f"{r['keys']}")
         return 0
     if args.measure:
+        if args.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                print("--device cuda: no CUDA device is usable here", file=sys.stderr)
+                return 2
         started = time.monotonic()
         results = measure(rows)
-        out = args.out or Path(tempfile.mkdtemp()) / "fsdp_memory_cpu.csv"
+        out = args.out or Path(tempfile.mkdtemp()) / f"fsdp_memory_{args.device}.csv"
         failed = write_csv(out, rows, results)
         print(f"wrote {out}: {len(rows) - failed} rows in {time.monotonic() - started:.0f} s",
               file=sys.stderr)

@@ -3,6 +3,7 @@
 the CPU over gloo, two ranks, profiled by torch.profiler with profile_memory and record_shapes.
 
     build/pytorch-venv/bin/python traces/samples/make_samples.py [OUTDIR] [--check]
+    python3 traces/samples/make_samples.py OUTDIR --device cuda --check   # on a GPU
 
 Each run trains three steps and profiles the last two (one warm-up step); each rank writes
 <api>_rank<r>.json.gz beside <api>.yaml, the scenario of the same job (its model, world, batch
@@ -13,6 +14,10 @@ every op, range, collective and memory event is kept with its times, shapes and 
 with no timestamp, so the bytes depend only on the run. --check then imports each trace with
 shardscope and fails unless every FSDP range and gloo collective was mapped (the PyTorch suite
 runs it into a scratch directory: the script keeps working with the pinned PyTorch).
+
+--device cuda (scripts/gpu-campaign) traces the same job on one GPU instead: one rank over NCCL
+(NCCL takes one GPU per rank), CPU and CUDA activities, so the traces hold the GPU kernels, NCCL's
+and the caching allocator's memory events.
 """
 
 from __future__ import annotations
@@ -34,12 +39,12 @@ DROPPED_ARGS = ("Concrete Inputs", "Input Strides", "Ev Idx", "Record function i
                 "Sequence number", "Fwd thread id")
 
 
-def scenario_keys(api: str) -> dict[str, str]:
+def scenario_keys(api: str, world: int = WORLD) -> dict[str, str]:
     keys = TINY_LLAMA.scenario_keys()
     keys.update({
         "cluster.preset": "h100-sxm-80gb",
         "cluster.nodes": "1",
-        "cluster.gpus_per_node": str(WORLD),
+        "cluster.gpus_per_node": str(world),
         "training.seq_len": "16",
         "training.micro_batch": "2",
         "training.iterations": str(STEPS - 1),
@@ -48,7 +53,7 @@ def scenario_keys(api: str) -> dict[str, str]:
     return keys
 
 
-def run_rank(rank: int, world: int, port: int, api: str, raw: str) -> None:
+def run_rank(rank: int, world: int, port: int, api: str, raw: str, device_type: str) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -58,21 +63,23 @@ def run_rank(rank: int, world: int, port: int, api: str, raw: str) -> None:
     from shardscope_torch.train import TrainingSettings, train
 
     torch.set_num_threads(1)
-    init_gloo(rank, world, port)
-    keys = scenario_keys(api)
+    cuda = device_type == "cuda"
+    init_gloo(rank, world, port, backend="nccl" if cuda else "gloo")
+    keys = scenario_keys(api, world)
     keys["training.iterations"] = str(STEPS)
     fsdp = FsdpSettings.from_keys(keys, world, world)
     training = TrainingSettings.from_keys(keys)
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
     torch.manual_seed(0)
     model = shard_model(Transformer.for_api(TINY_LLAMA, api, training.loss), fsdp,
-                        training.activation_checkpointing, torch.device("cpu"))
+                        training.activation_checkpointing, device)
     path = f"{raw}/{api}_rank{rank}.json"
-    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    prof = profile(activities=activities, profile_memory=True, record_shapes=True,
                    schedule=schedule(wait=0, warmup=1, active=STEPS - 1),
                    on_trace_ready=lambda p: p.export_chrome_trace(path))
     with prof:
-        train(model, fsdp, training, TINY_LLAMA.vocab, torch.device("cpu"),
-              on_step=lambda it: prof.step())
+        train(model, fsdp, training, TINY_LLAMA.vocab, device, on_step=lambda it: prof.step())
     finish_rank()
 
 
@@ -90,13 +97,14 @@ def trimmed(trace: dict) -> dict:
     return trace
 
 
-def check(paths: list[Path]) -> int:
+def check(paths: list[Path], device_type: str) -> int:
     """shardscope's import report of each trace: every FSDP range and collective mapped."""
     failed = 0
     for path in paths:
         report = shardscope.run(["import", str(path), "--report"]).stdout
         wanted = ("unmapped FSDP ranges            0 ranges",
-                  "0 with no issuing c10d op, 0 c10d ops with no gloo collective")
+                  "0 with no issuing c10d op, 0 c10d ops with no gloo collective"
+                  if device_type == "cpu" else "(0 with no CPU launch found)")
         missing = [w for w in wanted if w not in report]
         failed += bool(missing)
         print(f"{'FAIL' if missing else 'ok  '} {path.name}" +
@@ -114,18 +122,22 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("outdir", nargs="?", type=Path, default=HERE)
     p.add_argument("--check", action="store_true", help="import each trace and check the report")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: one rank on this machine's GPU over NCCL")
     args = p.parse_args()
     out = args.outdir
+    world = 1 if args.device == "cuda" else WORLD
     written = []
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as raw:
         for api in ("fsdp2", "fsdp1"):
-            print(f"{api}: {WORLD} gloo ranks, {STEPS} steps", file=sys.stderr, flush=True)
-            spawn(run_rank, WORLD, api, raw)
+            print(f"{api}: {world} {args.device} ranks, {STEPS} steps", file=sys.stderr,
+                  flush=True)
+            spawn(run_rank, world, api, raw, args.device)
             (out / f"{api}.yaml").write_text(
-                f"# The job traces/samples/{api}_rank*.json.gz ran (make_samples.py).\n"
-                + shardscope.scenario_yaml(scenario_keys(api)))
-            for rank in range(WORLD):
+                f"# The job {api}_rank*.json.gz ran (traces/samples/make_samples.py).\n"
+                + shardscope.scenario_yaml(scenario_keys(api, world)))
+            for rank in range(world):
                 trace = json.loads(Path(f"{raw}/{api}_rank{rank}.json").read_text())
                 data = json.dumps(trimmed(trace), separators=(",", ":")).encode()
                 target = out / f"{api}_rank{rank}.json.gz"
@@ -134,7 +146,7 @@ def main() -> int:
                     z.write(data)
                 print(f"  {target}: {target.stat().st_size / 1024:.0f} KiB", file=sys.stderr)
                 written.append(target)
-    return check(written) if args.check else 0
+    return check(written, args.device) if args.check else 0
 
 
 if __name__ == "__main__":

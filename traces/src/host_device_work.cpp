@@ -144,11 +144,13 @@ HostDeviceWork host_device_work(const std::vector<CpuRange>& cpu_ops,
   // asked for: gloo runs a group's work in issue order.
   std::map<std::pair<std::string, std::int64_t>, std::deque<const HostCollective*>> waiting;
   std::vector<const HostCollective*> by_start;
+  by_start.reserve(collectives.size());
   for (const HostCollective& c : collectives) by_start.push_back(&c);
   std::sort(by_start.begin(), by_start.end(),
             [](const HostCollective* a, const HostCollective* b) { return a->start < b->start; });
   for (const HostCollective* c : by_start) waiting[{c->gloo_kind, c->numel}].push_back(c);
   std::vector<const CollectiveIssue*> ordered;
+  ordered.reserve(issues.size());
   for (const CollectiveIssue& i : issues) ordered.push_back(&i);
   std::sort(ordered.begin(), ordered.end(),
             [](const CollectiveIssue* a, const CollectiveIssue* b) { return a->start < b->start; });
