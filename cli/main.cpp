@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   auto* lower = app.add_subcommand(
       "lower", "lower a scenario into the schedule IR PyTorch's FSDP would issue");
   add_scenario_args(lower, lower_args.scenario);
-  lower->add_option("--json", lower_args.json_path, "write the IR as JSON (shardscope.schedule/2)")
+  lower->add_option("--json", lower_args.json_path, "write the IR as JSON (shardscope.schedule/3)")
       ->type_name("FILE");
   lower->add_flag("--order", lower_args.order, "print the CPU issue order, one op per line");
 

@@ -1,4 +1,4 @@
-// A schedule IR (shardscope.schedule/2), as `simulate IR.json` reads it: parsed, checked, and when
+// A schedule IR (shardscope.schedule/3), as `simulate IR.json` reads it: parsed, checked, and when
 // it passes the checks and is small, written back (byte-identical) and simulated.
 #include "fuzz_target.hpp"
 #include "shardscope/core/model_presets.hpp"

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 #include <cmath>
@@ -57,6 +58,118 @@ void check_kernels(const Schedule& s, const Op& op, const std::string& key,
                     op.flops, op.attention_flops, op.bytes, op.kernels, t.flops, t.attention_flops,
                     t.memory_bytes),
         "flops, attention_flops and bytes equal to the kernels' sums");
+  }
+}
+
+bool op_lists(const Op& op, BufferId b) {
+  const auto in = [b](const IdList& ids) {
+    return std::find(ids.begin(), ids.end(), b) != ids.end();
+  };
+  return in(op.allocs) || in(op.uses) || in(op.frees);
+}
+
+// A data-moving op's input and output: named, inside a live buffer of their dtype, listed among
+// the op's buffers, and sized as its kind and communicator say.
+template <typename Add>
+void check_data_refs(const Schedule& s, std::size_t i, const std::vector<std::int64_t>& alloc_at,
+                     const std::vector<std::int64_t>& free_at, Add&& add) {
+  const Op& op = s.ops[i];
+  const std::string key = fmt::format("ops[{}]", i);
+  if (!moves_data(op.kind)) {
+    if (op.input.named() || op.output.named())
+      add(key, fmt::format("{} moves no data: it names no input or output", to_string(op.kind)));
+    return;
+  }
+  const int comm_size = in_range(op.comm, s.communicators.size())
+                            ? s.communicators[static_cast<std::size_t>(op.comm)].size
+                            : 1;
+  bool sound = true;
+  for (const auto& [ref, field] :
+       {std::pair{&op.input, "input"}, std::pair{&op.output, "output"}}) {
+    const std::string at = fmt::format("{}.{}", key, field);
+    if (!ref->named()) {
+      // A copy may gather from several buffers (reduce_copy_in reads each parameter's gradient):
+      // then it names none and its allocs, uses and frees say which.
+      if (is_collective(op.kind))
+        add(at,
+            fmt::format("{} must name the buffer it {}", to_string(op.kind),
+                        ref == &op.input ? "reads" : "writes"),
+            "{buffer, count, dtype, offset}");
+      sound = false;
+      continue;
+    }
+    if (!in_range(ref->buffer, s.buffers.size())) {
+      add(at, fmt::format("buffer {} does not exist", ref->buffer));
+      sound = false;
+      continue;
+    }
+    const auto b = static_cast<std::size_t>(ref->buffer);
+    const Buffer& buf = s.buffers[b];
+    const std::string name = buffer_name(s, ref->buffer);
+    if (ref->dtype != buf.dtype)
+      add(at,
+          fmt::format("reads {} as {}, but it holds {}", name, to_string(ref->dtype),
+                      to_string(buf.dtype)),
+          std::string(to_string(buf.dtype)));
+    const Bytes chunks = ref->rank_chunk ? comm_size : 1;
+    if (ref->count < 1 || ref->offset < 0 || ref->offset + chunks * ref->bytes() > buf.size)
+      add(at, fmt::format("{} elements{} from byte {} do not fit {} ({} B)", ref->count,
+                          ref->rank_chunk ? fmt::format(" per rank × {}", comm_size) : "",
+                          ref->offset, name, buf.size));
+    if (!op_lists(op, ref->buffer))
+      add(at, fmt::format("names {}, which the op neither allocates, uses nor frees", name),
+          "a buffer in its allocs, uses or frees");
+    const auto when = static_cast<std::int64_t>(i);
+    if ((!buf.live_at_start && (alloc_at[b] < 0 || when < alloc_at[b])) ||
+        (free_at[b] >= 0 && when > free_at[b]))
+      add(at, fmt::format("names {}, which is not live at this op", name));
+  }
+  if (!sound) return;
+  const BufferRef& in = op.input;
+  const BufferRef& out = op.output;
+  const auto expect = [&](bool ok, std::string what) {
+    if (!ok) add(key, std::move(what));
+  };
+  switch (op.kind) {
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce: {
+      expect(in.dtype == out.dtype,
+             fmt::format("{} of {} into {}: a collective does not cast", to_string(op.kind),
+                         to_string(in.dtype), to_string(out.dtype)));
+      const BufferRef& whole = op.kind == OpKind::reduce_scatter ? in : out;
+      const BufferRef& part = op.kind == OpKind::reduce_scatter ? out : in;
+      const std::int64_t ranks = op.kind == OpKind::all_reduce ? 1 : comm_size;
+      expect(whole.count == part.count * ranks,
+             fmt::format("{} over {} ranks: {} elements in, {} out", to_string(op.kind), comm_size,
+                         in.count, out.count));
+      expect(op.bytes == whole.bytes(),
+             fmt::format("carries {} B, but its {} is {} B", op.bytes,
+                         op.kind == OpKind::reduce_scatter ? "input" : "output", whole.bytes()));
+      break;
+    }
+    case OpKind::h2d:
+    case OpKind::d2h: {
+      const bool up = op.kind == OpKind::h2d;
+      const Location from = s.buffers[static_cast<std::size_t>(in.buffer)].location;
+      const Location to = s.buffers[static_cast<std::size_t>(out.buffer)].location;
+      expect(from == (up ? Location::host : Location::gpu) &&
+                 to == (up ? Location::gpu : Location::host),
+             fmt::format("{} copies {} → {} memory", to_string(op.kind), to_string(from),
+                         to_string(to)));
+      [[fallthrough]];
+    }
+    case OpKind::copy_out:  // the all-gather output is padded to a multiple of the ranks
+      expect(in.count >= out.count,
+             fmt::format("copies {} elements out into {}", in.count, out.count));
+      break;
+    case OpKind::reduce_copy_in:  // into the padded reduce-scatter input
+      expect(in.count <= out.count,
+             fmt::format("copies {} elements in into {}", in.count, out.count));
+      break;
+    default:  // element for element, casting where the dtypes differ
+      expect(in.count == out.count, fmt::format("copies {} elements into {}", in.count, out.count));
+      break;
   }
 }
 
@@ -179,6 +292,7 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
       }
     }
   }
+  for (std::size_t i = 0; i < n; ++i) check_data_refs(s, i, alloc_at, free_at, add);
   // Acyclic: dependencies plus the in-order execution of each stream.
   Graph g(n);
   std::vector<std::int64_t> last_on_stream(s.streams.size(), -1);

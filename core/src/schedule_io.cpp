@@ -36,6 +36,16 @@ Json kernel_set_json(const KernelSet& set, std::size_t) {
   return out;
 }
 
+Json ref_json(const BufferRef& r) {
+  Json j;
+  j["buffer"] = r.buffer;
+  j["count"] = r.count;
+  j["dtype"] = to_string(r.dtype);
+  j["offset"] = r.offset;
+  if (r.rank_chunk) j["rank_chunk"] = true;
+  return j;
+}
+
 Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   Json j;
   j["id"] = index;
@@ -49,6 +59,8 @@ Json op_json(const Schedule& s, const Op& op, std::size_t index) {
   j["allocs"] = ids(op.allocs);
   j["frees"] = ids(op.frees);
   j["uses"] = ids(op.uses);
+  if (op.input.named()) j["input"] = ref_json(op.input);
+  if (op.output.named()) j["output"] = ref_json(op.output);
   return j;
 }
 
@@ -69,6 +81,21 @@ Kernel read_kernel(detail::Fields& f, const nlohmann::json& j, const std::string
   k.repeat = f.integer(j, p, "repeat", 1, std::numeric_limits<std::int64_t>::max());
   k.shape = detail::read_kernel_shape(f, j, p, *kind);
   return k;
+}
+
+// An op's "input" or "output" region; absent: not named.
+BufferRef read_ref(detail::Fields& f, const nlohmann::json& op, const std::string& p,
+                   const char* field) {
+  BufferRef r;
+  if (!op.is_object() || !op.contains(field)) return r;
+  const std::string at = fmt::format("{}.{}", p, field);
+  const auto& j = op[field];
+  r.buffer = static_cast<BufferId>(f.integer(j, at, "buffer", 0, kMaxId));
+  r.count = f.integer(j, at, "count", 1, std::numeric_limits<std::int64_t>::max());
+  r.dtype = f.enumeration(j, at, "dtype", parse_dtype, DType::fp32, kDTypeNames);
+  r.offset = f.integer(j, at, "offset", 0, std::numeric_limits<std::int64_t>::max());
+  if (j.is_object() && j.contains("rank_chunk")) r.rank_chunk = f.boolean(j, at, "rank_chunk");
+  return r;
 }
 
 }  // namespace
@@ -121,14 +148,19 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
   detail::Fields f(origin, problems);
   Schedule s;
   if (!root.is_object()) throw ValidationError({Problem{origin, "", "expected a JSON object", ""}});
-  if (f.text(root, "", "schema") == "shardscope.schedule/1") {
+  const std::string schema = f.text(root, "", "schema");
+  if (schema == "shardscope.schedule/1" || schema == "shardscope.schedule/2") {
     f.problem("schema",
-              "shardscope.schedule/1 is an older IR format (compute ops carry no kernels): lower "
-              "the scenario again with this shardscope (lower --json)",
+              fmt::format("{} is an older IR format ({}): lower the scenario again with this "
+                          "shardscope (lower --json)",
+                          schema,
+                          schema.ends_with('1') ? "compute ops carry no kernels"
+                                                : "collectives and copies do not name the buffers "
+                                                  "and dtype they read and write"),
               std::string(kScheduleSchema));
     throw ValidationError(std::move(problems));
   }
-  if (f.text(root, "", "schema") != kScheduleSchema) {
+  if (schema != kScheduleSchema) {
     f.problem("schema", "not a shardscope schedule", std::string(kScheduleSchema));
     throw ValidationError(std::move(problems));
   }
@@ -225,6 +257,8 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     op.allocs = f.id_list(j, p, "allocs");
     op.frees = f.id_list(j, p, "frees");
     op.uses = f.id_list(j, p, "uses");
+    op.input = read_ref(f, j, p, "input");
+    op.output = read_ref(f, j, p, "output");
     s.ops.push_back(std::move(op));
   }
   throw_if_any(std::move(problems));

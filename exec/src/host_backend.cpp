@@ -24,17 +24,6 @@ float rounded(float value, DType dtype) {
   return detail::load(one.data(), 0, dtype);
 }
 
-// A collective's element type: that of the first GPU buffer it touches (its input or output).
-DType collective_dtype(const Schedule& s, const Op& op) {
-  for (const IdList* ids : {&op.uses, &op.allocs}) {
-    for (BufferId b : *ids) {
-      const Buffer& buf = s.buffers[static_cast<std::size_t>(b)];
-      if (buf.location == Location::gpu) return buf.dtype;
-    }
-  }
-  return DType::fp32;
-}
-
 }  // namespace
 
 LocalHostWorld::LocalHostWorld(HostWorldLayout layout)
@@ -133,8 +122,31 @@ HostWorld::Clock::duration HostBackend::duration_of(OpId id) const {
       std::llround(static_cast<double>(c.device) * factors_[static_cast<std::size_t>(id)])));
 }
 
+// The regions a data-moving op names are live in this rank's allocator when it is issued (its
+// allocations come before, its frees after) and inside their buffers: the IR, not a guess, says
+// what the op reads and writes.
+void HostBackend::check_regions(OpId id, const Op& op) const {
+  for (const BufferRef* ref : {&op.input, &op.output}) {
+    if (!ref->named()) continue;
+    const Buffer& buf = schedule_->buffers.at(static_cast<std::size_t>(ref->buffer));
+    if (buf.location != Location::gpu) continue;  // host memory is not this allocator's
+    const std::string what = fmt::format("{} names {}", describe_op(*schedule_, id),
+                                         buffer_name(*schedule_, ref->buffer));
+    if (allocator_->address(ref->buffer) == nullptr)
+      throw Error(fmt::format("{}, which is not allocated when it is issued", what));
+    const int ranks = ref->rank_chunk && op.comm != kNone
+                          ? schedule_->communicators[static_cast<std::size_t>(op.comm)].size
+                          : 1;
+    if (ref->dtype != buf.dtype || ref->offset + ranks * ref->bytes() > buf.size)
+      throw Error(fmt::format("{} as {} × {} from byte {}, which does not fit its {} B of {}", what,
+                              ref->count, to_string(ref->dtype), ref->offset, buf.size,
+                              to_string(buf.dtype)));
+  }
+}
+
 void HostBackend::launch(OpId id, const Op& op) {
   throw_if_failed();
+  if (moves_data(op.kind)) check_regions(id, op);
   if (op.comm != kNone)
     ticket_[static_cast<std::size_t>(id)] = comm_issued_[static_cast<std::size_t>(op.comm)]++;
   std::this_thread::sleep_until(issue_free_);  // the CPU is still busy issuing the last op
@@ -224,9 +236,14 @@ void HostBackend::run_collective(OpId id, const Op& op, Clock::time_point& trans
   const auto& comm = schedule_->communicators.at(static_cast<std::size_t>(op.comm));
   const Membership me = membership(comm, world.layout().world_size, options_.rank);
   const auto n = static_cast<std::size_t>(me.size);
-  const DType dtype = collective_dtype(*schedule_, op);
-  const std::int64_t chunk_elements =
-      HostWorld::chunk_elements(world.layout(), op.bytes, dtype, me.size);
+  // The element type and per-rank count the IR names (check_schedule holds them to the
+  // communicator); the world moves at most its chunk size of them.
+  const DType dtype = op.output.dtype;
+  const std::int64_t per_rank = op.kind == OpKind::reduce_scatter ? op.output.count
+                                : op.kind == OpKind::all_gather   ? op.input.count
+                                                                  : op.input.count / me.size;
+  const std::int64_t chunk_elements = HostWorld::chunk_elements(
+      world.layout(), per_rank * bytes_per_element(dtype) * me.size, dtype, me.size);
   const auto chunk = static_cast<std::size_t>(chunk_elements);
   const auto element = static_cast<std::size_t>(bytes_per_element(dtype));
   const std::size_t in_count = op.kind == OpKind::all_gather ? chunk : n * chunk;

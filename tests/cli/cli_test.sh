@@ -47,7 +47,7 @@ expect lower-order-hsdp 0 'all_reduce layers.3  backward it0 mb1 on all_reduce v
 expect lower-bad-input 2 'fsdp.reshard_after_forward' -- lower "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_forward=3
 tmpdir=$(mktemp -d)
 expect lower-json 0 'wrote' -- lower "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/ir.json"
-if grep -q '"schema": "shardscope.schedule/2"' "$tmpdir/ir.json"; then echo "ok   lower-json-schema"; passed=$((passed + 1)); else echo "FAIL lower-json-schema"; failed=$((failed + 1)); fi
+if grep -q '"schema": "shardscope.schedule/3"' "$tmpdir/ir.json"; then echo "ok   lower-json-schema"; passed=$((passed + 1)); else echo "FAIL lower-json-schema"; failed=$((failed + 1)); fi
 expect lower-json-unwritable 2 'cannot open for writing' -- lower "$examples/fsdp2-overlap-oracle.yaml" --json "$tmpdir/missing/ir.json"
 if [[ ! -e "$tmpdir/missing" ]]; then echo "ok   lower-json-nothing-half-written"; passed=$((passed + 1)); else echo "FAIL lower-json-nothing-half-written"; failed=$((failed + 1)); fi
 rm -rf "$tmpdir"
@@ -208,7 +208,7 @@ if grep -q '"complete": true' "$tmpdir/sw.json"; then echo "ok   sweep-json-comp
 expect simulate-ir 0 'step time' -- simulate "$tmpdir/ir.json"
 sed -e '0,/"deps":\[\]/s//"deps":[999999]/' -e '0,/"stream":2,/s//"stream":77,/' "$tmpdir/ir.json" > "$tmpdir/bad_ir.json"
 expect simulate-bad-ir 2 'error: 2 problems' -- simulate "$tmpdir/bad_ir.json"
-expect lower-given-ir 2 'ir.json: schema: is a shardscope.schedule/2 file, not a scenario \(simulate takes a schedule IR' -- lower "$tmpdir/ir.json"
+expect lower-given-ir 2 'ir.json: schema: is a shardscope.schedule/3 file, not a scenario \(simulate takes a schedule IR' -- lower "$tmpdir/ir.json"
 expect simulate-ir-no-set 2 'is a schedule IR' -- simulate "$tmpdir/ir.json" --set training.micro_batch=2
 expect keys-prefix 0 'fsdp.mixed_precision.param_dtype +dtype' -- keys fsdp.mixed_precision
 expect keys-unknown 2 "no scenario key starts with 'nope'" -- keys nope

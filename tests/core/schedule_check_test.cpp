@@ -1,9 +1,12 @@
 #include "shardscope/core/schedule_check.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule_io.hpp"
 
 namespace shardscope {
@@ -81,6 +84,84 @@ TEST(ScheduleCheck, CollectivesNeedCommunicatorsAndIdsMustExist) {
   EXPECT_TRUE(mentions(p, "forward is not a collective"));
   EXPECT_TRUE(mentions(p, "stream 9 does not exist"));
   EXPECT_TRUE(mentions(p, "cpu_wait runs on the CPU lane"));
+}
+
+TEST(ScheduleCheck, ACollectiveNamesLiveBuffersOfItsSizeAndDtype) {
+  {  // unnamed: the backends would have to guess
+    auto s = golden();
+    s.ops[1].input = {};
+    EXPECT_TRUE(
+        mentions(check_schedule(s), "ops[1].input: all_gather must name the buffer it reads"));
+  }
+  {  // the output read as another dtype, and a collective that would cast
+    auto s = golden();
+    s.ops[1].output.dtype = DType::fp32;
+    const auto p = check_schedule(s);
+    EXPECT_TRUE(mentions(p, "reads layers.0.all_gather_output as fp32, but it holds bf16"));
+    EXPECT_TRUE(mentions(p, "a collective does not cast"));
+  }
+  {  // sizes that disagree with the communicator (2 ranks) and with the op's bytes
+    auto s = golden();
+    s.ops[1].input.count = 500;
+    EXPECT_TRUE(mentions(check_schedule(s), "all_gather over 2 ranks: 500 elements in, 2000 out"));
+    s = golden();
+    s.ops[1].bytes = 8000;
+    EXPECT_TRUE(mentions(check_schedule(s), "carries 8000 B, but its output is 4000 B"));
+  }
+  {  // out of the buffer, through an offset or the rank's chunk
+    auto s = golden();
+    s.ops[1].input.offset = 2;
+    EXPECT_TRUE(mentions(check_schedule(s), "1000 elements from byte 2 do not fit"));
+    s = golden();
+    s.ops[1].input.rank_chunk = true;  // 2 chunks of 1000 bf16 in a 2000-byte buffer
+    EXPECT_TRUE(mentions(check_schedule(s), "1000 elements per rank × 2 from byte 0 do not fit"));
+  }
+  {  // a buffer the op does not list, and one not live then (the unsharded parameters come later)
+    auto s = golden();
+    s.ops[1].output.buffer = 3;
+    const auto p = check_schedule(s);
+    EXPECT_TRUE(mentions(p, "names layers.0.unsharded_params, which the op neither allocates"));
+    EXPECT_TRUE(mentions(p, "names layers.0.unsharded_params, which is not live at this op"));
+  }
+  {  // only data-moving ops name regions; copies element for element
+    auto s = golden();
+    s.ops[3].input = s.ops[2].output;
+    s.ops[0].output.count = 999;
+    const auto p = check_schedule(s);
+    EXPECT_TRUE(mentions(p, "ops[3]: forward moves no data"));
+    EXPECT_TRUE(mentions(p, "ops[0]: copies 1000 elements into 999"));
+  }
+}
+
+TEST(ScheduleCheck, EveryLoweredCollectiveNamesItsBuffers) {
+  // FSDP2 gathers in place (the input is the rank's chunk of the output), FSDP1 from its own
+  // shard; HSDP all-reduces in place. check_schedule holds the sizes; here the placement.
+  for (const char* fsdp : {"{api: fsdp2, mesh: {replicate: 2, shard: 4}}",
+                           "{api: fsdp1, sharding_strategy: HYBRID_SHARD}"}) {
+    SCOPED_TRACE(fsdp);
+    const bool fsdp2 = std::string_view(fsdp).find("fsdp2") != std::string_view::npos;
+    const Schedule s = lower(scenario_from_text(
+        fmt::format("model: {{preset: tiny, layers: 2}}\ncluster: {{nodes: 2, gpus_per_node: 4}}\n"
+                    "training: {{seq_len: 64}}\nfsdp: {}\n",
+                    fsdp)));
+    EXPECT_TRUE(check_schedule(s).empty());
+    int gathers = 0, all_reduces = 0;
+    for (const Op& op : s.ops) {
+      if (!is_collective(op.kind)) continue;
+      ASSERT_TRUE(op.input.named() && op.output.named()) << to_string(op.kind);
+      if (op.kind == OpKind::all_gather && op.phase != Phase::checkpoint) {
+        ++gathers;
+        EXPECT_EQ(op.input.buffer == op.output.buffer, fsdp2);
+        EXPECT_EQ(op.input.rank_chunk, fsdp2);
+      }
+      if (op.kind == OpKind::all_reduce) {
+        ++all_reduces;
+        EXPECT_EQ(op.input, op.output);
+      }
+    }
+    EXPECT_GT(gathers, 0);
+    EXPECT_GT(all_reduces, 0);
+  }
 }
 
 TEST(ScheduleCheck, LifetimesFollowAllocAndFreeOps) {

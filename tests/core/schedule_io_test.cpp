@@ -1,5 +1,6 @@
 #include "shardscope/core/schedule_io.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "shardscope/core/error.hpp"
@@ -46,13 +47,14 @@ TEST(ScheduleIo, RejectsOtherSchemasAndListsMalformedFields) {
   EXPECT_THROW(schedule_from_json("{not json"), ValidationError);
   try {
     schedule_from_json(
-        R"({"schema": "shardscope.schedule/2", "name": "x", "world_size": 0, "iterations": 1,
+        R"({"schema": "shardscope.schedule/3", "name": "x", "world_size": 0, "iterations": 1,
       "tokens_per_iteration": 0, "streams": [], "communicators": [], "groups": [], "buffers": [],
       "kernel_sets": [[{"kind": "warp", "label": "x", "repeat": 1},
                        {"kind": "gemm", "label": "y", "repeat": 0, "m": 1, "n": 2, "k": -3, "batch": 1,
                         "transpose_a": false, "transpose_b": "yes", "input": "bf16", "output": "int4"}]],
       "ops": [{"id": 3, "kind": "teleport", "stream": 0, "group": -1, "phase": "forward", "iteration": 0,
-               "microbatch": 0, "comm": -1, "bytes": 0, "flops": 0, "deps": [], "allocs": [], "frees": [], "uses": []}]})");
+               "microbatch": 0, "comm": -1, "bytes": 0, "flops": 0, "deps": [], "allocs": [], "frees": [], "uses": [],
+               "input": {"buffer": 0, "count": 0, "dtype": "int8", "offset": 0}}]})");
     FAIL();
   } catch (const ValidationError& e) {
     std::vector<std::string> keys;
@@ -60,19 +62,25 @@ TEST(ScheduleIo, RejectsOtherSchemasAndListsMalformedFields) {
     EXPECT_EQ(keys, (std::vector<std::string>{
                         "world_size", "kernel_sets[0][0].kind", "kernel_sets[0][1].repeat",
                         "kernel_sets[0][1].k", "kernel_sets[0][1].transpose_b",
-                        "kernel_sets[0][1].output", "ops[0].id", "ops[0].kind"}));
+                        "kernel_sets[0][1].output", "ops[0].id", "ops[0].kind",
+                        "ops[0].input.count", "ops[0].input.dtype"}));
   }
 }
 
 TEST(ScheduleIo, AnOlderIrGetsAClearError) {
-  try {
-    schedule_from_json(R"({"schema": "shardscope.schedule/1", "name": "x"})", "old.json");
-    FAIL();
-  } catch (const ValidationError& e) {
-    ASSERT_EQ(e.problems().size(), 1u);
-    EXPECT_EQ(e.problems()[0].file, "old.json");
-    EXPECT_NE(e.problems()[0].message.find("older IR format"), std::string::npos);
-    EXPECT_EQ(e.problems()[0].allowed, "shardscope.schedule/2");
+  for (const auto& [schema, why] :
+       {std::pair{"shardscope.schedule/1", "compute ops carry no kernels"},
+        std::pair{"shardscope.schedule/2", "do not name the buffers and dtype"}}) {
+    try {
+      schedule_from_json(fmt::format(R"({{"schema": "{}", "name": "x"}})", schema), "old.json");
+      FAIL() << schema;
+    } catch (const ValidationError& e) {
+      ASSERT_EQ(e.problems().size(), 1u);
+      EXPECT_EQ(e.problems()[0].file, "old.json");
+      EXPECT_NE(e.problems()[0].message.find("older IR format"), std::string::npos);
+      EXPECT_NE(e.problems()[0].message.find(why), std::string::npos) << e.problems()[0].message;
+      EXPECT_EQ(e.problems()[0].allowed, "shardscope.schedule/3");
+    }
   }
 }
 

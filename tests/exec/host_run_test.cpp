@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <thread>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/exec/host_job.hpp"
 #include "shardscope/sim/cost_model.hpp"
 #include "shardscope/sim/pipeline.hpp"
@@ -121,6 +123,69 @@ TEST(HostRun, JitterChangesDurationsAroundTheirCost) {
       changed += std::llabs(op.duration() - planned) > planned / 50;
   }
   EXPECT_GT(changed, 0);
+}
+
+// Costs of zero: these tests exercise the data, the buffers and the order, not the time.
+HostJobOptions instant() {
+  HostJobOptions o;
+  o.backend.cost = [](OpId, const Op&) { return HostCost{0, 0}; };
+  o.backend.timeout = std::chrono::milliseconds(20'000);
+  return o;
+}
+
+// Every example — FSDP2, FSDP1 hybrid, HSDP, CPU offload, resharding to 4 after forward — runs
+// on the host with each collective moved in the dtype and counts its IR names, on buffers live
+// in the rank's allocator, every element checked on every rank. Worlds are cut to 16 ranks.
+TEST(HostRun, EveryExampleMovesEachCollectiveOnTheBuffersItsIrNames) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"fsdp2-overlap-oracle.yaml", {}},  // a custom model: its groups as they are
+      {"llama3-8b-h100x8.yaml", {"fsdp.reshard_after_forward=4", "model.layers=4"}},
+      {"llama2-13b-fsdp1-hybrid.yaml", {"cluster.nodes=2", "model.layers=4"}},
+      {"llama2-7b-cpu-offload.yaml", {"model.layers=4"}},
+      {"llama3-405b-hsdp-128-nodes.yaml",
+       {"cluster.nodes=2", "fsdp.mesh.replicate=2", "fsdp.mesh.shard=8", "model.layers=4"}},
+      {"plan-llama3-8b-2-nodes.yaml", {"training.grad_accum=2", "model.layers=4"}},
+  };
+  for (const auto& [file, overrides] : cases) {
+    SCOPED_TRACE(file);
+    // Four layers keep every kind of group (root, blocks) and collective at a fraction of the
+    // ops: 16 rank threads meet at each collective.
+    std::vector<std::string> keys = overrides;
+    keys.emplace_back("training.iterations=1");
+    const Schedule s =
+        lower(load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/" + file, keys));
+    const auto result = run_host_threads(s, instant());
+    int collectives = 0;
+    for (const auto& op : s.ops) collectives += is_collective(op.kind);
+    EXPECT_GT(collectives, 0);
+    EXPECT_EQ(result.collectives_checked, std::int64_t{collectives} * s.world_size);
+  }
+}
+
+// A schedule that names a buffer it has freed, or reads a buffer as another dtype, fails at that
+// op on the host instead of moving whatever memory is at hand.
+TEST(HostRun, ACollectiveOnAFreedOrMistypedBufferFailsNamingIt) {
+  const auto p = plan(2);
+  const auto gather = static_cast<std::size_t>(
+      std::find_if(p.schedule.ops.begin(), p.schedule.ops.end(),
+                   [](const Op& op) { return op.kind == OpKind::all_gather; }) -
+      p.schedule.ops.begin());
+  ASSERT_LT(gather, p.schedule.ops.size());
+  Schedule freed = p.schedule;  // the copy-in before it frees the all-gather output
+  freed.ops[gather - 1].frees.push_back(freed.ops[gather].output.buffer);
+  Schedule mistyped = p.schedule;
+  DType& dtype = mistyped.ops[gather].input.dtype;
+  dtype = dtype == DType::fp32 ? DType::bf16 : DType::fp32;
+  for (const auto& [s, message] : {std::pair{&freed, "which is not allocated when it is issued"},
+                                   std::pair{&mistyped, "which does not fit its"}}) {
+    try {
+      (void)run_host_threads(*s, instant());
+      FAIL() << message;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("all_gather_output"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(HostRun, AMissingPeerEndsInAnErrorNamingTheOpNotAHang) {

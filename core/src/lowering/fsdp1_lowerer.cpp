@@ -78,6 +78,8 @@ class Fsdp1Lowerer final : public Lowerer {
                                     param_dtype_, BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(low_precision);
       h2d.uses.push_back(input);
+      h2d.input = b_.first(input, shard);
+      h2d.output = b_.whole(low_precision);
       pre = b_.emit(std::move(h2d));
     } else if (param_dtype_ != orig_dtype_) {
       Op& cast = b_.add_op(OpKind::copy_in, pre_unshard_, gid(g));  // _use_low_precision_shard
@@ -88,6 +90,8 @@ class Fsdp1Lowerer final : public Lowerer {
                                     BufferCategory::sharded_params, gid(g));
       cast.allocs.push_back(low_precision);
       cast.uses.push_back(input);
+      cast.input = b_.first(input, shard);
+      cast.output = b_.whole(low_precision);
       pre = b_.last_op();
     }
     if (s_.fsdp.limit_all_gathers && free_events_.size() >= 2) {
@@ -106,6 +110,9 @@ class Fsdp1Lowerer final : public Lowerer {
     st.full_param = b_.add_buffer(buffer_name("unsharded_flat_param"), ag.bytes, param_dtype_,
                                   BufferCategory::unsharded_params, gid(g));
     ag.allocs.push_back(st.full_param);
+    // FSDP1 gathers the (low-precision) shard into the flat parameter: not in place.
+    ag.input = b_.first(low_precision != kNone ? low_precision : input, shard);
+    ag.output = b_.whole(st.full_param);
     if (low_precision != kNone)
       ag.frees.push_back(low_precision);  // _free_low_precision_sharded_param
     ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
@@ -245,6 +252,8 @@ class Fsdp1Lowerer final : public Lowerer {
                         BufferCategory::reduce_scatter_input, gid(g));
       cast.allocs.push_back(cast_grad);
       cast.frees.push_back(grad);
+      cast.input = b_.whole(grad);
+      cast.output = b_.whole(cast_grad);
       grad = cast_grad;
     }
     const OpId compute_done = b_.last_on(compute_stream_);
@@ -256,6 +265,8 @@ class Fsdp1Lowerer final : public Lowerer {
       ar.bytes = elems(padded_numel(g), reduce_dtype_);
       ar.deps.push_back(compute_done);
       ar.uses.push_back(grad);
+      ar.input = b_.whole(grad);  // in place on the flat gradient
+      ar.output = ar.input;
       reduced = grad;
       last = b_.emit(std::move(ar));
     } else {
@@ -269,7 +280,9 @@ class Fsdp1Lowerer final : public Lowerer {
                               elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
                               BufferCategory::reduce_scatter_output, gid(g));
       rs.allocs.push_back(reduced);
-      rs.frees.push_back(grad);  // record_stream on the post-backward stream, freed now
+      rs.frees.push_back(grad);
+      rs.input = b_.whole(grad);
+      rs.output = b_.whole(reduced);  // record_stream on the post-backward stream, freed now
       last = b_.last_op();
       if (hybrid()) {
         Op ar = make_op(OpKind::all_reduce, all_reduce_, gid(g));
@@ -277,6 +290,8 @@ class Fsdp1Lowerer final : public Lowerer {
         ar.bytes = elems(layout(g).sharded_numel, reduce_dtype_);
         ar.deps.push_back(last);
         ar.uses.push_back(reduced);
+        ar.input = b_.whole(reduced);
+        ar.output = ar.input;
         last = b_.emit(std::move(ar));
       }
     }
@@ -295,7 +310,9 @@ class Fsdp1Lowerer final : public Lowerer {
       Op d2h = make_op(OpKind::d2h, hybrid() ? all_reduce_ : post_backward_, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, grad_dtype_);
       d2h.label = b_.op_label("_offload_grad");
-      sharded_grad(g, d2h);
+      // The host gradient; what it copies from is the reduced shard, which the lowering frees
+      // with the division before it (its input is not named).
+      d2h.output = b_.whole(sharded_grad(g, d2h));
       st.post_reduce = b_.emit(std::move(d2h));
     }
   }

@@ -100,25 +100,32 @@ class Fsdp2Lowerer final : public Lowerer {
                               BufferCategory::sharded_params, gid(g));
       h2d.allocs.push_back(staging);
       h2d.uses.push_back(sharded_params_[static_cast<std::size_t>(g)]);
+      h2d.input = b_.first(sharded_params_[static_cast<std::size_t>(g)], per_rank);
+      h2d.output = b_.whole(staging);
       b_.emit(std::move(h2d));
     }
     Op& copy_in = b_.add_op(OpKind::copy_in, copy_in_, gid(g));
     copy_in.bytes = elems(per_rank, param_dtype_);
-    copy_in.uses.push_back(post_forward       ? st.post_forward_shard
-                           : staging != kNone ? staging
-                                              : sharded_params_[static_cast<std::size_t>(g)]);
+    const BufferId source = post_forward       ? st.post_forward_shard
+                            : staging != kNone ? staging
+                                               : sharded_params_[static_cast<std::size_t>(g)];
+    copy_in.uses.push_back(source);
     // The all-gather input is a view into the output (all_gather_copy_in allocates only the
     // output).
     st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
                                  param_dtype_, BufferCategory::all_gather_output, gid(g));
     copy_in.allocs.push_back(st.ag_output);
     if (staging != kNone) copy_in.frees.push_back(staging);
+    copy_in.input = b_.first(source, per_rank);
+    copy_in.output = b_.rank_chunk(st.ag_output, per_rank);
     const OpId copy_in_id = b_.last_op();
     Op& ag = b_.add_op(OpKind::all_gather, all_gather_, gid(g));
     ag.comm = comm;
     ag.bytes = elems(padded, param_dtype_);
     ag.deps.push_back(copy_in_id);  // all_gather_stream.wait_stream(all_gather_copy_in_stream)
     ag.uses.push_back(st.ag_output);
+    ag.input = b_.rank_chunk(st.ag_output, per_rank);  // in place, as all_gather_copy_in views it
+    ag.output = b_.whole(st.ag_output);
     ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
     st.ag_op = b_.last_op();
@@ -148,6 +155,8 @@ class Fsdp2Lowerer final : public Lowerer {
     st.unsharded = b_.add_buffer(buffer_name("unsharded_params"), copy_out.bytes, param_dtype_,
                                  BufferCategory::unsharded_params, gid(g));
     copy_out.allocs.push_back(st.unsharded);
+    copy_out.input = b_.whole(st.ag_output);
+    copy_out.output = b_.whole(st.unsharded);
     if (st.post_forward_shard != kNone) {
       copy_out.frees.push_back(st.post_forward_shard);
       st.post_forward_shard = kNone;
@@ -304,6 +313,16 @@ class Fsdp2Lowerer final : public Lowerer {
         b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
                       BufferCategory::reduce_scatter_input, gid(g));
     copy_in.allocs.push_back(rs_input);
+    copy_in.output = b_.whole(rs_input);
+    // One gradient to copy in (the accumulated one, or a group's single parameter's) is named;
+    // several are read from the buffers the op frees.
+    if (st.accumulated != kNone) {
+      copy_in.input = b_.whole(st.accumulated);
+    } else if (std::count_if(st.grads.begin(), st.grads.end(),
+                             [](BufferId b) { return b != kNone; }) == 1) {
+      copy_in.input = b_.whole(
+          *std::find_if(st.grads.begin(), st.grads.end(), [](BufferId b) { return b != kNone; }));
+    }
     free_grads(st, copy_in);
     if (st.accumulated != kNone) copy_in.frees.push_back(st.accumulated);
     st.accumulated = kNone;
@@ -324,6 +343,8 @@ class Fsdp2Lowerer final : public Lowerer {
         becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output,
         gid(g));
     rs.allocs.push_back(rs_output);
+    rs.input = b_.whole(rs_input);
+    rs.output = b_.whole(rs_output);
     const OpId rs_id = b_.last_op();
     rs_state_input_ = rs_input;  // comm_ctx.reduce_scatter_state keeps the input alive
     rs_state_event_ = rs_id;
@@ -352,6 +373,9 @@ class Fsdp2Lowerer final : public Lowerer {
       ar.bytes = elems(layout(g).sharded_numel, reduce_dtype_);
       ar.deps.push_back(rs_id);  // all_reduce_stream.wait_stream(reduce_scatter_stream)
       ar.uses.push_back(rs_output);
+      // foreach_reduce adds the partial output into this one, then all-reduces it in place.
+      ar.input = b_.whole(rs_output);
+      ar.output = ar.input;
       if (st.partial_reduce != kNone && st.partial_reduce != rs_output) {
         ar.uses.push_back(st.partial_reduce);
         ar.frees.push_back(st.partial_reduce);
@@ -383,9 +407,10 @@ class Fsdp2Lowerer final : public Lowerer {
       Op d2h = make_op(OpKind::d2h, post_stream, gid(g));
       d2h.bytes = elems(layout(g).sharded_numel, orig_dtype_);
       d2h.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
-      sharded_grad(g, d2h);
+      d2h.output = b_.whole(sharded_grad(g, d2h));
       d2h.uses.push_back(rs_output);
       d2h.frees.push_back(rs_output);
+      d2h.input = b_.whole(rs_output);
       st.grad_offload = b_.emit(std::move(d2h));
       st.post_reduce = st.grad_offload;
     }

@@ -464,9 +464,11 @@ void Lowerer::synchronize_device(std::string_view label) {
 void Lowerer::checkpoint_state_dict() {
   const auto& ck = s_.fsdp.checkpoint;
   const int states = static_cast<int>(optimizer_states_.size());
+  std::int64_t state_offset = 0;  // the group's first element in each optimizer state buffer
   for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {
     if (!has_params(g)) continue;
     const std::int64_t numel = layout(g).sharded_numel;
+    state_offset += numel;
     if (ck.state_dict_type == StateDictType::full) {
       // FULL_STATE_DICT: every parameter (and optimizer state) is all-gathered in its original
       // dtype on the default stream, then copied to the host when offload_to_cpu (on rank 0 only
@@ -482,13 +484,23 @@ void Lowerer::checkpoint_state_dict() {
         ag.label = b_.op_label(k == 0 ? "state_dict" : "optim_state_dict");
         ag.allocs.push_back(buf);
         if (!ck.offload_to_cpu) ag.frees.push_back(buf);
+        if (k == 0) {
+          ag.input = b_.first(sharded_params_[static_cast<std::size_t>(g)], numel);
+        } else {
+          ag.input = b_.first(optimizer_states_[static_cast<std::size_t>(k - 1)], numel);
+          ag.input.offset = elems(state_offset - numel, orig_dtype_);
+        }
+        ag.uses.push_back(ag.input.buffer);
+        ag.output = b_.whole(buf);
         b_.emit(std::move(ag));
         if (ck.offload_to_cpu) {
+          // To the state dict's host tensors, which the schedule does not hold: no output named.
           Op d2h = make_op(OpKind::d2h, compute_stream_, gid(g));
           d2h.bytes = full;
           d2h.label = b_.op_label("state_dict");
           d2h.uses.push_back(buf);
           d2h.frees.push_back(buf);
+          d2h.input = b_.whole(buf);
           b_.emit(std::move(d2h));
         }
       }

@@ -72,6 +72,20 @@ class ScheduleBuilder {
     return schedule_.buffers[static_cast<std::size_t>(id)];
   }
 
+  /// All of buffer `id`, as a data-moving op's input or output.
+  BufferRef whole(BufferId id) const {
+    const Buffer& b = buffer(id);
+    return {id, b.size / bytes_per_element(b.dtype), b.dtype, 0, false};
+  }
+  /// The first `count` elements of buffer `id`.
+  BufferRef first(BufferId id, std::int64_t count) const {
+    return {id, count, buffer(id).dtype, 0, false};
+  }
+  /// The rank's own chunk of `count` elements in buffer `id` (an in-place all-gather's input).
+  BufferRef rank_chunk(BufferId id, std::int64_t count) const {
+    return {id, count, buffer(id).dtype, 0, true};
+  }
+
   Schedule& schedule() { return schedule_; }
   Schedule take() { return std::move(schedule_); }
 

@@ -10,6 +10,7 @@
 #include "device_kernels.hpp"
 #include "kernel_runner.hpp"
 #include "shardscope/exec/device_allocator.hpp"
+#include "shardscope/exec/executor.hpp"
 #include "shardscope/exec/host_world.hpp"
 
 namespace shardscope::exec {
@@ -253,7 +254,7 @@ class CudaBackend final : public Backend {
       case OpKind::reduce_copy_in:
       case OpKind::grad_div:
       case OpKind::reshard:
-        device_copy(op, st);
+        device_copy(id, op, st);
         return;
       case OpKind::h2d:
       case OpKind::d2h:
@@ -273,26 +274,35 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The first GPU buffer of `ids` this op may read (or write), and its address.
-  std::byte* gpu_buffer(const IdList& ids, Bytes at_least) const {
-    for (BufferId b : ids) {
-      const Buffer& buf = s_->buffers[static_cast<std::size_t>(b)];
-      if (buf.location != Location::gpu || buf.size < at_least) continue;
-      if (std::byte* p = allocator_->address(b)) return p;
+  // Where `ref` lies in device memory: its buffer's address, its offset and, for the rank's own
+  // chunk, this rank's place in the op's communicator. Null for a host buffer or an unnamed
+  // region; a named GPU buffer that is not allocated is a broken schedule.
+  std::byte* region(OpId id, const Op& op, const BufferRef& ref) const {
+    if (!ref.named()) return nullptr;
+    if (s_->buffers[static_cast<std::size_t>(ref.buffer)].location != Location::gpu) return nullptr;
+    std::byte* base = allocator_->address(ref.buffer);
+    if (base == nullptr)
+      throw Error(fmt::format("{} names {}, which is not allocated when it is issued",
+                              describe_op(*s_, id), buffer_name(*s_, ref.buffer)));
+    Bytes at = ref.offset;
+    if (ref.rank_chunk && op.comm != kNone) {
+      const Communicator& c = s_->communicators[static_cast<std::size_t>(op.comm)];
+      at += membership(c, s_->world_size, options_.rank).position * ref.bytes();
     }
-    return nullptr;
+    return base + at;
   }
 
-  // Copies between the IR's buffers where the op names both (copy-in reads the sharded
-  // parameters it uses and writes the all-gather input it allocates); otherwise the same bytes
-  // through scratch.
-  void device_copy(const Op& op, cudaStream_t st) {
+  // A device copy between the regions the IR names (a cast copies the smaller side's bytes:
+  // the traffic, not the conversion, is what costs). A copy that gathers from several buffers
+  // (reduce_copy_in of per-parameter gradients) names none: its bytes move as traffic.
+  void device_copy(OpId id, const Op& op, cudaStream_t st) {
     if (op.bytes == 0) return;
-    std::byte* src = gpu_buffer(op.uses, op.bytes);
-    std::byte* dst = gpu_buffer(op.allocs, op.bytes);
+    std::byte* src = region(id, op, op.input);
+    std::byte* dst = region(id, op, op.output);
     if (src != nullptr && dst != nullptr) {
-      SHARDSCOPE_CUDA(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(op.bytes),
-                                      cudaMemcpyDeviceToDevice, st));
+      const Bytes n = std::min(op.input.bytes(), op.output.bytes());
+      SHARDSCOPE_CUDA(
+          cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, st));
     } else {
       kernels_->move_traffic(2 * op.bytes, st);
     }
@@ -320,54 +330,32 @@ class CudaBackend final : public Backend {
                         options_.emulated_channels, st);
   }
 
+  // The collective on exactly the regions, counts and dtype the IR names (check_schedule holds
+  // them to the communicator's size).
   void collective(OpId id, const Op& op, cudaStream_t st) {
-    const Communicator& c = s_->communicators[static_cast<std::size_t>(op.comm)];
-    const Bytes chunk = op.bytes / std::max(c.size, 1);
-    const bool gather = op.kind == OpKind::all_gather;
-    const Bytes in_bytes = gather ? chunk : op.bytes;
-    const Bytes out_bytes = op.kind == OpKind::reduce_scatter ? chunk : op.bytes;
-    std::byte* in = gpu_buffer(op.frees, in_bytes);
-    if (in == nullptr) in = gpu_buffer(op.uses, in_bytes);
-    std::byte* out = gpu_buffer(op.allocs, out_bytes);
-    if (op.kind == OpKind::all_reduce && out == nullptr) out = in;
-    const bool real_buffers = in != nullptr && out != nullptr;
+    std::byte* in = region(id, op, op.input);
+    std::byte* out = region(id, op, op.output);
+    if (in == nullptr || out == nullptr)
+      throw Error(fmt::format("{} does not name GPU buffers for its input and output",
+                              describe_op(*s_, id)));
     if (options_.comm == CommMode::emulate) {
-      if (real_buffers) {
-        occupy(id, op, st, in, static_cast<std::size_t>(in_bytes), out,
-               static_cast<std::size_t>(out_bytes));
-      } else {
-        occupy(id, op, st, kernels_->scratch(0),
-               static_cast<std::size_t>(std::min(in_bytes, kRegion)), kernels_->scratch(1),
-               static_cast<std::size_t>(std::min(out_bytes, kRegion)));
-      }
+      occupy(id, op, st, in, static_cast<std::size_t>(op.input.bytes()), out,
+             static_cast<std::size_t>(op.output.bytes()));
       return;
     }
-    DType dtype = DType::bf16;
-    if (!op.allocs.empty()) dtype = s_->buffers[static_cast<std::size_t>(op.allocs[0])].dtype;
-    const auto elem = static_cast<std::size_t>(bytes_per_element(dtype));
-    if (!real_buffers) {  // scratch holds at most a region per side
-      in = static_cast<std::byte*>(kernels_->scratch(0));
-      out = static_cast<std::byte*>(kernels_->scratch(1));
-      if (out_bytes > kRegion || in_bytes > kRegion) {
-        throw Error(
-            fmt::format("{} of {} does not name its buffers and exceeds the scratch "
-                        "region ({})",
-                        to_string(op.kind), format_bytes(op.bytes), format_bytes(kRegion)));
-      }
-    }
     ncclComm_t comm = comms_[static_cast<std::size_t>(op.comm)];
-    const ncclDataType_t type = nccl_type(dtype);
+    const ncclDataType_t type = nccl_type(op.output.dtype);
     switch (op.kind) {
-      case OpKind::all_gather:
+      case OpKind::all_gather:  // count: per rank
         SHARDSCOPE_CUDA(
-            ncclAllGather(in, out, static_cast<std::size_t>(chunk) / elem, type, comm, st));
+            ncclAllGather(in, out, static_cast<std::size_t>(op.input.count), type, comm, st));
         return;
-      case OpKind::reduce_scatter:
-        SHARDSCOPE_CUDA(ncclReduceScatter(in, out, static_cast<std::size_t>(chunk) / elem, type,
+      case OpKind::reduce_scatter:  // count: per rank
+        SHARDSCOPE_CUDA(ncclReduceScatter(in, out, static_cast<std::size_t>(op.output.count), type,
                                           ncclSum, comm, st));
         return;
       default:
-        SHARDSCOPE_CUDA(ncclAllReduce(in, out, static_cast<std::size_t>(op.bytes) / elem, type,
+        SHARDSCOPE_CUDA(ncclAllReduce(in, out, static_cast<std::size_t>(op.input.count), type,
                                       ncclSum, comm, st));
         return;
     }

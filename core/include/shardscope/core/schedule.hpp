@@ -96,6 +96,41 @@ struct ParamGroup {
   bool is_root = false;
 };
 
+/// What a collective or copy reads or writes: `count` elements of `dtype` in `buffer`, `offset`
+/// bytes in. With `rank_chunk` the region is the rank's own chunk instead, at `offset + position ×
+/// count × element size` where position is the rank's place in the op's communicator: an in-place
+/// all-gather's input inside its output, as FSDP and nccl-tests place it. All ranks issue the same
+/// schedule, so the rank-dependent offset is the backend's to compute.
+struct BufferRef {
+  BufferId buffer = kNone;
+  std::int64_t count = 0;  // elements
+  DType dtype = DType::fp32;
+  Bytes offset = 0;
+  bool rank_chunk = false;
+
+  [[nodiscard]] bool named() const { return buffer != kNone; }
+  [[nodiscard]] Bytes bytes() const { return count * bytes_per_element(dtype); }
+  friend bool operator==(const BufferRef&, const BufferRef&) = default;
+};
+
+/// Ops that move data between named buffers: every collective and copy names its input and
+/// output (check_schedule holds the lowering to it; the backends use exactly those).
+inline bool moves_data(OpKind kind) {
+  switch (kind) {
+    case OpKind::copy_in:
+    case OpKind::all_gather:
+    case OpKind::copy_out:
+    case OpKind::reduce_copy_in:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce:
+    case OpKind::h2d:
+    case OpKind::d2h:
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct Op {
   OpKind kind = OpKind::forward;
   StreamId stream = 0;
@@ -115,6 +150,8 @@ struct Op {
   IdList allocs;                     // buffers
   IdList frees;
   IdList uses;
+  BufferRef input;   // moves_data(kind): what it reads
+  BufferRef output;  // moves_data(kind): what it writes (an all-reduce: its input, in place)
 };
 
 /// A buffer's name, kept as parts (lowering names thousands of buffers; a string each cost more
@@ -176,7 +213,7 @@ inline StreamId default_stream(const Schedule& s) {
 /// The buffer's full name, e.g. "layers.3/all_gather_output@i1m0".
 std::string buffer_name(const Schedule& schedule, BufferId id);
 
-inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/2";
+inline constexpr std::string_view kScheduleSchema = "shardscope.schedule/3";
 
 std::string_view to_string(StreamKind kind);
 std::string_view to_string(OpKind kind);

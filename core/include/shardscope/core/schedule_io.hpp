@@ -1,5 +1,5 @@
 #pragma once
-// The IR's JSON form ("schema": "shardscope.schedule/2"): one stream, group, op or buffer per
+// The IR's JSON form ("schema": "shardscope.schedule/3"): one stream, group, op or buffer per
 // line so diffs stay readable. Writing what was read gives the same bytes.
 
 #include <filesystem>

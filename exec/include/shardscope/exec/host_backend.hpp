@@ -99,6 +99,7 @@ class HostBackend final : public Backend {
   void work(Worker& worker);
   void run_op(OpId id);
   void run_collective(OpId id, const Op& op, Clock::time_point& transfer_start);
+  void check_regions(OpId id, const Op& op) const;
   Clock::duration duration_of(OpId id) const;
   void issued(OpId id);
   void wait_event(OpId event);
