@@ -45,7 +45,9 @@ int run_cuda(const RunArgs& args) {
   exec::CudaBackendOptions options;
   options.rank = job ? job->rank : 0;
   options.world = job ? job->world_size : 1;
-  options.device = job ? job->local_rank : 0;
+  options.device = job ? exec::device_for_local_rank(job->local_rank, job->local_world_size,
+                                                     exec::visible_cuda_devices())
+                       : 0;
   options.comm = comm;
   options.modelled_time = [&planned](OpId id, const Op&) {
     return simulated_duration(planned, id);

@@ -165,6 +165,16 @@ std::optional<JobEnv> job_from_environment(const GetEnv& getenv) {
   return job;
 }
 
+int device_for_local_rank(int local_rank, int local_world_size, int visible) {
+  if (visible < 1) throw Error("no CUDA device is visible to this rank");
+  if (visible == 1) return 0;
+  if (visible >= local_world_size && local_rank < visible) return local_rank;
+  throw Error(
+      fmt::format("{} local ranks share {} visible CUDA devices: give each rank one GPU "
+                  "(CUDA_VISIBLE_DEVICES, Slurm --gpus-per-task=1) or every rank all of them",
+                  local_world_size, visible));
+}
+
 std::string first_slurm_host(const std::string& nodelist) {
   std::string first = nodelist.substr(0, nodelist.find(','));
   const auto open = first.find('[');

@@ -77,6 +77,20 @@ TEST(Launcher, MalformedVariablesAreNamed) {
                ValidationError);
 }
 
+TEST(Launcher, EachRankTakesItsOwnGpuWhetherItSeesAllOrOne) {
+  EXPECT_EQ(device_for_local_rank(3, 8, 8), 3);  // torchrun: every rank sees the node's GPUs
+  EXPECT_EQ(device_for_local_rank(3, 8, 1), 0);  // Slurm --gpus-per-task=1: one visible
+  EXPECT_EQ(device_for_local_rank(0, 1, 8), 0);
+  EXPECT_THROW(device_for_local_rank(0, 1, 0), Error);
+  try {
+    (void)device_for_local_rank(5, 8, 4);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("8 local ranks share 4 visible CUDA devices"),
+              std::string::npos);
+  }
+}
+
 TEST(Launcher, RendezvousGathersAndBroadcastsOnLoopback) {
   const int port = free_loopback_port();
   constexpr int kRanks = 4;

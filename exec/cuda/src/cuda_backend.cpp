@@ -150,13 +150,27 @@ class CudaBackend final : public Backend {
           return cudaSuccess;
         },
         "the end of the run");
+    // Each op from its own events: its duration between its start and end events, its start
+    // from its iteration's first device op (whose offset from the base event is the only long
+    // interval). cudaEventElapsedTime returns float milliseconds, 24 bits: from a single base, a
+    // short op's span would lose microseconds a minute into the run.
     std::vector<OpSpan> spans(s_->ops.size());
+    int iteration = -1;
+    cudaEvent_t anchor = base_;
+    TimeNs anchor_at = 0;
     for (std::size_t i = 0; i < spans.size(); ++i) {
-      if (runs_on_cpu(*s_, s_->ops[i])) {
+      const Op& op = s_->ops[i];
+      if (runs_on_cpu(*s_, op)) {
         spans[i] = host_spans_[i];
         continue;
       }
-      spans[i] = {elapsed(start_[i]), elapsed(end_[i])};
+      if (op.iteration != iteration) {
+        iteration = op.iteration;
+        anchor_at = elapsed(base_, start_[i]);
+        anchor = start_[i];
+      }
+      const TimeNs start = anchor_at + elapsed(anchor, start_[i]);
+      spans[i] = {start, start + elapsed(start_[i], end_[i])};
     }
     return spans;
   }
@@ -175,10 +189,10 @@ class CudaBackend final : public Backend {
   TimeNs since_base(Clock::time_point t) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t - host_base_).count();
   }
-  TimeNs elapsed(cudaEvent_t e) const {
+  static TimeNs elapsed(cudaEvent_t from, cudaEvent_t to) {
     float ms = 0;
-    SHARDSCOPE_CUDA(cudaEventElapsedTime(&ms, base_, e));
-    return static_cast<TimeNs>(static_cast<double>(ms) * 1e6);
+    SHARDSCOPE_CUDA(cudaEventElapsedTime(&ms, from, to));
+    return std::llround(static_cast<double>(ms) * 1e6);
   }
 
   // Polls instead of blocking, so a stuck collective is noticed: NCCL's asynchronous errors and
@@ -225,12 +239,46 @@ class CudaBackend final : public Backend {
       throw Error("--comm nccl needs the NCCL unique id from rank 0's rendezvous");
     ncclUniqueId id{};
     std::memcpy(&id, options_.nccl_id.data(), sizeof(id));
-    SHARDSCOPE_CUDA(ncclCommInitRank(&world_comm_, options_.world, id, options_.rank));
+    // Non-blocking communicators: a rank that never joins ends in an error after the timeout
+    // instead of hanging every rank in ncclCommInitRank, before any watchdog exists (PyTorch's
+    // ProcessGroupNCCL offers the same nonblocking mode).
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    settle(world_comm_,
+           ncclCommInitRankConfig(&world_comm_, options_.world, id, options_.rank, &config),
+           "ncclCommInitRankConfig (the world communicator)");
     for (const Communicator& c : s.communicators) {
       const Membership m = membership(c, s.world_size, options_.rank);
       ncclComm_t comm = nullptr;
-      SHARDSCOPE_CUDA(ncclCommSplit(world_comm_, m.instance, m.position, &comm, nullptr));
-      comms_.push_back(comm);
+      const ncclResult_t r = ncclCommSplit(world_comm_, m.instance, m.position, &comm, &config);
+      comms_.push_back(comm);  // released with the others, even if it does not settle
+      settle(comm, r, fmt::format("ncclCommSplit (communicator '{}')", c.name));
+    }
+  }
+
+  // A call on a non-blocking communicator may return ncclInProgress; the communicator is usable
+  // once ncclCommGetAsyncError stops saying so. Waits at most the timeout, then aborts it.
+  void settle(ncclComm_t comm, ncclResult_t started, const std::string& what) {
+    if (started != ncclSuccess && started != ncclInProgress)
+      throw CudaError(fmt::format("NCCL error {} in {}", ncclGetErrorString(started), what));
+    if (comm == nullptr) return;
+    const auto deadline = Clock::now() + options_.timeout;
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      SHARDSCOPE_CUDA(ncclCommGetAsyncError(comm, &state));
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress)
+        throw CudaError(fmt::format("NCCL error {} in {}", ncclGetErrorString(state), what));
+      if (Clock::now() > deadline) {
+        SHARDSCOPE_CUDA_LOG(ncclCommAbort(comm));
+        std::replace(comms_.begin(), comms_.end(), comm, ncclComm_t{nullptr});
+        if (comm == world_comm_) world_comm_ = nullptr;
+        throw CudaError(
+            fmt::format("{} did not finish within {} s: a rank did not join (is "
+                        "every rank started, with the same rendezvous?)",
+                        what, options_.timeout.count() / 1000));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
@@ -325,9 +373,9 @@ class CudaBackend final : public Backend {
   void occupy(OpId id, const Op& op, cudaStream_t st, const void* in = nullptr,
               std::size_t in_bytes = 0, void* out = nullptr, std::size_t out_bytes = 0) {
     const TimeNs t = options_.modelled_time ? options_.modelled_time(id, op) : 0;
-    emulated_collective(in, in_bytes, out, out_bytes,
-                        static_cast<std::uint64_t>(std::max<TimeNs>(t, 0)),
-                        options_.emulated_channels, st);
+    SHARDSCOPE_CUDA(emulated_collective(in, in_bytes, out, out_bytes,
+                                        static_cast<std::uint64_t>(std::max<TimeNs>(t, 0)),
+                                        options_.emulated_channels, st));
   }
 
   // The collective on exactly the regions, counts and dtype the IR names (check_schedule holds
@@ -345,19 +393,37 @@ class CudaBackend final : public Backend {
     }
     ncclComm_t comm = comms_[static_cast<std::size_t>(op.comm)];
     const ncclDataType_t type = nccl_type(op.output.dtype);
+    ncclResult_t r = ncclSuccess;
     switch (op.kind) {
       case OpKind::all_gather:  // count: per rank
-        SHARDSCOPE_CUDA(
-            ncclAllGather(in, out, static_cast<std::size_t>(op.input.count), type, comm, st));
-        return;
+        r = ncclAllGather(in, out, static_cast<std::size_t>(op.input.count), type, comm, st);
+        break;
       case OpKind::reduce_scatter:  // count: per rank
-        SHARDSCOPE_CUDA(ncclReduceScatter(in, out, static_cast<std::size_t>(op.output.count), type,
-                                          ncclSum, comm, st));
-        return;
+        r = ncclReduceScatter(in, out, static_cast<std::size_t>(op.output.count), type, ncclSum,
+                              comm, st);
+        break;
       default:
-        SHARDSCOPE_CUDA(ncclAllReduce(in, out, static_cast<std::size_t>(op.input.count), type,
-                                      ncclSum, comm, st));
-        return;
+        r = ncclAllReduce(in, out, static_cast<std::size_t>(op.input.count), type, ncclSum, comm,
+                          st);
+        break;
+    }
+    settle(comm, r, describe_op(*s_, id));  // enqueued; its completion is the end event's
+  }
+
+  // A non-blocking communicator is finalized (its outstanding work flushed) before it is
+  // destroyed; one that does not finish within the timeout is aborted instead.
+  void destroy(ncclComm_t comm) noexcept {
+    if (comm == nullptr) return;
+    ncclResult_t state = ncclCommFinalize(comm);
+    const auto deadline = Clock::now() + options_.timeout;
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+    }
+    if (state == ncclSuccess) {
+      SHARDSCOPE_CUDA_LOG(ncclCommDestroy(comm));
+    } else {
+      SHARDSCOPE_CUDA_LOG(ncclCommAbort(comm));
     }
   }
 
@@ -372,33 +438,37 @@ class CudaBackend final : public Backend {
     if (host_state_.empty() && elements > 0)
       host_state_.assign(static_cast<std::size_t>(4 * std::min(elements, kPass)), 0.001F);
     const std::int64_t per_pass = static_cast<std::int64_t>(host_state_.size() / 4);
+    // One thread per core for the whole step (not per pass): thread t owns the elements i ≡ t
+    // (mod threads) of every pass, in a layout fixed by the pass size, so no two threads touch
+    // the same element and no pass waits for another.
     const unsigned threads = std::max(1U, std::thread::hardware_concurrency());
-    for (std::int64_t done = 0; done < elements; done += per_pass) {
-      const std::int64_t n = std::min(per_pass, elements - done);
-      std::vector<std::thread> pool;
-      for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([this, n, t, threads] {
-          float* p = host_state_.data();
-          float* g = p + n;
-          float* m = g + n;
-          float* v = m + n;
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([this, elements, per_pass, t, threads] {
+        float* p = host_state_.data();
+        float* g = p + per_pass;
+        float* m = g + per_pass;
+        float* v = m + per_pass;
+        for (std::int64_t done = 0; done < elements; done += per_pass) {
+          const std::int64_t n = std::min(per_pass, elements - done);
           for (std::int64_t i = t; i < n; i += threads) {
             m[i] = 0.9F * m[i] + 0.1F * g[i];
             v[i] = 0.95F * v[i] + 0.05F * g[i] * g[i];
             p[i] -= 1e-4F * (0.1F * p[i] + m[i] / (std::sqrt(v[i]) + 1e-8F));
           }
-        });
-      }
-      for (auto& th : pool) th.join();
+        }
+      });
     }
+    for (auto& th : pool) th.join();
   }
 
   // After a clean run the communicators are destroyed (after an error abort() already aborted
   // them); then the memory, the events and the streams.
   void release() noexcept {
-    for (ncclComm_t c : comms_) SHARDSCOPE_CUDA_LOG(ncclCommDestroy(c));
+    for (ncclComm_t c : comms_) destroy(c);
     comms_.clear();
-    if (world_comm_ != nullptr) SHARDSCOPE_CUDA_LOG(ncclCommDestroy(world_comm_));
+    destroy(world_comm_);
     world_comm_ = nullptr;
     allocator_.reset();
     memory_.reset();
@@ -433,6 +503,15 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 }  // namespace cuda
+
+int visible_cuda_devices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
 
 bool cuda_device_available(std::string* why) {
   int n = 0;

@@ -37,8 +37,10 @@ const char* status_text(CUresult r);  // the driver's name for it (cuda_segment_
 inline bool ok(cudaError_t e) {
   return e == cudaSuccess;
 }
+// ncclInProgress is not success: a non-blocking communicator's call that returns it is waited
+// for (CudaBackend::settle) before the communicator is used again.
 inline bool ok(ncclResult_t r) {
-  return r == ncclSuccess || r == ncclInProgress;
+  return r == ncclSuccess;
 }
 inline bool ok(cublasStatus_t s) {
   return s == CUBLAS_STATUS_SUCCESS;

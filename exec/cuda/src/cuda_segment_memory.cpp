@@ -133,6 +133,11 @@ bool CudaSegmentMemory::map(std::byte* at, Bytes bytes) {
 }
 
 void CudaSegmentMemory::unmap(std::byte* at, Bytes bytes) noexcept {
+  // cuMemUnmap and cuMemRelease do not wait for work still using the pages (cudaFree does), so
+  // every stream that may have touched them is drained first, as PyTorch's expandable segments
+  // do before unmapping (CUDACachingAllocator.cpp, ExpandableSegment::unmapHandles). The
+  // allocator unmaps only when it gives memory back (an out-of-memory retry, the end of a run).
+  SHARDSCOPE_CUDA_LOG(cudaDeviceSynchronize());
   const CUdeviceptr first = device_pointer(at);
   for (CUdeviceptr page = first; page < first + static_cast<CUdeviceptr>(bytes); page += kPage)
     unmap_page(page);

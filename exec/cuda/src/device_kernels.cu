@@ -134,28 +134,31 @@ __global__ void emulated_collective_kernel(const uint4* in, std::size_t in_n, ui
 
 }  // namespace
 
-void fill_random(void* data, std::size_t bytes, std::uint32_t seed, cudaStream_t stream) {
+cudaError_t fill_random(void* data, std::size_t bytes, std::uint32_t seed, cudaStream_t stream) {
   const std::size_t n = bytes / 2;
   fill_random_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<std::uint16_t*>(data), n,
                                                              seed);
+  return cudaGetLastError();
 }
 
-void move_bytes(const void* src, void* dst, std::size_t bytes, cudaStream_t stream) {
+cudaError_t move_bytes(const void* src, void* dst, std::size_t bytes, cudaStream_t stream) {
   const std::size_t n = bytes / 2 / sizeof(uint4);
-  if (n == 0) return;
+  if (n == 0) return cudaSuccess;
   move_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src),
                                                       static_cast<uint4*>(dst), n);
+  return cudaGetLastError();
 }
 
-void softmax_rows(void* scores, std::int64_t rows, std::int64_t cols, bool causal,
-                  std::int64_t causal_offset, std::int64_t batch, cudaStream_t stream) {
-  if (rows == 0 || cols == 0 || batch == 0) return;
+cudaError_t softmax_rows(void* scores, std::int64_t rows, std::int64_t cols, bool causal,
+                         std::int64_t causal_offset, std::int64_t batch, cudaStream_t stream) {
+  if (rows == 0 || cols == 0 || batch == 0) return cudaSuccess;
   softmax_kernel<<<static_cast<unsigned>(rows * batch), kThreads, 0, stream>>>(
       static_cast<__nv_bfloat16*>(scores), rows, cols, causal, causal_offset);
+  return cudaGetLastError();
 }
 
-void adamw(const AdamWArgs& a, cudaStream_t stream) {
-  if (a.n == 0) return;
+cudaError_t adamw(const AdamWArgs& a, cudaStream_t stream) {
+  if (a.n == 0) return cudaSuccess;
   const float c1 = 1.0F - std::pow(a.beta1, static_cast<float>(a.step));
   const float c2 = 1.0F - std::pow(a.beta2, static_cast<float>(a.step));
   const int blocks = blocks_for(static_cast<std::size_t>(a.n));
@@ -170,15 +173,17 @@ void adamw(const AdamWArgs& a, cudaStream_t stream) {
         static_cast<float*>(a.exp_avg), static_cast<float*>(a.exp_avg_sq), a.n, a.lr, a.beta1,
         a.beta2, a.eps, a.weight_decay, c1, c2);
   }
+  return cudaGetLastError();
 }
 
-void emulated_collective(const void* input, std::size_t input_bytes, void* output,
-                         std::size_t output_bytes, std::uint64_t duration_ns, int ctas,
-                         cudaStream_t stream) {
+cudaError_t emulated_collective(const void* input, std::size_t input_bytes, void* output,
+                                std::size_t output_bytes, std::uint64_t duration_ns, int ctas,
+                                cudaStream_t stream) {
   const int blocks = std::max(ctas, 1);
   emulated_collective_kernel<<<blocks, kThreads, 0, stream>>>(
       static_cast<const uint4*>(input), input_bytes / sizeof(uint4), static_cast<uint4*>(output),
       output_bytes / sizeof(uint4), duration_ns);
+  return cudaGetLastError();
 }
 
 }  // namespace shardscope::exec::cuda

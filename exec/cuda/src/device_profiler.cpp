@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cuda_check.hpp"
+#include "cuda_handles.hpp"
 #include "kernel_runner.hpp"
 #include "shardscope/core/timeline.hpp"
 
@@ -16,22 +17,18 @@ using cuda::KernelRunner;
 // Events around `work` on `stream`, `repetitions` times after one warm-up: the median in ns.
 template <typename Work>
 TimeNs median_time(cudaStream_t stream, int repetitions, Work work) {
-  cudaEvent_t start = nullptr, end = nullptr;
-  SHARDSCOPE_CUDA(cudaEventCreate(&start));
-  SHARDSCOPE_CUDA(cudaEventCreate(&end));
+  const cuda::UniqueEvent start = cuda::make_event(), end = cuda::make_event();
   work();
   std::vector<TimeNs> times;
   for (int r = 0; r < repetitions; ++r) {
-    SHARDSCOPE_CUDA(cudaEventRecord(start, stream));
+    SHARDSCOPE_CUDA(cudaEventRecord(start.get(), stream));
     work();
-    SHARDSCOPE_CUDA(cudaEventRecord(end, stream));
-    SHARDSCOPE_CUDA(cudaEventSynchronize(end));
+    SHARDSCOPE_CUDA(cudaEventRecord(end.get(), stream));
+    SHARDSCOPE_CUDA(cudaEventSynchronize(end.get()));
     float ms = 0;
-    SHARDSCOPE_CUDA(cudaEventElapsedTime(&ms, start, end));
+    SHARDSCOPE_CUDA(cudaEventElapsedTime(&ms, start.get(), end.get()));
     times.push_back(static_cast<TimeNs>(static_cast<double>(ms) * 1e6));
   }
-  SHARDSCOPE_CUDA_LOG(cudaEventDestroy(start));
-  SHARDSCOPE_CUDA_LOG(cudaEventDestroy(end));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -49,8 +46,8 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
   DeviceProfile p;
   p.device = prop.name;
   p.version = std::string(shardscope_version());
-  cudaStream_t stream = nullptr;
-  SHARDSCOPE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const cuda::UniqueStream owned_stream = cuda::make_stream();
+  cudaStream_t stream = owned_stream.get();
   KernelRunner runner;
   const int reps = std::max(1, options.repetitions);
   const std::vector<Kernel> shapes = distinct_shapes(schedule);
@@ -71,8 +68,8 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
   step();
   // Host copies of one region, from pinned and from pageable memory.
   constexpr Bytes kCopy = KernelRunner::kRegion;
-  void* pinned = nullptr;
-  SHARDSCOPE_CUDA(cudaMallocHost(&pinned, static_cast<std::size_t>(kCopy)));
+  const cuda::UniquePinned owned_pinned = cuda::make_pinned(static_cast<std::size_t>(kCopy));
+  void* pinned = owned_pinned.get();
   std::vector<std::byte> pageable(static_cast<std::size_t>(kCopy));
   const auto copy = [&](void* host, bool h2d) {
     return rate(kCopy, median_time(stream, reps, [&] {
@@ -86,7 +83,6 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
   p.d2h_pinned = copy(pinned, false);
   p.h2d_pageable = copy(pageable.data(), true);
   p.d2h_pageable = copy(pageable.data(), false);
-  SHARDSCOPE_CUDA_LOG(cudaFreeHost(pinned));
   step();
   // Launch overhead: host time per launch of a tiny kernel; event overhead: a record and a wait.
   constexpr int kLaunches = 1000;
@@ -98,8 +94,8 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count() /
       kLaunches;
-  cudaEvent_t e = nullptr;
-  SHARDSCOPE_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  const cuda::UniqueEvent owned_event = cuda::make_event(cudaEventDisableTiming);
+  cudaEvent_t e = owned_event.get();
   SHARDSCOPE_CUDA(cudaStreamSynchronize(stream));
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kLaunches; ++i) {
@@ -110,9 +106,7 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count() /
       kLaunches;
-  SHARDSCOPE_CUDA_LOG(cudaEventDestroy(e));
   SHARDSCOPE_CUDA(cudaStreamSynchronize(stream));
-  SHARDSCOPE_CUDA_LOG(cudaStreamDestroy(stream));
   step();
   return p;
 }

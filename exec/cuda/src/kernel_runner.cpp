@@ -15,7 +15,7 @@ constexpr int kCausalChunks = 8;  // query-row chunks of a causal attention: 56 
 KernelRunner::KernelRunner() {
   for (auto& region : scratch_) {
     SHARDSCOPE_CUDA(cudaMalloc(&region, static_cast<std::size_t>(kRegion)));
-    fill_random(region, static_cast<std::size_t>(kRegion), 7, nullptr);
+    SHARDSCOPE_CUDA(fill_random(region, static_cast<std::size_t>(kRegion), 7, nullptr));
   }
   SHARDSCOPE_CUDA(cudaDeviceSynchronize());
 }
@@ -49,7 +49,7 @@ void KernelRunner::run(const Kernel& k, cudaStream_t st) {
         a.exp_avg_sq = scratch_[3];
         a.n = std::min(per_pass, o.elements - done);
         a.bf16 = o.dtype != DType::fp32;
-        adamw(a, st);
+        SHARDSCOPE_CUDA(adamw(a, st));
       }
       return;
     }
@@ -98,13 +98,13 @@ void KernelRunner::attention(const Attention& a, cudaStream_t st) {
                   scratch_[3], st);
       };
       g(r, kv, a.head_dim, false, true);  // S = Q·Kᵀ
-      softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);
+      SHARDSCOPE_CUDA(softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st));
       g(r, a.head_dim, kv, false, false);  // O = P·V, or dQ = dS·K in the backward
       if (a.backward) {
-        g(r, kv, a.head_dim, false, true);                             // dP = dO·Vᵀ
-        g(kv, a.head_dim, r, true, false);                             // dV = Pᵀ·dO
-        g(kv, a.head_dim, r, true, false);                             // dK = dSᵀ·Q
-        softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st);  // dS, elementwise
+        g(r, kv, a.head_dim, false, true);  // dP = dO·Vᵀ
+        g(kv, a.head_dim, r, true, false);  // dV = Pᵀ·dO
+        g(kv, a.head_dim, r, true, false);  // dK = dSᵀ·Q
+        SHARDSCOPE_CUDA(softmax_rows(scratch_[3], r, kv, a.causal, c * rows, hb, st));  // dS
       }
     }
   }
@@ -113,7 +113,8 @@ void KernelRunner::attention(const Attention& a, cudaStream_t st) {
 // `traffic` bytes of HBM: half read, half written, a region at a time.
 void KernelRunner::move_traffic(Bytes traffic, cudaStream_t st) {
   for (Bytes left = traffic; left > 0; left -= 2 * kRegion)
-    move_bytes(scratch_[0], scratch_[1], static_cast<std::size_t>(std::min(left, 2 * kRegion)), st);
+    SHARDSCOPE_CUDA(move_bytes(scratch_[0], scratch_[1],
+                               static_cast<std::size_t>(std::min(left, 2 * kRegion)), st));
 }
 
 }  // namespace shardscope::exec::cuda

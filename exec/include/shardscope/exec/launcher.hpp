@@ -41,6 +41,11 @@ std::optional<JobEnv> job_from_environment(const GetEnv& getenv);
 /// The first host of a Slurm node list: "gpu[003-006,9],login1" → "gpu003".
 std::string first_slurm_host(const std::string& nodelist);
 
+/// The CUDA device a rank uses among the `visible` ones: its local rank where every rank of the
+/// node sees all the node's GPUs (torchrun, --nproc-per-node), device 0 where each sees one
+/// (Slurm --gpus-per-task=1, CUDA_VISIBLE_DEVICES set per rank). Throws when neither holds.
+int device_for_local_rank(int local_rank, int local_world_size, int visible);
+
 /// A stable hash of a schedule (FNV-1a, 64 bits, over its IR JSON): equal on every rank that
 /// lowered the same scenario.
 std::uint64_t schedule_hash(const Schedule& schedule);

@@ -44,6 +44,9 @@ struct CudaBackendOptions {
 /// Whether a CUDA device can be used here; otherwise why not (no driver, no GPU).
 bool cuda_device_available(std::string* why = nullptr);
 
+/// How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applied); 0 without a driver.
+int visible_cuda_devices();
+
 /// A fresh NCCL unique id (rank 0 makes it; the launcher's rendezvous sends it to every rank).
 std::string make_nccl_id();
 
