@@ -1,7 +1,6 @@
 # The two commands that matter: `make run` and `make test` (see README.md).
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
-FUZZ_DIR  ?= build-fuzz
 JOBS      ?= $(shell nproc)
 SCENARIO  ?= examples/llama3-8b-h100x8.yaml
 # CI is strict: warnings are errors and the GUI must build, so a missing package fails CI instead
@@ -15,7 +14,7 @@ FUZZ_SECONDS ?= 300
 
 SHARDSCOPE := $(BUILD_DIR)/cli/shardscope
 
-.PHONY: all deps configure build run test test-asan fuzz fuzz-build gui screenshots install-check \
+.PHONY: all deps configure build run test test-asan fuzz sanitize-build gui screenshots install-check \
         clean format format-check tidy gpu-build pytorch-env test-pytorch
 
 all: build
@@ -34,7 +33,8 @@ run: build
 	@$(SHARDSCOPE) simulate $(SCENARIO) --json $(BUILD_DIR)/default-summary.json --trace $(BUILD_DIR)/default-trace.json
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS) -LE pytorch
+	@cd $(BUILD_DIR) && ctest --output-on-failure --parallel $(JOBS) -LE 'pytorch|timing'
+	@cd $(BUILD_DIR) && ctest --output-on-failure -L timing
 	@scripts/optional-parts $(BUILD_DIR)
 
 # The PyTorch oracle suites: real FSDP2 and FSDP1 (CPU, gloo and the fake process group) against
@@ -54,20 +54,20 @@ gpu-build: deps
 	  -DSHARDSCOPE_WITH_CUDA=ON -DSHARDSCOPE_WITH_QT=OFF $(CMAKE_ARGS)
 	@cmake --build $(GPU_DIR) --parallel $(JOBS) --target shardscope cuda_tests executor_bench
 
-# The unit, golden and GUI tests under AddressSanitizer and UBSan (any report fails the test).
-test-asan: deps
-	@cmake --preset debug-asan -DSHARDSCOPE_WITH_QT=$(WITH_QT) -DSHARDSCOPE_BUILD_BENCH=OFF $(CMAKE_ARGS)
+# One clang build (-O1, ASan + UBSan, libFuzzer coverage) serves both the sanitizer tests and the
+# fuzzers, so CI compiles the project under sanitizers once.
+sanitize-build: deps
+	@cmake --preset sanitize -DSHARDSCOPE_WITH_QT=$(WITH_QT) $(CMAKE_ARGS)
 	@cmake --build $(ASAN_DIR) --parallel $(JOBS)
+
+# The unit, golden and GUI tests under AddressSanitizer and UBSan (any report fails the test).
+test-asan: sanitize-build
 	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  QT_QPA_PLATFORM=offscreen ctest --output-on-failure --parallel $(JOBS) -L 'unit|golden|gui'
 
-# libFuzzer targets (clang): every reader of user files, each from its seed corpus in fuzz/corpus.
-fuzz-build: deps
-	@CC=clang CXX=clang++ cmake --preset fuzz $(CMAKE_ARGS)
-	@cmake --build $(FUZZ_DIR) --parallel $(JOBS)
-
-fuzz: fuzz-build
-	@scripts/run-fuzzers $(FUZZ_DIR) $(FUZZ_SECONDS)
+# libFuzzer targets: every reader of user files, each from its seed corpus in fuzz/corpus.
+fuzz: sanitize-build
+	@scripts/run-fuzzers $(ASAN_DIR) $(FUZZ_SECONDS)
 
 # Installs into a scratch prefix and builds a consumer with find_package(shardscope).
 install-check: build
@@ -104,4 +104,4 @@ tidy: build
 	@scripts/run-clang-tidy $(BUILD_DIR)
 
 clean:
-	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "shardscope/core/device_memory.hpp"
 #include "shardscope/exec/cuda_backend.hpp"
 #include "shardscope/exec/executor.hpp"
 #include "shardscope/exec/launcher.hpp"
@@ -54,6 +55,8 @@ int run_cuda(const RunArgs& args) {
   };
   options.pinned_host = planned.scenario.fsdp.cpu_offload.pin_memory;
   options.memory_capacity = planned.timeline().memory_capacity;
+  options.nccl_outside_to_come =
+      memory_outside_allocator(planned.scenario.cluster, planned.schedule).nccl_buffers;
   options.allocator = planned.scenario.allocator;
   options.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (comm == exec::CommMode::nccl && job) {
@@ -71,6 +74,7 @@ int run_cuda(const RunArgs& args) {
   const auto measured = analysis::summarize(timeline);
   fmt::print("{}", analysis::summary_table(measured));
   fmt::print("  {:<28}{}\n", "device", timeline.provenance.device);
+  for (const auto& note : backend->setup_notes()) fmt::print("  {:<28}{}\n", "device memory", note);
   for (const auto& [stream, busy] : measured.stream_busy) {
     if (stream != "compute" || measured.step_time <= 0) continue;
     const TimeNs idle = measured.step_time - busy;

@@ -83,6 +83,9 @@ Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
   std::vector<OpSpan> spans;
   try {
     backend.begin(s);
+    // The device may give the allocator less than the run stands for (device_budget.hpp).
+    if (const Bytes c = backend.memory().capacity; c > 0)
+      t.memory_capacity = t.memory_capacity > 0 ? std::min(t.memory_capacity, c) : c;
     for (std::size_t b = 0; b < s.buffers.size(); ++b) {
       if (s.buffers[b].live_at_start)
         allocate(s, static_cast<BufferId>(b), kNone, Phase::forward, default_stream(s), backend,

@@ -92,7 +92,9 @@ void HostBackend::free(BufferId id, const Buffer& buffer) {
 }
 
 MemoryUsage HostBackend::memory() const {
-  return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved()} : MemoryUsage{};
+  return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved(),
+                                 options_.memory_capacity}
+                    : MemoryUsage{};
 }
 
 void HostBackend::stream_wait(StreamId stream, OpId event) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -165,7 +166,9 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     pipeline.origin = file;
     pipeline.sim.record_memory_samples = false;
     pipeline.sim.record_critical_path = false;  // a sweep reports headline numbers only
-    p.summary = simulate_scenario(read_scenario(tree, file), pipeline).summary;
+    p.summary = simulate_scenario(
+                    read_scenario(tree, file, std::filesystem::path(file).parent_path()), pipeline)
+                    .summary;
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
     p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
   } catch (const ValidationError& e) {

@@ -162,6 +162,21 @@ TEST(HostRun, EveryExampleMovesEachCollectiveOnTheBuffersItsIrNames) {
   }
 }
 
+// A device that gives the allocator less than the run stands for: the Timeline records the
+// capacity the allocator really had, so "fits" is judged against it.
+TEST(HostRun, TheTimelineRecordsTheSmallerOfThePlannedAndTheBackendsCapacity) {
+  const auto p = plan(2);
+  for (const Bytes backend_capacity :
+       {p.timeline().memory_capacity / 2, p.timeline().memory_capacity * 2}) {
+    auto options = instant();
+    options.run.memory_capacity = p.timeline().memory_capacity;
+    options.backend.memory_capacity = backend_capacity;
+    const auto result = run_host_threads(p.schedule, options);
+    EXPECT_EQ(result.timeline.memory_capacity,
+              std::min(backend_capacity, p.timeline().memory_capacity));
+  }
+}
+
 // A schedule that names a buffer it has freed, or reads a buffer as another dtype, fails at that
 // op on the host instead of moving whatever memory is at hand.
 TEST(HostRun, ACollectiveOnAFreedOrMistypedBufferFailsNamingIt) {
@@ -196,7 +211,6 @@ TEST(HostRun, AMissingPeerEndsInAnErrorNamingTheOpNotAHang) {
   b.world = &local.world();
   b.timeout = std::chrono::milliseconds(300);
   HostBackend rank0(b);  // rank 1 never comes
-  const auto start = std::chrono::steady_clock::now();
   try {
     (void)run(p.schedule, rank0, options.run);
     FAIL() << "finished without its peer";
@@ -207,7 +221,7 @@ TEST(HostRun, AMissingPeerEndsInAnErrorNamingTheOpNotAHang) {
     EXPECT_NE(what.find("timed out"), std::string::npos) << what;
     EXPECT_NE(e.op(), kNone);
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // How soon it gives up is a wall-clock property: exec/timeouts_timing_test.cpp (label timing).
 }
 
 TEST(HostRun, RanksIssuingDifferentCollectivesFailWithinTheTimeout) {

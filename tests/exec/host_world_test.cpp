@@ -117,7 +117,6 @@ TEST(HostWorld, DifferentCollectivesOnPeersAreAnErrorNamingBoth) {
 TEST(HostWorld, AMissingPeerTimesOutNamingTheOp) {
   LocalHostWorld local({2, {{"shard", 2, 1}}, 1024});
   std::vector<std::byte> in(16), out(32);
-  const auto start = Clock::now();
   try {
     local.world().run(0, {3, OpKind::all_gather, 0, DType::fp32, 4, in, out},
                       Clock::now() + std::chrono::milliseconds(200));
@@ -128,7 +127,7 @@ TEST(HostWorld, AMissingPeerTimesOutNamingTheOp) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("1 of 2 ranks arrived"), std::string::npos) << e.what();
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  // How soon it gives up is a wall-clock property: exec/timeouts_timing_test.cpp (label timing).
 }
 
 TEST(HostWorld, ReplicateGroupsAreStridedShardGroupsContiguous) {

@@ -9,6 +9,7 @@
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -123,6 +124,23 @@ TEST(Sweep, APointDoesNotDependOnThePointsBeforeIt) {
   // section over would give the second one the first one's keys.
   for (const auto& p : sweep(tree, "default", grids[1], options))
     EXPECT_EQ(p.error, "") << p.values.back();
+}
+
+// A relative model.hf_config resolves against the scenario's own directory, as in `simulate`.
+TEST(Sweep, ARelativeHfConfigResolvesAgainstTheScenariosDirectory) {
+  const std::string file = std::string(SHARDSCOPE_TEST_DATA_DIR) + "/scenarios/hf_import.yaml";
+  const auto tree = load_config_file(file);
+  const std::vector<SweepAxis> axes{{"training.micro_batch", {"1", "2"}}};
+  SweepOptions options;
+  options.threads = 1;
+  const auto points = sweep(tree, file, axes, options);
+  ASSERT_EQ(points.size(), 2U);
+  for (const auto& p : points) {
+    EXPECT_EQ(p.error, "");
+    EXPECT_EQ(p.summary.step_time,
+              simulate_scenario(load_scenario(file, {"training.micro_batch=" + p.values[0]}))
+                  .summary.step_time);
+  }
 }
 
 }  // namespace

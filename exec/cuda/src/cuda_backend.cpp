@@ -10,6 +10,7 @@
 #include "device_kernels.hpp"
 #include "kernel_runner.hpp"
 #include "shardscope/exec/device_allocator.hpp"
+#include "shardscope/exec/device_budget.hpp"
 #include "shardscope/exec/executor.hpp"
 #include "shardscope/exec/host_world.hpp"
 
@@ -88,14 +89,14 @@ class CudaBackend final : public Backend {
       host_staging_ = pageable_.data();
     }
     start_communicators(s);
+    // Measured once the scratch regions, the cuBLASLt workspace and the communicators exist; NCCL's
+    // channel buffers come later, at each communicator's first collective.
     std::size_t free_bytes = 0, total = 0;
     SHARDSCOPE_CUDA(cudaMemGetInfo(&free_bytes, &total));
-    const Bytes capacity =
-        options_.memory_capacity > 0
-            ? std::min<Bytes>(options_.memory_capacity, static_cast<Bytes>(free_bytes))
-            : static_cast<Bytes>(free_bytes);
+    budget_ = device_budget(options_.memory_capacity, static_cast<Bytes>(free_bytes),
+                            options_.comm == CommMode::nccl ? options_.nccl_outside_to_come : 0);
     memory_ = std::make_unique<CudaSegmentMemory>(options_.device);
-    allocator_ = std::make_unique<DeviceAllocator>(*memory_, capacity, options_.allocator);
+    allocator_ = std::make_unique<DeviceAllocator>(*memory_, budget_.capacity, options_.allocator);
     SHARDSCOPE_CUDA(cudaDeviceSynchronize());
     SHARDSCOPE_CUDA(cudaEventCreate(&base_));
     SHARDSCOPE_CUDA(cudaEventRecord(base_, nullptr));
@@ -110,8 +111,13 @@ class CudaBackend final : public Backend {
     if (buffer.location == Location::gpu) allocator_->free(id);
   }
   MemoryUsage memory() const override {
-    return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved()}
-                      : MemoryUsage{};
+    return allocator_
+               ? MemoryUsage{allocator_->allocated(), allocator_->reserved(), budget_.capacity}
+               : MemoryUsage{};
+  }
+  std::vector<std::string> setup_notes() const override {
+    if (!allocator_) return {};
+    return {describe(budget_)};
   }
 
   void stream_wait(StreamId stream, OpId event) override {
@@ -497,6 +503,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<KernelRunner> kernels_;
   std::unique_ptr<CudaSegmentMemory> memory_;  // made by begin(), for the device
   std::unique_ptr<DeviceAllocator> allocator_;
+  DeviceBudget budget_;
   ncclComm_t world_comm_ = nullptr;
   std::vector<ncclComm_t> comms_;  // per IR communicator
 };

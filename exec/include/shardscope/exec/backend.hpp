@@ -24,6 +24,7 @@ struct OpSpan {
 struct MemoryUsage {
   Bytes allocated = 0;
   Bytes reserved = 0;
+  Bytes capacity = 0;  // the most the allocator may reserve in this run; 0 before begin()
 };
 
 class Backend {
@@ -46,6 +47,9 @@ class Backend {
   virtual void allocate(BufferId id, const Buffer& buffer, StreamId stream) = 0;
   virtual void free(BufferId id, const Buffer& buffer) = 0;
   virtual MemoryUsage memory() const = 0;
+  /// What the run's report should say about this backend's setup, one line each (the CUDA
+  /// backend's memory budget on the device it was given); empty before begin().
+  virtual std::vector<std::string> setup_notes() const { return {}; }
   /// `stream` waits (without blocking the CPU) until op `event` has completed.
   virtual void stream_wait(StreamId stream, OpId event) = 0;
   /// The CPU blocks until op `event` has completed.

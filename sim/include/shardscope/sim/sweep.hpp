@@ -55,6 +55,8 @@ struct SweepOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+/// Simulates every point of the grid over `base`. `file` is the scenario's path: problems name it
+/// and relative paths inside (model.hf_config) resolve against its directory, as `simulate` does.
 std::vector<SweepPoint> sweep(const ConfigTree& base, const std::string& file,
                               const std::vector<SweepAxis>& axes, const SweepOptions& options);
 

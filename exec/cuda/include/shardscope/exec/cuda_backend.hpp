@@ -37,7 +37,10 @@ struct CudaBackendOptions {
   int emulated_channels = 16;  // SMs an emulated collective occupies (NCCL's channels)
   bool pinned_host = true;     // h2d/d2h from pinned (cudaMallocHost) or pageable memory
   Bytes memory_capacity = 0;   // the caching allocator's limit; 0: what the device has free
-  AllocatorParams allocator;   // expandable segments map pages with cuMemMap
+  // What NCCL allocates outside the allocator when its communicators first connect (the
+  // simulator's memory_outside_allocator().nccl_buffers): kept free for it (device_budget.hpp).
+  Bytes nccl_outside_to_come = 0;
+  AllocatorParams allocator;                   // expandable segments map pages with cuMemMap
   std::chrono::milliseconds timeout{300'000};  // NCCL watchdog: a collective stuck this long aborts
 };
 
