@@ -3,7 +3,7 @@
 
     hta_side_by_side.py [--trace TEXT] [--markdown]
 
-For each trace (the shared reference traces, HTA's own test traces, and traces/samples/), each
+For each trace (HTA's own test traces in tests/data/traces/hta/ and traces/samples/), each
 tool runs in its own process, timed (wall clock) and measured (peak RSS of that process):
   * HTA 0.5: TraceAnalysis(include_last_profiler_step=True) — every profiled step, as shardscope
     imports them — then get_temporal_breakdown, get_comm_comp_overlap and
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from shardscope_torch import shardscope  # noqa: E402
 
-SHARED = REPO.parent / "shared" / "reference" / "traces"
+HTA_TRACES = REPO / "tests" / "data" / "traces" / "hta"
 TOLERANCE = 0.01  # of the span; the overlap in percentage points / 100
 
 # What HTA computes, as JSON on stdout, in microseconds.
@@ -65,8 +65,7 @@ print(json.dumps(out))
 
 
 def traces() -> list[Path]:
-    shared = sorted(SHARED.glob("*.json.gz")) if SHARED.is_dir() else []
-    return shared + sorted((REPO / "traces" / "samples").glob("*.json.gz"))
+    return sorted(HTA_TRACES.glob("*.json.gz")) + sorted((REPO / "traces" / "samples").glob("*.json.gz"))
 
 
 def measured(command: list[str], env: dict | None = None) -> tuple[str, float, int]:

@@ -173,11 +173,10 @@ TEST(KinetoImport, BadInputIsRefusedWithTheFileNamed) {
   EXPECT_TRUE(ok.timeline.ops.empty());
 }
 
-// The real (non-FSDP) traces beside the reference: each imports, every event is counted, and
-// GPU work is recognised. Skipped where the reference is absent (a user's clone).
-TEST(KinetoImport, SharedReferenceTracesImport) {
-  const std::filesystem::path dir = SHARDSCOPE_SHARED_TRACES_DIR;
-  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no " << dir;
+// Real (non-FSDP) traces of four Kineto vintages (tests/data/traces/hta/README.md): each imports,
+// every event is counted, and GPU work is recognised.
+TEST(KinetoImport, RealTracesOfSeveralVintagesImport) {
+  const std::filesystem::path dir = std::string(SHARDSCOPE_TEST_DATA_DIR) + "/traces/hta";
   int imported = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
@@ -192,7 +191,7 @@ TEST(KinetoImport, SharedReferenceTracesImport) {
     EXPECT_FALSE(import_report_text(report).empty());
     ++imported;
   }
-  EXPECT_GT(imported, 0);
+  EXPECT_EQ(imported, 4);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
-// NCCL collective cost model (../shared/reference/nccl_model.md): NCCL's tuner predicts
+// NCCL collective cost model (docs/simulator.md, "Cost models"; NCCL's src/graph/tuning.cc):
+// NCCL's tuner predicts
 //   time = latency + bytes / algbw
 // for each algorithm and protocol and picks the fastest. Ring all-gather/reduce-scatter move
 // S·(n−1)/n bytes through the slowest link (busbw), all-reduce 2·S·(n−1)/n.

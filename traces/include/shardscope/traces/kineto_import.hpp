@@ -3,7 +3,7 @@
 // gzip, is read as a stream of SAX events: one trace event at a time is built, classified and
 // reduced to a compact record, so memory grows with the events kept, never with the file.
 //
-// What maps to what (docs/traces.md; facts in ../shared/reference/kineto_fsdp.md):
+// What maps to what (docs/traces.md):
 //   NCCL kernels (ncclKernel_* and ncclDevKernel_*, any case)  → all_gather / reduce_scatter /
 //       all_reduce by the kernel's "Collective name" arg or its name; bytes from "Out msg nelems"
 //       (all-gather) or "In msg nelems" × the dtype's size; the communicator from the process
