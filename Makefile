@@ -54,8 +54,9 @@ gpu-build: deps
 	  -DSHARDSCOPE_WITH_CUDA=ON -DSHARDSCOPE_WITH_QT=OFF $(CMAKE_ARGS)
 	@cmake --build $(GPU_DIR) --parallel $(JOBS) --target shardscope cuda_tests executor_bench
 
-# One clang build (-O1, ASan + UBSan, libFuzzer coverage) serves both the sanitizer tests and the
-# fuzzers, so CI compiles the project under sanitizers once.
+# One clang build (-O1, ASan + UBSan, libFuzzer's coverage counters) serves both the sanitizer
+# tests and the fuzzers, so CI compiles the project under sanitizers once. No comparison tracing
+# (trace-cmp): it would slow every test several-fold for 20 s of fuzzing per target.
 sanitize-build: deps
 	@cmake --preset sanitize -DSHARDSCOPE_WITH_QT=$(WITH_QT) $(CMAKE_ARGS)
 	@cmake --build $(ASAN_DIR) --parallel $(JOBS)

@@ -85,8 +85,8 @@ void BM_EmulatedStepComputeIdle(benchmark::State& state) {
     const Timeline t = exec::run(planned.schedule, *backend);
     const auto summary = analysis::summarize(t, false);
     double busy = 0;
-    for (const auto& [stream, seconds] : summary.stream_busy) {
-      if (stream == "compute") busy = static_cast<double>(seconds);
+    for (const auto& [stream, ns] : summary.stream_busy) {
+      if (stream == "compute" && ns) busy = static_cast<double>(*ns);
     }
     idle = 1.0 - busy / static_cast<double>(summary.step_time);
     state.SetIterationTime(static_cast<double>(summary.step_time) / 1e9);

@@ -76,8 +76,8 @@ int run_cuda(const RunArgs& args) {
   fmt::print("  {:<28}{}\n", "device", timeline.provenance.device);
   for (const auto& note : backend->setup_notes()) fmt::print("  {:<28}{}\n", "device memory", note);
   for (const auto& [stream, busy] : measured.stream_busy) {
-    if (stream != "compute" || measured.step_time <= 0) continue;
-    const TimeNs idle = measured.step_time - busy;
+    if (stream != "compute" || !busy || measured.step_time <= 0) continue;
+    const TimeNs idle = measured.step_time - *busy;
     fmt::print("  {:<28}{} ({:.1f} % of the step)\n", "compute stream idle", format_duration(idle),
                100.0 * static_cast<double>(idle) / static_cast<double>(measured.step_time));
   }

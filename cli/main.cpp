@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                    "times, the rest on the roofline")
       ->type_name("PROFILE.json");
   add_calibration_arg(simulate, sim_args.scenario);
-  add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/2)");
+  add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/3)");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
 
   SweepArgs sweep_args;
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   run->add_option("--seed", run_args.seed, "jitter's random seed");
   add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
-                      "write rank 0's measured timeline (shardscope.timeline/2)");
+                      "write rank 0's measured timeline (shardscope.timeline/3)");
 
   SummarizeArgs summarize_args;
   auto* summarize = app.add_subcommand("summarize", "print the summary of any timeline");
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 24));
   import
       ->add_option("--timeline", import_args.timeline_path,
-                   "write the imported timeline (shardscope.timeline/2)")
+                   "write the imported timeline (shardscope.timeline/3)")
       ->type_name("FILE");
   import->add_flag("--report", import_args.report,
                    "say what was recognised and what was imported as other (the default without "

@@ -1,4 +1,4 @@
-// A timeline (shardscope.timeline/2), as the GUI, `summarize` and `compare` open it: parsed and,
+// A timeline (shardscope.timeline/3), as the GUI, `summarize` and `compare` open it: parsed and,
 // when valid, summarized (with its critical path and a range), written back and read again.
 #include "fuzz_target.hpp"
 #include "shardscope/core/analysis.hpp"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
 
 #include "json_lines.hpp"
@@ -104,6 +105,22 @@ std::string timeline_to_json(const Timeline& t) {
   field("memory_capacity", t.memory_capacity);
   if (!t.host.launch.empty() || !t.host.fsdp_hook.empty())
     field("host_overheads", Json{{"launch_ns", t.host.launch}, {"fsdp_hook_ns", t.host.fsdp_hook}});
+  // What only some producers know: written as null or left out where unknown.
+  if (!t.cpu_busy_by_iteration.empty()) field("cpu_busy_by_iteration_ns", t.cpu_busy_by_iteration);
+  field("allocator_retries", t.allocator_retries ? Json(*t.allocator_retries) : Json(nullptr));
+  if (const auto& oom = t.out_of_memory) {
+    field("out_of_memory", Json{{"op", oom->op},
+                                {"buffer", oom->buffer},
+                                {"category", to_string(oom->category)},
+                                {"size", oom->size},
+                                {"reserved", oom->reserved}});
+  }
+  if (!t.critical_path.empty()) {
+    Json path = Json::array();
+    for (const auto& step : t.critical_path)
+      path.push_back(Json::array({step.op, step.issue_bound, step.cpu_gap}));
+    field("critical_path", path);  // last op first: [op, issue_bound, cpu_gap_ns]
+  }
   field("peaks", Json{{"allocated", peak_json(t.peaks.allocated)},
                       {"reserved", peak_json(t.peaks.reserved)},
                       {"allocated_by_phase", t.peaks.allocated_by_phase}});
@@ -174,6 +191,7 @@ class TimelineReader {
     read_peaks();
     read_ops();
     read_memory();
+    read_producer_facts();
     throw_if_any(std::move(problems_));
     return std::move(t_);
   }
@@ -352,6 +370,60 @@ class TimelineReader {
     }
   }
 
+  // The fields only some producers write (timeline/3); absent: unknown.
+  void read_producer_facts() {
+    if (root_.contains("cpu_busy_by_iteration_ns")) {
+      guarded("cpu_busy_by_iteration_ns", [&] {
+        t_.cpu_busy_by_iteration = json_integers<TimeNs>(root_.at("cpu_busy_by_iteration_ns"));
+        for (const TimeNs b : t_.cpu_busy_by_iteration)
+          if (b < 0)
+            problem("cpu_busy_by_iteration_ns", fmt::format("{} ns is negative", b), "≥ 0");
+      });
+    }
+    if (root_.contains("allocator_retries") && !root_.at("allocator_retries").is_null()) {
+      guarded("allocator_retries", [&] {
+        t_.allocator_retries = json_integer<int>(root_.at("allocator_retries"));
+        if (*t_.allocator_retries < 0)
+          problem("allocator_retries", "negative", "≥ 0, or null for unknown");
+      });
+    }
+    std::set<OpId> ids;
+    for (const auto& op : t_.ops) ids.insert(op.op);
+    const auto check_op = [&](const std::string& key, OpId id) {
+      if (id != kNone && !ids.contains(id))
+        problem(key, fmt::format("op {} is not among the ops", id), "an op of this timeline");
+    };
+    if (root_.contains("out_of_memory") && !root_.at("out_of_memory").is_null()) {
+      guarded("out_of_memory", [&] {
+        const auto& j = root_.at("out_of_memory");
+        const auto category = parse_buffer_category(j.at("category").get<std::string>());
+        if (!category) problem("out_of_memory.category", "not a buffer category");
+        OutOfMemoryEvent oom{json_integer<OpId>(j.at("op")), j.at("buffer").get<std::string>(),
+                             category.value_or(BufferCategory::activations),
+                             json_integer<Bytes>(j.at("size")),
+                             json_integer<Bytes>(j.at("reserved"))};
+        if (oom.size < 0 || oom.reserved < 0)
+          problem("out_of_memory", "negative size or reserved", "≥ 0");
+        check_op("out_of_memory.op", oom.op);
+        t_.out_of_memory = std::move(oom);
+      });
+    }
+    if (root_.contains("critical_path")) {
+      guarded("critical_path", [&] {
+        for (const auto& j : root_.at("critical_path")) {
+          if (!j.is_array() || j.size() != 3) {
+            problem("critical_path", "a step is not [op, issue_bound, cpu_gap_ns]");
+            continue;
+          }
+          CriticalStep step{json_integer<OpId>(j[0]), j[1].get<bool>(), json_integer<TimeNs>(j[2])};
+          check_op("critical_path", step.op);
+          if (step.op == kNone) problem("critical_path", "a step names no op", "an op index");
+          t_.critical_path.push_back(step);
+        }
+      });
+    }
+  }
+
   const nlohmann::json& root_;
   std::string origin_;
   std::vector<Problem> problems_;
@@ -370,7 +442,8 @@ Timeline timeline_from_json(std::string_view text, const std::string& origin) {
         "write it again with this shardscope (simulate --timeline, run --timeline)",
         std::string(kTimelineSchema)}});
   }
-  if (schema != kTimelineSchema) {
+  // timeline/2 has all of /3 but the facts only some producers know: read as unknown.
+  if (schema != kTimelineSchema && schema != "shardscope.timeline/2") {
     throw ValidationError(
         {Problem{origin, "schema", "not a shardscope timeline", std::string(kTimelineSchema)}});
   }

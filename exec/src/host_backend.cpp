@@ -93,7 +93,7 @@ void HostBackend::free(BufferId id, const Buffer& buffer) {
 
 MemoryUsage HostBackend::memory() const {
   return allocator_ ? MemoryUsage{allocator_->allocated(), allocator_->reserved(),
-                                 options_.memory_capacity}
+                                  options_.memory_capacity}
                     : MemoryUsage{};
 }
 

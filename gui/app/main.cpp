@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription("shardscope: FSDP timelines, memory and what-ifs");
   parser.addHelpOption();
   parser.addPositionalArgument("input",
-                               "a scenario (.yaml, .yml, .json), a timeline (shardscope.timeline/2 "
+                               "a scenario (.yaml, .yml, .json), a timeline (shardscope.timeline/3 "
                                ".json) or a Kineto trace");
   QCommandLineOption set({"s", "set"}, "override a scenario key", "key=value");
   QCommandLineOption screenshot("screenshot", "render the window at 1600×1000 to a PNG and exit",

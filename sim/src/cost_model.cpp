@@ -5,6 +5,7 @@
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/group_compute.hpp"
+#include "shardscope/core/run_facts.hpp"
 #include "shardscope/sim/op_duration.hpp"
 
 namespace shardscope::sim {

@@ -99,7 +99,7 @@ class Engine {
     dependents_start_.assign(n_ + 1, 0);
     pending_deps_.resize(n_);
     op_on_cpu_.resize(n_);
-    result_.cpu_busy_by_iteration.assign(static_cast<std::size_t>(std::max(s_.iterations, 1)), 0);
+    cpu_busy_.assign(static_cast<std::size_t>(std::max(s_.iterations, 1)), 0);
     OpCostCache cache;
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
@@ -136,8 +136,6 @@ class Engine {
     running_.assign(streams, kNone);
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
-    result_.capacity = allocator_.capacity();
-    result_.critical_path_recorded = options.record_critical_path;
     last_on_comm_.assign(comms, kNone);
   }
 
@@ -201,7 +199,7 @@ class Engine {
   }
 
   void cpu_busy(int iteration, TimeNs t) {
-    auto& busy = result_.cpu_busy_by_iteration;
+    auto& busy = cpu_busy_;
     if (busy.size() <= static_cast<std::size_t>(iteration))
       busy.resize(static_cast<std::size_t>(iteration) + 1, 0);
     busy[static_cast<std::size_t>(iteration)] += t;
@@ -224,9 +222,9 @@ class Engine {
     const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
     if (buf.location != Location::gpu) return;
     if (!allocator_.allocate(b, buf.size, stream)) {
-      if (!result_.out_of_memory) {
-        result_.out_of_memory =
-            OutOfMemory{op, b, buf.size, allocator_.reserved(), allocator_.allocated()};
+      if (!out_of_memory_) {
+        out_of_memory_ =
+            OutOfMemoryEvent{op, buffer_name(s_, b), buf.category, buf.size, allocator_.reserved()};
       }
       return;
     }
@@ -431,8 +429,32 @@ class Engine {
     rates_dirty_ = true;
   }
 
+  // From the op that ended last, follow what bound each start back through the last iteration.
+  std::vector<CriticalStep> exact_critical_path() const {
+    OpId cur = kNone;
+    TimeNs latest = -1;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (rec_[i].end > latest) {
+        latest = rec_[i].end;
+        cur = static_cast<OpId>(i);
+      }
+    }
+    std::vector<CriticalStep> path;
+    const int last = s_.iterations - 1;
+    while (cur != kNone && s_.ops[static_cast<std::size_t>(cur)].iteration == last) {
+      const OpRecord& rec = rec_[static_cast<std::size_t>(cur)];
+      CriticalStep step{cur, false, 0};
+      if (rec.predecessor != kNone && rec.binding == Binding::issue) {
+        step.issue_bound = true;
+        step.cpu_gap = rec.start - rec_[static_cast<std::size_t>(rec.predecessor)].start;
+      }
+      path.push_back(step);
+      cur = rec.predecessor;
+    }
+    return path;
+  }
+
   void finish_timeline() {
-    result_.allocator_retries = allocator_.retries();
     // Memory and peaks went into the result as the run recorded them; the rest is the schedule's.
     Timeline t = timeline_of(s_);
     ledger_.move_into(t, rec_);
@@ -442,6 +464,10 @@ class Engine {
     t.provenance.version = std::string(shardscope_version());
     t.facts = costs_.run_facts(s_);
     t.memory_capacity = allocator_.capacity();  // a memory fraction's share of the device
+    t.cpu_busy_by_iteration = std::move(cpu_busy_);
+    t.allocator_retries = allocator_.retries();
+    t.out_of_memory = std::move(out_of_memory_);
+    if (options_.record_critical_path) t.critical_path = exact_critical_path();
     // Timeline order is (start, stream, op). Each stream runs its ops in issue (op id) order, so
     // its starts never decrease: the order is a merge of the per-stream lists, far cheaper than a
     // sort of all ops.
@@ -470,6 +496,8 @@ class Engine {
   const Schedule& s_;
   const CostModel& costs_;
   SimOptions options_;
+  std::vector<TimeNs> cpu_busy_;                   // by iteration: issue overheads and CPU work
+  std::optional<OutOfMemoryEvent> out_of_memory_;  // the first allocation that did not fit
   CachingAllocator allocator_;
   std::size_t n_;
   std::vector<OpCost> cost_;

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "shardscope/core/analysis.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
-#include "shardscope/sim/metrics.hpp"
 
 namespace shardscope::sim {
 
@@ -34,7 +34,7 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
         " (calibrated to {} measured run{})", r.scenario.cluster.calibration->measured.size(),
         r.scenario.cluster.calibration->measured.size() == 1 ? "" : "s");
   }
-  r.summary = summarize(r.schedule, r.simulation);
+  r.summary = analysis::summarize(r.simulation.timeline, options.sim.record_critical_path);
   return r;
 }
 

@@ -213,8 +213,8 @@ std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_
 }
 
 std::string bottleneck_of(const analysis::Summary& s) {
-  if (s.allocator_retries > 0)
-    return fmt::format("allocator retries ({} per step)", s.allocator_retries);
+  if (s.allocator_retries.value_or(0) > 0)
+    return fmt::format("allocator retries ({} per step)", *s.allocator_retries);
   std::map<std::string, TimeNs> share;
   TimeNs total = 0;
   for (const auto& [kind, t] : s.critical_path.by_kind) {

@@ -60,7 +60,7 @@ expect simulate-outputs 0 'wrote .*trace.json' -- simulate "$examples/fsdp2-over
 for key in step_time_s tokens_per_s_per_gpu mfu phase_time_s peak_memory allocated_bytes reserved_bytes capacity_bytes fits by_category peak_allocated_by_phase_bytes overlap_fraction exposed_s collectives; do
   if grep -q "\"$key\"" "$tmpdir/s.json"; then passed=$((passed + 1)); else echo "FAIL summary lacks $key"; failed=$((failed + 1)); fi
 done
-if grep -q '"schema": "shardscope.timeline/2"' "$tmpdir/t.json" && grep -q '"traceEvents"' "$tmpdir/trace.json"; then echo "ok   simulate-files"; passed=$((passed + 1)); else echo "FAIL simulate-files"; failed=$((failed + 1)); fi
+if grep -q '"schema": "shardscope.timeline/3"' "$tmpdir/t.json" && grep -q '"traceEvents"' "$tmpdir/trace.json"; then echo "ok   simulate-files"; passed=$((passed + 1)); else echo "FAIL simulate-files"; failed=$((failed + 1)); fi
 expect simulate-bad-model 2 "unknown model preset 'llama9'" -- simulate "$examples/llama3-8b-h100x8.yaml" --model llama9
 expect simulate-unwritable 2 'cannot open for writing' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --trace "$tmpdir/no/such/dir.json"
 expect sweep-table 0 '4 configurations, [0-9]+ fit' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,false --grid training.micro_batch=1,2 --csv "$tmpdir/s.csv" --threads 2
@@ -147,7 +147,7 @@ expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$d
 sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"
 expect calibration-bad-value 2 'bad_cal.json: compute.matmul_efficiency.value: 4 is out of range' -- simulate "$default" --calibration "$tmpdir/bad_cal.json"
 expect calibration-missing 2 'cluster.calibration' -- simulate "$default" --set cluster.calibration=nope.json
-sed 's/timeline\/2/timeline\/1/' "$tmpdir/s.json" > "$tmpdir/old.json"
+sed 's/timeline\/3/timeline\/1/' "$tmpdir/s.json" > "$tmpdir/old.json"
 expect compare-old-timeline 2 'older timeline format' -- compare "$tmpdir/s.json" "$tmpdir/old.json"
 rm -rf "$tmpdir"
 

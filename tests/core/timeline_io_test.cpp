@@ -29,6 +29,11 @@ Timeline sample() {
   t.memory = {{0, 100, 2 * kMiB, no_categories(), kNone}, {35, 200, 2 * kMiB, no_categories(), 1}};
   t.peaks = peaks_from_samples(t);
   t.memory_capacity = 80 * kGiB;
+  t.cpu_busy_by_iteration = {12, 40};
+  t.allocator_retries = 3;
+  t.out_of_memory =
+      OutOfMemoryEvent{1, "grads layers.0", BufferCategory::unsharded_grads, 300, 400};
+  t.critical_path = {{1, false, 0}, {0, true, 7}};
   return t;
 }
 
@@ -46,8 +51,50 @@ TEST(TimelineIo, RoundTripsByteForByte) {
   EXPECT_EQ(back.peaks.allocated.bytes, 200);
   EXPECT_EQ(back.peaks.allocated.op, 1);
   EXPECT_EQ(back.peaks.allocated_by_phase[static_cast<std::size_t>(Phase::backward)], 200);
+  EXPECT_EQ(back.cpu_busy_by_iteration, (std::vector<TimeNs>{12, 40}));
+  EXPECT_EQ(back.allocator_retries, 3);
+  ASSERT_TRUE(back.out_of_memory);
+  EXPECT_EQ(back.out_of_memory->buffer, "grads layers.0");
+  EXPECT_EQ(back.out_of_memory->category, BufferCategory::unsharded_grads);
+  ASSERT_EQ(back.critical_path.size(), 2u);
+  EXPECT_TRUE(back.critical_path[1].issue_bound);
+  EXPECT_EQ(back.critical_path[1].cpu_gap, 7);
   EXPECT_EQ(timeline_to_json(back), text);
-  EXPECT_NE(text.find("\"schema\": \"shardscope.timeline/2\""), std::string::npos);
+  EXPECT_NE(text.find("\"schema\": \"shardscope.timeline/3\""), std::string::npos);
+}
+
+// A timeline/2 file has no CPU busy time, retries, out-of-memory event or exact path: it reads
+// with them unknown, not as zeros.
+TEST(TimelineIo, VersionTwoReadsWithTheProducerFactsUnknown) {
+  Timeline t = sample();
+  t.cpu_busy_by_iteration.clear();
+  t.allocator_retries.reset();
+  t.out_of_memory.reset();
+  t.critical_path.clear();
+  std::string text = timeline_to_json(t);
+  text.replace(text.find("timeline/3"), 10, "timeline/2");
+  text.erase(text.find("  \"allocator_retries\": null,\n"), 28);
+  const Timeline back = timeline_from_json(text);
+  EXPECT_TRUE(back.cpu_busy_by_iteration.empty());
+  EXPECT_FALSE(back.allocator_retries);
+  EXPECT_FALSE(back.out_of_memory);
+  EXPECT_TRUE(back.critical_path.empty());
+}
+
+TEST(TimelineIo, RefusesACriticalPathOrOutOfMemoryOfAnOpNotInIt) {
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"[[1,false,0],[0,true,7]]", "[[1,false,0],[9,true,7]]"},
+           {"{\"op\":1,\"buffer\"", "{\"op\":5,\"buffer\""}}) {
+    std::string text = timeline_to_json(sample());
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+    try {
+      timeline_from_json(text, "t.json");
+      FAIL() << "accepted " << to;
+    } catch (const ValidationError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not among the ops"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TimelineIo, RejectsMalformedOps) {

@@ -162,9 +162,12 @@ TEST(Engine, ReportsTheFirstBufferThatDoesNotFit) {
   b.add(OpKind::forward, kCompute, kNone, 0, kNsPerMs);
   b.s.ops[1].allocs = {1};
   const auto r = simulate(b.s, costs);
-  ASSERT_TRUE(r.out_of_memory);
-  EXPECT_EQ(r.out_of_memory->op, 1);
-  EXPECT_EQ(r.out_of_memory->buffer, 1);
+  ASSERT_TRUE(r.timeline.out_of_memory);
+  const OutOfMemoryEvent& oom = *r.timeline.out_of_memory;
+  EXPECT_EQ(oom.op, 1);
+  EXPECT_EQ(oom.buffer, "bigger");
+  EXPECT_EQ(oom.size, 60 * kMiB);
+  EXPECT_EQ(oom.reserved, 60 * kMiB);
   EXPECT_EQ(r.timeline.peaks.allocated.bytes, 60 * kMiB);
 }
 

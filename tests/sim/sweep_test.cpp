@@ -43,16 +43,16 @@ TEST(Sweep, SkippingTheCriticalPathChangesNoOpTime) {
   lean.record_critical_path = false;
   const auto full = simulate(schedule, costs);
   const auto fast = simulate(schedule, costs, lean);
-  ASSERT_TRUE(full.critical_path_recorded);
-  ASSERT_FALSE(fast.critical_path_recorded);
+  ASSERT_FALSE(full.timeline.critical_path.empty());
+  ASSERT_TRUE(fast.timeline.critical_path.empty());
   ASSERT_EQ(full.ops.size(), fast.ops.size());
   for (std::size_t i = 0; i < full.ops.size(); ++i) {
     ASSERT_EQ(full.ops[i].issue, fast.ops[i].issue) << "op " << i;
     ASSERT_EQ(full.ops[i].start, fast.ops[i].start) << "op " << i;
     ASSERT_EQ(full.ops[i].end, fast.ops[i].end) << "op " << i;
   }
-  const analysis::Summary with_path = summarize(schedule, full);
-  const analysis::Summary without = summarize(schedule, fast);
+  const analysis::Summary with_path = analysis::summarize(full.timeline);
+  const analysis::Summary without = analysis::summarize(fast.timeline, false);
   EXPECT_FALSE(with_path.critical_path.ops.empty());
   EXPECT_TRUE(without.critical_path.ops.empty());
   EXPECT_TRUE(without.critical_path.by_kind.empty());
@@ -73,7 +73,7 @@ TEST(Sweep, EachPointMatchesSimulatingItsConfigurationAlone) {
     SimOptions sim_options;
     sim_options.allocator = scenario.allocator;  // the example runs with expandable segments
     const analysis::Summary alone =
-        summarize(schedule, simulate(schedule, CostModel(scenario), sim_options));
+        analysis::summarize(simulate(schedule, CostModel(scenario), sim_options).timeline);
     const analysis::Summary& s = p.summary;
     SCOPED_TRACE(p.values[0]);
     EXPECT_EQ(s.step_time, alone.step_time);

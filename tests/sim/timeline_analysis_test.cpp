@@ -2,6 +2,9 @@
 // gets the simulator's numbers; the timeline file round trip loses nothing a summary needs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/timeline.hpp"
 #include "sim/sim_test_util.hpp"
@@ -20,28 +23,60 @@ TEST(TimelineAnalysis, SimulatedTimelineAloneGivesTheSimulatorsNumbers) {
   EXPECT_NEAR(100 * s.mfu, 37.7, 0.05);
   EXPECT_NEAR(100 * s.hfu, 41.4, 0.05);
   EXPECT_NEAR(ns_to_ms(s.forward_time), 673.050, 0.0005);
-  EXPECT_EQ(s.step_time, sim.step_time);
-  EXPECT_DOUBLE_EQ(s.mfu, sim.mfu);
-  EXPECT_DOUBLE_EQ(s.hfu, sim.hfu);
-  EXPECT_EQ(s.forward_time, sim.forward_time);
-  EXPECT_EQ(s.backward_time, sim.backward_time);
-  EXPECT_EQ(s.optimizer_time, sim.optimizer_time);
-  EXPECT_EQ(s.comm_total, sim.comm_total);
-  EXPECT_EQ(s.comm_exposed, sim.comm_exposed);
-  EXPECT_EQ(s.collectives, sim.collectives);
-  EXPECT_EQ(s.peak_allocated, sim.peak_allocated);
-  EXPECT_EQ(s.peak_reserved, sim.peak_reserved);
-  EXPECT_EQ(s.peak_by_category, sim.peak_by_category);
-  EXPECT_EQ(s.peak_allocated_by_phase, sim.peak_allocated_by_phase);
-  EXPECT_EQ(s.peak_op, sim.peak_op);
-  // GPU streams agree; the CPU lane is the simulator's own issue time.
-  for (std::size_t st = 1; st < s.stream_busy.size(); ++st)
-    EXPECT_EQ(s.stream_busy[st], sim.stream_busy[st]) << s.stream_busy[st].first;
+  EXPECT_TRUE(s == sim);
+}
+
+// `summarize t.json` says what `simulate` said, field by field (the CPU lane, allocator retries,
+// the exact critical path and an out-of-memory included), for every example, one that runs out of
+// memory and one with retries: the Timeline is all a reader needs.
+TEST(TimelineAnalysis, EveryExamplesTimelineFileSummarizesAsSimulateDoes) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases;
+  for (const auto& entry : std::filesystem::directory_iterator(SHARDSCOPE_EXAMPLES_DIR)) {
+    if (entry.path().extension() == ".yaml") cases.push_back({entry.path().string(), {}});
+  }
+  std::sort(cases.begin(), cases.end());
+  ASSERT_GE(cases.size(), 6u);
+  cases.push_back({kDefault, {"training.micro_batch=8"}});  // does not fit
+  cases.push_back({kDefault, {"allocator.expandable_segments=false", "training.micro_batch=3"}});
+  bool out_of_memory = false, retries = false;
+  for (const auto& [file, overrides] : cases) {
+    SCOPED_TRACE(file + (overrides.empty() ? "" : " --set " + overrides[0]));
+    const auto run = run_file(file, overrides);
+    const auto back =
+        analysis::summarize(timeline_from_json(timeline_to_json(run.result.timeline)));
+    EXPECT_EQ(analysis::summary_to_json(back), analysis::summary_to_json(run.summary));
+    EXPECT_EQ(analysis::summary_table(back), analysis::summary_table(run.summary));
+    EXPECT_TRUE(back == run.summary);  // every field, the full critical path's ops too
+    ASSERT_FALSE(back.stream_busy.empty());
+    EXPECT_TRUE(back.stream_busy[0].second.has_value()) << back.stream_busy[0].first;
+    EXPECT_FALSE(back.critical_path.ops.empty());
+    ASSERT_TRUE(back.allocator_retries.has_value());
+    out_of_memory |= !back.out_of_memory.empty();
+    retries |= *back.allocator_retries > 0;
+  }
+  EXPECT_TRUE(out_of_memory);
+  EXPECT_TRUE(retries);
+}
+
+// What no producer recorded is unknown, not zero: the CPU lane and the retries of a timeline
+// without them.
+TEST(TimelineAnalysis, WhatTheProducerDidNotRecordIsUnknown) {
+  auto t = run_file(kDefault).result.timeline;
+  t.cpu_busy_by_iteration.clear();
+  t.allocator_retries.reset();
+  const auto s = analysis::summarize(t);
+  EXPECT_FALSE(s.stream_busy[0].second.has_value());
+  EXPECT_FALSE(s.allocator_retries.has_value());
+  EXPECT_NE(analysis::summary_table(s).find("cpu unknown"), std::string::npos)
+      << analysis::summary_table(s);
+  EXPECT_NE(analysis::summary_to_json(s).find("\"allocator_retries\": null"), std::string::npos);
 }
 
 TEST(TimelineAnalysis, CriticalPathFromDependenciesEndsWhereTheSimulatorsEnds) {
   const auto run = run_file(kDefault);
-  const auto generic = analysis::critical_path(run.result.timeline);
+  Timeline without_exact_path = run.result.timeline;
+  without_exact_path.critical_path.clear();
+  const auto generic = analysis::critical_path(without_exact_path);
   ASSERT_FALSE(generic.ops.empty());
   ASSERT_FALSE(run.summary.critical_path.ops.empty());
   EXPECT_EQ(generic.ops.front(), run.summary.critical_path.ops.front());

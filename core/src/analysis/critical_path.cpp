@@ -38,6 +38,20 @@ Predecessors predecessors(const Timeline& t) {
   return p;
 }
 
+// The producer's own path: each op's time from the Timeline, the CPU gaps as recorded.
+CriticalPath recorded_critical_path(const Timeline& t) {
+  std::unordered_map<OpId, const TimelineOp*> by_id;
+  for (const auto& op : t.ops) by_id.emplace(op.op, &op);
+  CriticalPathBuilder builder;
+  for (const CriticalStep& step : t.critical_path) {
+    const auto it = by_id.find(step.op);
+    if (it == by_id.end()) continue;  // the reader refuses such a path; built in memory, skip it
+    builder.add_op(step.op, it->second->kind, it->second->duration());
+    if (step.issue_bound) builder.add_cpu_gap(step.cpu_gap);
+  }
+  return std::move(builder).finish();
+}
+
 }  // namespace
 
 CriticalPath CriticalPathBuilder::finish() && {
@@ -50,6 +64,7 @@ CriticalPath CriticalPathBuilder::finish() && {
 }
 
 CriticalPath critical_path(const Timeline& t) {
+  if (!t.critical_path.empty()) return recorded_critical_path(t);
   const bool has_deps = std::any_of(t.ops.begin(), t.ops.end(),
                                     [](const TimelineOp& op) { return !op.deps.empty(); });
   if (!has_deps || t.ops.empty()) return {};

@@ -124,25 +124,46 @@ void summarize_step(const Timeline& t, const Window& w, Summary& out) {
   out.overlap_fraction = out.comm_total > 0 ? 1.0 - static_cast<double>(out.comm_exposed) /
                                                         static_cast<double>(out.comm_total)
                                             : 1.0;
-  for (std::size_t st = 0; st < t.streams.size(); ++st)
-    out.stream_busy.emplace_back(t.streams[st].name, busy[st]);
+  const auto last = static_cast<std::size_t>(w.last);
+  for (std::size_t st = 0; st < t.streams.size(); ++st) {
+    std::optional<TimeNs> b = busy[st];
+    // The CPU lane is the thread issuing every op (launch and hook overheads), not only its ops.
+    if (t.streams[st].kind == StreamKind::cpu)
+      b = last < t.cpu_busy_by_iteration.size() ? std::optional(t.cpu_busy_by_iteration[last])
+                                                : std::nullopt;
+    out.stream_busy.emplace_back(t.streams[st].name, b);
+  }
+}
+
+const TimelineOp* find_op(const Timeline& t, OpId id) {
+  const auto it =
+      std::find_if(t.ops.begin(), t.ops.end(), [&](const TimelineOp& op) { return op.op == id; });
+  return it == t.ops.end() ? nullptr : &*it;
+}
+
+std::string out_of_memory_text(const Timeline& t, const OutOfMemoryEvent& oom) {
+  const TimelineOp* op = oom.op == kNone ? nullptr : find_op(t, oom.op);
+  return fmt::format("{} ({}, {}) does not fit at {}: {} reserved of {}", oom.buffer,
+                     to_string(oom.category), format_bytes(oom.size),
+                     op ? op_description(t, *op) : std::string("start"), format_bytes(oom.reserved),
+                     format_bytes(t.memory_capacity));
 }
 
 void summarize_memory(const Timeline& t, Summary& out) {
   out.peak_allocated = t.peaks.allocated.bytes;
   out.peak_reserved = t.peaks.reserved.bytes;
   out.capacity = t.memory_capacity;
-  out.fits = out.peak_reserved <= out.capacity;
+  out.fits = !t.out_of_memory && out.peak_reserved <= out.capacity;
+  if (t.out_of_memory) out.out_of_memory = out_of_memory_text(t, *t.out_of_memory);
+  out.allocator_retries = t.allocator_retries;
   out.peak_by_category = t.peaks.allocated.by_category;
   out.peak_by_category.resize(all_buffer_categories().size(), 0);
   out.peak_allocated_by_phase = t.peaks.allocated_by_phase;
   out.peak_allocated_by_phase.resize(kPhases, 0);
   out.peak_op = "start";
   if (t.peaks.allocated.op != kNone) {
-    const auto it = std::find_if(t.ops.begin(), t.ops.end(), [&](const TimelineOp& op) {
-      return op.op == t.peaks.allocated.op;
-    });
-    if (it != t.ops.end()) out.peak_op = op_description(t, *it);
+    if (const TimelineOp* op = find_op(t, t.peaks.allocated.op))
+      out.peak_op = op_description(t, *op);
   }
 }
 

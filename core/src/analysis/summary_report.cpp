@@ -4,38 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/analysis.hpp"
-#include "shardscope/core/group_compute.hpp"
 
-// The summary's two renderings (JSON for tools, a table for people) and the facts behind MFU.
+// The summary's two renderings: JSON for tools, a table for people.
 namespace shardscope::analysis {
-
-double model_flops_per_token(const Scenario& sc) {
-  if (sc.model.family == ModelFamily::transformer) {
-    const auto& c = sc.model.transformer;
-    if (c.heads <= 0) return 0;  // no model described (a bare scenario costing an IR): MFU unknown
-    const auto p = count_params(c);
-    const double n = static_cast<double>(sc.model.total_params() - p.token_embedding);
-    return 6.0 * n +
-           12.0 * static_cast<double>(c.layers * c.heads * c.head_dim() * sc.training.seq_len);
-  }
-  double flops = 0;
-  for (const auto& g : sc.model.groups) {
-    const double fwd = g.forward_flops.value_or(0);
-    flops += fwd + g.backward_flops.value_or(2 * fwd);
-  }
-  return flops /
-         static_cast<double>(std::max<std::int64_t>(1, sc.training.tokens_per_microbatch()));
-}
-
-RunFacts run_facts(const Scenario& scenario, const Schedule& schedule) {
-  RunFacts f;
-  f.world_size = schedule.world_size;
-  f.iterations = schedule.iterations;
-  f.tokens_per_iteration = schedule.tokens_per_iteration;
-  f.model_flops_per_token = model_flops_per_token(scenario);
-  f.peak_flops = scenario.cluster.gpu.peak_flops.for_dtype(compute_dtype(scenario));
-  return f;
-}
 
 std::string summary_to_json(const Summary& m) {
   nlohmann::ordered_json j;
@@ -70,12 +41,14 @@ std::string summary_to_json(const Summary& m) {
   for (const auto& [k, v] : m.collectives) coll[k] = v;
   j["collectives"] = coll;
   nlohmann::ordered_json busy = nlohmann::ordered_json::object();
-  for (const auto& [k, v] : m.stream_busy) busy[k] = ns_to_s(v);
+  for (const auto& [k, v] : m.stream_busy)  // null: unknown
+    busy[k] = v ? nlohmann::ordered_json(ns_to_s(*v)) : nlohmann::ordered_json(nullptr);
   j["stream_busy_s"] = busy;
   nlohmann::ordered_json path = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m.critical_path.by_kind) path[k] = ns_to_s(v);
   j["critical_path_s"] = path;
-  j["allocator_retries"] = m.allocator_retries;
+  j["allocator_retries"] = m.allocator_retries ? nlohmann::ordered_json(*m.allocator_retries)
+                                               : nlohmann::ordered_json(nullptr);  // unknown
   j["out_of_memory"] = m.out_of_memory.empty() ? nlohmann::ordered_json(nullptr)
                                                : nlohmann::ordered_json(m.out_of_memory);
   return j.dump(2) + "\n";
@@ -110,10 +83,10 @@ std::string summary_table(const Summary& m) {
   for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
   row("peak reserved", fmt::format("{} of {} ({})", format_bytes(m.peak_reserved),
                                    format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT"));
-  if (m.allocator_retries > 0) {
+  if (m.allocator_retries.value_or(0) > 0) {
     row("allocator retries",
         fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
-                    m.allocator_retries));
+                    *m.allocator_retries));
   }
   row("peak allocated by phase", fmt::format("forward {}, backward {}, optimizer {}",
                                              format_bytes(m.peak_allocated_by_phase[0]),
@@ -121,7 +94,8 @@ std::string summary_table(const Summary& m) {
                                              format_bytes(m.peak_allocated_by_phase[2])));
   std::string busy;
   for (const auto& [name, t] : m.stream_busy)
-    busy += fmt::format("{}{} {}", busy.empty() ? "" : ", ", name, format_duration(t));
+    busy += fmt::format("{}{} {}", busy.empty() ? "" : ", ", name,
+                        t ? format_duration(*t) : std::string("unknown"));
   row("stream busy", busy);
   std::vector<std::pair<TimeNs, std::string>> path;
   for (const auto& [k, v] : m.critical_path.by_kind) path.emplace_back(v, k);

@@ -15,15 +15,19 @@
 //   critical path  from the op that ended last, back through what it waited for (its
 //                  dependencies, the op before it on its stream and on its communicator): the
 //                  one that ended last binds it; a gap before the op is CPU issue time ("cpu").
-//                  Needs dependencies; the simulator replaces it with its exact bindings.
+//                  Needs dependencies. A producer that knows what bound each start (the
+//                  simulator) records its exact path in Timeline::critical_path; then that.
+//   CPU lane       the issuing thread's busy time, where the producer recorded it
+//   retries, OOM   the producer's allocator's, from the Timeline
+// The summary of a simulation is exactly the summary of its Timeline: nothing is added beside it.
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "shardscope/core/scenario.hpp"
 #include "shardscope/core/timeline.hpp"
 
 namespace shardscope::analysis {
@@ -31,6 +35,7 @@ namespace shardscope::analysis {
 struct CriticalPath {
   std::vector<OpId> ops;                  // last op first
   std::map<std::string, TimeNs> by_kind;  // time on the path by op kind ("cpu" for issue gaps)
+  bool operator==(const CriticalPath&) const = default;
 };
 
 struct Summary {
@@ -48,7 +53,9 @@ struct Summary {
   TimeNs comm_total = 0;
   TimeNs comm_exposed = 0;
   double overlap_fraction = 1;
-  std::vector<std::pair<std::string, TimeNs>> stream_busy;  // by stream, in stream order
+  // By stream, in stream order. A CPU lane is the issuing thread: its busy time is known only
+  // where the producer recorded it (Timeline::cpu_busy_by_iteration); nullopt: unknown.
+  std::vector<std::pair<std::string, std::optional<TimeNs>>> stream_busy;
   CriticalPath critical_path;  // empty without dependencies or when not recorded (sweeps)
   Bytes peak_allocated = 0;
   Bytes peak_reserved = 0;
@@ -58,8 +65,10 @@ struct Summary {
   std::string peak_op;                         // the op that made the allocated peak
   std::vector<Bytes> peak_allocated_by_phase;  // by Phase
   std::map<std::string, int> collectives;  // per iteration: all_gather, reduce_scatter, all_reduce
-  std::string out_of_memory;               // empty when it fits (the simulator's report)
-  int allocator_retries = 0;  // cached segments released to make room (the simulator's count)
+  std::string out_of_memory;  // where the allocator first could not make room; empty: it never
+                              // failed (Timeline::out_of_memory)
+  std::optional<int> allocator_retries;  // cached segments released to make room; nullopt: unknown
+  bool operator==(const Summary&) const = default;
 };
 
 /// The summary of a timeline. The critical path is included when `with_critical_path` and the ops
@@ -113,11 +122,6 @@ struct RangeSummary {
   Bytes peak_reserved = 0;
 };
 RangeSummary summarize_range(const Timeline& timeline, TimeNs start, TimeNs end);
-
-/// Torchtitan's model FLOPs per token (see above).
-double model_flops_per_token(const Scenario& scenario);
-/// The facts a Timeline of `schedule` needs for throughput and MFU, from its scenario.
-RunFacts run_facts(const Scenario& scenario, const Schedule& schedule);
 
 /// The public summary JSON (keys documented in docs/simulator.md).
 std::string summary_to_json(const Summary& summary);

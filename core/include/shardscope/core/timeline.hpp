@@ -85,6 +85,23 @@ struct HostOverheads {
 };
 inline constexpr std::size_t kMaxHostSamples = 10'000;
 
+/// Where the producer's allocator first could not make room. The simulator goes on past it (the
+/// rest of the run is still there to inspect); an executor stops there.
+struct OutOfMemoryEvent {
+  OpId op = kNone;     // the op whose allocation failed (kNone: before the first op)
+  std::string buffer;  // its name
+  BufferCategory category = BufferCategory::activations;
+  Bytes size = 0;
+  Bytes reserved = 0;  // reserved when it failed
+};
+
+/// One op of the producer's exact critical path, walked back from the op that ended last.
+struct CriticalStep {
+  OpId op = kNone;
+  bool issue_bound = false;  // its start waited for the CPU to issue it
+  TimeNs cpu_gap = 0;        // then: the CPU issue time before it on the path
+};
+
 struct Timeline {
   std::string name;
   std::string source;  // "simulated", "measured" or "imported"
@@ -99,6 +116,12 @@ struct Timeline {
   MemoryPeaks peaks;
   Bytes memory_capacity = 0;
   HostOverheads host;
+  // What only some producers know (the simulator all of it); empty or nullopt where unknown, and
+  // reports print unknown, never 0.
+  std::vector<TimeNs> cpu_busy_by_iteration;  // the issuing CPU thread: overheads and CPU work
+  std::optional<int> allocator_retries;       // cached segments released to make room, whole run
+  std::optional<OutOfMemoryEvent> out_of_memory;  // nullopt: every allocation fitted (or unknown)
+  std::vector<CriticalStep> critical_path;        // last op first; empty: analysis derives one
 
   TimeNs end_time() const;
   /// The highest iteration any op has: the steady state (0 for a timeline with no ops).
@@ -156,7 +179,9 @@ void sort_timeline_ops(std::vector<TimelineOp>& ops);
 /// Peaks from the memory samples (for producers that have only samples).
 MemoryPeaks peaks_from_samples(const Timeline& timeline);
 
-inline constexpr std::string_view kTimelineSchema = "shardscope.timeline/2";
+/// Version 3 added the CPU busy time, allocator retries, the out-of-memory event and the exact
+/// critical path; version 2 files are read with those unknown.
+inline constexpr std::string_view kTimelineSchema = "shardscope.timeline/3";
 
 std::string timeline_to_json(const Timeline& timeline);
 /// Throws ValidationError listing every malformed field.

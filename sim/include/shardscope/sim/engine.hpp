@@ -43,22 +43,13 @@ struct OpRecord {
   OpId predecessor = kNone;  // the op whose end (or issue) set `start`
 };
 
-struct OutOfMemory {
-  OpId op = kNone;
-  BufferId buffer = kNone;
-  Bytes requested = 0;
-  Bytes reserved = 0;
-  Bytes allocated = 0;
-};
-
+/// Everything a reader needs is in the Timeline: the facts, the exact peaks, the CPU's busy time
+/// per iteration, allocator retries, the first allocation that did not fit and (unless
+/// SimOptions::record_critical_path is off) the exact critical path. `ops` is the engine's own
+/// record, for tests and for pricing an executor's ops.
 struct SimulationResult {
-  std::vector<OpRecord> ops;  // by op id
-  Timeline timeline;          // with the facts the cost model knows and the exact peaks
-  std::optional<OutOfMemory> out_of_memory;
-  std::vector<TimeNs> cpu_busy_by_iteration;  // issue overheads and CPU-side work
-  int allocator_retries = 0;                  // cudaFree-and-retry events (slow in PyTorch)
-  Bytes capacity = 0;
-  bool critical_path_recorded = true;  // false: OpRecord::binding and predecessor were not set
+  std::vector<OpRecord> ops;  // by op id; binding and predecessor only with record_critical_path
+  Timeline timeline;
 };
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/analysis.hpp"
 #include "shardscope/core/config_tree.hpp"
-#include "shardscope/sim/metrics.hpp"
 
 namespace shardscope::sim {
 
