@@ -10,9 +10,9 @@ namespace {
 constexpr Bytes kGiB = Bytes{1} << 30;
 
 TEST(DeviceBudget, ThePlansCapacityWhereTheDeviceHasRoomForItAndNcclsBuffers) {
-  const auto b = device_budget(70 * kGiB, 78 * kGiB, 2 * kGiB);
+  const auto b = DeviceBudget{70 * kGiB, 78 * kGiB, 2 * kGiB};
   EXPECT_EQ(b.available(), 76 * kGiB);
-  EXPECT_EQ(b.capacity, 70 * kGiB);
+  EXPECT_EQ(b.capacity(), 70 * kGiB);
   EXPECT_FALSE(b.short_of_plan());
   EXPECT_EQ(describe(b),
             "the allocator may reserve 70.00 GiB of 78.00 GiB free after setup less 2.00 GiB NCCL "
@@ -20,8 +20,8 @@ TEST(DeviceBudget, ThePlansCapacityWhereTheDeviceHasRoomForItAndNcclsBuffers) {
 }
 
 TEST(DeviceBudget, WhatIsLeftOnceNcclIsPaidForWhereTheDeviceIsShortOfThePlan) {
-  const auto b = device_budget(74 * kGiB, 40 * kGiB, 1 * kGiB);
-  EXPECT_EQ(b.capacity, 39 * kGiB);
+  const auto b = DeviceBudget{74 * kGiB, 40 * kGiB, 1 * kGiB};
+  EXPECT_EQ(b.capacity(), 39 * kGiB);
   EXPECT_TRUE(b.short_of_plan());
   EXPECT_NE(describe(b).find("an out-of-memory above 39.00 GiB is this device's"),
             std::string::npos)
@@ -29,11 +29,12 @@ TEST(DeviceBudget, WhatIsLeftOnceNcclIsPaidForWhereTheDeviceIsShortOfThePlan) {
 }
 
 TEST(DeviceBudget, NoPlannedCapacityTakesWhatIsFreeAndNothingIsNegative) {
-  EXPECT_EQ(device_budget(0, 10 * kGiB, 0).capacity, 10 * kGiB);
-  EXPECT_FALSE(device_budget(0, 10 * kGiB, 0).short_of_plan());
-  const auto none = device_budget(8 * kGiB, 1 * kGiB, 2 * kGiB);
+  const auto unplanned = DeviceBudget{0, 10 * kGiB, 0};
+  EXPECT_EQ(unplanned.capacity(), 10 * kGiB);
+  EXPECT_FALSE(unplanned.short_of_plan());
+  const auto none = DeviceBudget{8 * kGiB, 1 * kGiB, 2 * kGiB};
   EXPECT_EQ(none.available(), 0);
-  EXPECT_EQ(none.capacity, 0);
+  EXPECT_EQ(none.capacity(), 0);
   EXPECT_TRUE(none.short_of_plan());
 }
 

@@ -93,10 +93,11 @@ class CudaBackend final : public Backend {
     // channel buffers come later, at each communicator's first collective.
     std::size_t free_bytes = 0, total = 0;
     SHARDSCOPE_CUDA(cudaMemGetInfo(&free_bytes, &total));
-    budget_ = device_budget(options_.memory_capacity, static_cast<Bytes>(free_bytes),
-                            options_.comm == CommMode::nccl ? options_.nccl_outside_to_come : 0);
+    budget_ = {options_.memory_capacity, static_cast<Bytes>(free_bytes),
+               options_.comm == CommMode::nccl ? options_.nccl_outside_to_come : 0};
     memory_ = std::make_unique<CudaSegmentMemory>(options_.device);
-    allocator_ = std::make_unique<DeviceAllocator>(*memory_, budget_.capacity, options_.allocator);
+    allocator_ =
+        std::make_unique<DeviceAllocator>(*memory_, budget_.capacity(), options_.allocator);
     SHARDSCOPE_CUDA(cudaDeviceSynchronize());
     SHARDSCOPE_CUDA(cudaEventCreate(&base_));
     SHARDSCOPE_CUDA(cudaEventRecord(base_, nullptr));
@@ -112,7 +113,7 @@ class CudaBackend final : public Backend {
   }
   MemoryUsage memory() const override {
     return allocator_
-               ? MemoryUsage{allocator_->allocated(), allocator_->reserved(), budget_.capacity}
+               ? MemoryUsage{allocator_->allocated(), allocator_->reserved(), budget_.capacity()}
                : MemoryUsage{};
   }
   std::vector<std::string> setup_notes() const override {

@@ -15,21 +15,19 @@ namespace shardscope::exec {
 
 struct DeviceBudget {
   Bytes planned = 0;           // the plan's allocator capacity; 0 when the plan gave none
-  Bytes free_after_setup = 0;  // the device's free memory once the backend is set up
-  Bytes outside_to_come = 0;   // what NCCL will still allocate outside the allocator
-  Bytes capacity = 0;          // what the allocator may reserve
+  Bytes free_after_setup = 0;  // cudaMemGetInfo's free bytes once the backend's own buffers and
+                               // the communicators exist
+  Bytes outside_to_come = 0;   // what NCCL will still allocate when it connects (the simulator's
+                               // memory_outside_allocator().nccl_buffers; 0 without NCCL)
   /// Free after setup less what is still to come outside the allocator (0 when that is more).
   Bytes available() const;
+  /// What the allocator may reserve: the plan's capacity where the device has room for it, else
+  /// what the device has.
+  Bytes capacity() const;
   /// The device gives less than the plan: an out-of-memory between `capacity` and `planned` is
   /// this device's, not the plan's.
   bool short_of_plan() const { return planned > 0 && available() < planned; }
 };
-
-/// `free_after_setup`: cudaMemGetInfo's free bytes once the backend's own buffers and the
-/// communicators exist; `outside_to_come`: what NCCL will still allocate when it connects (the
-/// simulator's memory_outside_allocator().nccl_buffers; 0 without NCCL). The capacity is the plan's
-/// where the device has room for it, else what the device has.
-DeviceBudget device_budget(Bytes planned, Bytes free_after_setup, Bytes outside_to_come);
 
 /// One line for the run's report: "the allocator may reserve 60 GiB of 61.2 GiB free after setup
 /// less 1.2 GiB NCCL will allocate (the plan: 74.1 GiB; an out-of-memory above 60 GiB is this
