@@ -2,6 +2,7 @@
 // like `simulate` and compared with the simulation.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -65,12 +66,23 @@ void check_args(const RunArgs& args, const Schedule& schedule, const std::map<in
 void print_run_report(const exec::HostJobResult& result, const analysis::Summary& measured,
                       const analysis::Summary& simulated) {
   fmt::print("{}", analysis::summary_table(measured));
-  const auto slowest = std::max_element(result.step_time.begin(), result.step_time.end());
-  const auto fastest = std::min_element(result.step_time.begin(), result.step_time.end());
-  if (slowest != result.step_time.end()) {
-    fmt::print("  {:<28}{} to {} (slowest: rank {})\n", "step time over ranks",
-               format_duration(*fastest), format_duration(*slowest),
-               slowest - result.step_time.begin());
+  const auto by_step = [](const exec::RankStep& a, const exec::RankStep& b) {
+    return a.step_time < b.step_time;
+  };
+  const auto by_compute = [](const exec::RankStep& a, const exec::RankStep& b) {
+    return a.compute_busy < b.compute_busy;
+  };
+  if (!result.ranks.empty()) {
+    const auto [fastest, slowest] =
+        std::minmax_element(result.ranks.begin(), result.ranks.end(), by_step);
+    fmt::print("  {:<28}{} to {}\n", "step time over ranks", format_duration(fastest->step_time),
+               format_duration(slowest->step_time));
+    // Ranks wait for each other at every collective, so the straggler shows in its compute time.
+    const auto [least, most] =
+        std::minmax_element(result.ranks.begin(), result.ranks.end(), by_compute);
+    fmt::print("  {:<28}{} to {} (slowest: rank {})\n", "compute over ranks",
+               format_duration(least->compute_busy), format_duration(most->compute_busy),
+               most - result.ranks.begin());
   }
   fmt::print("  {:<28}{} on this process's ranks, {} elements, all as expected\n",
              "collectives checked", result.collectives_checked, result.elements_checked);

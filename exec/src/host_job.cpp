@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <sstream>
 #include <thread>
 
 #include "shardscope/core/analysis.hpp"
@@ -62,6 +63,23 @@ bool is_consequence(const std::string& message) {
          message.find("another op failed") != std::string::npos;
 }
 
+RankStep rank_step(const Timeline& timeline) {
+  const analysis::Summary summary = analysis::summarize(timeline, false);
+  RankStep step{summary.step_time, 0};
+  for (const auto& [stream, busy] : summary.stream_busy)
+    if (stream == "compute" && busy) step.compute_busy = *busy;
+  return step;
+}
+
+// The outcome a rank sends to rank 0 is "ok STEP_NS COMPUTE_BUSY_NS".
+RankStep parse_rank_step(const std::string& text) {
+  RankStep step;
+  std::istringstream in(text);
+  if (!(in >> step.step_time >> step.compute_busy))
+    throw Error(fmt::format("a rank reported '{}' instead of its step and compute time", text));
+  return step;
+}
+
 }  // namespace
 
 HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options) {
@@ -98,7 +116,7 @@ HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options)
   if (first) std::rethrow_exception(first);
   HostJobResult result;
   for (const auto& run : runs) {
-    result.step_time.push_back(analysis::summarize(run.timeline, false).step_time);
+    result.ranks.push_back(rank_step(run.timeline));
     result.collectives_checked += run.collectives_checked;
     result.elements_checked += run.elements_checked;
   }
@@ -167,7 +185,8 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
     result.timeline = std::move(run.timeline);
     result.collectives_checked = run.collectives_checked;
     result.elements_checked = run.elements_checked;
-    outcome = fmt::format("ok {}", analysis::summarize(result.timeline, false).step_time);
+    const RankStep step = rank_step(result.timeline);
+    outcome = fmt::format("ok {} {}", step.step_time, step.compute_busy);
   } catch (const std::exception& e) {
     failure = std::current_exception();
     world.abort();
@@ -180,7 +199,7 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
     for (std::size_t r = 0; r < outcomes.size(); ++r) {
       if (outcomes[r].rfind("ok ", 0) != 0)
         throw Error(fmt::format("rank {} failed: {}", r, outcomes[r].substr(6)));
-      result.step_time.push_back(std::stoll(outcomes[r].substr(3)));
+      result.ranks.push_back(parse_rank_step(outcomes[r].substr(3)));
     }
   }
   return result;

@@ -28,9 +28,17 @@ struct HostJobOptions {
   std::chrono::milliseconds rendezvous_timeout{60'000};
 };
 
+/// One rank's steady-state iteration. Every rank waits for the others at each collective, so the
+/// step times of a job differ by little even when one rank is slow; the slow rank is the one whose
+/// compute stream was busy longest.
+struct RankStep {
+  TimeNs step_time = 0;
+  TimeNs compute_busy = 0;
+};
+
 struct HostJobResult {
   Timeline timeline;                     // rank 0's (the rank this process reports)
-  std::vector<TimeNs> step_time;         // each rank's steady-state step (rank 0 of a process job)
+  std::vector<RankStep> ranks;           // every rank's, by rank (rank 0 of a process job)
   std::int64_t collectives_checked = 0;  // on this process's ranks
   std::int64_t elements_checked = 0;
 };
