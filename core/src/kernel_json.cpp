@@ -1,4 +1,5 @@
 #include "json_fields.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 namespace shardscope::detail {
 
@@ -37,19 +38,19 @@ KernelShape read_kernel_shape(Fields& f, const nlohmann::json& j, const std::str
       shape = MemoryBound{count("bytes"), f.number(j, p, "flops")};
       break;
     case KernelKind::loss:
-      shape = CrossEntropy{count("tokens"), count("vocab"), f.boolean(j, p, "backward"),
-                           dtype("logits"),
-                           // optional: IR files written before loss recipes had only upcast_fp32
-                           j.is_object() && j.contains("recipe")
-                               ? f.enumeration(j, p, "recipe", parse_loss_recipe,
-                                               LossRecipe::upcast_fp32, kLossRecipeNames)
-                               : LossRecipe::upcast_fp32};
+      shape = CrossEntropy{
+          count("tokens"), count("vocab"), f.boolean(j, p, "backward"), dtype("logits"),
+          // optional: IR files written before loss recipes had only upcast_fp32
+          j.is_object() && j.contains("recipe")
+              ? f.enumeration(j, p, "recipe", parse_loss_recipe, LossRecipe::upcast_fp32,
+                              key_of("training.loss").choices)
+              : LossRecipe::upcast_fp32};
       break;
     case KernelKind::optimizer:
-      shape = OptimizerUpdate{
-          count("elements"),
-          f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw, kOptimizerNames),
-          dtype("dtype")};
+      shape = OptimizerUpdate{count("elements"),
+                              f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw,
+                                            key_of("training.optimizer").choices),
+                              dtype("dtype")};
       break;
   }
   return shape;

@@ -1,5 +1,7 @@
 #include "shardscope/core/model_spec.hpp"
 
+#include "shardscope/core/scenario_keys.hpp"
+
 namespace shardscope {
 
 TransformerParams count_params(const TransformerConfig& c) {
@@ -52,36 +54,20 @@ std::int64_t ModelSpec::block_count() const {
 }
 
 std::string_view to_string(ModelFamily family) {
-  return family == ModelFamily::transformer ? "transformer" : "custom";
+  return choice_name("model.family", family);
 }
 std::string_view to_string(AttentionKind attention) {
-  return attention == AttentionKind::flash ? "flash" : "math";
+  return choice_name("model.attention", attention);
 }
 
 std::string_view to_string(MlpKind mlp) {
-  switch (mlp) {
-    case MlpKind::swiglu:
-      return "swiglu";
-    case MlpKind::gelu:
-      return "gelu";
-    case MlpKind::gelu_new:
-      return "gelu_new";
-  }
-  return "swiglu";
+  return choice_name("model.mlp", mlp);
 }
 std::string_view to_string(NormKind norm) {
-  return norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm";
+  return choice_name("model.norm", norm);
 }
 std::string_view to_string(PosEmbedding pos_emb) {
-  switch (pos_emb) {
-    case PosEmbedding::rope:
-      return "rope";
-    case PosEmbedding::learned:
-      return "learned";
-    case PosEmbedding::alibi:
-      return "alibi";
-  }
-  return "rope";
+  return choice_name("model.pos_emb", pos_emb);
 }
 
 }  // namespace shardscope

@@ -12,6 +12,9 @@
 #include <unordered_map>
 
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/error.hpp"
+#include "shardscope/core/model_presets.hpp"
+#include "shardscope/core/scenario.hpp"
 #include "shardscope/core/units.hpp"
 
 namespace shardscope {
@@ -20,6 +23,21 @@ namespace {
 using K = KeyType;
 constexpr double kMaxInt = 9.0e15;  // where a bound is "any count this tool can hold"
 
+// Spellings of resolved values for ScenarioKey::value_of.
+std::string bool_text(bool value) {
+  return value ? "true" : "false";
+}
+
+std::string reshard_text(const ReshardAfterForward& r) {
+  if (r.mode == ReshardAfterForward::Mode::to_size) return std::to_string(r.size);
+  return bool_text(r.mode == ReshardAfterForward::Mode::on);
+}
+
+// FSDP's param_dtype, unset: the parameters' own dtype, fp32.
+DType param_dtype(const Scenario& s) {
+  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+}
+
 constexpr std::array kKeys{
     // ---------------------------------------------------------------- top level
     ScenarioKey{"name", K::text, 0, 0, "", "a label", "the file name", "a name for reports"},
@@ -27,8 +45,12 @@ constexpr std::array kKeys{
     // ---------------------------------------------------------------- model
     ScenarioKey{"model", K::section, 0, 0, "", "", "",
                 "the model: exactly one of preset, family or hf_config"},
-    ScenarioKey{"model.preset", K::text, 0, 0, "", "a model preset (shardscope presets)", "",
-                "a built-in model with exact parameter counts"},
+    ScenarioKey{.path = "model.preset",
+                .type = K::text,
+                .choices = "a model preset (shardscope presets)",
+                .models = "a built-in model with exact parameter counts",
+                .label = "model",
+                .value_of = [](const Scenario& s) { return s.model.name; }},
     ScenarioKey{"model.family", K::choice, 0, 0, "", "transformer, custom", "",
                 "a transformer from its shape keys, or custom groups"},
     ScenarioKey{"model.hf_config", K::text, 0, 0, "",
@@ -101,11 +123,32 @@ constexpr std::array kKeys{
                 "from the collective model", "a fixed reduce-scatter time"},
     // ---------------------------------------------------------------- cluster
     ScenarioKey{"cluster", K::section, 0, 0, "", "", "", "the GPUs and their links"},
-    ScenarioKey{"cluster.preset", K::text, 0, 0, "", "a cluster preset (shardscope presets)",
-                "h100-sxm-80gb", "a built-in node type; the keys below refine it"},
-    ScenarioKey{"cluster.nodes", K::integer, 1, 100'000, "nodes", "", "1", "nodes"},
-    ScenarioKey{"cluster.gpus_per_node", K::integer, 1, 256, "GPUs", "", "8",
-                "GPUs per node (one NVLink domain)"},
+    ScenarioKey{.path = "cluster.preset",
+                .type = K::text,
+                .choices = "a cluster preset (shardscope presets)",
+                .default_value = "h100-sxm-80gb",
+                .models = "a built-in node type; the keys below refine it",
+                .label = "GPU",
+                .value_of = [](const Scenario& s) { return s.cluster.name; }},
+    ScenarioKey{.path = "cluster.nodes",
+                .type = K::integer,
+                .min = 1,
+                .max = 100'000,
+                .unit = "nodes",
+                .default_value = "1",
+                .models = "nodes",
+                .label = "nodes",
+                .value_of = [](const Scenario& s) { return std::to_string(s.cluster.nodes); }},
+    ScenarioKey{
+        .path = "cluster.gpus_per_node",
+        .type = K::integer,
+        .min = 1,
+        .max = 256,
+        .unit = "GPUs",
+        .default_value = "8",
+        .models = "GPUs per node (one NVLink domain)",
+        .label = "GPUs per node",
+        .value_of = [](const Scenario& s) { return std::to_string(s.cluster.gpus_per_node); }},
     ScenarioKey{"cluster.gpu", K::section, 0, 0, "", "", "", "one GPU"},
     ScenarioKey{"cluster.gpu.memory", K::bytes, 0x1p30, 0x1p40, "", "", "from the preset",
                 "device memory as CUDA reports it (total_memory); the caching allocator may "
@@ -184,75 +227,277 @@ constexpr std::array kKeys{
                 "the preset's and the model's value (--calibration overrides it)"},
     // ---------------------------------------------------------------- training
     ScenarioKey{"training", K::section, 0, 0, "", "", "", "one training step"},
-    ScenarioKey{"training.seq_len", K::integer, 1, 16'777'216, "tokens", "", "4096",
-                "sequence length"},
-    ScenarioKey{"training.micro_batch", K::integer, 1, 65'536, "sequences", "", "1",
-                "sequences per micro-batch per GPU (seq_len × micro_batch ≤ 134,217,728 tokens)"},
-    ScenarioKey{"training.grad_accum", K::integer, 1, 10'000, "micro-batches", "", "1",
-                "micro-batches per optimizer step"},
+    ScenarioKey{.path = "training.seq_len",
+                .type = K::integer,
+                .min = 1,
+                .max = 16'777'216,
+                .unit = "tokens",
+                .default_value = "4096",
+                .models = "sequence length",
+                .label = "sequence length",
+                .value_of = [](const Scenario& s) { return std::to_string(s.training.seq_len); }},
+    ScenarioKey{
+        .path = "training.micro_batch",
+        .type = K::integer,
+        .min = 1,
+        .max = 65'536,
+        .unit = "sequences",
+        .default_value = "1",
+        .models = "sequences per micro-batch per GPU (seq_len × micro_batch ≤ 134,217,728 tokens)",
+        .label = "micro-batch",
+        .value_of = [](const Scenario& s) { return std::to_string(s.training.micro_batch); }},
+    ScenarioKey{
+        .path = "training.grad_accum",
+        .type = K::integer,
+        .min = 1,
+        .max = 10'000,
+        .unit = "micro-batches",
+        .default_value = "1",
+        .models = "micro-batches per optimizer step",
+        .label = "gradient accumulation",
+        .value_of = [](const Scenario& s) { return std::to_string(s.training.grad_accum); }},
     ScenarioKey{"training.iterations", K::integer, 1, 1'000, "steps", "", "2",
                 "optimizer steps simulated; the last is reported as the steady state"},
-    ScenarioKey{"training.optimizer", K::choice, 0, 0, "", "adamw, adam, sgd", "adamw",
-                "optimizer states per parameter (2, 2, 0)"},
+    ScenarioKey{
+        .path = "training.optimizer",
+        .type = K::choice,
+        .choices = "adamw, adam, sgd",
+        .default_value = "adamw",
+        .models = "optimizer states per parameter (2, 2, 0)",
+        .label = "optimizer",
+        .value_of = [](const Scenario& s) { return std::string(to_string(s.training.optimizer)); }},
     ScenarioKey{"training.synchronize", K::choice, 0, 0, "", "none, after_forward, after_step",
                 "none", "a torch.cuda.synchronize() in the step"},
-    ScenarioKey{"training.activation_checkpointing", K::text, 0, 0, "",
-                "none, full, selective_op, every_N (N ≥ 1)", "none",
-                "what each block saves for backward and recomputes"},
-    ScenarioKey{"training.loss", K::choice, 0, 0, "", "upcast_fp32, fused, chunked", "upcast_fp32",
-                "the cross-entropy: fp32 copy of the logits (torchtitan, Hugging Face), in-place "
-                "fused (flash-attn xentropy, Megatron), or chunked with no full logits (Liger, "
-                "cut-cross-entropy); docs/semantics.md"},
+    ScenarioKey{
+        .path = "training.activation_checkpointing",
+        .type = K::text,
+        .choices = "none, full, selective_op, every_N (N ≥ 1)",
+        .default_value = "none",
+        .models = "what each block saves for backward and recomputes",
+        .label = "activation checkpointing",
+        .offered = "none, selective_op, full, every_2, every_4",
+        .value_of =
+            [](const Scenario& s) {
+              return to_string(s.training.activation_checkpointing, s.training.checkpoint_every);
+            }},
+    ScenarioKey{
+        .path = "training.loss",
+        .type = K::choice,
+        .choices = "upcast_fp32, fused, chunked",
+        .default_value = "upcast_fp32",
+        .models = "the cross-entropy: fp32 copy of the logits (torchtitan, Hugging Face), in-place "
+                  "fused (flash-attn xentropy, Megatron), or chunked with no full logits (Liger, "
+                  "cut-cross-entropy); docs/semantics.md",
+        .label = "loss",
+        .value_of = [](const Scenario& s) { return std::string(to_string(s.training.loss)); },
+        .search = {"upcast_fp32, fused, chunked", true, false}},
     ScenarioKey{"training.loss_chunk_tokens", K::integer, 1, 134'217'728, "tokens", "",
                 "Liger's: next power of two of tokens ÷ ⌈vocab ÷ hidden⌉",
                 "training.loss chunked: tokens per chunk (a chunk's logits are live at once)"},
-    ScenarioKey{"training.autocast", K::choice, 0, 0, "", "none, bf16, fp16", "none",
-                "torch.autocast over forward and loss: matmuls in this dtype, each weight cast per "
-                "use when the parameters are in another (fp32 all-gathers under FSDP's default "
-                "param_dtype); docs/semantics.md"},
+    ScenarioKey{
+        .path = "training.autocast",
+        .type = K::choice,
+        .choices = "none, bf16, fp16",
+        .default_value = "none",
+        .models =
+            "torch.autocast over forward and loss: matmuls in this dtype, each weight cast per "
+            "use when the parameters are in another (fp32 all-gathers under FSDP's default "
+            "param_dtype); docs/semantics.md",
+        .label = "autocast",
+        .value_of =
+            [](const Scenario& s) {
+              return s.training.autocast ? std::string(to_string(*s.training.autocast)) : "none";
+            }},
     // ---------------------------------------------------------------- fsdp
     ScenarioKey{"fsdp", K::section, 0, 0, "", "", "", "the FSDP configuration"},
-    ScenarioKey{"fsdp.api", K::choice, 0, 0, "", "fsdp2, fsdp1", "fsdp2",
-                "fully_shard (fsdp2) or FullyShardedDataParallel (fsdp1)"},
-    ScenarioKey{"fsdp.sharding_strategy", K::choice, 0, 0, "",
-                "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, _HYBRID_SHARD_ZERO2",
-                "FULL_SHARD", "fsdp1: what is sharded and across which ranks"},
+    ScenarioKey{.path = "fsdp.api",
+                .type = K::choice,
+                .choices = "fsdp2, fsdp1",
+                .default_value = "fsdp2",
+                .models = "fully_shard (fsdp2) or FullyShardedDataParallel (fsdp1)",
+                .label = "API",
+                .value_of = [](const Scenario& s) { return std::string(to_string(s.fsdp.api)); }},
+    ScenarioKey{
+        .path = "fsdp.sharding_strategy",
+        .type = K::choice,
+        .choices = "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, _HYBRID_SHARD_ZERO2",
+        .default_value = "FULL_SHARD",
+        .models = "fsdp1: what is sharded and across which ranks",
+        .api = FsdpApi::fsdp1,
+        .instead = "under fsdp2 use fsdp.reshard_after_forward (false = SHARD_GRAD_OP) and "
+                   "fsdp.mesh.replicate/shard (HYBRID_SHARD)",
+        .label = "sharding_strategy",
+        .value_of =
+            [](const Scenario& s) { return std::string(to_string(s.fsdp.sharding_strategy)); }},
     ScenarioKey{"fsdp.mesh", K::section, 0, 0, "", "", "",
                 "the device mesh; replicate × shard = world size"},
-    ScenarioKey{"fsdp.mesh.replicate", K::integer, 1, 1'000'000, "ranks", "",
-                "1 (fsdp1 hybrid: nodes)",
-                "replicas (HSDP); gradients are all-reduced across them"},
+    ScenarioKey{
+        .path = "fsdp.mesh.replicate",
+        .type = K::integer,
+        .min = 1,
+        .max = 1'000'000,
+        .unit = "ranks",
+        .default_value = "1 (fsdp1 hybrid: nodes)",
+        .models = "replicas (HSDP); gradients are all-reduced across them",
+        .label = "HSDP replicas",
+        .value_of = [](const Scenario& s) { return std::to_string(s.fsdp.mesh_replicate); }},
     ScenarioKey{"fsdp.mesh.shard", K::integer, 1, 1'000'000, "ranks", "",
                 "world size (fsdp1 hybrid: GPUs per node)",
                 "ranks each parameter is sharded across"},
-    ScenarioKey{"fsdp.reshard_after_forward", K::bool_or_int, 2, 1'000'000, "ranks", "", "true",
-                "fsdp2: free unsharded parameters after forward (true), keep them (false), or "
-                "reshard to a smaller group (a divisor of shard)"},
-    ScenarioKey{"fsdp.reshard_root_after_forward", K::boolean, 0, 0, "", "", "false",
-                "fsdp2: also reshard the root group after forward"},
-    ScenarioKey{"fsdp.reshard_last_after_forward", K::boolean, 0, 0, "", "", "true",
-                "fsdp2: whether the last block group follows reshard_after_forward; torchtitan "
-                "sets false (backward starts with that group, so it keeps its parameters)"},
-    ScenarioKey{"fsdp.backward_prefetch", K::choice, 0, 0, "", "BACKWARD_PRE, BACKWARD_POST, none",
-                "BACKWARD_PRE", "fsdp1: when the next all-gather is issued in backward"},
-    ScenarioKey{"fsdp.forward_prefetch", K::boolean, 0, 0, "", "", "false",
-                "fsdp1: issue the next forward all-gather before this group's compute"},
-    ScenarioKey{"fsdp.forward_prefetch_modules", K::integer, 0, 1'000, "groups", "", "0",
-                "fsdp2: explicit forward prefetch of the next N groups"},
-    ScenarioKey{"fsdp.backward_prefetch_modules", K::integer, 0, 1'000, "groups", "",
-                "0 (implicit: one group)",
-                "fsdp2: explicit backward prefetch of the next N groups"},
-    ScenarioKey{"fsdp.limit_all_gathers", K::boolean, 0, 0, "", "", "true",
-                "fsdp1: the rate limiter (at most two all-gathers in flight)"},
+    ScenarioKey{
+        .path = "fsdp.reshard_after_forward",
+        .type = K::bool_or_int,
+        .min = 2,
+        .max = 1'000'000,
+        .unit = "ranks",
+        .default_value = "true",
+        .models = "fsdp2: free unsharded parameters after forward (true), keep them (false), or "
+                  "reshard to a smaller group (a divisor of shard)",
+        .api = FsdpApi::fsdp2,
+        .instead =
+            "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)",
+        .label = "reshard_after_forward",
+        .offered = "true, false, 2, 4, 8",
+        .value_of = [](const Scenario& s) { return reshard_text(s.fsdp.reshard_after_forward); }},
+    ScenarioKey{.path = "fsdp.reshard_root_after_forward",
+                .type = K::boolean,
+                .default_value = "false",
+                .models = "fsdp2: also reshard the root group after forward",
+                .api = FsdpApi::fsdp2,
+                .instead = "under fsdp1 the root never reshards after forward"},
+    ScenarioKey{.path = "fsdp.reshard_last_after_forward",
+                .type = K::boolean,
+                .default_value = "true",
+                .models =
+                    "fsdp2: whether the last block group follows reshard_after_forward; torchtitan "
+                    "sets false (backward starts with that group, so it keeps its parameters)",
+                .api = FsdpApi::fsdp2,
+                .instead = "under fsdp1 use fsdp.sharding_strategy"},
+    ScenarioKey{
+        .path = "fsdp.backward_prefetch",
+        .type = K::choice,
+        .choices = "BACKWARD_PRE, BACKWARD_POST, none",
+        .default_value = "BACKWARD_PRE",
+        .models = "fsdp1: when the next all-gather is issued in backward",
+        .api = FsdpApi::fsdp1,
+        .instead = "under fsdp2 use fsdp.backward_prefetch_modules (fully_shard prefetches one "
+                   "group implicitly)",
+        .label = "backward_prefetch",
+        .value_of =
+            [](const Scenario& s) { return std::string(to_string(s.fsdp.backward_prefetch)); },
+        .search = {"BACKWARD_PRE, BACKWARD_POST, none", false, false}},
+    ScenarioKey{.path = "fsdp.forward_prefetch",
+                .type = K::boolean,
+                .default_value = "false",
+                .models = "fsdp1: issue the next forward all-gather before this group's compute",
+                .api = FsdpApi::fsdp1,
+                .instead = "under fsdp2 use fsdp.forward_prefetch_modules",
+                .label = "forward_prefetch",
+                .value_of = [](const Scenario& s) { return bool_text(s.fsdp.forward_prefetch); },
+                .search = {"false, true", false, false}},
+    ScenarioKey{
+        .path = "fsdp.forward_prefetch_modules",
+        .type = K::integer,
+        .max = 1'000,
+        .unit = "groups",
+        .default_value = "0",
+        .models = "fsdp2: explicit forward prefetch of the next N groups",
+        .api = FsdpApi::fsdp2,
+        .instead = "under fsdp1 use fsdp.forward_prefetch: true",
+        .label = "forward prefetch",
+        .value_of =
+            [](const Scenario& s) { return std::to_string(s.fsdp.forward_prefetch_modules); },
+        .search = {"0, 1, 2", false, false}},
+    ScenarioKey{
+        .path = "fsdp.backward_prefetch_modules",
+        .type = K::integer,
+        .max = 1'000,
+        .unit = "groups",
+        .default_value = "0 (implicit: one group)",
+        .models = "fsdp2: explicit backward prefetch of the next N groups",
+        .api = FsdpApi::fsdp2,
+        .instead = "under fsdp1 use fsdp.backward_prefetch",
+        .label = "backward prefetch",
+        .value_of =
+            [](const Scenario& s) { return std::to_string(s.fsdp.backward_prefetch_modules); },
+        .search = {"0, 1, 2", false, false}},
+    ScenarioKey{
+        .path = "fsdp.separate_reduce_scatter_group",
+        .type = K::boolean,
+        .default_value = "false",
+        .models = "fsdp2: reduce-scatter on its own process group",
+        .api = FsdpApi::fsdp2,
+        .instead = "fsdp1 reduce-scatters on its process group",
+        .label = "separate reduce-scatter group",
+        .value_of =
+            [](const Scenario& s) { return bool_text(s.fsdp.separate_reduce_scatter_group); },
+        .search = {"false, true", false, false}},
+    ScenarioKey{
+        .path = "fsdp.limit_all_gathers",
+        .type = K::boolean,
+        .default_value = "true",
+        .models = "fsdp1: the rate limiter (at most two all-gathers in flight)",
+        .api = FsdpApi::fsdp1,
+        .instead =
+            "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events",
+        .label = "limit_all_gathers",
+        .value_of = [](const Scenario& s) { return bool_text(s.fsdp.limit_all_gathers); },
+        .search = {"true, false", false, false}},
+    ScenarioKey{"fsdp.wrap", K::section, 0, 0, "", "", "",
+                "how modules are wrapped into FSDP groups"},
+    ScenarioKey{
+        .path = "fsdp.wrap.blocks_per_group",
+        .type = K::integer,
+        .min = 1,
+        .max = 10'000,
+        .unit = "blocks",
+        .default_value = "1",
+        .models = "transformer blocks per FSDP group",
+        .label = "blocks per group",
+        .value_of = [](const Scenario& s) { return std::to_string(s.fsdp.blocks_per_group); },
+        .search = {"1, 2", false, false}},
+    ScenarioKey{"fsdp.cpu_offload", K::section, 0, 0, "", "", "", "CPUOffload / CPUOffloadPolicy"},
+    ScenarioKey{.path = "fsdp.cpu_offload.params",
+                .type = K::boolean,
+                .default_value = "false",
+                .models = "sharded parameters, gradients and the optimizer step on the CPU",
+                .label = "CPU offload",
+                .value_of = [](const Scenario& s) { return bool_text(s.fsdp.cpu_offload.params); },
+                .search = {"true, false", false, true}},
+    ScenarioKey{"fsdp.cpu_offload.pin_memory", K::boolean, 0, 0, "", "", "true",
+                "pinned host memory (faster copies)"},
     ScenarioKey{"fsdp.mixed_precision", K::section, 0, 0, "", "", "",
                 "MixedPrecision / MixedPrecisionPolicy"},
-    ScenarioKey{"fsdp.mixed_precision.param_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16",
-                "the parameters' dtype (fp32)", "all-gather and compute dtype"},
-    ScenarioKey{"fsdp.mixed_precision.reduce_dtype", K::dtype, 0, 0, "", "fp32, bf16, fp16",
-                "param_dtype", "gradient reduction dtype"},
-    ScenarioKey{"fsdp.mixed_precision.keep_low_precision_grads", K::boolean, 0, 0, "", "", "false",
-                "fsdp1: keep the sharded gradients in reduce_dtype instead of upcasting them to "
-                "the parameters' dtype (gradient memory and the optimizer's reads)"},
+    ScenarioKey{
+        .path = "fsdp.mixed_precision.param_dtype",
+        .type = K::dtype,
+        .choices = "fp32, bf16, fp16",
+        .default_value = "the parameters' dtype (fp32)",
+        .models = "all-gather and compute dtype",
+        .label = "parameter dtype",
+        .value_of = [](const Scenario& s) { return std::string(to_string(param_dtype(s))); },
+        .search = {"bf16, fp32", true, true}},
+    ScenarioKey{
+        .path = "fsdp.mixed_precision.reduce_dtype",
+        .type = K::dtype,
+        .choices = "fp32, bf16, fp16",
+        .default_value = "param_dtype",
+        .models = "gradient reduction dtype",
+        .label = "reduce dtype",
+        .value_of =
+            [](const Scenario& s) {
+              return std::string(
+                  to_string(s.fsdp.mixed_precision.reduce_dtype.value_or(param_dtype(s))));
+            },
+        .search = {"fp32, bf16", false, false}},
+    ScenarioKey{
+        .path = "fsdp.mixed_precision.keep_low_precision_grads",
+        .type = K::boolean,
+        .default_value = "false",
+        .models = "fsdp1: keep the sharded gradients in reduce_dtype instead of upcasting them to "
+                  "the parameters' dtype (gradient memory and the optimizer's reads)",
+        .api = FsdpApi::fsdp1,
+        .instead = "under fsdp2 set fsdp.mixed_precision.reduce_dtype"},
     ScenarioKey{"fsdp.mixed_precision.output_dtype", K::rejected, 0, 0, "", "", "",
                 "not modelled: the cast of the forward outputs is one element-wise kernel per root "
                 "output, below what shardscope resolves; remove it"},
@@ -262,28 +507,30 @@ constexpr std::array kKeys{
     ScenarioKey{"fsdp.mixed_precision.cast_forward_inputs", K::rejected, 0, 0, "", "", "",
                 "not modelled: the input cast is one element-wise kernel per forward, below what "
                 "shardscope resolves; remove it"},
-    ScenarioKey{"fsdp.cpu_offload", K::section, 0, 0, "", "", "", "CPUOffload / CPUOffloadPolicy"},
-    ScenarioKey{"fsdp.cpu_offload.params", K::boolean, 0, 0, "", "", "false",
-                "sharded parameters, gradients and the optimizer step on the CPU"},
-    ScenarioKey{"fsdp.cpu_offload.pin_memory", K::boolean, 0, 0, "", "", "true",
-                "pinned host memory (faster copies)"},
-    ScenarioKey{"fsdp.wrap", K::section, 0, 0, "", "", "",
-                "how modules are wrapped into FSDP groups"},
-    ScenarioKey{"fsdp.wrap.blocks_per_group", K::integer, 1, 10'000, "blocks", "", "1",
-                "transformer blocks per FSDP group"},
     ScenarioKey{"fsdp.requires_gradient_sync", K::choice, 0, 0, "",
                 "every_microbatch, last_microbatch", "every_microbatch",
                 "reduce-scatter every micro-batch, or only the last (no_sync / "
                 "set_requires_gradient_sync)"},
-    ScenarioKey{"fsdp.requires_all_reduce", K::choice, 0, 0, "",
-                "every_microbatch, last_microbatch", "every_microbatch",
-                "fsdp2 HSDP: all-reduce every micro-batch or only the last"},
-    ScenarioKey{"fsdp.reshard_after_backward", K::boolean, 0, 0, "", "", "true",
-                "fsdp2: free unsharded parameters after backward"},
-    ScenarioKey{"fsdp.separate_reduce_scatter_group", K::boolean, 0, 0, "", "", "false",
-                "fsdp2: reduce-scatter on its own process group"},
-    ScenarioKey{"fsdp.post_optim_event", K::boolean, 0, 0, "", "", "false",
-                "fsdp2: the next forward's all-gather waits on an event after the optimizer"},
+    ScenarioKey{.path = "fsdp.requires_all_reduce",
+                .type = K::choice,
+                .choices = "every_microbatch, last_microbatch",
+                .default_value = "every_microbatch",
+                .models = "fsdp2 HSDP: all-reduce every micro-batch or only the last",
+                .api = FsdpApi::fsdp2,
+                .instead = "under fsdp1 no_sync skips both reductions"},
+    ScenarioKey{.path = "fsdp.reshard_after_backward",
+                .type = K::boolean,
+                .default_value = "true",
+                .models = "fsdp2: free unsharded parameters after backward",
+                .api = FsdpApi::fsdp2,
+                .instead = "under fsdp1 the sharding strategy decides"},
+    ScenarioKey{
+        .path = "fsdp.post_optim_event",
+        .type = K::boolean,
+        .default_value = "false",
+        .models = "fsdp2: the next forward's all-gather waits on an event after the optimizer",
+        .api = FsdpApi::fsdp2,
+        .instead = "fsdp1 has no post-optimizer event"},
     ScenarioKey{"fsdp.checkpoint", K::section, 0, 0, "", "", "", "state-dict checkpoints"},
     ScenarioKey{"fsdp.checkpoint.every", K::integer, 0, 1'000'000, "steps", "", "0 (never)",
                 "save a state dict every N optimizer steps"},
@@ -297,9 +544,15 @@ constexpr std::array kKeys{
     // ---------------------------------------------------------------- allocator
     ScenarioKey{"allocator", K::section, 0, 0, "", "", "",
                 "PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF)"},
-    ScenarioKey{"allocator.expandable_segments", K::boolean, 0, 0, "", "", "false",
-                "one growing segment per stream and pool, mapped in 2 MiB pages "
-                "(expandable_segments:True; --expandable-segments sets it)"},
+    ScenarioKey{
+        .path = "allocator.expandable_segments",
+        .type = K::boolean,
+        .default_value = "false",
+        .models = "one growing segment per stream and pool, mapped in 2 MiB pages "
+                  "(expandable_segments:True; --expandable-segments sets it)",
+        .label = "expandable segments",
+        .value_of = [](const Scenario& s) { return bool_text(s.allocator.expandable_segments); },
+        .search = {"false, true", false, false}},
     ScenarioKey{"allocator.max_split_size_mb", K::integer, 21, 1'048'576, "MiB", "", "unlimited",
                 "max_split_size_mb: blocks this large are never split nor given to smaller "
                 "requests, and are released first when memory runs short"},
@@ -336,6 +589,59 @@ const ScenarioKey* find_scenario_key(std::string_view normalised_path) {
   }();
   const auto it = kByPath.find(normalised_path);
   return it == kByPath.end() ? nullptr : it->second;
+}
+
+const ScenarioKey& key_of(std::string_view path) {
+  const ScenarioKey* key = find_scenario_key(path);  // most paths are already normal
+  if (!key) key = find_scenario_key(normalise_key_path(path));
+  if (!key) throw std::logic_error(fmt::format("scenario key '{}' is not in the key table", path));
+  return *key;
+}
+
+std::vector<std::string_view> split_choices(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    out.push_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+    while (list.starts_with(' ')) list.remove_prefix(1);
+  }
+  return out;
+}
+
+std::vector<std::string> offered_values(const ScenarioKey& key) {
+  std::vector<std::string> out;
+  if (key.path == "model.preset") {
+    for (const auto& p : model_presets()) out.emplace_back(p.name);
+  } else if (key.path == "cluster.preset") {
+    for (const auto& p : cluster_presets()) out.emplace_back(p.name);
+  } else if (!key.offered.empty()) {
+    for (const auto v : split_choices(key.offered)) out.emplace_back(v);
+  } else if (key.type == K::choice || key.type == K::dtype) {
+    for (const auto v : split_choices(key.choices)) out.emplace_back(v);
+  } else if (key.type == K::boolean) {
+    out = {"false", "true"};
+  }
+  return out;
+}
+
+bool key_applies(const ScenarioKey& key, FsdpApi api) {
+  return !key.api || *key.api == api;
+}
+
+std::optional<std::size_t> choice_index(std::string_view path, std::string_view text) {
+  const auto choices = split_choices(key_of(path).choices);
+  const auto it = std::find(choices.begin(), choices.end(), text);
+  if (it == choices.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - choices.begin());
+}
+
+std::string_view choice_text(std::string_view path, std::size_t index) {
+  const auto choices = split_choices(key_of(path).choices);
+  if (index >= choices.size())
+    throw std::logic_error(fmt::format("scenario key '{}' has no choice {}", path, index));
+  return choices[index];
 }
 
 std::string_view to_string(KeyType type) {

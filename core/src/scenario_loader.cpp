@@ -19,22 +19,6 @@
 namespace shardscope {
 namespace {
 
-constexpr std::array<std::string_view, 2> kFamilies{"transformer", "custom"};
-constexpr std::array<std::string_view, 3> kMlp{"swiglu", "gelu", "gelu_new"};
-constexpr std::array<std::string_view, 2> kNorm{"rmsnorm", "layernorm"};
-constexpr std::array<std::string_view, 3> kPosEmb{"rope", "learned", "alibi"};
-constexpr std::array<std::string_view, 3> kOptimizers{"adamw", "adam", "sgd"};
-constexpr std::array<std::string_view, 3> kSynchronize{"none", "after_forward", "after_step"};
-constexpr std::array<std::string_view, 3> kLossRecipes{"upcast_fp32", "fused", "chunked"};
-constexpr std::array<std::string_view, 3> kAutocast{"none", "bf16", "fp16"};
-constexpr std::array<std::string_view, 2> kApis{"fsdp2", "fsdp1"};
-constexpr std::array<std::string_view, 5> kStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
-                                                      "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"};
-constexpr std::array<std::string_view, 3> kPrefetch{"BACKWARD_PRE", "BACKWARD_POST", "none"};
-constexpr std::array<std::string_view, 2> kSync{"every_microbatch", "last_microbatch"};
-constexpr std::array<std::string_view, 3> kStateDict{"FULL_STATE_DICT", "SHARDED_STATE_DICT",
-                                                     "LOCAL_STATE_DICT"};
-
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& p : model_presets()) names.emplace_back(p.name);
@@ -63,13 +47,15 @@ void set_if(std::optional<std::int64_t> v, int& target) {
 }
 
 // ---------------------------------------------------------------- reading by the key table
-// Each reader takes the key's bounds from scenario_keys.cpp, so the file format, `shardscope keys`
-// and docs/scenario.md agree. A key missing from the table is a programming error.
-const ScenarioKey& key_of(std::string_view path) {
-  const ScenarioKey* key = find_scenario_key(path);  // most paths are already normal
-  if (!key) key = find_scenario_key(normalise_key_path(path));
-  if (!key) throw std::logic_error(fmt::format("scenario key '{}' is not in the key table", path));
-  return *key;
+// Each reader takes the key's bounds and choices from scenario_keys.cpp (key_of), so the file
+// format, `shardscope keys` and docs/scenario.md agree.
+
+// A choice key's value as the enum its choices name (the i-th choice is the i-th enumerator).
+template <typename E>
+std::optional<E> read_choice(ConfigReader& r, std::string_view path) {
+  const auto text = r.get_enum(path, split_choices(key_of(path).choices));
+  if (!text) return std::nullopt;
+  return parse_choice<E>(path, *text);
 }
 
 // A range problem the reader just added says the range with the key's unit; the text is built
@@ -238,15 +224,9 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(read_int(r, "model.ffn_hidden"), c.ffn_hidden);
   set_if(read_int(r, "model.vocab"), c.vocab);
   set_if(read_int(r, "model.max_seq"), c.max_seq);
-  if (auto v = r.get_enum("model.mlp", kMlp))
-    c.mlp = *v == "swiglu" ? MlpKind::swiglu : *v == "gelu" ? MlpKind::gelu : MlpKind::gelu_new;
-  if (auto v = r.get_enum("model.norm", kNorm))
-    c.norm = *v == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
-  if (auto v = r.get_enum("model.pos_emb", kPosEmb)) {
-    c.pos_emb = *v == "rope"      ? PosEmbedding::rope
-                : *v == "learned" ? PosEmbedding::learned
-                                  : PosEmbedding::alibi;
-  }
+  set_if(read_choice<MlpKind>(r, "model.mlp"), c.mlp);
+  set_if(read_choice<NormKind>(r, "model.norm"), c.norm);
+  set_if(read_choice<PosEmbedding>(r, "model.pos_emb"), c.pos_emb);
   set_if(r.get_bool("model.parallel_residual"), c.parallel_residual);
   set_if(r.get_bool("model.norm_bias"), c.norm_bias);
   if (auto bias = r.get_bool("model.bias")) c.qkv_bias = c.out_proj_bias = c.mlp_bias = *bias;
@@ -353,7 +333,7 @@ void read_custom_groups(ConfigReader& r, ModelSpec& m) {
 ModelSpec read_model(ConfigReader& r, const std::filesystem::path& base_dir) {
   ModelSpec m;
   const auto preset = r.get_string("model.preset");
-  const auto family = r.get_enum("model.family", kFamilies);
+  const auto family = r.get_enum("model.family", split_choices(key_of("model.family").choices));
   const auto hf = r.get_string("model.hf_config");
   const int sources = (preset ? 1 : 0) + (family ? 1 : 0) + (hf ? 1 : 0);
   if (sources > 1) {
@@ -502,13 +482,8 @@ TrainingSpec read_training(ConfigReader& r) {
   set_if(read_int(r, "training.micro_batch"), t.micro_batch);
   set_if(read_int(r, "training.grad_accum"), t.grad_accum);
   set_if(read_int(r, "training.iterations"), t.iterations);
-  if (auto opt = r.get_enum("training.optimizer", kOptimizers))
-    t.optimizer = *parse_optimizer(*opt);
-  if (auto sync = r.get_enum("training.synchronize", kSynchronize)) {
-    t.synchronize = *sync == "after_forward" ? Synchronize::after_forward
-                    : *sync == "after_step"  ? Synchronize::after_step
-                                             : Synchronize::none;
-  }
+  set_if(read_choice<Optimizer>(r, "training.optimizer"), t.optimizer);
+  set_if(read_choice<Synchronize>(r, "training.synchronize"), t.synchronize);
   if (auto ac = r.get_string("training.activation_checkpointing")) {
     const std::string_view v = *ac;
     std::int64_t n = 0;
@@ -530,7 +505,7 @@ TrainingSpec read_training(ConfigReader& r) {
                     "allowed: none, full, selective_op, every_N (N ≥ 1)");
     }
   }
-  if (auto loss = r.get_enum("training.loss", kLossRecipes)) t.loss = *parse_loss_recipe(*loss);
+  set_if(read_choice<LossRecipe>(r, "training.loss"), t.loss);
   set_if(read_int(r, "training.loss_chunk_tokens"), t.loss_chunk_tokens);
   if (r.has("training.loss_chunk_tokens") && t.loss != LossRecipe::chunked) {
     r.add_problem(
@@ -538,7 +513,8 @@ TrainingSpec read_training(ConfigReader& r) {
         fmt::format("sets the chunk of a chunked loss, but training.loss is {}", to_string(t.loss)),
         "training.loss: chunked, or remove training.loss_chunk_tokens");
   }
-  if (auto autocast = r.get_enum("training.autocast", kAutocast)) {
+  if (auto autocast =
+          r.get_enum("training.autocast", split_choices(key_of("training.autocast").choices))) {
     if (*autocast == "bf16") t.autocast = DType::bf16;
     if (*autocast == "fp16") t.autocast = DType::fp16;
   }
@@ -583,25 +559,12 @@ struct FsdpRead {
   std::optional<std::int64_t> mesh_shard;
 };
 
-ShardingStrategy strategy_from(std::string_view s) {
-  if (s == "SHARD_GRAD_OP") return ShardingStrategy::shard_grad_op;
-  if (s == "NO_SHARD") return ShardingStrategy::no_shard;
-  if (s == "HYBRID_SHARD") return ShardingStrategy::hybrid_shard;
-  if (s == "_HYBRID_SHARD_ZERO2") return ShardingStrategy::hybrid_shard_zero2;
-  return ShardingStrategy::full_shard;
-}
-
-SyncSchedule sync_from(std::string_view s) {
-  return s == "last_microbatch" ? SyncSchedule::last_microbatch : SyncSchedule::every_microbatch;
-}
-
 FsdpRead read_fsdp(ConfigReader& r) {
   FsdpRead out;
   FsdpPolicy& f = out.policy;
-  if (auto api = r.get_enum("fsdp.api", kApis))
-    f.api = *api == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
-  if (auto s = r.get_enum("fsdp.sharding_strategy", kStrategies)) {
-    f.sharding_strategy = strategy_from(*s);
+  set_if(read_choice<FsdpApi>(r, "fsdp.api"), f.api);
+  if (auto s = read_choice<ShardingStrategy>(r, "fsdp.sharding_strategy")) {
+    f.sharding_strategy = *s;
     out.strategy_given = true;
   }
   out.mesh_replicate = read_int(r, "fsdp.mesh.replicate");
@@ -622,11 +585,7 @@ FsdpRead read_fsdp(ConfigReader& r) {
   }
   set_if(r.get_bool("fsdp.reshard_root_after_forward"), f.reshard_root_after_forward);
   set_if(r.get_bool("fsdp.reshard_last_after_forward"), f.reshard_last_after_forward);
-  if (auto p = r.get_enum("fsdp.backward_prefetch", kPrefetch)) {
-    f.backward_prefetch = *p == "BACKWARD_PRE"    ? BackwardPrefetch::backward_pre
-                          : *p == "BACKWARD_POST" ? BackwardPrefetch::backward_post
-                                                  : BackwardPrefetch::none;
-  }
+  set_if(read_choice<BackwardPrefetch>(r, "fsdp.backward_prefetch"), f.backward_prefetch);
   set_if(r.get_bool("fsdp.forward_prefetch"), f.forward_prefetch);
   set_if(read_int(r, "fsdp.forward_prefetch_modules"), f.forward_prefetch_modules);
   set_if(read_int(r, "fsdp.backward_prefetch_modules"), f.backward_prefetch_modules);
@@ -638,72 +597,28 @@ FsdpRead read_fsdp(ConfigReader& r) {
   set_if(r.get_bool("fsdp.cpu_offload.params"), f.cpu_offload.params);
   set_if(r.get_bool("fsdp.cpu_offload.pin_memory"), f.cpu_offload.pin_memory);
   set_if(read_int(r, "fsdp.wrap.blocks_per_group"), f.blocks_per_group);
-  if (auto s = r.get_enum("fsdp.requires_gradient_sync", kSync))
-    f.requires_gradient_sync = sync_from(*s);
-  if (auto s = r.get_enum("fsdp.requires_all_reduce", kSync)) f.requires_all_reduce = sync_from(*s);
+  set_if(read_choice<SyncSchedule>(r, "fsdp.requires_gradient_sync"), f.requires_gradient_sync);
+  set_if(read_choice<SyncSchedule>(r, "fsdp.requires_all_reduce"), f.requires_all_reduce);
   set_if(r.get_bool("fsdp.reshard_after_backward"), f.reshard_after_backward);
   set_if(r.get_bool("fsdp.separate_reduce_scatter_group"), f.separate_reduce_scatter_group);
   set_if(r.get_bool("fsdp.post_optim_event"), f.post_optim_event);
   set_if(read_int(r, "fsdp.checkpoint.every"), f.checkpoint.every);
-  if (auto s = r.get_enum("fsdp.checkpoint.state_dict_type", kStateDict)) {
-    f.checkpoint.state_dict_type = *s == "FULL_STATE_DICT"    ? StateDictType::full
-                                   : *s == "LOCAL_STATE_DICT" ? StateDictType::local
-                                                              : StateDictType::sharded;
-  }
+  set_if(read_choice<StateDictType>(r, "fsdp.checkpoint.state_dict_type"),
+         f.checkpoint.state_dict_type);
   set_if(r.get_bool("fsdp.checkpoint.offload_to_cpu"), f.checkpoint.offload_to_cpu);
   set_if(r.get_bool("fsdp.checkpoint.rank0_only"), f.checkpoint.rank0_only);
   return out;
 }
 
-// Knobs of one API written under the other, with the equivalent to use instead.
-struct ApiOnlyKnob {
-  const char* key;
-  FsdpApi api;
-  const char* instead;
-};
-constexpr std::array kApiOnlyKnobs{
-    ApiOnlyKnob{"fsdp.sharding_strategy", FsdpApi::fsdp1,
-                "under fsdp2 use fsdp.reshard_after_forward (false = SHARD_GRAD_OP) and "
-                "fsdp.mesh.replicate/shard (HYBRID_SHARD)"},
-    ApiOnlyKnob{"fsdp.backward_prefetch", FsdpApi::fsdp1,
-                "under fsdp2 use fsdp.backward_prefetch_modules (fully_shard prefetches one group "
-                "implicitly)"},
-    ApiOnlyKnob{"fsdp.forward_prefetch", FsdpApi::fsdp1,
-                "under fsdp2 use fsdp.forward_prefetch_modules"},
-    ApiOnlyKnob{
-        "fsdp.limit_all_gathers", FsdpApi::fsdp1,
-        "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events"},
-    ApiOnlyKnob{"fsdp.mixed_precision.keep_low_precision_grads", FsdpApi::fsdp1,
-                "under fsdp2 set fsdp.mixed_precision.reduce_dtype"},
-    ApiOnlyKnob{
-        "fsdp.reshard_after_forward", FsdpApi::fsdp2,
-        "under fsdp1 use fsdp.sharding_strategy (FULL_SHARD reshards, SHARD_GRAD_OP does not)"},
-    ApiOnlyKnob{"fsdp.reshard_last_after_forward", FsdpApi::fsdp2,
-                "under fsdp1 use fsdp.sharding_strategy"},
-    ApiOnlyKnob{"fsdp.reshard_root_after_forward", FsdpApi::fsdp2,
-                "under fsdp1 the root never reshards after forward"},
-    ApiOnlyKnob{"fsdp.forward_prefetch_modules", FsdpApi::fsdp2,
-                "under fsdp1 use fsdp.forward_prefetch: true"},
-    ApiOnlyKnob{"fsdp.backward_prefetch_modules", FsdpApi::fsdp2,
-                "under fsdp1 use fsdp.backward_prefetch"},
-    ApiOnlyKnob{"fsdp.reshard_after_backward", FsdpApi::fsdp2,
-                "under fsdp1 the sharding strategy decides"},
-    ApiOnlyKnob{"fsdp.requires_all_reduce", FsdpApi::fsdp2,
-                "under fsdp1 no_sync skips both reductions"},
-    ApiOnlyKnob{"fsdp.post_optim_event", FsdpApi::fsdp2, "fsdp1 has no post-optimizer event"},
-    ApiOnlyKnob{"fsdp.separate_reduce_scatter_group", FsdpApi::fsdp2,
-                "fsdp1 reduce-scatters on its process group"},
-};
-
 void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
   FsdpPolicy& f = in.policy;
   const std::int64_t world = cluster.world_size();
-  for (const auto& knob : kApiOnlyKnobs) {
-    if (knob.api != f.api && r.has(knob.key)) {
+  for (const auto& key : scenario_keys()) {
+    if (!key_applies(key, f.api) && r.has(key.path)) {
       r.add_problem(
-          knob.key,
-          fmt::format("is an {} knob, but fsdp.api is {}", to_string(knob.api), to_string(f.api)),
-          knob.instead);
+          key.path,
+          fmt::format("is an {} knob, but fsdp.api is {}", to_string(*key.api), to_string(f.api)),
+          std::string(key.instead));
     }
   }
   const bool hybrid_strategy =

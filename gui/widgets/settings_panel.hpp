@@ -1,7 +1,9 @@
 #pragma once
-// Model and cluster presets, nodes × GPUs, training settings and the FSDP knobs as widgets.
-// Knobs the user touched become `--set`-style overrides on the loaded scenario; knobs that do not
-// apply to the chosen API are disabled. Validation problems show inline.
+// The scenario keys the key table labels (ScenarioKey::label: presets, nodes × GPUs, training
+// settings, the FSDP knobs) as widgets, in the table's order: a boolean as a check box, an integer
+// as a spin box over the key's range, anything else as a list of the values it offers. Knobs the
+// user touched become `--set`-style overrides on the loaded scenario; knobs of the other FSDP API
+// are disabled. Validation problems show inline.
 
 #include <QLabel>
 #include <QWidget>
@@ -9,11 +11,9 @@
 #include <vector>
 
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 QT_BEGIN_NAMESPACE
-class QComboBox;
-class QSpinBox;
-class QCheckBox;
 class QFormLayout;
 QT_END_NAMESPACE
 
@@ -41,11 +41,8 @@ class SettingsPanel : public QWidget {
   void changed();
 
  private:
-  QComboBox* add_combo(QFormLayout* form, const std::string& key, const QString& label,
-                       const QStringList& values);
-  QSpinBox* add_spin(QFormLayout* form, const std::string& key, const QString& label, int min,
-                     int max);
-  QCheckBox* add_check(QFormLayout* form, const std::string& key, const QString& label);
+  QWidget* add_widget(QFormLayout* form, const ScenarioKey& key);
+  void show_value(const std::string& key, const QString& value);
   void touched(const std::string& key);
   void update_enabled();
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 
 namespace shardscope::sim {
 
@@ -138,13 +139,15 @@ PlanDimension checkpointing_dimension() {
   return d;
 }
 
-PlanDimension sharding_dimension(const std::string& api, int world) {
+// The mesh (FSDP2, FSDP1's hybrid strategies) and FSDP1's sharding strategies: derived from the
+// world size, so not a table key's own dimension.
+PlanDimension sharding_dimension(FsdpApi api, int world) {
   PlanDimension d{"sharding", false, {}, {}};
   auto mesh = [](int replicate, int shard) {
     return std::vector<Setting>{{"fsdp.mesh.replicate", std::to_string(replicate)},
                                 {"fsdp.mesh.shard", std::to_string(shard)}};
   };
-  if (api == "fsdp2") {
+  if (api == FsdpApi::fsdp2) {
     for (int shard : divisors(world)) {
       std::string label = shard == world ? "FULL_SHARD"
                           : shard == 1   ? "replicate"
@@ -168,22 +171,28 @@ PlanDimension sharding_dimension(const std::string& api, int world) {
   return d;
 }
 
-std::vector<PlanDimension> part_dimensions(const std::string& api, const Scenario& base,
+// The dimension of a key the key table marks as searched (ScenarioKey::search), named by its label.
+PlanDimension searched_dimension(const ScenarioKey& key) {
+  std::vector<std::string> values;
+  for (const auto v : split_choices(key.search.values)) values.emplace_back(v);
+  auto d =
+      simple(std::string(key.label), key.search.changes_compute, std::string(key.path), values);
+  if (key.search.memory_grows) d.memory_at_least = increasing(values.size());
+  return d;
+}
+
+std::vector<PlanDimension> part_dimensions(FsdpApi api, const Scenario& base,
                                            int per_rank_sequences, int max_micro_batch) {
   const int world = base.cluster.world_size();
+  // Compute dimensions first, so that one compute class is one contiguous run of indices.
   std::vector<PlanDimension> dims;
   dims.push_back(batch_dimension(per_rank_sequences, max_micro_batch));
   dims.push_back(checkpointing_dimension());
-  dims.push_back(simple("loss", true, "training.loss", {"upcast_fp32", "fused", "chunked"}));
-  // The all-gather and compute dtype: bf16 mixed precision, or none (fp32 parameters throughout,
-  // twice the unsharded bytes and the activations). fp16 needs a gradient scaler the simulator does
-  // not model, so it is not offered.
-  auto param_dtype =
-      simple("parameter dtype", true, "fsdp.mixed_precision.param_dtype", {"bf16", "fp32"});
-  param_dtype.memory_at_least = increasing(2);
-  dims.push_back(std::move(param_dtype));
+  for (const auto& key : scenario_keys())
+    if (key.search.changes_compute && key_applies(key, api))
+      dims.push_back(searched_dimension(key));
   dims.push_back(sharding_dimension(api, world));
-  if (api == "fsdp2") {
+  if (api == FsdpApi::fsdp2) {
     std::vector<std::string> reshard{"true", "false"};
     const int node = base.cluster.gpus_per_node;
     if (node > 1 && node < world) reshard.insert(reshard.begin() + 1, std::to_string(node));
@@ -191,26 +200,10 @@ std::vector<PlanDimension> part_dimensions(const std::string& api, const Scenari
     // Keeping parameters unsharded after forward never needs less memory than resharding.
     d.memory_at_least = increasing(reshard.size());
     dims.push_back(std::move(d));
-    dims.push_back(
-        simple("forward prefetch", false, "fsdp.forward_prefetch_modules", {"0", "1", "2"}));
-    dims.push_back(
-        simple("backward prefetch", false, "fsdp.backward_prefetch_modules", {"0", "1", "2"}));
-    dims.push_back(simple("separate reduce-scatter group", false,
-                          "fsdp.separate_reduce_scatter_group", {"false", "true"}));
-  } else {
-    dims.push_back(simple("backward_prefetch", false, "fsdp.backward_prefetch",
-                          {"BACKWARD_PRE", "BACKWARD_POST", "none"}));
-    dims.push_back(simple("forward_prefetch", false, "fsdp.forward_prefetch", {"false", "true"}));
-    dims.push_back(simple("limit_all_gathers", false, "fsdp.limit_all_gathers", {"true", "false"}));
   }
-  dims.push_back(simple("blocks per group", false, "fsdp.wrap.blocks_per_group", {"1", "2"}));
-  auto offload = simple("CPU offload", false, "fsdp.cpu_offload.params", {"true", "false"});
-  offload.memory_at_least = increasing(2);  // parameters, gradients and states on the GPU
-  dims.push_back(std::move(offload));
-  dims.push_back(
-      simple("reduce dtype", false, "fsdp.mixed_precision.reduce_dtype", {"fp32", "bf16"}));
-  dims.push_back(
-      simple("expandable segments", false, "allocator.expandable_segments", {"false", "true"}));
+  for (const auto& key : scenario_keys())
+    if (!key.search.values.empty() && !key.search.changes_compute && key_applies(key, api))
+      dims.push_back(searched_dimension(key));
   return dims;
 }
 
@@ -303,18 +296,11 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
   throw_if_any(std::move(problems));
   PlanSpace space;
   const int per_rank = static_cast<int>(per_step_sequences / world);
-  const std::vector<std::string> fsdp2_only{
-      "fsdp.reshard_after_forward",      "fsdp.reshard_root_after_forward",
-      "fsdp.reshard_last_after_forward", "fsdp.forward_prefetch_modules",
-      "fsdp.backward_prefetch_modules",  "fsdp.separate_reduce_scatter_group",
-      "fsdp.reshard_after_backward",     "fsdp.post_optim_event",
-      "fsdp.requires_all_reduce"};
-  const std::vector<std::string> fsdp1_only{"fsdp.sharding_strategy", "fsdp.backward_prefetch",
-                                            "fsdp.forward_prefetch", "fsdp.limit_all_gathers",
-                                            "fsdp.mixed_precision.keep_low_precision_grads"};
-  for (const auto& api : apis) {
-    PlanPart part{api, part_dimensions(api, base, per_rank, inputs.max_micro_batch), {}};
-    part.cleared = api == "fsdp2" ? fsdp1_only : fsdp2_only;
+  for (const auto& api_name : apis) {
+    const FsdpApi api = api_name == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
+    PlanPart part{api_name, part_dimensions(api, base, per_rank, inputs.max_micro_batch), {}};
+    for (const auto& key : scenario_keys())
+      if (!key_applies(key, api)) part.cleared.emplace_back(key.path);
     part.cleared.emplace_back("fsdp.mesh");
     space.parts.push_back(std::move(part));
   }

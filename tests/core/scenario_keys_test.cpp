@@ -1,14 +1,18 @@
 // The key table is the one source of what a scenario may hold: every key in it is read by the
-// loader (a wrong value is reported under that key, not as unknown), every bound is enforced, and
-// docs/scenario.md is what the table generates.
+// loader (a wrong value is reported under that key, not as unknown), every bound is enforced, the
+// enums are spelled by their keys' choices, a key of one FSDP API is refused under the other with
+// what to write instead, a picker's value reads back, and docs/scenario.md is what the table
+// generates.
 #include "shardscope/core/scenario_keys.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "shardscope/core/model_presets.hpp"
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
@@ -25,16 +29,11 @@ std::vector<Problem> problems_of(std::string_view text, const std::vector<std::s
   return {};
 }
 
-// A scenario in which `key` is read: custom groups for model.groups[], fsdp1 for its knobs.
+// A scenario in which `key` is read: custom groups for model.groups[], its API for an FSDP knob.
 std::string base_for(std::string_view key) {
   if (key.starts_with("model.groups"))
     return "model: {family: custom, groups: [{name: root, params: 1, forward_flops: 1}]}\n";
-  for (const char* fsdp1 : {"fsdp.sharding_strategy", "fsdp.backward_prefetch",
-                            "fsdp.forward_prefetch:", "fsdp.limit_all_gathers",
-                            "fsdp.mixed_precision.keep_low_precision_grads"}) {
-    if (std::string(key) + ":" == fsdp1 || key == fsdp1)
-      return "model: {preset: tiny}\nfsdp: {api: fsdp1}\n";
-  }
+  if (key_of(key).api == FsdpApi::fsdp1) return "model: {preset: tiny}\nfsdp: {api: fsdp1}\n";
   return "model: {preset: tiny}\n";
 }
 
@@ -85,6 +84,99 @@ TEST(ScenarioKeys, DocsAreGeneratedFromTheTable) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), scenario_keys_markdown())
       << "regenerate: shardscope keys --markdown > docs/scenario.md";
+}
+
+// The i-th choice of a key names its enum's i-th value: the last value of each enum is spelled as
+// PyTorch and the scenario files spell it, and no key lists a choice its enum lacks.
+template <typename E>
+void expect_last_choice(std::string_view path, E last, std::string_view spelling) {
+  SCOPED_TRACE(std::string(path));
+  EXPECT_EQ(choice_name(path, last), spelling);
+  EXPECT_EQ(split_choices(key_of(path).choices).size(), static_cast<std::size_t>(last) + 1);
+  EXPECT_EQ(parse_choice<E>(path, spelling), last);
+}
+
+TEST(ScenarioKeys, EveryEnumIsSpelledByItsKeysChoices) {
+  expect_last_choice("model.family", ModelFamily::custom, "custom");
+  expect_last_choice("model.mlp", MlpKind::gelu_new, "gelu_new");
+  expect_last_choice("model.norm", NormKind::layernorm, "layernorm");
+  expect_last_choice("model.pos_emb", PosEmbedding::alibi, "alibi");
+  expect_last_choice("model.attention", AttentionKind::math, "math");
+  expect_last_choice("training.optimizer", Optimizer::sgd, "sgd");
+  expect_last_choice("training.synchronize", Synchronize::after_step, "after_step");
+  expect_last_choice("training.loss", LossRecipe::chunked, "chunked");
+  expect_last_choice("fsdp.api", FsdpApi::fsdp1, "fsdp1");
+  expect_last_choice("fsdp.sharding_strategy", ShardingStrategy::hybrid_shard_zero2,
+                     "_HYBRID_SHARD_ZERO2");
+  expect_last_choice("fsdp.backward_prefetch", BackwardPrefetch::none, "none");
+  expect_last_choice("fsdp.requires_gradient_sync", SyncSchedule::last_microbatch,
+                     "last_microbatch");
+  expect_last_choice("fsdp.requires_all_reduce", SyncSchedule::last_microbatch, "last_microbatch");
+  expect_last_choice("fsdp.checkpoint.state_dict_type", StateDictType::local, "LOCAL_STATE_DICT");
+  // The names the reports print are the same table's.
+  EXPECT_EQ(to_string(BackwardPrefetch::backward_post), "BACKWARD_POST");
+  EXPECT_EQ(to_string(ShardingStrategy::shard_grad_op), "SHARD_GRAD_OP");
+  EXPECT_EQ(parse_optimizer("adam"), Optimizer::adam);
+  EXPECT_EQ(parse_loss_recipe("fused"), LossRecipe::fused);
+  EXPECT_EQ(parse_loss_recipe("FUSED"), std::nullopt);
+}
+
+TEST(ScenarioKeys, AKnobOfOneApiIsRefusedUnderTheOtherWithWhatToWriteInstead) {
+  int knobs = 0;
+  for (const auto& key : scenario_keys()) {
+    if (!key.api) continue;
+    SCOPED_TRACE(std::string(key.path));
+    ++knobs;
+    EXPECT_FALSE(key.instead.empty());
+    const auto other = *key.api == FsdpApi::fsdp2 ? FsdpApi::fsdp1 : FsdpApi::fsdp2;
+    // Any value: the API check comes first and names the key whatever it holds.
+    const auto problems =
+        problems_of("model: {preset: tiny}\n",
+                    {fmt::format("fsdp.api={}", to_string(other)), fmt::format("{}=1", key.path)});
+    EXPECT_TRUE(std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
+      return p.key == key.path &&
+             p.message == fmt::format("is an {} knob, but fsdp.api is {}", to_string(*key.api),
+                                      to_string(other)) &&
+             p.allowed == key.instead;
+    }));
+  }
+  EXPECT_EQ(knobs, 14);  // FSDP2's nine and FSDP1's five (docs/scenario.md)
+}
+
+// Every key a picker shows has its resolved value, and that value written back as an override
+// reads as the same scenario, for every example.
+TEST(ScenarioKeys, APickersValueReadsBackUnchanged) {
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(SHARDSCOPE_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    SCOPED_TRACE(entry.path().filename().string());
+    const Scenario s = load_scenario(entry.path());
+    for (const auto& key : scenario_keys()) {
+      if (key.label.empty()) continue;
+      SCOPED_TRACE(std::string(key.path));
+      ASSERT_NE(key.value_of, nullptr);
+      if (!key_applies(key, s.fsdp.api)) continue;
+      const std::string value = key.value_of(s);
+      // A custom or Hugging Face model is named by its name, not by a preset.
+      if (key.path == "model.preset" && !find_model_preset(value)) continue;
+      const Scenario again = load_scenario(entry.path(), {fmt::format("{}={}", key.path, value)});
+      EXPECT_EQ(key.value_of(again), value);
+    }
+  }
+  EXPECT_GE(examples, 6);  // FSDP2, FSDP1 hybrid, CPU offload, HSDP, custom groups
+}
+
+// The planner's values for a key are values the scenario reader accepts.
+TEST(ScenarioKeys, ThePlannersValuesAreValidValues) {
+  for (const auto& key : scenario_keys()) {
+    if (key.search.values.empty()) continue;
+    EXPECT_FALSE(key.label.empty()) << key.path << ": the planner names its dimension by the label";
+    for (const auto value : split_choices(key.search.values)) {
+      const std::string set = fmt::format("{}={}", key.path, value);
+      EXPECT_TRUE(problems_of(base_for(key.path), {set}).empty()) << set;
+    }
+  }
 }
 
 TEST(ScenarioKeys, PathsNormaliseListIndices) {

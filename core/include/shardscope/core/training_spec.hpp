@@ -50,11 +50,9 @@ struct TrainingSpec {
 std::string to_string(ActivationCheckpointing ac, std::int64_t every);
 std::string_view to_string(Optimizer optimizer);
 std::optional<Optimizer> parse_optimizer(std::string_view text);
-inline constexpr std::string_view kOptimizerNames = "adamw, adam, sgd";
 std::string_view to_string(Synchronize synchronize);
 std::string_view to_string(LossRecipe loss);
 std::optional<LossRecipe> parse_loss_recipe(std::string_view text);
-inline constexpr std::string_view kLossRecipeNames = "upcast_fp32, fused, chunked";
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
 int optimizer_states_per_param(Optimizer optimizer);
 
