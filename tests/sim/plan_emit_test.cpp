@@ -42,6 +42,7 @@ TEST(PlanEmit, EverySearchedKnobChangesTheEmittedCode) {
       if (values.size() < 2) continue;  // the target fixes it (emit_constraints)
       ++knobs;
       std::vector<std::string> files;
+      files.reserve(values.size());
       for (const auto& v : values)
         files.push_back(
             emit_plan(target, emittable(target, fmt::format("{}={}", key.path, v)), {}));
