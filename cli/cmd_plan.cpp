@@ -125,9 +125,10 @@ std::string sizes_table(const std::vector<SizedPlan>& plans, std::int64_t tokens
     const double gpu_hours_per_billion =
         static_cast<double>(p.world) * step_s / 3600.0 * 1e9 / static_cast<double>(tokens_per_step);
     out += fmt::format(
-        "{:>5}  {:>5}  {:>11}  {:>14.0f}  {:>12.0f}  {:>4.1f} %  {:>12}  {:>15.1f}\n", p.nodes,
-        p.world, format_duration(s.step_time), static_cast<double>(tokens_per_step) / step_s,
-        s.tokens_per_s_per_gpu, 100 * s.mfu, format_bytes(s.peak_reserved), gpu_hours_per_billion);
+        "{:>5}  {:>5}  {:>11}  {:>14.0f}  {:>12.0f}  {:>6}  {:>12}  {:>15.1f}\n", p.nodes, p.world,
+        format_duration(s.step_time), static_cast<double>(tokens_per_step) / step_s,
+        s.tokens_per_s_per_gpu.value(), analysis::percent_text(s.mfu),
+        format_bytes(s.peak_reserved.value()), gpu_hours_per_billion);
   }
   return out;
 }

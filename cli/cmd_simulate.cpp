@@ -57,7 +57,7 @@ int run_simulate(const SimulateArgs& args) {
   if (const auto& profile = run.scenario.cluster.gpu.device_profile)
     print_profile_coverage(run.schedule, *profile);
   write_run_outputs(args.outputs, run.summary, run.timeline());
-  if (!run.summary.fits) {
+  if (run.summary.fit == analysis::Fit::does_not_fit) {
     fmt::print(stderr, "does not fit: {}\n",
                run.summary.out_of_memory.empty() ? "peak reserved memory exceeds the GPU"
                                                  : run.summary.out_of_memory);

@@ -58,8 +58,8 @@ int run_sweep(const SweepArgs& args) {
     fitting += p.fits;
     pareto += p.pareto;
     fmt::print("{:>4}  {}{:>16.0f} {:>12} {:>13}  {}{}\n", rank, cells,
-               p.summary.tokens_per_s_per_gpu, format_duration(p.summary.step_time),
-               format_bytes(p.summary.peak_reserved), p.fits ? "fits" : "does not fit",
+               p.summary.tokens_per_s_per_gpu.value(), format_duration(p.summary.step_time),
+               format_bytes(p.summary.peak_reserved.value()), p.fits ? "fits" : "does not fit",
                p.pareto ? "  * Pareto" : "");
   }
   fmt::print(

@@ -316,7 +316,7 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   // The chart first: the timeline widget's view change makes the chart rebuild from its timeline.
   memory_->set_timeline(&result_->timeline,
                         QString::fromStdString(fmt::format(
-                            "peak {} at {}", format_bytes(s.peak_allocated), s.peak_op)));
+                            "peak {} at {}", analysis::bytes_text(s.peak_allocated), s.peak_op)));
   timeline_->set_timeline(&result_->timeline);
   std::set<OpId> path;
   for (OpId op : s.critical_path.ops) path.insert(op);
@@ -324,9 +324,12 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   ops_.set_timeline(&result_->timeline);
   show_reference();
   statusBar()->showMessage(QString::fromStdString(fmt::format(
-      "{}: step {}, {:.0f} tokens/s per GPU, peak reserved {} ({})", result_->scenario.model.name,
-      format_duration(s.step_time), s.tokens_per_s_per_gpu, format_bytes(s.peak_reserved),
-      s.fits ? "fits" : "does not fit")));
+      "{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
+      format_duration(s.step_time), analysis::throughput_text(s.tokens_per_s_per_gpu),
+      analysis::bytes_text(s.peak_reserved),
+      s.fit == analysis::Fit::fits           ? "fits"
+      : s.fit == analysis::Fit::does_not_fit ? "does not fit"
+                                             : "fit unknown")));
 }
 
 void MainWindow::update_metrics() {

@@ -221,10 +221,11 @@ void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
     const auto& s = p.summary;
     const QStringList cells{QString::number(i + 1),
                             QString::fromStdString(format_duration(s.step_time)),
-                            QString::number(s.tokens_per_s_per_gpu, 'f', 0),
-                            QString("%1 %").arg(100 * s.mfu, 0, 'f', 1),
-                            QString::fromStdString(format_bytes(s.peak_reserved)),
-                            QString::fromStdString(format_bytes(r.memory_budget - s.peak_reserved)),
+                            QString::number(s.tokens_per_s_per_gpu.value(), 'f', 0),
+                            QString::fromStdString(analysis::percent_text(s.mfu)),
+                            QString::fromStdString(format_bytes(s.peak_reserved.value())),
+                            QString::fromStdString(
+                                format_bytes(r.memory_budget - s.peak_reserved.value())),
                             QString::fromStdString(p.bottleneck),
                             QString::fromStdString(space_.parts[p.config.part].api),
                             QString::fromStdString(sim::configuration_text(space_, p.config))};
@@ -263,7 +264,7 @@ void PlanView::load(std::size_t rank) {
   emit load_configuration(configuration(rank), QString::fromStdString(fmt::format(
                                                    "plan #{}: {} predicted, {} reserved", rank + 1,
                                                    format_duration(p.summary.step_time),
-                                                   format_bytes(p.summary.peak_reserved))));
+                                                   format_bytes(p.summary.peak_reserved.value()))));
 }
 
 void PlanView::save_code() {

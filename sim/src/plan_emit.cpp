@@ -62,11 +62,12 @@ std::string prediction_lines(const EmitContext& c, std::string_view prefix) {
   const auto& sum = c.summary;
   return fmt::format(
       "{0}shardscope's prediction (rank {1} of `shardscope plan {2}`):\n"
-      "{0}  step time {3}, {4:.0f} tokens/s/GPU, MFU {5:.1f} %,\n"
+      "{0}  step time {3}, {4}, MFU {5},\n"
       "{0}  peak reserved {6} per GPU against a budget of {7}.\n"
       "{0}A prediction, not a measurement: check it with a profiled run (shardscope compare).\n",
-      prefix, c.rank, c.scenario_file, format_duration(sum.step_time), sum.tokens_per_s_per_gpu,
-      100 * sum.mfu, format_bytes(sum.peak_reserved), format_bytes(c.memory_budget));
+      prefix, c.rank, c.scenario_file, format_duration(sum.step_time),
+      analysis::throughput_text(sum.tokens_per_s_per_gpu), analysis::percent_text(sum.mfu),
+      analysis::bytes_text(sum.peak_reserved), format_bytes(c.memory_budget));
 }
 
 }  // namespace detail

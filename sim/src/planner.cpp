@@ -1,3 +1,4 @@
+#include "shardscope/core/json_field.hpp"
 #include "shardscope/sim/planner.hpp"
 
 #include <fmt/format.h>
@@ -75,7 +76,8 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     auto result = simulate_scenario(configuration_scenario(base, file, space, index), options);
     e.summary = std::move(result.summary);
     e.valid = true;
-    e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved <= budget;
+    // A simulation records its memory: its reserved peak is known.
+    e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved.value() <= budget;
   } catch (const ValidationError&) {
     e.valid = false;  // knobs that do not combine (a reshard size the mesh does not divide)
   }
@@ -344,7 +346,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           ++result.invalid;
         } else if (e.fits) {
           fitting.push_back(e);
-          predictions.emplace(e.summary.step_time, e.summary.peak_reserved);
+          predictions.emplace(e.summary.step_time, e.summary.peak_reserved.value());
         } else {
           not_fitting.insert(e.index);
         }
@@ -390,10 +392,12 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& p = r.ranked[i];
     const auto& s = p.summary;
-    out += fmt::format("{:>4}  {:>11}  {:>12.0f}  {:>4.1f} %  {:>12}  {:>11}  {}\n", i + 1,
-                       format_duration(s.step_time), s.tokens_per_s_per_gpu, 100 * s.mfu,
-                       format_bytes(s.peak_reserved),
-                       format_bytes(r.memory_budget - s.peak_reserved), p.bottleneck);
+    out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", i + 1,
+                       format_duration(s.step_time),
+                       s.tokens_per_s_per_gpu ? fmt::format("{:.0f}", *s.tokens_per_s_per_gpu)
+                                              : std::string("unknown"),
+                       analysis::percent_text(s.mfu), format_bytes(s.peak_reserved.value()),
+                       format_bytes(r.memory_budget - s.peak_reserved.value()), p.bottleneck);
   }
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& p = r.ranked[i];
@@ -428,10 +432,10 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
     auto& settings = e["settings"] = nlohmann::ordered_json::object();
     for (const auto& [k, v] : p.settings) settings[k] = v;
     e["step_time_s"] = ns_to_s(s.step_time);
-    e["tokens_per_s_per_gpu"] = s.tokens_per_s_per_gpu;
-    e["mfu"] = s.mfu;
-    e["peak_reserved_bytes"] = s.peak_reserved;
-    e["headroom_bytes"] = r.memory_budget - s.peak_reserved;
+    e["tokens_per_s_per_gpu"] = json_or_null(s.tokens_per_s_per_gpu);
+    e["mfu"] = json_or_null(s.mfu);
+    e["peak_reserved_bytes"] = s.peak_reserved.value();
+    e["headroom_bytes"] = r.memory_budget - s.peak_reserved.value();
     e["bottleneck"] = p.bottleneck;
     e["equivalent_configurations"] = p.members.size();
     e["no_effect"] = p.no_effect;

@@ -1,3 +1,4 @@
+#include "shardscope/core/json_field.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 #include <fmt/format.h>
@@ -169,8 +170,9 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
     p.summary = simulate_scenario(
                     read_scenario(tree, file, std::filesystem::path(file).parent_path()), pipeline)
                     .summary;
-    const Bytes budget = options.memory_budget.value_or(p.summary.capacity);
-    p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved <= budget;
+    // A simulation records its memory and capacity: both are known.
+    const Bytes budget = options.memory_budget.value_or(p.summary.capacity.value());
+    p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved.value() <= budget;
   } catch (const ValidationError& e) {
     for (const auto& problem : e.problems()) {
       if (!p.error.empty()) p.error += "; ";
@@ -266,9 +268,15 @@ std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<Swee
   for (const auto& p : points) {
     for (const auto& v : p.values) out += quote(v) + ",";
     const auto& s = p.summary;
-    out += fmt::format("{:.9g},{:.6g},{:.6g},{},{},{},{},{},{:.9g},{}\n", ns_to_s(s.step_time),
-                       s.tokens_per_s_per_gpu, s.mfu, s.peak_allocated, s.peak_reserved, s.capacity,
-                       p.fits, p.pareto, ns_to_s(s.comm_exposed), quote(p.error));
+    // An unknown number is an empty field.
+    const auto field = [](const auto& v, const char* format) {
+      return v ? fmt::format(fmt::runtime(format), *v) : std::string();
+    };
+    out += fmt::format("{:.9g},{},{},{},{},{},{},{},{:.9g},{}\n", ns_to_s(s.step_time),
+                       field(s.tokens_per_s_per_gpu, "{:.6g}"), field(s.mfu, "{:.6g}"),
+                       field(s.peak_allocated, "{}"), field(s.peak_reserved, "{}"),
+                       field(s.capacity, "{}"), p.fits, p.pareto, ns_to_s(s.comm_exposed),
+                       quote(p.error));
   }
   return out;
 }
@@ -291,11 +299,11 @@ std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<Swe
     const auto& s = p.summary;
     rows.push_back({{"settings", settings},
                     {"step_time_s", ns_to_s(s.step_time)},
-                    {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
-                    {"mfu", s.mfu},
-                    {"peak_allocated_bytes", s.peak_allocated},
-                    {"peak_reserved_bytes", s.peak_reserved},
-                    {"capacity_bytes", s.capacity},
+                    {"tokens_per_s_per_gpu", json_or_null(s.tokens_per_s_per_gpu)},
+                    {"mfu", json_or_null(s.mfu)},
+                    {"peak_allocated_bytes", json_or_null(s.peak_allocated)},
+                    {"peak_reserved_bytes", json_or_null(s.peak_reserved)},
+                    {"capacity_bytes", json_or_null(s.capacity)},
                     {"fits", p.fits},
                     {"pareto", p.pareto},
                     {"comm_exposed_s", ns_to_s(s.comm_exposed)},

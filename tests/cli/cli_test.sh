@@ -100,6 +100,13 @@ trace="$data/traces/fsdp2_tiny.json"
 expect import-report 0 'GPU ops +11 ops \(2 with no CPU launch found\)' -- import "$trace"
 expect import-timeline 0 'wrote .*/imported.json' -- import "$trace" --timeline "$tmpdir/imported.json"
 expect summarize-trace 0 'fsdp2_tiny.json \(8 GPUs\), imported' -- summarize "$trace"
+# What a trace does not record is unknown, never 0: tokens, FLOPs, and reserved memory on a CPU run.
+gloo_trace="$examples/../traces/samples/fsdp2_rank0.json.gz"
+expect summarize-unknown-throughput 0 'throughput +unknown' -- summarize "$gloo_trace"
+expect summarize-unknown-mfu 0 'MFU / HFU +unknown' -- summarize "$gloo_trace"
+expect summarize-unknown-reserved 0 'peak reserved +unknown of unknown \(fit unknown\)' -- summarize "$gloo_trace"
+expect summarize-no-communication 0 'communication +none' -- summarize "$trace"
+expect compare-unknown-delta 0 'throughput +[0-9]+ tokens/s/GPU +unknown +unknown' -- compare "$tmpdir/s.json" "$gloo_trace"
 sed -e 's/"rank": 0/"rank": 1/' "$trace" > "$tmpdir/rank1.json"
 expect import-two-ranks 0 'aligned 2 ranks by their collectives' -- import "$trace" "$tmpdir/rank1.json" --rank 1 --timeline "$tmpdir/r1.json"
 if grep -Eq '"rank": *1' "$tmpdir/r1.json"; then echo "ok   import-rank-written"; passed=$((passed + 1)); else echo "FAIL import-rank-written"; failed=$((failed + 1)); fi

@@ -55,14 +55,14 @@ TEST(Analysis, StepTimeThroughputAndUtilisationFollowTheirDefinitions) {
   const auto s = summarize(two_iterations());
   EXPECT_EQ(s.source, "measured");
   EXPECT_EQ(s.step_time, 50 * kMs);                        // 80 − 30 ms
-  EXPECT_DOUBLE_EQ(s.tokens_per_s_per_gpu, 8192 / 0.050);  // 163,840 tokens/s
-  EXPECT_DOUBLE_EQ(s.mfu, 8192 / 0.050 * 1e9 / 1e15);
-  EXPECT_DOUBLE_EQ(s.hfu, s.mfu * 4e12 / 3e12);  // the recompute's FLOPs count for HFU only
+  EXPECT_DOUBLE_EQ(s.tokens_per_s_per_gpu.value(), 8192 / 0.050);  // 163,840 tokens/s
+  EXPECT_DOUBLE_EQ(s.mfu.value(), 8192 / 0.050 * 1e9 / 1e15);
+  EXPECT_DOUBLE_EQ(s.hfu.value(), *s.mfu * 4e12 / 3e12);  // recompute FLOPs count for HFU only
   EXPECT_EQ(s.forward_time, 20 * kMs);           // 30–50 ms: the all-gather belongs to forward
   EXPECT_EQ(s.backward_time, 30 * kMs);
   EXPECT_EQ(s.comm_total, 20 * kMs);
   EXPECT_EQ(s.comm_exposed, 10 * kMs);
-  EXPECT_DOUBLE_EQ(s.overlap_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(s.overlap_fraction.value(), 0.5);
   EXPECT_EQ(s.collectives.at("all_gather"), 2);
   ASSERT_EQ(s.stream_busy.size(), 3u);
   EXPECT_EQ(s.stream_busy[1].second, 40 * kMs);
@@ -70,7 +70,54 @@ TEST(Analysis, StepTimeThroughputAndUtilisationFollowTheirDefinitions) {
   EXPECT_EQ(s.peak_allocated, 50);
   EXPECT_EQ(s.peak_reserved, 60);
   EXPECT_EQ(s.peak_op, "forward layers.0 (forward, iteration 1)");
-  EXPECT_TRUE(s.fits);
+  EXPECT_EQ(s.fit, Fit::fits);
+}
+
+// What the producer did not record is unknown in the summary, in its table and in its JSON:
+// never 0 tokens/s, 0 % MFU, 0 B of 0 B "fits" or 100 % of no communication overlapped.
+TEST(Analysis, NumbersARunDidNotRecordAreUnknownNotZero) {
+  Timeline t = two_iterations();
+  t.facts.tokens_per_iteration = 0;  // an imported trace: no tokens, FLOPs or peak known
+  t.facts.model_flops_per_token = 0;
+  t.facts.peak_flops = 0;
+  t.memory.clear();  // no memory profile
+  t.peaks = {};
+  t.memory_capacity = 0;
+  std::erase_if(t.ops, [](const TimelineOp& op) { return is_collective(op.kind); });
+  const auto s = summarize(t);
+  EXPECT_EQ(s.tokens_per_s_per_gpu, std::nullopt);
+  EXPECT_EQ(s.mfu, std::nullopt);
+  EXPECT_EQ(s.hfu, std::nullopt);
+  EXPECT_EQ(s.overlap_fraction, std::nullopt);
+  EXPECT_EQ(s.peak_allocated, std::nullopt);
+  EXPECT_EQ(s.peak_reserved, std::nullopt);
+  EXPECT_EQ(s.capacity, std::nullopt);
+  EXPECT_EQ(s.fit, Fit::unknown);
+  const std::string table = summary_table(s);
+  for (const char* line :
+       {"throughput                  unknown", "MFU / HFU                   unknown",
+        "communication               none", "peak allocated              unknown",
+        "peak reserved               unknown of unknown (fit unknown)"})
+    EXPECT_NE(table.find(line), std::string::npos) << line << "\n" << table;
+  const std::string json = summary_to_json(s);
+  for (const char* field : {"\"tokens_per_s_per_gpu\": null", "\"mfu\": null",
+                            "\"reserved_bytes\": null", "\"fits\": null",
+                            "\"overlap_fraction\": null"})
+    EXPECT_NE(json.find(field), std::string::npos) << field;
+  // Allocated bytes with no reserved bytes beside them: reserved was not recorded (a caching
+  // allocator reserves at least what it hands out).
+  t.peaks.allocated.bytes = 4096;
+  const auto cpu_trace = summarize(t);
+  EXPECT_EQ(cpu_trace.peak_allocated, 4096);
+  EXPECT_EQ(cpu_trace.peak_reserved, std::nullopt);
+  // Compared with a run that knows them, the deltas are unknown too.
+  const auto c = compare(two_iterations(), t);
+  for (const auto& m : c.metrics) {
+    if (m.name == "throughput" || m.name == "MFU" || m.name == "peak reserved" ||
+        m.name == "overlap")
+      EXPECT_FALSE(m.known()) << m.name;
+  }
+  EXPECT_NE(comparison_table(c, false).find("unknown"), std::string::npos);
 }
 
 TEST(Analysis, CriticalPathFollowsWhatEachOpWaitedFor) {
@@ -158,7 +205,7 @@ TEST(Compare, AShiftedCopyShowsTheShiftAndNothingElse) {
   for (const auto& op : c.ops) EXPECT_EQ(op.start_delta, 3 * kMs);
   EXPECT_EQ(c.ops.front().duration_delta, kMs);  // the largest delta first
   EXPECT_EQ(c.metrics.front().name, "step time");
-  EXPECT_NEAR(c.metrics.front().b - c.metrics.front().a, ns_to_s(kMs), 1e-12);
+  EXPECT_NEAR(c.metrics.front().b.value() - c.metrics.front().a.value(), ns_to_s(kMs), 1e-12);
   const auto json = comparison_json(c, true);
   EXPECT_NE(json.find("\"start_delta_ns\": 3000000"), std::string::npos);
 }

@@ -101,7 +101,7 @@ TEST(MemoryChart, DrawsTheCurveAndMarksThePeakWhereItIs) {
   // The peak marker sits at the summary's peak: allocated bytes and the time of the op.
   const auto& s = win.w.result()->summary;
   EXPECT_NEAR(chart->peak_point().y(),
-              static_cast<double>(s.peak_allocated) / static_cast<double>(kGiB), 0.01);
+              static_cast<double>(s.peak_allocated.value()) / static_cast<double>(kGiB), 0.01);
   const QPointF pos = chart->chart()->mapToPosition(chart->peak_point());
   const QColor c = img.pixelColor(static_cast<int>(pos.x()), static_cast<int>(pos.y()));
   EXPECT_GT(c.red(), 200);

@@ -298,7 +298,8 @@ TEST(Calibrate, ACalibratedResimulationComparesCloserToItsMeasuredRun) {
   const auto after = sim::simulate_scenario(scenario);
   const auto step_delta = [&](const Timeline& predicted) {
     const auto c = analysis::compare(predicted, measured);
-    return std::fabs(c.metrics[0].b - c.metrics[0].a) / c.metrics[0].b;  // step time
+    return std::fabs(c.metrics[0].b.value() - c.metrics[0].a.value()) /
+           c.metrics[0].b.value();  // step time
   };
   EXPECT_GT(step_delta(before.timeline()), 0.05);
   EXPECT_LT(step_delta(after.timeline()), 0.005);

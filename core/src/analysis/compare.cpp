@@ -97,6 +97,10 @@ double pct(double a, double b) {
   return a != 0 ? 100.0 * (b - a) / std::fabs(a) : (b == 0 ? 0.0 : INFINITY);
 }
 
+std::string format_metric(const std::optional<double>& value, const std::string& unit) {
+  return value ? format_metric(*value, unit) : std::string("unknown");
+}
+
 std::string format_metric(double value, const std::string& unit) {
   if (unit == "s") return format_duration(static_cast<TimeNs>(std::llround(value * 1e9)));
   if (unit == "B") return format_bytes(static_cast<Bytes>(std::llround(value)));
@@ -146,21 +150,25 @@ Comparison compare(const Timeline& a, const Timeline& b) {
   Comparison c;
   c.a = summarize(a);
   c.b = summarize(b);
-  const auto s = [](TimeNs t) { return ns_to_s(t); };
+  const auto s = [](TimeNs t) { return std::optional(ns_to_s(t)); };
+  const auto percent = [](std::optional<double> v) {
+    return v ? std::optional(100 * *v) : std::nullopt;
+  };
+  const auto bytes = [](std::optional<Bytes> v) {
+    return v ? std::optional(static_cast<double>(*v)) : std::nullopt;
+  };
   c.metrics = {
       {"step time", "s", s(c.a.step_time), s(c.b.step_time)},
       {"throughput", "tokens/s/GPU", c.a.tokens_per_s_per_gpu, c.b.tokens_per_s_per_gpu},
-      {"MFU", "%", 100 * c.a.mfu, 100 * c.b.mfu},
+      {"MFU", "%", percent(c.a.mfu), percent(c.b.mfu)},
       {"forward", "s", s(c.a.forward_time), s(c.b.forward_time)},
       {"backward", "s", s(c.a.backward_time), s(c.b.backward_time)},
       {"optimizer", "s", s(c.a.optimizer_time), s(c.b.optimizer_time)},
       {"communication", "s", s(c.a.comm_total), s(c.b.comm_total)},
       {"exposed communication", "s", s(c.a.comm_exposed), s(c.b.comm_exposed)},
-      {"overlap", "%", 100 * c.a.overlap_fraction, 100 * c.b.overlap_fraction},
-      {"peak allocated", "B", static_cast<double>(c.a.peak_allocated),
-       static_cast<double>(c.b.peak_allocated)},
-      {"peak reserved", "B", static_cast<double>(c.a.peak_reserved),
-       static_cast<double>(c.b.peak_reserved)},
+      {"overlap", "%", percent(c.a.overlap_fraction), percent(c.b.overlap_fraction)},
+      {"peak allocated", "B", bytes(c.a.peak_allocated), bytes(c.b.peak_allocated)},
+      {"peak reserved", "B", bytes(c.a.peak_reserved), bytes(c.b.peak_reserved)},
   };
   c.kinds = kind_times(a, b);
   const auto left = by_key(a), right = by_key(b);
@@ -210,11 +218,18 @@ std::string comparison_table(const Comparison& c, bool per_op, std::size_t top) 
   std::string out =
       fmt::format("A: {} ({})\nB: {} ({})\n\n", c.a.name, c.a.source, c.b.name, c.b.source);
   out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>10}\n", "steady state", "A", "B", "B − A", "Δ");
-  const auto& value = format_metric;
+  const auto value = [](const std::optional<double>& v, const std::string& unit) {
+    return format_metric(v, unit);
+  };
   const auto& delta = format_metric_delta;
   for (const auto& m : c.metrics) {
-    out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>9.1f} %\n", m.name, value(m.a, m.unit),
-                       value(m.b, m.unit), delta(m.b - m.a, m.unit), pct(m.a, m.b));
+    if (!m.known()) {
+      out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>11}\n", m.name, value(m.a, m.unit),
+                         value(m.b, m.unit), "unknown", "—");
+      continue;
+    }
+    out += fmt::format("  {:<24}{:>20}{:>20}{:>20}{:>9.1f} %\n", m.name, value(*m.a, m.unit),
+                       value(*m.b, m.unit), delta(*m.b - *m.a, m.unit), pct(*m.a, *m.b));
   }
   out += fmt::format("\n  {:<24}{:>20}{:>20}{:>20}{:>12}\n", "busy time by kind", "A", "B", "B − A",
                      "ops A / B");
@@ -248,7 +263,10 @@ std::string comparison_json(const Comparison& c, bool per_op) {
   j["b"] = {{"name", c.b.name}, {"source", c.b.source}};
   nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
   for (const auto& m : c.metrics)
-    metrics.push_back({{"name", m.name}, {"unit", m.unit}, {"a", m.a}, {"b", m.b}});
+    metrics.push_back({{"name", m.name},
+                       {"unit", m.unit},
+                       {"a", m.a ? nlohmann::ordered_json(*m.a) : nlohmann::ordered_json(nullptr)},
+                       {"b", m.b ? nlohmann::ordered_json(*m.b) : nlohmann::ordered_json(nullptr)}});
   j["metrics"] = metrics;
   nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
   for (const auto& k : c.kinds) {

@@ -113,7 +113,7 @@ void summarize_step(const Timeline& t, const Window& w, Summary& out) {
   // HFU counts the FLOPs MFU counts plus those the hardware repeats (activation recompute), under
   // MFU's convention (PaLM's 6N + 12·L·H·Q·T): MFU scaled by executed / model FLOPs of the ops.
   const double model_op_flops = flops - recompute_flops;
-  out.hfu = model_op_flops > 0 ? out.mfu * flops / model_op_flops : out.mfu;
+  if (out.mfu) out.hfu = model_op_flops > 0 ? *out.mfu * flops / model_op_flops : *out.mfu;
   const auto phase_times = disjoint_phase_times(phase_span, w.start, w.end);
   out.forward_time = phase_times[static_cast<std::size_t>(Phase::forward)];
   out.backward_time = phase_times[static_cast<std::size_t>(Phase::backward)];
@@ -121,9 +121,10 @@ void summarize_step(const Timeline& t, const Window& w, Summary& out) {
   const auto comm_union = merge_intervals(std::move(comm));
   out.comm_total = total_length(comm_union);
   out.comm_exposed = uncovered_length(comm_union, merge_intervals(std::move(compute)));
-  out.overlap_fraction = out.comm_total > 0 ? 1.0 - static_cast<double>(out.comm_exposed) /
-                                                        static_cast<double>(out.comm_total)
-                                            : 1.0;
+  if (out.comm_total > 0) {
+    out.overlap_fraction =
+        1.0 - static_cast<double>(out.comm_exposed) / static_cast<double>(out.comm_total);
+  }
   const auto last = static_cast<std::size_t>(w.last);
   for (std::size_t st = 0; st < t.streams.size(); ++st) {
     std::optional<TimeNs> b = busy[st];
@@ -150,10 +151,17 @@ std::string out_of_memory_text(const Timeline& t, const OutOfMemoryEvent& oom) {
 }
 
 void summarize_memory(const Timeline& t, Summary& out) {
-  out.peak_allocated = t.peaks.allocated.bytes;
-  out.peak_reserved = t.peaks.reserved.bytes;
-  out.capacity = t.memory_capacity;
-  out.fits = !t.out_of_memory && out.peak_reserved <= out.capacity;
+  // A producer that recorded memory has samples or peaks. A caching allocator reserves at least
+  // what it hands out, so no reserved bytes beside allocated ones means reserved was not recorded.
+  const bool recorded = !t.memory.empty() || t.peaks.allocated.bytes > 0;
+  if (recorded) out.peak_allocated = t.peaks.allocated.bytes;
+  if (recorded && (t.peaks.reserved.bytes > 0 || t.peaks.allocated.bytes == 0))
+    out.peak_reserved = t.peaks.reserved.bytes;
+  if (t.memory_capacity > 0) out.capacity = t.memory_capacity;
+  if (t.out_of_memory)
+    out.fit = Fit::does_not_fit;
+  else if (out.peak_reserved && out.capacity)
+    out.fit = *out.peak_reserved <= *out.capacity ? Fit::fits : Fit::does_not_fit;
   if (t.out_of_memory) out.out_of_memory = out_of_memory_text(t, *t.out_of_memory);
   out.allocator_retries = t.allocator_retries;
   out.peak_by_category = t.peaks.allocated.by_category;
@@ -186,11 +194,11 @@ Summary summarize(const Timeline& t, bool with_critical_path) {
   const Window w = steady_state(t);
   out.step_time = w.end - w.start;
   const double step_s = ns_to_s(std::max<TimeNs>(1, out.step_time));
-  out.tokens_per_s_per_gpu = static_cast<double>(t.facts.tokens_per_iteration) / step_s;
+  if (t.facts.tokens_per_iteration > 0)
+    out.tokens_per_s_per_gpu = static_cast<double>(t.facts.tokens_per_iteration) / step_s;
   out.model_flops_per_token = t.facts.model_flops_per_token;
-  out.mfu = t.facts.peak_flops > 0
-                ? out.tokens_per_s_per_gpu * out.model_flops_per_token / t.facts.peak_flops
-                : 0;
+  if (out.tokens_per_s_per_gpu && out.model_flops_per_token > 0 && t.facts.peak_flops > 0)
+    out.mfu = *out.tokens_per_s_per_gpu * out.model_flops_per_token / t.facts.peak_flops;
   summarize_step(t, w, out);
   summarize_memory(t, out);
   if (with_critical_path) out.critical_path = critical_path(t);

@@ -4,9 +4,44 @@
 #include <nlohmann/json.hpp>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/json_field.hpp"
 
 // The summary's two renderings: JSON for tools, a table for people.
 namespace shardscope::analysis {
+
+namespace {
+
+std::string_view fit_text(Fit fit) {
+  switch (fit) {
+    case Fit::fits:
+      return "fits";
+    case Fit::does_not_fit:
+      return "DOES NOT FIT";
+    case Fit::unknown:
+      break;
+  }
+  return "fit unknown";
+}
+
+nlohmann::ordered_json fit_json(Fit fit) {
+  return fit == Fit::unknown ? nlohmann::ordered_json(nullptr)
+                             : nlohmann::ordered_json(fit == Fit::fits);
+}
+
+}  // namespace
+
+std::string throughput_text(const std::optional<double>& tokens_per_s_per_gpu) {
+  return tokens_per_s_per_gpu ? fmt::format("{:.0f} tokens/s/GPU", *tokens_per_s_per_gpu)
+                              : std::string("unknown");
+}
+
+std::string percent_text(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.1f} %", 100 * *fraction) : std::string("unknown");
+}
+
+std::string bytes_text(const std::optional<Bytes>& bytes) {
+  return bytes ? format_bytes(*bytes) : std::string("unknown");
+}
 
 std::string summary_to_json(const Summary& m) {
   nlohmann::ordered_json j;
@@ -15,20 +50,22 @@ std::string summary_to_json(const Summary& m) {
   j["source"] = m.source;
   j["world_size"] = m.world_size;
   j["step_time_s"] = ns_to_s(m.step_time);
-  j["tokens_per_s_per_gpu"] = m.tokens_per_s_per_gpu;
-  j["model_flops_per_token"] = m.model_flops_per_token;
-  j["mfu"] = m.mfu;
-  j["hfu"] = m.hfu;
+  j["tokens_per_s_per_gpu"] = json_or_null(m.tokens_per_s_per_gpu);
+  j["model_flops_per_token"] = m.model_flops_per_token > 0
+                                   ? nlohmann::ordered_json(m.model_flops_per_token)
+                                   : nlohmann::ordered_json(nullptr);
+  j["mfu"] = json_or_null(m.mfu);
+  j["hfu"] = json_or_null(m.hfu);
   j["phase_time_s"] = {{"forward", ns_to_s(m.forward_time)},
                        {"backward", ns_to_s(m.backward_time)},
                        {"optimizer", ns_to_s(m.optimizer_time)}};
   nlohmann::ordered_json cats = nlohmann::ordered_json::object();
   for (auto c : all_buffer_categories())
     cats[std::string(to_string(c))] = m.peak_by_category[static_cast<std::size_t>(c)];
-  j["peak_memory"] = {{"allocated_bytes", m.peak_allocated},
-                      {"reserved_bytes", m.peak_reserved},
-                      {"capacity_bytes", m.capacity},
-                      {"fits", m.fits},
+  j["peak_memory"] = {{"allocated_bytes", json_or_null(m.peak_allocated)},
+                      {"reserved_bytes", json_or_null(m.peak_reserved)},
+                      {"capacity_bytes", json_or_null(m.capacity)},
+                      {"fits", fit_json(m.fit)},
                       {"at", m.peak_op},
                       {"by_category", cats}};
   j["peak_allocated_by_phase_bytes"] = {{"forward", m.peak_allocated_by_phase[0]},
@@ -36,7 +73,7 @@ std::string summary_to_json(const Summary& m) {
                                         {"optimizer", m.peak_allocated_by_phase[2]}};
   j["comm"] = {{"total_s", ns_to_s(m.comm_total)},
                {"exposed_s", ns_to_s(m.comm_exposed)},
-               {"overlap_fraction", m.overlap_fraction}};
+               {"overlap_fraction", json_or_null(m.overlap_fraction)}};
   nlohmann::ordered_json coll = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m.collectives) coll[k] = v;
   j["collectives"] = coll;
@@ -62,18 +99,26 @@ std::string summary_table(const Summary& m) {
   out += fmt::format("{} ({} GPUs), {}, steady state = last iteration\n", m.name, m.world_size,
                      m.source);
   row("step time", format_duration(m.step_time));
-  row("throughput", fmt::format("{:.0f} tokens/s per GPU", m.tokens_per_s_per_gpu));
-  row("MFU / HFU", fmt::format("{:.1f} % / {:.1f} %", 100 * m.mfu, 100 * m.hfu));
+  row("throughput", m.tokens_per_s_per_gpu
+                        ? fmt::format("{:.0f} tokens/s per GPU", *m.tokens_per_s_per_gpu)
+                        : std::string("unknown (the run does not say how many tokens a step has)"));
+  row("MFU / HFU",
+      m.mfu ? fmt::format("{:.1f} % / {:.1f} %", 100 * *m.mfu, 100 * m.hfu.value_or(*m.mfu))
+            : std::string("unknown (needs the model's FLOPs per token and the GPU's peak)"));
   row("forward / backward / optim",
       fmt::format("{} / {} / {}", format_duration(m.forward_time), format_duration(m.backward_time),
                   format_duration(m.optimizer_time)));
   row("communication",
-      fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
-                  format_duration(m.comm_exposed), 100 * m.overlap_fraction));
+      m.overlap_fraction
+          ? fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
+                        format_duration(m.comm_exposed), 100 * *m.overlap_fraction)
+          : std::string("none"));
   row("collectives per iteration",
       fmt::format("{} all-gather, {} reduce-scatter, {} all-reduce", m.collectives.at("all_gather"),
                   m.collectives.at("reduce_scatter"), m.collectives.at("all_reduce")));
-  row("peak allocated", fmt::format("{} at {}", format_bytes(m.peak_allocated), m.peak_op));
+  row("peak allocated", m.peak_allocated
+                            ? fmt::format("{} at {}", format_bytes(*m.peak_allocated), m.peak_op)
+                            : std::string("unknown (no memory recorded)"));
   std::vector<std::pair<Bytes, std::string>> cats;
   for (auto c : all_buffer_categories()) {
     const Bytes b = m.peak_by_category[static_cast<std::size_t>(c)];
@@ -81,8 +126,8 @@ std::string summary_table(const Summary& m) {
   }
   std::sort(cats.rbegin(), cats.rend());
   for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
-  row("peak reserved", fmt::format("{} of {} ({})", format_bytes(m.peak_reserved),
-                                   format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT"));
+  row("peak reserved", fmt::format("{} of {} ({})", bytes_text(m.peak_reserved),
+                                   bytes_text(m.capacity), fit_text(m.fit)));
   if (m.allocator_retries.value_or(0) > 0) {
     row("allocator retries",
         fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
@@ -105,7 +150,7 @@ std::string summary_table(const Summary& m) {
     cp += fmt::format("{}{} {}", cp.empty() ? "" : ", ", path[i].second,
                       format_duration(path[i].first));
   }
-  row("critical path", cp);
+  row("critical path", cp.empty() ? std::string("unknown (the run records no dependencies)") : cp);
   if (!m.out_of_memory.empty()) row("OUT OF MEMORY", m.out_of_memory);
   return out;
 }

@@ -50,11 +50,16 @@ std::vector<std::pair<QString, QString>> comparison_rows(const analysis::Compari
       q(fmt::format("{} → {}", a_name, b_name)),
       q(fmt::format("{} ({}) → {} ({})", c.a.name, c.a.source, c.b.name, c.b.source)));
   for (const auto& m : c.metrics) {
-    const std::string p = signed_percent(m.a, m.b);
+    if (!m.known()) {
+      rows.emplace_back(q(m.name), q(fmt::format("{} → {}", analysis::format_metric(m.a, m.unit),
+                                                 analysis::format_metric(m.b, m.unit))));
+      continue;
+    }
+    const std::string p = signed_percent(*m.a, *m.b);
     rows.emplace_back(q(m.name),
-                      q(fmt::format("{} → {} ({}{})", analysis::format_metric(m.a, m.unit),
-                                    analysis::format_metric(m.b, m.unit),
-                                    analysis::format_metric_delta(m.b - m.a, m.unit),
+                      q(fmt::format("{} → {} ({}{})", analysis::format_metric(*m.a, m.unit),
+                                    analysis::format_metric(*m.b, m.unit),
+                                    analysis::format_metric_delta(*m.b - *m.a, m.unit),
                                     p.empty() ? "" : ", " + p)));
   }
   rows.emplace_back("ops matched", q(fmt::format("{} ({} only in {}, {} only in {})", c.ops.size(),

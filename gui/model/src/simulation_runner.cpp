@@ -25,18 +25,22 @@ std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& m)
   auto q = [](const std::string& s) { return QString::fromStdString(s); };
   std::vector<std::pair<QString, QString>> rows{
       {"step time", q(format_duration(m.step_time))},
-      {"throughput", q(fmt::format("{:.0f} tokens/s per GPU", m.tokens_per_s_per_gpu))},
-      {"MFU / HFU", q(fmt::format("{:.1f} % / {:.1f} %", 100 * m.mfu, 100 * m.hfu))},
+      {"throughput", q(analysis::throughput_text(m.tokens_per_s_per_gpu))},
+      {"MFU / HFU", q(fmt::format("{} / {}", analysis::percent_text(m.mfu),
+                                  analysis::percent_text(m.hfu)))},
       {"forward", q(format_duration(m.forward_time))},
       {"backward", q(format_duration(m.backward_time))},
       {"optimizer", q(format_duration(m.optimizer_time))},
       {"communication", q(format_duration(m.comm_total))},
       {"exposed communication", q(format_duration(m.comm_exposed))},
-      {"overlap", q(fmt::format("{:.1f} %", 100 * m.overlap_fraction))},
-      {"peak allocated", q(format_bytes(m.peak_allocated))},
-      {"peak reserved",
-       q(fmt::format("{} of {}", format_bytes(m.peak_reserved), format_bytes(m.capacity)))},
-      {"fits", m.fits ? QString("yes") : QString("NO")},
+      {"overlap", m.overlap_fraction ? q(analysis::percent_text(m.overlap_fraction))
+                                     : QString("no communication")},
+      {"peak allocated", q(analysis::bytes_text(m.peak_allocated))},
+      {"peak reserved", q(fmt::format("{} of {}", analysis::bytes_text(m.peak_reserved),
+                                      analysis::bytes_text(m.capacity)))},
+      {"fits", m.fit == analysis::Fit::fits           ? QString("yes")
+               : m.fit == analysis::Fit::does_not_fit ? QString("NO")
+                                                      : QString("unknown")},
   };
   if (!m.out_of_memory.empty()) rows.emplace_back("out of memory", q(m.out_of_memory));
   return rows;

@@ -27,8 +27,9 @@ std::vector<SweepRow> sweep_rows(const std::vector<sim::SweepAxis>& axes,
     for (std::size_t a = 0; a < axes.size() && a < p.values.size(); ++a)
       r.settings.emplace_back(axes[a].key, p.values[a]);
     r.step_time_s = ns_to_s(p.summary.step_time);
-    r.tokens_per_s_per_gpu = p.summary.tokens_per_s_per_gpu;
-    r.peak_reserved = p.summary.peak_reserved;
+    // A point that could not be simulated has no numbers; the views show its error instead.
+    r.tokens_per_s_per_gpu = p.summary.tokens_per_s_per_gpu.value_or(0);
+    r.peak_reserved = p.summary.peak_reserved.value_or(0);
     r.fits = p.fits;
     r.pareto = p.pareto;
     r.error = p.error;
@@ -50,8 +51,11 @@ std::vector<SweepRow> sweep_rows_from_json(std::string_view text, const std::str
       for (const auto& [k, v] : p.at("settings").items())
         r.settings.emplace_back(k, v.get<std::string>());
       r.step_time_s = p.at("step_time_s").get<double>();
-      r.tokens_per_s_per_gpu = p.at("tokens_per_s_per_gpu").get<double>();
-      r.peak_reserved = json_integer<Bytes>(p.at("peak_reserved_bytes"));
+      // null for a point that could not be simulated (its error says why)
+      const auto& tokens = p.at("tokens_per_s_per_gpu");
+      const auto& reserved = p.at("peak_reserved_bytes");
+      r.tokens_per_s_per_gpu = tokens.is_null() ? 0 : tokens.get<double>();
+      r.peak_reserved = reserved.is_null() ? 0 : json_integer<Bytes>(reserved);
       r.fits = p.at("fits").get<bool>();
       r.pareto = p.at("pareto").get<bool>();
       if (p.contains("error") && p["error"].is_string()) r.error = p["error"].get<std::string>();
@@ -117,10 +121,12 @@ std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::stri
     }
     SweepRow r;
     for (std::size_t a = 0; a < axes; ++a) r.settings.emplace_back(header[a], f[a]);
+    // Empty fields are unknown numbers: a point that could not be simulated (its error says why).
+    const auto number = [](const std::string& field) { return field.empty() ? 0 : std::stod(field); };
     try {
-      r.step_time_s = std::stod(f[axes]);
-      r.tokens_per_s_per_gpu = std::stod(f[axes + 1]);
-      r.peak_reserved = std::stoll(f[axes + 4]);
+      r.step_time_s = number(f[axes]);
+      r.tokens_per_s_per_gpu = number(f[axes + 1]);
+      r.peak_reserved = f[axes + 4].empty() ? 0 : std::stoll(f[axes + 4]);
     } catch (const std::exception&) {
       throw ValidationError(
           {Problem{origin, "line " + std::to_string(i + 1), "a metric is not a number", ""}});

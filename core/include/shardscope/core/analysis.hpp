@@ -38,29 +38,35 @@ struct CriticalPath {
   bool operator==(const CriticalPath&) const = default;
 };
 
+/// Whether a run's reserved memory stayed within the GPU's capacity; unknown where the producer
+/// recorded no reserved memory or no capacity (an imported CPU trace).
+enum class Fit { fits, does_not_fit, unknown };
+
+// Where a producer did not record what a number needs, the number is nullopt: reports print
+// unknown (null in JSON), never 0.
 struct Summary {
   std::string name;
   std::string source;  // the timeline's: simulated, measured, imported
   int world_size = 1;
   TimeNs step_time = 0;
-  double tokens_per_s_per_gpu = 0;
-  double model_flops_per_token = 0;
-  double mfu = 0;
-  double hfu = 0;
+  std::optional<double> tokens_per_s_per_gpu;  // needs facts.tokens_per_iteration
+  double model_flops_per_token = 0;            // 0: unknown
+  std::optional<double> mfu;  // needs tokens, model FLOPs per token and the GPU's peak
+  std::optional<double> hfu;
   TimeNs forward_time = 0;
   TimeNs backward_time = 0;
   TimeNs optimizer_time = 0;
   TimeNs comm_total = 0;
   TimeNs comm_exposed = 0;
-  double overlap_fraction = 1;
+  std::optional<double> overlap_fraction;  // nullopt: no communication to overlap
   // By stream, in stream order. A CPU lane is the issuing thread: its busy time is known only
   // where the producer recorded it (Timeline::cpu_busy_by_iteration); nullopt: unknown.
   std::vector<std::pair<std::string, std::optional<TimeNs>>> stream_busy;
   CriticalPath critical_path;  // empty without dependencies or when not recorded (sweeps)
-  Bytes peak_allocated = 0;
-  Bytes peak_reserved = 0;
-  Bytes capacity = 0;
-  bool fits = true;
+  std::optional<Bytes> peak_allocated;  // nullopt: the producer recorded no memory
+  std::optional<Bytes> peak_reserved;   // nullopt: no reserved memory recorded (CPU traces)
+  std::optional<Bytes> capacity;        // nullopt: the GPU's memory is not known
+  Fit fit = Fit::unknown;
   std::vector<Bytes> peak_by_category;         // allocated bytes by category at the allocated peak
   std::string peak_op;                         // the op that made the allocated peak
   std::vector<Bytes> peak_allocated_by_phase;  // by Phase
@@ -125,6 +131,11 @@ RangeSummary summarize_range(const Timeline& timeline, TimeNs start, TimeNs end)
 
 /// The public summary JSON (keys documented in docs/simulator.md).
 std::string summary_to_json(const Summary& summary);
+/// Pieces of a summary as reports print them, "unknown" for nullopt: "6441 tokens/s/GPU",
+/// "37.7 %" (of a fraction), "78.79 GiB".
+std::string throughput_text(const std::optional<double>& tokens_per_s_per_gpu);
+std::string percent_text(const std::optional<double>& fraction);
+std::string bytes_text(const std::optional<Bytes>& bytes);
 /// A readable table; every number with its unit.
 std::string summary_table(const Summary& summary);
 

@@ -5,6 +5,7 @@
 // all-gather of layers.3 in backward of iteration 1 meets its counterpart whatever its op id;
 // what one has and the other lacks is counted, never silently dropped.
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,8 +18,9 @@ namespace shardscope::analysis {
 struct MetricPair {
   std::string name;  // "step time"
   std::string unit;  // "s", "B", "%", "tokens/s"
-  double a = 0;
-  double b = 0;
+  std::optional<double> a;  // nullopt: that run did not record what the metric needs
+  std::optional<double> b;
+  bool known() const { return a && b; }
 };
 
 struct KindTimes {
@@ -82,6 +84,8 @@ Comparison compare(const Timeline& a, const Timeline& b);
 /// A metric's value with its unit ("2.549 s", "78.89 GiB", "37.6 %", "6429 tokens/s"), and a
 /// signed difference ("+52.0 ms", "−1.2 GiB"); both as the report prints them.
 std::string format_metric(double value, const std::string& unit);
+/// As above, "unknown" for nullopt.
+std::string format_metric(const std::optional<double>& value, const std::string& unit);
 std::string format_metric_delta(double delta, const std::string& unit);
 /// (b − a) / |a| in percent; 0 when both are 0, infinity when only a is.
 double pct(double a, double b);

@@ -1,18 +1,25 @@
 #pragma once
-// Reading integer fields of shardscope's JSON files. nlohmann's get<T>() converts a float to an
+// Fields of shardscope's JSON files. Reading integers: nlohmann's get<T>() converts a float to an
 // integer with a static_cast (undefined for 1e300) and wraps integers that T cannot hold; these
 // helpers accept only integers T holds, and otherwise throw nlohmann::json::type_error, which every
-// reader already turns into a problem naming the field.
+// reader already turns into a problem naming the field. Writing: an unknown value is null.
 
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace shardscope {
+
+/// The value, or null where it is unknown.
+template <typename T>
+nlohmann::ordered_json json_or_null(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
 
 template <typename T>
 T json_integer(const nlohmann::json& j) {
