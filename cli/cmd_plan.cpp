@@ -19,10 +19,9 @@ namespace {
 // --memory-budget, or the capacity less --margin ("5%" or a size).
 Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& problems) {
   if (!args.memory_budget.empty()) {
-    const auto budget = parse_bytes(args.memory_budget);
-    if (budget && *budget > 0) return *budget;
-    problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 72GiB"});
-    return 0;
+    const auto budget = size_flag("--memory-budget", args.memory_budget, problems);
+    if (budget) warn_budget_above_capacity("--memory-budget", *budget, capacity);
+    return budget.value_or(0);
   }
   return sim::budget_with_margin(capacity, args.margin, "--margin", problems);
 }
@@ -124,11 +123,11 @@ std::string sizes_table(const std::vector<SizedPlan>& plans, std::int64_t tokens
     const double step_s = ns_to_s(s.step_time);
     const double gpu_hours_per_billion =
         static_cast<double>(p.world) * step_s / 3600.0 * 1e9 / static_cast<double>(tokens_per_step);
-    out += fmt::format(
-        "{:>5}  {:>5}  {:>11}  {:>14.0f}  {:>12.0f}  {:>6}  {:>12}  {:>15.1f}\n", p.nodes, p.world,
-        format_duration(s.step_time), static_cast<double>(tokens_per_step) / step_s,
-        s.tokens_per_s_per_gpu.value(), analysis::percent_text(s.mfu),
-        format_bytes(s.peak_reserved.value()), gpu_hours_per_billion);
+    out += fmt::format("{:>5}  {:>5}  {:>11}  {:>14.0f}  {:>12.0f}  {:>6}  {:>12}  {:>15.1f}\n",
+                       p.nodes, p.world, format_duration(s.step_time),
+                       static_cast<double>(tokens_per_step) / step_s,
+                       s.tokens_per_s_per_gpu.value(), analysis::percent_text(s.mfu),
+                       format_bytes(s.peak_reserved.value()), gpu_hours_per_billion);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "progress.hpp"
+#include "shardscope/sim/planner.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace shardscope::cli {
@@ -15,16 +16,15 @@ int run_sweep(const SweepArgs& args) {
   }
   sim::check_sweep_axes(axes, problems);
   std::optional<Bytes> budget;
-  if (!args.memory_budget.empty()) {
-    budget = parse_bytes(args.memory_budget);
-    if (!budget || *budget <= 0)
-      problems.push_back({"--memory-budget", args.memory_budget, "not a size", "e.g. 80GiB, 96GB"});
-  }
+  if (!args.memory_budget.empty())
+    budget = size_flag("--memory-budget", args.memory_budget, problems);
   throw_if_any(std::move(problems));
   check_outputs(args.scenario, {{"--csv", args.csv_path}, {"--json", args.json_path}});
   const ConfigTree tree = load_scenario_tree(args.scenario);
   // A broken base scenario fails here, once and clearly, rather than at every grid point.
-  read_scenario(tree, args.scenario.path, std::filesystem::path(args.scenario.path).parent_path());
+  const Scenario base = read_scenario(tree, args.scenario.path,
+                                      std::filesystem::path(args.scenario.path).parent_path());
+  if (budget) warn_budget_above_capacity("--memory-budget", *budget, sim::plan_capacity(base));
 
   const std::size_t total = sim::grid_size(axes);
   Progress progress("sweep", total);

@@ -186,6 +186,13 @@ void check_outputs(const ScenarioArgs& input,
 /// Writes an output file the user asked for, atomically, and says so: "wrote PATH<note>".
 void write_output(const std::string& path, std::string_view text, std::string_view note = {});
 
+/// A memory size given on the command line ("80GiB", "96GB"): a unit is required, since a bare
+/// "80" would be 80 bytes. A problem naming `flag` otherwise.
+std::optional<Bytes> size_flag(std::string_view flag, const std::string& text,
+                               std::vector<Problem>& problems);
+/// Warns on stderr when a memory budget exceeds what the allocator can reserve on the GPU.
+void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capacity);
+
 int run_presets();
 int run_keys(const KeysArgs& args);
 int run_sweep(const SweepArgs& args);

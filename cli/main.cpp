@@ -14,6 +14,22 @@ namespace {
 
 using namespace shardscope::cli;
 
+// A number within [min, max]. CLI11's own Range says "Value 2 not in range 0.000000 to 1.000000";
+// this says "2 is outside 0..1" (CLI11 puts the flag's name before it).
+template <typename T>
+CLI::Validator within(T min, T max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        T value{};
+        if (!CLI::detail::lexical_cast(text, value))
+          return fmt::format("'{}' is not a number", text);
+        if (value < min || value > max)
+          return fmt::format("{} is outside the allowed {}..{}", text, min, max);
+        return {};
+      },
+      fmt::format("{}..{}", min, max));
+}
+
 constexpr std::array<std::string_view, 14> kCommands{
     "presets", "keys",      "validate",  "lower",   "simulate", "sweep",     "plan",
     "run",     "summarize", "breakdown", "compare", "import",   "calibrate", "profile-device"};
@@ -29,9 +45,8 @@ void add_scenario_args(CLI::App* cmd, ScenarioArgs& args) {
 void add_shortcut_args(CLI::App* cmd, ScenarioArgs& args) {
   cmd->add_option("--model", args.model_preset, "use this model preset")->type_name("PRESET");
   cmd->add_option("--cluster", args.cluster_preset, "use this cluster preset")->type_name("PRESET");
-  cmd->add_option("--nodes", args.nodes, "number of nodes")->check(CLI::Range(1, 100'000));
-  cmd->add_option("--gpus-per-node", args.gpus_per_node, "GPUs per node")
-      ->check(CLI::Range(1, 256));
+  cmd->add_option("--nodes", args.nodes, "number of nodes")->check(within(1, 100'000));
+  cmd->add_option("--gpus-per-node", args.gpus_per_node, "GPUs per node")->check(within(1, 256));
 }
 
 void add_calibration_arg(CLI::App* cmd, ScenarioArgs& args) {
@@ -138,7 +153,7 @@ int main(int argc, char** argv) {
       ->add_option("--json", sweep_args.json_path, "write all results as JSON (shardscope.sweep/1)")
       ->type_name("FILE");
   sweep->add_option("--threads", sweep_args.threads, "worker threads (default: all cores)")
-      ->check(CLI::Range(1, 1024));
+      ->check(within(1, 1024));
 
   PlanArgs plan_args;
   auto* plan = app.add_subcommand(
@@ -150,7 +165,7 @@ int main(int argc, char** argv) {
                    "cluster sizes to plan and compare, in nodes: --nodes 2,4,8 (default: the "
                    "scenario's)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 100'000))
+      ->check(within(1, 100'000))
       ->type_name("N[,N...]");
   auto* tokens = plan->add_option("--global-batch-tokens", plan_args.global_batch_tokens,
                                   "tokens per optimizer step, fixed (default: the scenario's)")
@@ -175,7 +190,7 @@ int main(int argc, char** argv) {
       ->expected(2)
       ->type_name("TARGET FILE");
   plan->add_option("--emit-rank", plan_args.emit_rank, "which ranked configuration --emit writes")
-      ->check(CLI::Range(1, 100));
+      ->check(within(1, 100));
   auto* budget = plan->add_option("--memory-budget", plan_args.memory_budget,
                                   "peak reserved memory a configuration may use")
                      ->type_name("SIZE");
@@ -183,11 +198,11 @@ int main(int argc, char** argv) {
                    "default budget: GPU capacity less this (a size or a percentage)")
       ->type_name("SIZE|PCT")
       ->excludes(budget);
-  plan->add_option("--top", plan_args.top, "configurations to rank")->check(CLI::Range(1, 100));
+  plan->add_option("--top", plan_args.top, "configurations to rank")->check(within(1, 100));
   plan->add_option("--json", plan_args.json_path, "write the ranking as JSON (shardscope.plan/1)")
       ->type_name("FILE");
   plan->add_option("--threads", plan_args.threads, "worker threads (default: all cores)")
-      ->check(CLI::Range(1, 1024));
+      ->check(within(1, 1024));
 
   RunArgs run_args;
   run_args.argv.assign(argv, argv + argc);
@@ -206,24 +221,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nccl", "emulate"}));
   run->add_option("--nproc-per-node", run_args.nproc_per_node,
                   "start this many local processes, one rank each (default: ranks as threads)")
-      ->check(CLI::Range(1, 64));
+      ->check(within(1, 64));
   run->add_option("--iterations", run_args.iterations,
                   "measured iterations (default: the scenario's)")
-      ->check(CLI::Range(1, 1000));
+      ->check(within(1, 1000));
   run->add_option("--warmup", run_args.warmup, "iterations run before the measured ones")
-      ->check(CLI::Range(0, 1000));
+      ->check(within(0, 1000));
   run->add_option("--time-scale", run_args.time_scale,
                   "host backend: stretch every duration by this (recorded times are divided back)")
-      ->check(CLI::Range(0.01, 1000.0));
+      ->check(within(0.01, 1000.0));
   run->add_option("--jitter", run_args.jitter,
                   "host backend: relative standard deviation of every op's duration (0.05 = 5 %)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(within(0.0, 1.0));
   run->add_option("--slow-rank", run_args.slow_ranks,
                   "host backend: RANK:FACTOR, that rank's ops take FACTOR× as long (repeatable)")
       ->type_name("R:F");
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds any wait or collective may take before the run fails naming the op")
-      ->check(CLI::Range(0.1, 3600.0));
+      ->check(within(0.1, 3600.0));
   run->add_option("--seed", run_args.seed, "jitter's random seed");
   add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
@@ -268,7 +283,7 @@ int main(int argc, char** argv) {
       ->add_option("--rank", import_args.rank,
                    "with several traces: the rank whose aligned timeline --timeline writes "
                    "(default: the lowest)")
-      ->check(CLI::Range(0, 1 << 24));
+      ->check(within(0, 1 << 24));
   import
       ->add_option("--timeline", import_args.timeline_path,
                    "write the imported timeline (shardscope.timeline/3)")
@@ -299,11 +314,11 @@ int main(int argc, char** argv) {
       ->add_option("--holdout", calibrate_args.holdout,
                    "share of measured iterations (the last ones) kept out of the fit to measure "
                    "the error on")
-      ->check(CLI::Range(0.0, 0.9));
+      ->check(within(0.0, 0.9));
   calibrate
       ->add_option("--bootstrap", calibrate_args.bootstrap,
                    "bootstrap resamples for the 95 % confidence intervals (0: none)")
-      ->check(CLI::Range(0, 10'000));
+      ->check(within(0, 10'000));
 
   ProfileDeviceArgs profile_args;
   auto* profile = app.add_subcommand(
@@ -318,7 +333,7 @@ int main(int argc, char** argv) {
   profile
       ->add_option("--repetitions", profile_args.repetitions,
                    "timed runs per kernel after a warm-up; the median is kept")
-      ->check(CLI::Range(1, 1000));
+      ->check(within(1, 1000));
 
   try {
     app.parse(argc, argv);

@@ -17,4 +17,27 @@ void write_output(const std::string& path, std::string_view text, std::string_vi
   fmt::print("wrote {}{}\n", path, note);
 }
 
+std::optional<Bytes> size_flag(std::string_view flag, const std::string& text,
+                               std::vector<Problem>& problems) {
+  const bool bare_number =
+      !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos;
+  const auto bytes = bare_number ? std::nullopt : parse_bytes(text);
+  if (!bytes || *bytes <= 0) {
+    problems.push_back(
+        {std::string(flag), text,
+         bare_number ? "a size needs a unit (a bare number would be bytes)" : "not a size",
+         "e.g. 80GiB, 96GB, 72000MiB"});
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capacity) {
+  if (budget <= capacity) return;
+  fmt::print(stderr,
+             "warning: {} {} is above the {} the caching allocator can reserve on this GPU; "
+             "\"fits\" then promises memory the GPU does not have\n",
+             flag, format_bytes(budget), format_bytes(capacity));
+}
+
 }  // namespace shardscope::cli

@@ -578,8 +578,12 @@ FsdpRead read_fsdp(ConfigReader& r) {
       if (auto size = read_int(r, "fsdp.reshard_after_forward")) {
         f.reshard_after_forward = {ReshardAfterForward::Mode::to_size, *size};
       } else if (!r.problems().empty() && r.problems().back().key == "fsdp.reshard_after_forward") {
-        r.problems().back().allowed =
-            "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
+        // It takes a boolean too: say so, not only "expected an integer".
+        auto& problem = r.problems().back();
+        if (problem.message.starts_with("expected an integer"))
+          problem.message.replace(0, std::string_view("expected an integer").size(),
+                                  "expected true, false or an integer");
+        problem.allowed = "true, false, or an int > 1 that divides fsdp.mesh.shard and is smaller";
       }
     }
   }

@@ -207,6 +207,15 @@ std::vector<PlanDimension> part_dimensions(FsdpApi api, const Scenario& base,
   return dims;
 }
 
+// The values the choices of `d` set `key` to, in order, each once.
+std::vector<std::string> values_of(const PlanDimension& d, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& choice : d.choices)
+    for (const auto& [k, v] : choice.settings)
+      if (k == key && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
 // Keeps the choices of `d` whose setting of `key` is one of `values`; false when `d` does not set
 // `key`.
 bool narrow(PlanDimension& d, const std::string& key, const std::vector<std::string>& values) {
@@ -252,12 +261,14 @@ void restrict_space(PlanSpace& space, const std::string& flag, const std::string
   bool any = false;
   for (auto& part : space.parts) {
     for (auto& d : part.dimensions) {
+      const std::vector<std::string> offered = values_of(d, key);
       if (!narrow(d, key, values)) continue;
       any = true;
       if (d.choices.empty())
         problems.push_back({flag, given,
                             fmt::format("no {} choice of {} sets this value", part.api, d.name),
-                            "a value the plan's space has, or leave the knob free"});
+                            fmt::format("{}: {}, or leave the knob free", key,
+                                        fmt::join(offered, ", "))});
     }
   }
   if (any) return;
