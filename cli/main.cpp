@@ -20,11 +20,13 @@ template <typename T>
 CLI::Validator within(T min, T max) {
   return CLI::Validator(
       [min, max](std::string& text) -> std::string {
-        T value{};
+        double value = 0;  // as a real number first, so that 1e999 is out of range
         if (!CLI::detail::lexical_cast(text, value))
           return fmt::format("'{}' is not a number", text);
-        if (value < min || value > max)
+        if (!(value >= static_cast<double>(min) && value <= static_cast<double>(max)))
           return fmt::format("{} is outside the allowed {}..{}", text, min, max);
+        if (T as_t{}; !CLI::detail::lexical_cast(text, as_t))
+          return fmt::format("{} is not a whole number", text);
         return {};
       },
       fmt::format("{}..{}", min, max));

@@ -69,6 +69,12 @@ expect sweep-progress 0 'sweep: 100 % \(2/2 configurations\)' -- sweep "$example
 expect sweep-invalid-point 0 'invalid: fsdp.reshard_after_forward' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,3
 expect sweep-bad-grid 2 'key=v1,v2' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid nonsense
 expect sweep-bad-budget 2 'memory-budget' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget lots
+# A quantity flag needs its unit (80 alone would be 80 bytes); a budget above the GPU is flagged.
+expect sweep-budget-needs-unit 2 '--memory-budget: 80: a size needs a unit' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget 80
+expect sweep-budget-above-gpu 0 'warning: --memory-budget 100.00 GiB is above the 78.93 GiB' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget 100GiB
+expect reshard-takes-booleans 2 'reshard_after_forward: expected true, false or an integer' -- validate "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_forward=yes
+expect range-in-words 2 '--jitter: 2 is outside the allowed 0..1' -- run "$examples/fsdp2-overlap-oracle.yaml" --jitter 2
+expect summarize-a-scenario 2 'is a scenario, not a run .*shardscope simulate' -- summarize "$examples/llama3-8b-h100x8.yaml"
 # run: the host backend as threads and as processes (the launcher on loopback), summarize, compare.
 oracle="$examples/fsdp2-overlap-oracle.yaml"
 default="$examples/llama3-8b-h100x8.yaml"
@@ -143,6 +149,7 @@ expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan
 expect plan-indivisible-batch 2 'not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
 expect plan-sizes 0 '^    2     16 +[0-9.]+ s +[0-9]+ +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+$' -- plan "$plan_example" --nodes 1,2 --api fsdp1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
 expect plan-sizes-indivisible 2 'on each of 24 ranks' -- plan "$plan_example" --nodes 2,3
+expect plan-fix-lists-values 2 'no fsdp2 choice of micro-batch × accumulation sets this value \(training.micro_batch: 1, 2, 4' -- plan "$plan_example" --fix training.micro_batch=3
 expect plan-fix-unknown-key 2 "training.lss: not a scenario key \(did you mean 'training.loss'\?\)" -- plan "$plan_example" --fix training.lss=fused
 expect plan-fix-one-value 2 '--fix: training.loss=fused,chunked: pins one value \(--allow for several\)' -- plan "$plan_example" --fix training.loss=fused,chunked
 expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
@@ -184,7 +191,7 @@ expect unmodelled-key 2 'fsdp.mixed_precision.output_dtype: not modelled' -- val
 expect unmodelled-sm-count 2 'cluster.gpu.sm_count: not modelled' -- validate "$default" --set cluster.gpu.sm_count=132
 printf 'a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n' > "$tmpdir/bomb.yaml"
 expect yaml-alias-bomb 2 'expands to more than 1000000 values' -- validate "$tmpdir/bomb.yaml"
-expect cli-range 2 '--nodes: Value 1e999 not in range 1 to 100000' -- simulate "$default" --nodes 1e999
+expect cli-range 2 '--nodes: 1e999 is outside the allowed 1..100000' -- simulate "$default" --nodes 1e999
 expect does-not-fit 3 'does not fit: ' -- simulate "$default" --set training.micro_batch=8
 
 # Outputs: checked before the work, never the input, never a special file replaced.
