@@ -59,7 +59,10 @@ int run_sweep(const SweepArgs& args) {
     pareto += p.pareto;
     fmt::print("{:>4}  {}{:>16.0f} {:>12} {:>13}  {}{}\n", rank, cells,
                p.summary.tokens_per_s_per_gpu.value(), format_duration(p.summary.step_time),
-               format_bytes(p.summary.peak_reserved.value()), p.fits ? "fits" : "does not fit",
+               format_bytes(p.summary.peak_reserved.value()),
+               p.fit_note.empty() ? std::string(p.fits ? "fits" : "does not fit")
+               : p.fits           ? fmt::format("fits ({})", p.fit_note)
+                                  : fmt::format("does not fit: {}", p.fit_note),
                p.pareto ? "  * Pareto" : "");
   }
   fmt::print(

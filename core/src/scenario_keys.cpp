@@ -566,6 +566,10 @@ constexpr std::array kKeys{
                 "garbage_collection_threshold (0 < T < 1): above T of the allowed memory, cached "
                 "segments unused the longest are freed; PyTorch applies it only with a memory "
                 "fraction"},
+    ScenarioKey{"allocator.tight_margin", K::number, 0, 0.5, "fraction of capacity", "", "0.02",
+                "not PyTorch's: a run that fits with less than this share of the GPU's capacity "
+                "free is reported as tight (fragmentation, another library or a longer sequence "
+                "can take that much)"},
 };
 
 std::string number_text(double v) {

@@ -537,6 +537,7 @@ void read_allocator(ConfigReader& r, AllocatorParams& a) {
     if (*f <= 0) r.add_problem("allocator.memory_fraction", "is 0", "a fraction in (0, 1]");
     a.memory_fraction = *f;
   }
+  set_if(read_number(r, "allocator.tight_margin"), a.tight_margin);
   if (auto t = read_number(r, "allocator.garbage_collection_threshold")) {
     if (*t <= 0 || *t >= 1) {
       r.add_problem("allocator.garbage_collection_threshold",

@@ -103,6 +103,7 @@ std::string timeline_to_json(const Timeline& t) {
                       {"model_flops_per_token", f.model_flops_per_token},
                       {"peak_flops", f.peak_flops}});
   field("memory_capacity", t.memory_capacity);
+  field("memory_tight_margin", t.memory_tight_margin);
   if (!t.host.launch.empty() || !t.host.fsdp_hook.empty())
     field("host_overheads", Json{{"launch_ns", t.host.launch}, {"fsdp_hook_ns", t.host.fsdp_hook}});
   // What only some producers know: written as null or left out where unknown.
@@ -179,6 +180,13 @@ class TimelineReader {
     read_provenance_and_facts();
     guarded("memory_capacity",
             [&] { t_.memory_capacity = json_integer<Bytes>(root_.at("memory_capacity")); });
+    if (root_.contains("memory_tight_margin")) {  // optional: files before it have 2 %
+      guarded("memory_tight_margin", [&] {
+        t_.memory_tight_margin = root_.at("memory_tight_margin").get<double>();
+        if (!(t_.memory_tight_margin >= 0 && t_.memory_tight_margin <= 0.5))
+          problem("memory_tight_margin", "is not a fraction in 0..0.5", "0.02");
+      });
+    }
     if (root_.contains("host_overheads")) {
       guarded("host_overheads", [&] {
         const auto& h = root_.at("host_overheads");

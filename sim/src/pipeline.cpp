@@ -25,6 +25,7 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
     throw ValidationError(std::move(problems));
   }
   r.simulation.timeline.provenance.scenario = options.origin;
+  r.simulation.timeline.memory_tight_margin = r.scenario.allocator.tight_margin;
   if (const DeviceProfile* profile = costs.device_profile()) {
     r.simulation.timeline.provenance.device +=
         fmt::format(" (kernel times measured on {})", profile->device);

@@ -1,4 +1,3 @@
-#include "shardscope/core/json_field.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "shardscope/core/config_reader.hpp"
+#include "shardscope/core/json_field.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/pipeline.hpp"
@@ -172,7 +172,17 @@ SweepPoint evaluate(ConfigTree& tree, const std::string& file, const std::vector
                     .summary;
     // A simulation records its memory and capacity: both are known.
     const Bytes budget = options.memory_budget.value_or(p.summary.capacity.value());
-    p.fits = p.summary.out_of_memory.empty() && p.summary.peak_reserved.value() <= budget;
+    const Bytes reserved = p.summary.peak_reserved.value();
+    p.fits = p.summary.out_of_memory.empty() && reserved <= budget;
+    if (!p.summary.out_of_memory.empty()) {
+      p.fit_note = p.summary.out_of_memory;
+    } else if (!p.fits) {
+      p.fit_note = fmt::format("{} over the {} budget at {}", format_bytes(reserved - budget),
+                               format_bytes(budget), p.summary.peak_op);
+    } else if (static_cast<double>(budget - reserved) <
+               p.summary.tight_margin * static_cast<double>(budget)) {
+      p.fit_note = fmt::format("tight: {} free", format_bytes(budget - reserved));
+    }
   } catch (const ValidationError& e) {
     for (const auto& problem : e.problems()) {
       if (!p.error.empty()) p.error += "; ";
@@ -305,6 +315,7 @@ std::string sweep_json(const std::vector<SweepAxis>& axes, const std::vector<Swe
                     {"peak_reserved_bytes", json_or_null(s.peak_reserved)},
                     {"capacity_bytes", json_or_null(s.capacity)},
                     {"fits", p.fits},
+                    {"fit_note", p.fit_note},
                     {"pareto", p.pareto},
                     {"comm_exposed_s", ns_to_s(s.comm_exposed)},
                     {"error", p.error.empty() ? nlohmann::ordered_json(nullptr)

@@ -54,11 +54,11 @@ Timeline two_iterations() {
 TEST(Analysis, StepTimeThroughputAndUtilisationFollowTheirDefinitions) {
   const auto s = summarize(two_iterations());
   EXPECT_EQ(s.source, "measured");
-  EXPECT_EQ(s.step_time, 50 * kMs);                        // 80 − 30 ms
+  EXPECT_EQ(s.step_time, 50 * kMs);                                // 80 − 30 ms
   EXPECT_DOUBLE_EQ(s.tokens_per_s_per_gpu.value(), 8192 / 0.050);  // 163,840 tokens/s
   EXPECT_DOUBLE_EQ(s.mfu.value(), 8192 / 0.050 * 1e9 / 1e15);
   EXPECT_DOUBLE_EQ(s.hfu.value(), *s.mfu * 4e12 / 3e12);  // recompute FLOPs count for HFU only
-  EXPECT_EQ(s.forward_time, 20 * kMs);           // 30–50 ms: the all-gather belongs to forward
+  EXPECT_EQ(s.forward_time, 20 * kMs);  // 30–50 ms: the all-gather belongs to forward
   EXPECT_EQ(s.backward_time, 30 * kMs);
   EXPECT_EQ(s.comm_total, 20 * kMs);
   EXPECT_EQ(s.comm_exposed, 10 * kMs);
@@ -71,6 +71,36 @@ TEST(Analysis, StepTimeThroughputAndUtilisationFollowTheirDefinitions) {
   EXPECT_EQ(s.peak_reserved, 60);
   EXPECT_EQ(s.peak_op, "forward layers.0 (forward, iteration 1)");
   EXPECT_EQ(s.fit, Fit::fits);
+  EXPECT_EQ(s.headroom, 40);  // 100 − 60 B
+  EXPECT_FALSE(s.tight);
+}
+
+// A fit with less than the margin free is tight, and every table says how much is free; a run
+// that does not fit says why beside its peak.
+TEST(Analysis, AFitCloserThanTheMarginIsTightAndAMissSaysWhy) {
+  Timeline t = two_iterations();
+  t.memory_capacity = 61;  // 1 B free of 61: under 2 %
+  auto s = summarize(t);
+  EXPECT_EQ(s.fit, Fit::fits);
+  EXPECT_EQ(s.headroom, 1);
+  EXPECT_TRUE(s.tight);
+  EXPECT_NE(summary_table(s).find("(TIGHT: fits with 1 B free, under 2.0 % of capacity)"),
+            std::string::npos)
+      << summary_table(s);
+  t.memory_tight_margin = 0.0;  // a margin of none: never tight
+  EXPECT_FALSE(summarize(t).tight);
+  t.memory_capacity = 50;  // 10 B over
+  s = summarize(t);
+  EXPECT_EQ(s.fit, Fit::does_not_fit);
+  EXPECT_NE(summary_table(s).find("(DOES NOT FIT: 10 B over the capacity)"), std::string::npos);
+  // A failed allocation is the reason even where the reserved peak stayed below the capacity.
+  t.memory_capacity = 100;
+  t.out_of_memory = OutOfMemoryEvent{kNone, "layers.0/act", BufferCategory::activations, 70, 60};
+  s = summarize(t);
+  EXPECT_EQ(s.fit, Fit::does_not_fit);
+  EXPECT_NE(summary_table(s).find("DOES NOT FIT: layers.0/act (activations, 70 B) does not fit"),
+            std::string::npos)
+      << summary_table(s);
 }
 
 // What the producer did not record is unknown in the summary, in its table and in its JSON:
@@ -100,9 +130,9 @@ TEST(Analysis, NumbersARunDidNotRecordAreUnknownNotZero) {
         "peak reserved               unknown of unknown (fit unknown)"})
     EXPECT_NE(table.find(line), std::string::npos) << line << "\n" << table;
   const std::string json = summary_to_json(s);
-  for (const char* field : {"\"tokens_per_s_per_gpu\": null", "\"mfu\": null",
-                            "\"reserved_bytes\": null", "\"fits\": null",
-                            "\"overlap_fraction\": null"})
+  for (const char* field :
+       {"\"tokens_per_s_per_gpu\": null", "\"mfu\": null", "\"reserved_bytes\": null",
+        "\"fits\": null", "\"overlap_fraction\": null"})
     EXPECT_NE(json.find(field), std::string::npos) << field;
   // Allocated bytes with no reserved bytes beside them: reserved was not recorded (a caching
   // allocator reserves at least what it hands out).

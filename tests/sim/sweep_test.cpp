@@ -2,6 +2,7 @@
 // simulating its configuration alone gives (a sweep only leaves out the critical path).
 #include "shardscope/sim/sweep.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +31,27 @@ TEST(Sweep, SameResultsOnOneAndManyThreads) {
   EXPECT_EQ(sweep_csv(axes, a), sweep_csv(axes, b));
   EXPECT_EQ(sweep_json(axes, a), sweep_json(axes, b));
   ASSERT_EQ(a.size(), 6U);
+}
+
+// Each point says why it does not fit, or that it fits tightly, against the budget.
+TEST(Sweep, APointSaysWhyItDoesNotFitOrThatItFitsTightly) {
+  const auto tree = load_config_file(kDefaultScenario);
+  const std::vector<SweepAxis> axes{{"training.activation_checkpointing", {"full"}}};
+  const Bytes reserved = sweep(tree, "default", axes, {}).front().summary.peak_reserved.value();
+  SweepOptions options;
+  options.memory_budget = reserved + reserved / 200;  // 0.5 % free: under the 2 % margin
+  auto p = sweep(tree, "default", axes, options).front();
+  EXPECT_TRUE(p.fits);
+  EXPECT_EQ(p.fit_note, fmt::format("tight: {} free", format_bytes(reserved / 200)));
+  options.memory_budget = reserved * 2;
+  EXPECT_EQ(sweep(tree, "default", axes, options).front().fit_note, "");
+  options.memory_budget = reserved - kGiB;
+  p = sweep(tree, "default", axes, options).front();
+  EXPECT_FALSE(p.fits);
+  EXPECT_TRUE(p.fit_note.starts_with(
+      fmt::format("1.00 GiB over the {} budget at ", format_bytes(reserved - kGiB))))
+      << p.fit_note;
+  EXPECT_NE(sweep_json(axes, {p}).find("\"fit_note\": \"1.00 GiB over"), std::string::npos);
 }
 
 // Not recording what bound each start changes no time: every op issues, starts and ends when it

@@ -263,10 +263,11 @@ std::string comparison_json(const Comparison& c, bool per_op) {
   j["b"] = {{"name", c.b.name}, {"source", c.b.source}};
   nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
   for (const auto& m : c.metrics)
-    metrics.push_back({{"name", m.name},
-                       {"unit", m.unit},
-                       {"a", m.a ? nlohmann::ordered_json(*m.a) : nlohmann::ordered_json(nullptr)},
-                       {"b", m.b ? nlohmann::ordered_json(*m.b) : nlohmann::ordered_json(nullptr)}});
+    metrics.push_back(
+        {{"name", m.name},
+         {"unit", m.unit},
+         {"a", m.a ? nlohmann::ordered_json(*m.a) : nlohmann::ordered_json(nullptr)},
+         {"b", m.b ? nlohmann::ordered_json(*m.b) : nlohmann::ordered_json(nullptr)}});
   j["metrics"] = metrics;
   nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
   for (const auto& k : c.kinds) {

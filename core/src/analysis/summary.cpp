@@ -162,6 +162,13 @@ void summarize_memory(const Timeline& t, Summary& out) {
     out.fit = Fit::does_not_fit;
   else if (out.peak_reserved && out.capacity)
     out.fit = *out.peak_reserved <= *out.capacity ? Fit::fits : Fit::does_not_fit;
+  out.tight_margin = t.memory_tight_margin;
+  if (out.peak_reserved && out.capacity) {
+    out.headroom = *out.capacity - *out.peak_reserved;
+    out.tight =
+        out.fit == Fit::fits && static_cast<double>(*out.headroom) <
+                                    t.memory_tight_margin * static_cast<double>(*out.capacity);
+  }
   if (t.out_of_memory) out.out_of_memory = out_of_memory_text(t, *t.out_of_memory);
   out.allocator_retries = t.allocator_retries;
   out.peak_by_category = t.peaks.allocated.by_category;

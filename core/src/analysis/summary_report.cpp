@@ -11,12 +11,17 @@ namespace shardscope::analysis {
 
 namespace {
 
-std::string_view fit_text(Fit fit) {
-  switch (fit) {
+// "fits, 12.40 GiB free", "TIGHT: 40.00 MiB free, under 2.0 % of capacity", "DOES NOT FIT: why".
+std::string fit_text(const Summary& m, double tight_margin) {
+  switch (m.fit) {
     case Fit::fits:
-      return "fits";
+      if (m.tight)
+        return fmt::format("TIGHT: fits with {} free, under {:.1f} % of capacity",
+                           bytes_text(m.headroom), 100 * tight_margin);
+      return fmt::format("fits, {} free", bytes_text(m.headroom));
     case Fit::does_not_fit:
-      return "DOES NOT FIT";
+      if (!m.out_of_memory.empty()) return "DOES NOT FIT: " + m.out_of_memory;
+      return fmt::format("DOES NOT FIT: {} over the capacity", format_bytes(-m.headroom.value()));
     case Fit::unknown:
       break;
   }
@@ -66,6 +71,8 @@ std::string summary_to_json(const Summary& m) {
                       {"reserved_bytes", json_or_null(m.peak_reserved)},
                       {"capacity_bytes", json_or_null(m.capacity)},
                       {"fits", fit_json(m.fit)},
+                      {"headroom_bytes", json_or_null(m.headroom)},
+                      {"tight", m.tight},
                       {"at", m.peak_op},
                       {"by_category", cats}};
   j["peak_allocated_by_phase_bytes"] = {{"forward", m.peak_allocated_by_phase[0]},
@@ -127,7 +134,7 @@ std::string summary_table(const Summary& m) {
   std::sort(cats.rbegin(), cats.rend());
   for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
   row("peak reserved", fmt::format("{} of {} ({})", bytes_text(m.peak_reserved),
-                                   bytes_text(m.capacity), fit_text(m.fit)));
+                                   bytes_text(m.capacity), fit_text(m, m.tight_margin)));
   if (m.allocator_retries.value_or(0) > 0) {
     row("allocator retries",
         fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",

@@ -26,8 +26,8 @@ std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& m)
   std::vector<std::pair<QString, QString>> rows{
       {"step time", q(format_duration(m.step_time))},
       {"throughput", q(analysis::throughput_text(m.tokens_per_s_per_gpu))},
-      {"MFU / HFU", q(fmt::format("{} / {}", analysis::percent_text(m.mfu),
-                                  analysis::percent_text(m.hfu)))},
+      {"MFU / HFU",
+       q(fmt::format("{} / {}", analysis::percent_text(m.mfu), analysis::percent_text(m.hfu)))},
       {"forward", q(format_duration(m.forward_time))},
       {"backward", q(format_duration(m.backward_time))},
       {"optimizer", q(format_duration(m.optimizer_time))},
@@ -38,7 +38,10 @@ std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& m)
       {"peak allocated", q(analysis::bytes_text(m.peak_allocated))},
       {"peak reserved", q(fmt::format("{} of {}", analysis::bytes_text(m.peak_reserved),
                                       analysis::bytes_text(m.capacity)))},
-      {"fits", m.fit == analysis::Fit::fits           ? QString("yes")
+      {"fits", m.fit == analysis::Fit::fits && m.tight
+                   ? q(fmt::format("yes, tightly: {} free", analysis::bytes_text(m.headroom)))
+               : m.fit == analysis::Fit::fits
+                   ? q(fmt::format("yes, {} free", analysis::bytes_text(m.headroom)))
                : m.fit == analysis::Fit::does_not_fit ? QString("NO")
                                                       : QString("unknown")},
   };

@@ -21,6 +21,8 @@ struct AllocatorParams {
   // garbage_collection_threshold:T: with a memory fraction set, reserved memory above T of the
   // allowed maximum frees the cached segments unused the longest before a new one is made. 0: off.
   double garbage_collection_threshold = 0;
+  // Not PyTorch's: reports call a fit with less than this share of the capacity free tight.
+  double tight_margin = 0.02;
 };
 
 }  // namespace shardscope

@@ -62,13 +62,16 @@ struct Summary {
   // By stream, in stream order. A CPU lane is the issuing thread: its busy time is known only
   // where the producer recorded it (Timeline::cpu_busy_by_iteration); nullopt: unknown.
   std::vector<std::pair<std::string, std::optional<TimeNs>>> stream_busy;
-  CriticalPath critical_path;  // empty without dependencies or when not recorded (sweeps)
+  CriticalPath critical_path;           // empty without dependencies or when not recorded (sweeps)
   std::optional<Bytes> peak_allocated;  // nullopt: the producer recorded no memory
   std::optional<Bytes> peak_reserved;   // nullopt: no reserved memory recorded (CPU traces)
   std::optional<Bytes> capacity;        // nullopt: the GPU's memory is not known
   Fit fit = Fit::unknown;
-  std::vector<Bytes> peak_by_category;         // allocated bytes by category at the allocated peak
-  std::string peak_op;                         // the op that made the allocated peak
+  std::optional<Bytes> headroom;        // capacity − peak reserved, where both are known
+  bool tight = false;                   // fits with less than tight_margin of the capacity free
+  double tight_margin = 0.02;           // Timeline::memory_tight_margin
+  std::vector<Bytes> peak_by_category;  // allocated bytes by category at the allocated peak
+  std::string peak_op;                  // the op that made the allocated peak
   std::vector<Bytes> peak_allocated_by_phase;  // by Phase
   std::map<std::string, int> collectives;  // per iteration: all_gather, reduce_scatter, all_reduce
   std::string out_of_memory;  // where the allocator first could not make room; empty: it never

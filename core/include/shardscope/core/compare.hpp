@@ -16,8 +16,8 @@
 namespace shardscope::analysis {
 
 struct MetricPair {
-  std::string name;  // "step time"
-  std::string unit;  // "s", "B", "%", "tokens/s"
+  std::string name;         // "step time"
+  std::string unit;         // "s", "B", "%", "tokens/s"
   std::optional<double> a;  // nullopt: that run did not record what the metric needs
   std::optional<double> b;
   bool known() const { return a && b; }

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -114,7 +114,10 @@ struct Timeline {
   std::vector<TimelineOp> ops;         // sorted by (start, stream, op)
   std::vector<MemorySample> memory;    // sorted by time; may be empty (sweeps)
   MemoryPeaks peaks;
-  Bytes memory_capacity = 0;
+  Bytes memory_capacity = 0;  // what the allocator may reserve; 0: unknown
+  // A fit with less than this share of memory_capacity free is reported as tight (the scenario's
+  // allocator.tight_margin; 2 % for runs that do not say).
+  double memory_tight_margin = 0.02;
   HostOverheads host;
   // What only some producers know (the simulator all of it); empty or nullopt where unknown, and
   // reports print unknown, never 0.
