@@ -323,13 +323,13 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   timeline_->set_critical_path(std::move(path));
   ops_.set_timeline(&result_->timeline);
   show_reference();
-  statusBar()->showMessage(QString::fromStdString(fmt::format(
-      "{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
-      format_duration(s.step_time), analysis::throughput_text(s.tokens_per_s_per_gpu),
-      analysis::bytes_text(s.peak_reserved),
-      s.fit == analysis::Fit::fits           ? "fits"
-      : s.fit == analysis::Fit::does_not_fit ? "does not fit"
-                                             : "fit unknown")));
+  statusBar()->showMessage(QString::fromStdString(
+      fmt::format("{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
+                  format_duration(s.step_time), analysis::throughput_text(s.tokens_per_s_per_gpu),
+                  analysis::bytes_text(s.peak_reserved),
+                  s.fit == analysis::Fit::fits           ? "fits"
+                  : s.fit == analysis::Fit::does_not_fit ? "does not fit"
+                                                         : "fit unknown")));
 }
 
 void MainWindow::update_metrics() {

@@ -219,16 +219,16 @@ void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& p = r.ranked[i];
     const auto& s = p.summary;
-    const QStringList cells{QString::number(i + 1),
-                            QString::fromStdString(format_duration(s.step_time)),
-                            QString::number(s.tokens_per_s_per_gpu.value(), 'f', 0),
-                            QString::fromStdString(analysis::percent_text(s.mfu)),
-                            QString::fromStdString(format_bytes(s.peak_reserved.value())),
-                            QString::fromStdString(
-                                format_bytes(r.memory_budget - s.peak_reserved.value())),
-                            QString::fromStdString(p.bottleneck),
-                            QString::fromStdString(space_.parts[p.config.part].api),
-                            QString::fromStdString(sim::configuration_text(space_, p.config))};
+    const QStringList cells{
+        QString::number(i + 1),
+        QString::fromStdString(format_duration(s.step_time)),
+        QString::number(s.tokens_per_s_per_gpu.value(), 'f', 0),
+        QString::fromStdString(analysis::percent_text(s.mfu)),
+        QString::fromStdString(format_bytes(s.peak_reserved.value())),
+        QString::fromStdString(format_bytes(r.memory_budget - s.peak_reserved.value())),
+        QString::fromStdString(p.bottleneck),
+        QString::fromStdString(space_.parts[p.config.part].api),
+        QString::fromStdString(sim::configuration_text(space_, p.config))};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == cells.size() - 1 && p.members.size() > 1)

@@ -265,10 +265,9 @@ void restrict_space(PlanSpace& space, const std::string& flag, const std::string
       if (!narrow(d, key, values)) continue;
       any = true;
       if (d.choices.empty())
-        problems.push_back({flag, given,
-                            fmt::format("no {} choice of {} sets this value", part.api, d.name),
-                            fmt::format("{}: {}, or leave the knob free", key,
-                                        fmt::join(offered, ", "))});
+        problems.push_back(
+            {flag, given, fmt::format("no {} choice of {} sets this value", part.api, d.name),
+             fmt::format("{}: {}, or leave the knob free", key, fmt::join(offered, ", "))});
     }
   }
   if (any) return;

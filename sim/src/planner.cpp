@@ -1,4 +1,3 @@
-#include "shardscope/core/json_field.hpp"
 #include "shardscope/sim/planner.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/json_field.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
 #include "shardscope/sim/pipeline.hpp"

@@ -749,11 +749,11 @@ Timeline read_timeline_or_trace(const std::filesystem::path& path) {
   if (looks_like_kineto_trace(path)) return import_kineto(path).timeline;
   const auto ext = path.extension();
   if (ext == ".yaml" || ext == ".yml") {
-    throw ValidationError({Problem{path.string(), "",
-                                   "is a scenario, not a run (a timeline or a trace)",
-                                   fmt::format("simulate it first: shardscope simulate {} "
-                                               "--timeline run.json, then use run.json",
-                                               path.string())}});
+    throw ValidationError(
+        {Problem{path.string(), "", "is a scenario, not a run (a timeline or a trace)",
+                 fmt::format("simulate it first: shardscope simulate {} "
+                             "--timeline run.json, then use run.json",
+                             path.string())}});
   }
   return timeline_from_json(read_text_file(path.string()), path.string());
 }

@@ -122,7 +122,9 @@ std::vector<SweepRow> sweep_rows_from_csv(std::string_view text, const std::stri
     SweepRow r;
     for (std::size_t a = 0; a < axes; ++a) r.settings.emplace_back(header[a], f[a]);
     // Empty fields are unknown numbers: a point that could not be simulated (its error says why).
-    const auto number = [](const std::string& field) { return field.empty() ? 0 : std::stod(field); };
+    const auto number = [](const std::string& field) {
+      return field.empty() ? 0 : std::stod(field);
+    };
     try {
       r.step_time_s = number(f[axes]);
       r.tokens_per_s_per_gpu = number(f[axes + 1]);

@@ -43,7 +43,7 @@ struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   std::string error;                // validation problems; empty when valid
   analysis::Summary summary;  // headline numbers: the critical path is not recorded in a sweep
-  bool fits = false;  // in the budget
+  bool fits = false;          // in the budget
   // Why it does not fit (the allocation that failed, or how far over the budget it is), or that
   // it fits tightly (less than the scenario's allocator.tight_margin of the budget free); empty
   // for a comfortable fit.
