@@ -117,7 +117,7 @@ Timeline run(const Schedule& s, Backend& backend, const RunOptions& options) {
     if (current == kNone) throw ExecError(kNone, fmt::format("run failed: {}", e.what()));
     throw ExecError(current, fmt::format("{} failed: {}", describe_op(s, current), e.what()));
   }
-  memory.move_into(t, spans);
+  memory.move_into(t, s, spans);
   t.ops.reserve(s.ops.size());
   for (std::size_t i = 0; i < s.ops.size(); ++i)
     t.ops.push_back(timeline_op_of(s, static_cast<OpId>(i), spans[i].start, spans[i].end));

@@ -457,7 +457,7 @@ class Engine {
   void finish_timeline() {
     // Memory and peaks went into the result as the run recorded them; the rest is the schedule's.
     Timeline t = timeline_of(s_);
-    ledger_.move_into(t, rec_);
+    ledger_.move_into(t, s_, rec_);
     t.source = "simulated";
     t.provenance.backend = "simulator";
     t.provenance.device = fmt::format("simulated {}", costs_.cluster().gpu.name);

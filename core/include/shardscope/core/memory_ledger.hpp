@@ -46,13 +46,13 @@ class MemoryLedger {
 
   const MemoryPeaks& peaks() const { return peaks_; }
 
-  /// Moves the samples and peaks into `timeline`, placed on the ops' spans (place_memory_at_ops);
-  /// `spans[op]` has `start` and `end`. The ledger is empty afterwards.
+  /// Moves the samples and peaks into `timeline`, placed on the spans of `schedule`'s ops
+  /// (place_memory_at_ops); `spans[op]` has `start` and `end`. The ledger is empty afterwards.
   template <typename Spans>
-  void move_into(Timeline& timeline, const Spans& spans) {
+  void move_into(Timeline& timeline, const Schedule& schedule, const Spans& spans) {
     timeline.memory = std::move(samples_);
     timeline.peaks = std::move(peaks_);
-    place_memory_at_ops(timeline, at_end_, spans);
+    place_memory_at_ops(timeline, schedule, at_end_, spans);
   }
 
  private:

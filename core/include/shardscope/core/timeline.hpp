@@ -156,21 +156,36 @@ inline TimelineOp timeline_op_of(const Schedule& schedule, OpId id, TimeNs start
 /// Places memory samples taken in issue order on the device timeline, as the simulator and the
 /// executor both record them: sample k at the start of its op, or at its end where at_end[k]
 /// (what an op allocates shows from its start, what it frees until its end); samples of no op
-/// keep their time. Then sorts them by time (stable) and puts each peak at its op's start.
+/// keep their time. An op on a CPU stream (zero_grad, a CPU optimizer step) runs when the CPU gets
+/// to it, often a whole iteration ahead of the GPU, but what it allocates or frees describes the
+/// device where the issue sequence stands: its sample takes the time of the sample before it in
+/// issue order. Then sorts them by time (stable) and puts each peak where its op's sample is.
 /// `spans[op]` has `start` and `end`.
 template <typename Spans>
-void place_memory_at_ops(Timeline& t, const std::vector<bool>& at_end, const Spans& spans) {
+void place_memory_at_ops(Timeline& t, const Schedule& schedule, const std::vector<bool>& at_end,
+                         const Spans& spans) {
+  const auto on_cpu = [&](OpId op) {
+    const auto stream = schedule.ops[static_cast<std::size_t>(op)].stream;
+    return schedule.streams[static_cast<std::size_t>(stream)].kind == StreamKind::cpu;
+  };
+  TimeNs device_time = 0;  // where the issue sequence stands on the device
   for (std::size_t k = 0; k < t.memory.size(); ++k) {
     const OpId op = t.memory[k].op;
-    if (op == kNone) continue;
-    const auto& span = spans[static_cast<std::size_t>(op)];
-    t.memory[k].time = at_end[k] ? span.end : span.start;
+    if (op != kNone) {
+      const auto& span = spans[static_cast<std::size_t>(op)];
+      t.memory[k].time = on_cpu(op) ? device_time : at_end[k] ? span.end : span.start;
+    }
+    device_time = t.memory[k].time;
+  }
+  for (MemoryPeak* peak : {&t.peaks.allocated, &t.peaks.reserved}) {
+    if (peak->op == kNone) continue;
+    peak->time = spans[static_cast<std::size_t>(peak->op)].start;
+    if (!on_cpu(peak->op)) continue;
+    for (const MemorySample& sample : t.memory)
+      if (sample.op == peak->op) peak->time = sample.time;
   }
   std::stable_sort(t.memory.begin(), t.memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.time < b.time; });
-  for (MemoryPeak* peak : {&t.peaks.allocated, &t.peaks.reserved}) {
-    if (peak->op != kNone) peak->time = spans[static_cast<std::size_t>(peak->op)].start;
-  }
 }
 
 /// The shardscope version (the project version CMake was given).
