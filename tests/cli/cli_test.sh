@@ -105,6 +105,7 @@ expect compare-per-op 0 'matched ops: 58; only in A: 0; only in B: 0' -- compare
 trace="$data/traces/fsdp2_tiny.json"
 expect import-report 0 'GPU ops +11 ops \(2 with no CPU launch found\)' -- import "$trace"
 expect import-timeline 0 'wrote .*/imported.json' -- import "$trace" --timeline "$tmpdir/imported.json"
+expect hf-moe-refused 2 'hf_config → num_local_experts: is a mixture of experts \(Mixtral\), which shardscope does not model' -- validate "$data/scenarios/hf_import.yaml" --set model.hf_config=../hf/mixtral-8x7b.json
 expect summarize-trace 0 'fsdp2_tiny.json \(8 GPUs\), imported' -- summarize "$trace"
 # What a trace does not record is unknown, never 0: tokens, FLOPs, and reserved memory on a CPU run.
 gloo_trace="$examples/../traces/samples/fsdp2_rank0.json.gz"

@@ -86,6 +86,60 @@ TEST(HfConfig, Qwen2HasQkvBiasOnly) {
   EXPECT_EQ(m.total_params(), 494'032'768);  // Qwen2-0.5B (tied), as Hugging Face reports it
 }
 
+std::vector<Problem> import_problems(const std::string& json) {
+  std::vector<Problem> problems;
+  transformer_from_hf_config(parse_config_text(json, "config.json"), "config.json", problems);
+  return problems;
+}
+
+bool names(const std::vector<Problem>& problems, std::string_view key, std::string_view text) {
+  return std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
+    return p.key == key && p.message.find(text) != std::string::npos;
+  });
+}
+
+// An architecture shardscope does not model is refused naming the key, never read as a dense
+// model of another size (Mixtral 8x7B's config validated as a 7.24 B dense model).
+TEST(HfConfig, AnUnmodelledArchitectureIsRefusedNamingTheKey) {
+  const std::string dense = R"("hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+      "intermediate_size": 14336, "model_type": "mixtral")";
+  const auto mixtral = import_problems("{" + dense +
+                                       R"(, "num_local_experts": 8, "num_experts_per_tok": 2})");
+  EXPECT_TRUE(names(mixtral, "num_local_experts", "is a mixture of experts (Mixtral)"));
+  EXPECT_TRUE(names(mixtral, "num_experts_per_tok", "mixture of experts"));
+  EXPECT_TRUE(names(import_problems("{" + dense + R"(, "kv_lora_rank": 512})"), "kv_lora_rank",
+                    "multi-head latent attention"));
+  EXPECT_TRUE(names(import_problems("{" + dense + R"(, "sliding_window": 4096})"), "sliding_window",
+                    "sliding-window attention"));
+  EXPECT_TRUE(names(import_problems("{" + dense + R"(, "head_dim": 256})"), "head_dim",
+                    "a head dimension other than"));
+  EXPECT_TRUE(names(import_problems("{" + dense + R"(, "frobnication": 3})"), "frobnication",
+                    "is not read by shardscope"));
+  // Switched off, or equal to what is modelled: no problem.
+  EXPECT_TRUE(import_problems("{" + dense +
+                              R"(, "sliding_window": 4096, "use_sliding_window": false,
+          "head_dim": 128, "num_local_experts": 0, "quantization_config": null})")
+                  .empty());
+}
+
+// A complete config as the Hub serves it (meta-llama/Llama-3.1-8B): every key read or known to
+// be irrelevant to a training step.
+TEST(HfConfig, AFullHubConfigHasNoUnknownKey) {
+  const auto problems = import_problems(R"({"architectures": ["LlamaForCausalLM"],
+      "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 128000,
+      "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+      "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 131072,
+      "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+      "num_hidden_layers": 32, "num_key_value_heads": 8, "pretraining_tp": 1,
+      "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+      "rope_type": "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "transformers_version": "4.43.0.dev0", "use_cache": true,
+      "vocab_size": 128256})");
+  for (const auto& p : problems) ADD_FAILURE() << p.to_string();
+}
+
 TEST(HfConfig, MissingKeysAreProblems) {
   const auto tree = parse_config_text(R"({"hidden_size": 64})", "c.json");
   std::vector<Problem> problems;
