@@ -4,7 +4,10 @@
 
 #include "commands.hpp"
 #include "shardscope/core/calibration.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/core/output_file.hpp"
+#include "shardscope/core/run_facts.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/calibrate.hpp"
 #include "shardscope/traces/kineto_import.hpp"
 
@@ -21,6 +24,15 @@ int run_calibrate(const CalibrateArgs& args) {
     fmt::print(stderr, "reading {}\n", path);
     measured.push_back(traces::read_timeline_or_trace(path));
   }
+  // The scenario's own run, as far as a timeline of it would say: the job every measured run
+  // must be of for the fit to mean anything.
+  const Schedule schedule = lower(scenario);
+  Timeline expected = timeline_of(schedule);
+  expected.facts = analysis::run_facts(scenario, schedule);
+  expected.provenance.job = job_settings(scenario);
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    check_same_job(expected, args.scenario.path, measured[i], args.measured[i],
+                   args.allow_mismatch);
   sim::CalibrateOptions options;
   options.holdout = args.holdout;
   options.bootstrap = args.bootstrap;

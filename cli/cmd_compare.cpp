@@ -73,8 +73,10 @@ int run_compare(const CompareArgs& args) {
   const std::filesystem::path inputs[] = {args.a, args.b};
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
-  const auto comparison = analysis::compare(traces::read_timeline_or_trace(args.a),
-                                            traces::read_timeline_or_trace(args.b));
+  const Timeline a = traces::read_timeline_or_trace(args.a);
+  const Timeline b = traces::read_timeline_or_trace(args.b);
+  check_same_job(a, args.a, b, args.b, args.allow_mismatch);
+  const auto comparison = analysis::compare(a, b);
   fmt::print("{}", analysis::comparison_table(comparison, args.per_op, args.top));
   if (!args.json_path.empty())
     write_output(args.json_path, analysis::comparison_json(comparison, args.per_op));

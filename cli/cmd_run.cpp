@@ -106,6 +106,8 @@ exec::RunOptions run_options(const sim::PipelineResult& planned, const RunArgs& 
   run.facts = planned.timeline().facts;
   run.memory_capacity = planned.timeline().memory_capacity;
   run.scenario = args.scenario.path;
+  run.overrides = planned.timeline().provenance.overrides;
+  run.job = planned.timeline().provenance.job;
   run.stop = &g_stop;
   if (reports) {
     run.on_iteration = [iterations = planned.schedule.iterations](int i) {

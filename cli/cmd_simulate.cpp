@@ -10,6 +10,7 @@ namespace shardscope::cli {
 sim::PipelineResult simulate_input(const ScenarioArgs& input) {
   sim::PipelineOptions pipeline;
   pipeline.origin = input.path;
+  pipeline.overrides = override_list(input);
   if (is_schedule_file(input.path)) {
     if (!input.overrides.empty() || !input.model_preset.empty() || input.nodes > 0 ||
         input.gpus_per_node > 0) {

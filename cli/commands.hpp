@@ -37,6 +37,11 @@ struct ScenarioArgs {
 
 /// The scenario file's tree with the shortcuts and overrides applied (not yet validated).
 ConfigTree load_scenario_tree(const ScenarioArgs& args);
+/// The shortcuts (--cluster, --nodes, --gpus-per-node, --expandable-segments) and --set overrides
+/// as key=value, in the order they apply: what a timeline records to name its job exactly.
+/// --model replaces the whole model section, which no key=value says: it is recorded as
+/// model.preset=NAME.
+std::vector<std::string> override_list(const ScenarioArgs& args);
 /// Loads the scenario file with the shortcuts and overrides applied, validated, and
 /// --device-profile and --calibration (which win over the scenario's cluster.gpu.device_profile
 /// and cluster.calibration).
@@ -150,6 +155,7 @@ struct SummarizeArgs {
 struct CompareArgs {
   std::string a;
   std::string b;
+  bool allow_mismatch = false;  // compare runs of different jobs, with a warning
   bool per_op = false;
   std::size_t top = 20;
   std::string json_path;
@@ -193,6 +199,11 @@ std::optional<Bytes> size_flag(std::string_view flag, const std::string& text,
 /// Warns on stderr when a memory budget exceeds what the allocator can reserve on the GPU.
 void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capacity);
 
+/// Refuses (ValidationError naming both files, exit 2) two runs that are not of one job
+/// (analysis::job_differences), or with `allow` prints the differences as a warning.
+void check_same_job(const Timeline& a, const std::string& a_file, const Timeline& b,
+                    const std::string& b_file, bool allow);
+
 int run_presets();
 int run_keys(const KeysArgs& args);
 int run_sweep(const SweepArgs& args);
@@ -222,6 +233,7 @@ struct CalibrateArgs {
   std::string out;                    // --out: the calibration to write
   double holdout = 0.25;
   int bootstrap = 200;
+  bool allow_mismatch = false;  // fit runs that are not of the scenario's job, with a warning
 };
 /// Fits the cost model to measured runs of a scenario (sim::calibrate).
 int run_calibrate(const CalibrateArgs& args);

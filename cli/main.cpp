@@ -267,6 +267,9 @@ int main(int argc, char** argv) {
   compare->add_option("a", compare_args.a, "the first timeline (A)")->required();
   compare->add_option("b", compare_args.b, "the second timeline (B)")->required();
   compare->add_flag("--per-op", compare_args.per_op, "each matched op's delta, largest first");
+  compare->add_flag("--allow-mismatch", compare_args.allow_mismatch,
+                    "compare runs that are not of one job (world, model, GPU, batch or FSDP "
+                    "settings differ), with a warning; refused otherwise");
   compare->add_option("--top", compare_args.top, "with --per-op: how many ops (0: all)");
   compare
       ->add_option("--json", compare_args.json_path, "write the comparison (shardscope.compare/1)")
@@ -321,6 +324,9 @@ int main(int argc, char** argv) {
       ->add_option("--bootstrap", calibrate_args.bootstrap,
                    "bootstrap resamples for the 95 % confidence intervals (0: none)")
       ->check(within(0, 10'000));
+  calibrate->add_flag("--allow-mismatch", calibrate_args.allow_mismatch,
+                      "fit runs that are not of the scenario's job, with a warning; refused "
+                      "otherwise");
 
   ProfileDeviceArgs profile_args;
   auto* profile = app.add_subcommand(

@@ -30,6 +30,18 @@ ConfigTree load_scenario_tree(const ScenarioArgs& args) {
   return tree;
 }
 
+std::vector<std::string> override_list(const ScenarioArgs& args) {
+  std::vector<std::string> out;
+  if (!args.model_preset.empty()) out.push_back("model.preset=" + args.model_preset);
+  if (!args.cluster_preset.empty()) out.push_back("cluster.preset=" + args.cluster_preset);
+  if (args.nodes > 0) out.push_back(fmt::format("cluster.nodes={}", args.nodes));
+  if (args.gpus_per_node > 0)
+    out.push_back(fmt::format("cluster.gpus_per_node={}", args.gpus_per_node));
+  if (args.expandable_segments) out.emplace_back("allocator.expandable_segments=true");
+  out.insert(out.end(), args.overrides.begin(), args.overrides.end());
+  return out;
+}
+
 Scenario load_scenario_args(const ScenarioArgs& args) {
   Scenario scenario = read_scenario(load_scenario_tree(args), args.path,
                                     std::filesystem::path(args.path).parent_path());

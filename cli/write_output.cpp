@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "shardscope/core/compare.hpp"
 #include "shardscope/core/output_file.hpp"
 
 namespace shardscope::cli {
@@ -38,6 +39,22 @@ void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capac
              "warning: {} {} is above the {} the caching allocator can reserve on this GPU; "
              "\"fits\" then promises memory the GPU does not have\n",
              flag, format_bytes(budget), format_bytes(capacity));
+}
+
+void check_same_job(const Timeline& a, const std::string& a_file, const Timeline& b,
+                    const std::string& b_file, bool allow) {
+  const auto differences = analysis::job_differences(a, b);
+  if (differences.empty()) return;
+  if (allow) {
+    fmt::print(stderr, "warning: {} (A) and {} (B) are not runs of one job:\n", a_file, b_file);
+    for (const auto& d : differences) fmt::print(stderr, "  {}\n", d);
+    return;
+  }
+  std::vector<Problem> problems;
+  for (const auto& d : differences)
+    problems.push_back({fmt::format("{} and {}", a_file, b_file), "", "are not one job: " + d,
+                        "runs of the same job, or --allow-mismatch to compare them anyway"});
+  throw ValidationError(std::move(problems));
 }
 
 }  // namespace shardscope::cli

@@ -630,6 +630,15 @@ std::vector<std::string> offered_values(const ScenarioKey& key) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> job_settings(const Scenario& scenario) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& key : kKeys) {
+    if (key.value_of && key_applies(key, scenario.fsdp.api))
+      out.emplace_back(key.path, key.value_of(scenario));
+  }
+  return out;
+}
+
 bool key_applies(const ScenarioKey& key, FsdpApi api) {
   return !key.api || *key.api == api;
 }

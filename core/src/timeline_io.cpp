@@ -91,11 +91,15 @@ std::string timeline_to_json(const Timeline& t) {
   field("name", t.name);
   field("source", t.source);
   const auto& p = t.provenance;
+  Json job = Json::object();
+  for (const auto& [key, value] : p.job) job[key] = value;
   field("provenance", Json{{"scenario", p.scenario},
                            {"device", p.device},
                            {"backend", p.backend},
                            {"version", p.version},
-                           {"rank", p.rank}});
+                           {"rank", p.rank},
+                           {"overrides", p.overrides},
+                           {"job", job}});
   const auto& f = t.facts;
   field("facts", Json{{"world_size", f.world_size},
                       {"iterations", f.iterations},
@@ -228,9 +232,20 @@ class TimelineReader {
   void read_provenance_and_facts() {
     guarded("provenance", [&] {
       const auto& p = root_.at("provenance");
-      t_.provenance = {p.at("scenario").get<std::string>(), p.at("device").get<std::string>(),
-                       p.at("backend").get<std::string>(), p.at("version").get<std::string>(),
-                       json_integer<int>(p.at("rank"))};
+      t_.provenance = {p.at("scenario").get<std::string>(),
+                       p.at("device").get<std::string>(),
+                       p.at("backend").get<std::string>(),
+                       p.at("version").get<std::string>(),
+                       json_integer<int>(p.at("rank")),
+                       {},
+                       {}};
+      // Optional: files written before them know neither.
+      if (p.contains("overrides"))
+        t_.provenance.overrides = p.at("overrides").get<std::vector<std::string>>();
+      if (p.contains("job")) {
+        for (const auto& [key, value] : p.at("job").items())
+          t_.provenance.job.emplace_back(key, value.get<std::string>());
+      }
     });
     guarded("facts", [&] {
       const auto& f = root_.at("facts");

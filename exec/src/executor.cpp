@@ -28,8 +28,9 @@ void allocate(const Schedule& s, BufferId b, OpId op, Phase phase, StreamId stre
 Timeline skeleton(const Schedule& s, const Backend& backend, const RunOptions& options) {
   Timeline t = timeline_of(s);
   t.source = "measured";
-  t.provenance = {options.scenario, backend.device(), backend.name(),
-                  std::string(shardscope_version()), backend.rank()};
+  t.provenance = {
+      options.scenario, backend.device(),  backend.name(), std::string(shardscope_version()),
+      backend.rank(),   options.overrides, options.job};
   t.facts.model_flops_per_token = options.facts.model_flops_per_token;
   t.facts.peak_flops = options.facts.peak_flops;
   t.memory_capacity = options.memory_capacity;

@@ -222,7 +222,8 @@ void MainWindow::open_timeline(const QString& path) {
       std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
   const std::string scenario = scenario_of(*timeline, path.toStdString());
   if (!scenario.empty()) {
-    open_scenario(QString::fromStdString(scenario));
+    // The run's own job: the scenario with the overrides it was read with.
+    open_scenario(QString::fromStdString(scenario), timeline->provenance.overrides);
     simulate_now();
     baseline_.reset();
     measured_ = std::move(timeline);

@@ -1,3 +1,4 @@
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -25,6 +26,8 @@ PipelineResult simulate_schedule(Scenario scenario, Schedule schedule,
     throw ValidationError(std::move(problems));
   }
   r.simulation.timeline.provenance.scenario = options.origin;
+  r.simulation.timeline.provenance.overrides = options.overrides;
+  r.simulation.timeline.provenance.job = job_settings(r.scenario);
   r.simulation.timeline.memory_tight_margin = r.scenario.allocator.tight_margin;
   if (const DeviceProfile* profile = costs.device_profile()) {
     r.simulation.timeline.provenance.device +=

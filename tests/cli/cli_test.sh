@@ -137,6 +137,13 @@ else
 fi
 expect validate-calibrated 0 'valid: yes' -- validate "$default" --set "cluster.calibration=$tmpdir/cal.json"
 expect calibrate-out-is-input 2 'slow.json: --out: is the input .*slow.json; it would be overwritten' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/slow.json"
+# Runs that are not of one job are not compared or fitted silently; a timeline names its job.
+"$bin" simulate "$default" --set fsdp.reshard_after_forward=false --timeline "$tmpdir/keep.json" >/dev/null
+if grep -q '"overrides":\["fsdp.reshard_after_forward=false"\]' "$tmpdir/keep.json"; then echo "ok   timeline-records-overrides"; passed=$((passed + 1)); else echo "FAIL timeline-records-overrides"; failed=$((failed + 1)); fi
+expect compare-other-setting 2 'are not one job: fsdp.reshard_after_forward: true in A, false in B' -- compare "$tmpdir/slow.json" "$tmpdir/keep.json"
+expect compare-other-world 2 'are not one job: world size: 2 GPUs in A, 8 in B' -- compare "$tmpdir/s.json" "$tmpdir/keep.json"
+expect compare-allow-mismatch 0 'warning: .* are not runs of one job' -- compare "$tmpdir/s.json" "$tmpdir/keep.json" --allow-mismatch
+expect calibrate-other-job 2 'are not one job: world size: 8 GPUs in A, 2 in B' -- calibrate --scenario "$default" "$tmpdir/m.json"
 plan_example="$examples/plan-llama3-8b-2-nodes.yaml"
 plan_fix=(--fix allocator.expandable_segments=false --fix fsdp.mixed_precision.reduce_dtype=bf16)
 expect plan-example 0 '^   1 +[0-9.]+ s +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+ GiB  compute' -- plan "$plan_example" "${plan_fix[@]}" --top 3 --json "$tmpdir/plan.json"

@@ -212,6 +212,22 @@ QString write_measured_run(const QString& scenario, const QString& path) {
   return path;
 }
 
+// A run made with --set overrides re-simulates with them: the scenario it names and the
+// overrides it records are its job, not the scenario file alone.
+TEST(MainWindow, AMeasuredRunReSimulatesWithTheOverridesItWasMadeWith) {
+  const QString scenario = kExamples + "/fsdp2-overlap-oracle.yaml";
+  const QString path = write_measured_run(
+      scenario, QString::fromStdString(testing::TempDir()) + "/measured_overrides.json");
+  Timeline measured = timeline_from_json(read_text_file(path.toStdString()));
+  measured.provenance.overrides = {"training.grad_accum=2"};
+  write_text_file_atomic(path.toStdString(), timeline_to_json(measured));
+  MainWindow w;
+  w.open_timeline(path);
+  QApplication::processEvents();
+  ASSERT_NE(w.result(), nullptr);
+  EXPECT_EQ(w.result()->scenario.training.grad_accum, 2);
+}
+
 TEST(MainWindow, AMeasuredRunOpensStackedAboveTheSimulationOfItsScenario) {
   const QString scenario = kExamples + "/fsdp2-overlap-oracle.yaml";
   const QString path = write_measured_run(

@@ -214,6 +214,38 @@ Comparison compare(const Timeline& a, const Timeline& b) {
   return c;
 }
 
+std::vector<std::string> job_differences(const Timeline& a, const Timeline& b) {
+  std::vector<std::string> out;
+  const auto& fa = a.facts;
+  const auto& fb = b.facts;
+  if (fa.world_size != fb.world_size)
+    out.push_back(fmt::format("world size: {} GPUs in A, {} in B", fa.world_size, fb.world_size));
+  if (fa.tokens_per_iteration > 0 && fb.tokens_per_iteration > 0 &&
+      fa.tokens_per_iteration != fb.tokens_per_iteration) {
+    out.push_back(fmt::format("tokens per iteration per GPU: {} in A, {} in B",
+                              fa.tokens_per_iteration, fb.tokens_per_iteration));
+  }
+  // Relative: the same model's FLOPs agree to rounding whoever computed them.
+  const auto differ = [](double x, double y) {
+    return x > 0 && y > 0 && std::fabs(x - y) > 1e-6 * std::max(x, y);
+  };
+  if (differ(fa.model_flops_per_token, fb.model_flops_per_token)) {
+    out.push_back(fmt::format("model FLOPs per token: {:.4g} in A, {:.4g} in B",
+                              fa.model_flops_per_token, fb.model_flops_per_token));
+  }
+  if (differ(fa.peak_flops, fb.peak_flops)) {
+    out.push_back(fmt::format("GPU peak: {} in A, {} in B", format_flops_rate(fa.peak_flops),
+                              format_flops_rate(fb.peak_flops)));
+  }
+  for (const auto& [key, value] : a.provenance.job) {
+    for (const auto& [other_key, other] : b.provenance.job) {
+      if (key == other_key && value != other)
+        out.push_back(fmt::format("{}: {} in A, {} in B", key, value, other));
+    }
+  }
+  return out;
+}
+
 std::string comparison_table(const Comparison& c, bool per_op, std::size_t top) {
   std::string out =
       fmt::format("A: {} ({})\nB: {} ({})\n\n", c.a.name, c.a.source, c.b.name, c.b.source);

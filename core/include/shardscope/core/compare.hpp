@@ -81,6 +81,11 @@ struct Comparison {
 
 Comparison compare(const Timeline& a, const Timeline& b);
 
+/// Why `a` and `b` are not runs of one job, a line each ("world size: 2 in A, 8 in B"): the world
+/// sizes, and where both know them the tokens per iteration, the model's FLOPs per token, the
+/// GPU's peak FLOP/s and the job settings (Provenance::job). Empty: nothing says they differ.
+std::vector<std::string> job_differences(const Timeline& a, const Timeline& b);
+
 /// A metric's value with its unit ("2.549 s", "78.89 GiB", "37.6 %", "6429 tokens/s"), and a
 /// signed difference ("+52.0 ms", "−1.2 GiB"); both as the report prints them.
 std::string format_metric(double value, const std::string& unit);

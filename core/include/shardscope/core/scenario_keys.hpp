@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shardscope/core/fsdp_policy.hpp"
@@ -100,6 +101,10 @@ template <typename E>
 std::string_view choice_name(std::string_view path, E value) {
   return choice_text(path, static_cast<std::size_t>(value));
 }
+
+/// The job a scenario describes, as its labelled keys spell it (ScenarioKey::value_of), those of
+/// its FSDP API only, in table order: what two runs must share to be compared.
+std::vector<std::pair<std::string, std::string>> job_settings(const Scenario& scenario);
 
 /// The type's name as docs and errors spell it ("integer", "size", ...).
 std::string_view to_string(KeyType type);

@@ -38,11 +38,13 @@ class Interrupted : public Error {
 
 struct RunOptions {
   RunFacts facts;  // for MFU: model FLOPs per token and peak FLOP/s (the rest is the schedule's)
-  Bytes memory_capacity = 0;  // of the device the run stands for; the Timeline records the
-                              // smaller of it and what the backend's allocator may reserve
-  std::string scenario;       // Provenance::scenario
-  const std::atomic<bool>* stop = nullptr;          // set it to stop the run (Ctrl-C)
-  std::function<void(int iteration)> on_iteration;  // called as each iteration starts issuing
+  Bytes memory_capacity = 0;           // of the device the run stands for; the Timeline records the
+                                       // smaller of it and what the backend's allocator may reserve
+  std::string scenario;                // Provenance::scenario
+  std::vector<std::string> overrides;  // Provenance::overrides
+  std::vector<std::pair<std::string, std::string>> job;  // Provenance::job
+  const std::atomic<bool>* stop = nullptr;               // set it to stop the run (Ctrl-C)
+  std::function<void(int iteration)> on_iteration;       // called as each iteration starts issuing
 };
 
 /// "op 12 (all_gather layers.3, forward, iteration 0, communicator shard)".

@@ -15,6 +15,7 @@ namespace shardscope::sim {
 struct PipelineOptions {
   SimOptions sim;      // its allocator settings are replaced by the scenario's (allocator section)
   std::string origin;  // the scenario or IR file: provenance, and the file errors name
+  std::vector<std::string> overrides;  // what the scenario was read with: provenance
 };
 
 struct PipelineResult {
