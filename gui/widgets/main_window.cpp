@@ -125,8 +125,8 @@ MainWindow::MainWindow(QWidget* parent)
     if (!path.isEmpty()) open_or_explain("Invalid scenario", [&] { open_scenario(path); });
   });
   file->addAction("Open timeline…", this, [this] {
-    const QString path =
-        QFileDialog::getOpenFileName(this, "Open timeline", {}, "Timelines (*.json)");
+    const QString path = QFileDialog::getOpenFileName(
+        this, "Open timeline or trace", {}, "Timelines and Kineto traces (*.json *.json.gz *.gz)");
     if (!path.isEmpty()) open_or_explain("Invalid timeline", [&] { open_timeline(path); });
   });
   file->addAction("Save scenario…", this, [this] { save_scenario(); });
@@ -244,10 +244,11 @@ void MainWindow::open_timeline(const QString& path) {
   show_reference();  // hides the stacked run
   metrics_.set_rows(metric_rows(analysis::summarize(*loaded_timeline_)));
   settings_->clear_scenario(QString::fromStdString(fmt::format(
-      "Showing {}, a {} timeline: the settings of that run are not known here{}. To see it beside "
+      "Showing {}, {} timeline: the settings of that run are not known here{}. To see it beside "
       "a simulation, open its scenario (File → Open scenario…), then Compare → Open measured run "
       "beside the simulation….",
-      path.toStdString(), loaded_timeline_->source,
+      path.toStdString(),
+      (loaded_timeline_->source == "imported" ? "an " : "a ") + loaded_timeline_->source,
       loaded_timeline_->provenance.scenario.empty()
           ? ""
           : fmt::format(" (it names {}, which is not there)",

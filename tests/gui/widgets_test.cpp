@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QChart>
 #include <QImage>
+#include <QStatusBar>
 #include <QValueAxis>
 #include <cmath>
 
@@ -210,6 +211,17 @@ QString write_measured_run(const QString& scenario, const QString& path) {
   measured.provenance.scenario = scenario.toStdString();
   write_text_file_atomic(path.toStdString(), timeline_to_json(measured));
   return path;
+}
+
+// A Kineto trace opens on its own, gzipped or not: it names no scenario, so none is opened.
+TEST(MainWindow, AKinetoTraceOpensAlone) {
+  MainWindow w;
+  w.open_timeline(kExamples + "/../traces/samples/fsdp2_rank0.json.gz");
+  QApplication::processEvents();
+  EXPECT_EQ(w.result(), nullptr);  // nothing simulated
+  EXPECT_FALSE(w.settings()->has_scenario());
+  EXPECT_TRUE(w.statusBar()->currentMessage().startsWith("imported timeline: "))
+      << w.statusBar()->currentMessage().toStdString();
 }
 
 // A run made with --set overrides re-simulates with them: the scenario it names and the

@@ -379,7 +379,7 @@ ImportedTrace Importer::finish(const json& top) {
   report = std::move(report_);
   t.source = "imported";
   t.name = std::filesystem::path(report.file).filename().string();
-  t.provenance.scenario = report.file;
+  // A trace names no scenario (its file is its name): nothing is to be re-simulated from it.
   t.provenance.backend = "kineto";
   t.provenance.version = std::string(shardscope_version());
   if (top.contains("schemaVersion")) report.kineto_schema = top["schemaVersion"].dump();
