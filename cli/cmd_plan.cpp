@@ -37,7 +37,7 @@ std::optional<sim::EmitTarget> emit_target(const PlanArgs& args, sim::PlanInputs
     return std::nullopt;
   }
   const std::string api(sim::emit_api(*target));
-  if (args.api != "either" && args.api != api)
+  if (!args.api.empty() && args.api != "either" && args.api != api)
     problems.push_back(
         {"--api", args.api, fmt::format("--emit {} writes {} code", args.emit[0], api), api});
   if (args.nodes.size() > 1)
@@ -170,7 +170,10 @@ int run_plan(const PlanArgs& args) {
                                       std::filesystem::path(args.scenario.path).parent_path());
   std::vector<Problem> problems;
   sim::PlanInputs inputs;
-  inputs.api = args.api;
+  // The scenario's own API unless asked otherwise; an emit target decides it (its constraints).
+  inputs.api = !args.api.empty()   ? args.api
+               : args.emit.empty() ? std::string(to_string(base.fsdp.api))
+                                   : std::string("either");
   // The global batch is fixed across cluster sizes: by default the scenario's own.
   inputs.global_batch_tokens = base.training.seq_len * base.training.micro_batch *
                                base.training.grad_accum * base.cluster.world_size();

@@ -178,7 +178,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->type_name("SEQUENCES")
       ->excludes(tokens);
-  plan->add_option("--api", plan_args.api, "fsdp2, fsdp1 or either")
+  plan->add_option("--api", plan_args.api,
+                   "fsdp2, fsdp1 or either (default: the scenario's fsdp.api; with --emit, the "
+                   "target's)")
       ->check(CLI::IsMember({"fsdp2", "fsdp1", "either"}));
   plan->add_option("--fix", plan_args.fix, "pin a knob: --fix training.loss=fused (repeatable)")
       ->type_name("KEY=VALUE");

@@ -290,7 +290,7 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
   const std::int64_t per_step_sequences = tokens / seq;
   if (tokens <= 0 || tokens % seq != 0 || per_step_sequences % world != 0) {
     problems.push_back(
-        {"--global-batch", std::to_string(tokens),
+        {"--global-batch-tokens", std::to_string(tokens),
          fmt::format("{} tokens are not a whole number of {}-token sequences on each of {} ranks",
                      tokens, seq, world),
          fmt::format("a multiple of {} tokens", seq * world)});

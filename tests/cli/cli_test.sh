@@ -154,7 +154,10 @@ else
 fi
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
 expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
-expect plan-indivisible-batch 2 'not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
+# plan searches the scenario's own API unless asked (the example says fsdp2).
+expect plan-scenario-api 0 '^#1 fsdp2:' -- plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --fix fsdp.mixed_precision.param_dtype=bf16
+if grep -q '#1 fsdp1' "$out"; then echo "FAIL plan-scenario-api-only: fsdp1 searched"; failed=$((failed + 1)); else echo "ok   plan-scenario-api-only"; passed=$((passed + 1)); fi
+expect plan-indivisible-batch 2 '--global-batch-tokens: 163840: 163840 tokens are not a whole number of 8192-token sequences on each of 16 ranks' -- plan "$plan_example" --global-batch-seqs 20
 expect plan-sizes 0 '^    2     16 +[0-9.]+ s +[0-9]+ +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+$' -- plan "$plan_example" --nodes 1,2 --api fsdp1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
 expect plan-sizes-indivisible 2 'on each of 24 ranks' -- plan "$plan_example" --nodes 2,3
 expect plan-fix-lists-values 2 'no fsdp2 choice of micro-batch × accumulation sets this value \(training.micro_batch: 1, 2, 4' -- plan "$plan_example" --fix training.micro_batch=3
