@@ -153,10 +153,10 @@ int emit(const PlanArgs& args, sim::EmitTarget target, const SizedPlan& p) {
                p.result.ranked.size(), args.emit_rank);
     return kExitFailure;
   }
-  write_output(
-      args.emit[1],
-      sim::emit_ranked(target, p.tree, args.scenario.path, p.space, p.result, args.emit_rank),
-      fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
+  write_output(args.emit[1],
+               sim::emit_ranked(target, p.tree, args.scenario.path, p.space, p.result,
+                                args.emit_rank, args.command_line),
+               fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
   return kExitOk;
 }
 

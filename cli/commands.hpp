@@ -73,6 +73,7 @@ struct PlanArgs {
   std::int64_t global_batch_tokens = 0;  // --global-batch-tokens (0: the scenario's)
   std::int64_t global_batch_sequences = 0;
   std::string api;  // fsdp2, fsdp1 or either; empty: the scenario's fsdp.api (--emit: its API)
+  std::string command_line;        // the whole command, for the emitted file's header
   std::vector<std::string> fix;    // --fix key=value
   std::vector<std::string> allow;  // --allow key=v1,v2
   std::vector<int> nodes;         // --nodes 2,4,8: plan each cluster size (default: the scenario's)

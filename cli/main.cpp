@@ -32,6 +32,26 @@ CLI::Validator within(T min, T max) {
       fmt::format("{}..{}", min, max));
 }
 
+// The command as a shell would take it back: "shardscope" and each argument, quoted where it
+// holds anything but letters, digits and -_./=,:+%@.
+std::string command_line(int argc, char** argv) {
+  std::string out = "shardscope";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-_./=,:+%@") == std::string_view::npos;
+    if (plain) {
+      out += fmt::format(" {}", arg);
+      continue;
+    }
+    std::string quoted = "'";
+    for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += " " + quoted + "'";
+  }
+  return out;
+}
+
 constexpr std::array<std::string_view, 14> kCommands{
     "presets", "keys",      "validate",  "lower",   "simulate", "sweep",     "plan",
     "run",     "summarize", "breakdown", "compare", "import",   "calibrate", "profile-device"};
@@ -158,6 +178,7 @@ int main(int argc, char** argv) {
       ->check(within(1, 1024));
 
   PlanArgs plan_args;
+  plan_args.command_line = command_line(argc, argv);
   auto* plan = app.add_subcommand(
       "plan", "find the fastest FSDP configurations that fit, exactly, without simulating most");
   add_scenario_args(plan, plan_args.scenario);

@@ -61,11 +61,11 @@ namespace detail {
 std::string prediction_lines(const EmitContext& c, std::string_view prefix) {
   const auto& sum = c.summary;
   return fmt::format(
-      "{0}shardscope's prediction (rank {1} of `shardscope plan {2}`):\n"
+      "{0}shardscope's prediction (rank {1} of `{2}`):\n"
       "{0}  step time {3}, {4}, MFU {5},\n"
       "{0}  peak reserved {6} per GPU against a budget of {7}.\n"
       "{0}A prediction, not a measurement: check it with a profiled run (shardscope compare).\n",
-      prefix, c.rank, c.scenario_file, format_duration(sum.step_time),
+      prefix, c.rank, c.command, format_duration(sum.step_time),
       analysis::throughput_text(sum.tokens_per_s_per_gpu), analysis::percent_text(sum.mfu),
       analysis::bytes_text(sum.peak_reserved), format_bytes(c.memory_budget));
 }
@@ -200,9 +200,10 @@ std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitCon
 }
 
 std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
-                        const PlanSpace& space, const PlanResult& result, std::size_t rank) {
+                        const PlanSpace& space, const PlanResult& result, std::size_t rank,
+                        const std::string& command) {
   const PlannedConfig& chosen = result.ranked.at(rank - 1);
-  const EmitContext context{file, rank, chosen.summary, result.memory_budget};
+  const EmitContext context{command, rank, chosen.summary, result.memory_budget};
   return emit_plan(target, configuration_scenario(base, file, space, chosen.index), context);
 }
 

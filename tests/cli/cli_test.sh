@@ -165,6 +165,9 @@ expect plan-fix-unknown-key 2 "training.lss: not a scenario key \(did you mean '
 expect plan-fix-one-value 2 '--fix: training.loss=fused,chunked: pins one value \(--allow for several\)' -- plan "$plan_example" --fix training.loss=fused,chunked
 expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
 expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
+# An emitted file says the whole command that made it.
+"$bin" plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 "$tmpdir/cmd.py" >/dev/null 2>&1
+if grep -q "rank 1 of \`shardscope plan $plan_example --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 $tmpdir/cmd.py\`" "$tmpdir/cmd.py"; then echo "ok   plan-emit-command-line"; passed=$((passed + 1)); else echo "FAIL plan-emit-command-line"; grep -n prediction "$tmpdir/cmd.py"; failed=$((failed + 1)); fi
 expect plan-emit-one-size 2 'writes one plan, not one per cluster size' -- plan "$plan_example" --nodes 1,2 --emit fsdp2 "$tmpdir/x.py"
 expect plan-emit-api 2 '--api: fsdp1: --emit torchtitan writes fsdp2 code' -- plan "$plan_example" --api fsdp1 --emit torchtitan "$tmpdir/x.toml"
 expect plan-emit-rank 2 '--emit-rank: 4: only the top 3 are ranked' -- plan "$plan_example" --top 3 --emit-rank 4 --emit fsdp2 "$tmpdir/x.py"

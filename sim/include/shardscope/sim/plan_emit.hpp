@@ -40,7 +40,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(E
 
 /// What the emitted file says about where it came from and what it predicts.
 struct EmitContext {
-  std::string scenario_file;
+  std::string
+      command;  // what made the plan: the full command line ("shardscope plan S --top 3 ...")
   std::size_t rank = 1;  // of the plan's ranking
   analysis::Summary summary;
   Bytes memory_budget = 0;
@@ -52,8 +53,10 @@ struct EmitContext {
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context);
 
 /// The code for ranked configuration `rank` (1-based, within result.ranked) of a plan of `space`
-/// over `base`, the scenario tree read as `file`: its scenario, its prediction and the budget.
+/// over `base`, the scenario tree read as `file`: its scenario, its prediction and the budget;
+/// `command` is what made the plan (EmitContext::command).
 std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
-                        const PlanSpace& space, const PlanResult& result, std::size_t rank);
+                        const PlanSpace& space, const PlanResult& result, std::size_t rank,
+                        const std::string& command);
 
 }  // namespace shardscope::sim
