@@ -52,6 +52,19 @@ std::string command_line(int argc, char** argv) {
   return out;
 }
 
+// Help screens show an option's default where it is a value a user would type; a 0, empty or
+// empty-list default means "the scenario's" or "none", which the option's text says instead.
+void show_defaults(CLI::App& app) {
+  for (CLI::App* command : app.get_subcommands({})) {
+    for (CLI::Option* option : command->get_options()) {
+      if (option->get_expected_min() == 0 || option->get_positional()) continue;  // flags
+      option->capture_default_str();
+      const std::string& value = option->get_default_str();
+      if (value == "0" || value.empty() || value == "[]") option->default_str("");
+    }
+  }
+}
+
 constexpr std::array<std::string_view, 14> kCommands{
     "presets", "keys",      "validate",  "lower",   "simulate", "sweep",     "plan",
     "run",     "summarize", "breakdown", "compare", "import",   "calibrate", "profile-device"};
@@ -130,6 +143,8 @@ int main(int argc, char** argv) {
   keys->add_flag("--markdown", keys_args.markdown, "as Markdown (docs/scenario.md)");
   ScenarioArgs validate_args;
   auto* validate = app.add_subcommand("validate", "check a scenario and print what it describes");
+  validate->footer(
+      "example:\n  shardscope validate examples/llama3-8b-h100x8.yaml --set cluster.nodes=2");
   add_scenario_args(validate, validate_args);
   validate
       ->add_option("--device-profile", validate_args.device_profile,
@@ -149,6 +164,9 @@ int main(int argc, char** argv) {
   auto* simulate = app.add_subcommand("simulate",
                                       "simulate a scenario or a schedule IR (lower --json): step "
                                       "time, throughput, memory, overlap");
+  simulate->footer(
+      "example:\n  shardscope simulate examples/llama3-8b-h100x8.yaml --set training.micro_batch=1 "
+      "--timeline t.json --trace t.perfetto.json");
   add_scenario_args(simulate, sim_args.scenario);
   add_shortcut_args(simulate, sim_args.scenario);
   simulate
@@ -162,6 +180,9 @@ int main(int argc, char** argv) {
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
+  sweep->footer(
+      "example:\n  shardscope sweep examples/llama3-8b-h100x8.yaml --grid training.micro_batch=1,2 "
+      "--grid fsdp.reshard_after_forward=true,false --csv sweep.csv");
   add_scenario_args(sweep, sweep_args.scenario);
   sweep->add_option("--grid", sweep_args.grid, "an axis: key=v1,v2,... (repeatable)")
       ->required()
@@ -179,8 +200,12 @@ int main(int argc, char** argv) {
 
   PlanArgs plan_args;
   plan_args.command_line = command_line(argc, argv);
-  auto* plan = app.add_subcommand(
-      "plan", "find the fastest FSDP configurations that fit, exactly, without simulating most");
+  auto* plan = app.add_subcommand("plan",
+                                  "find the fastest FSDP configurations that fit, exactly, without "
+                                  "simulating most of the space");
+  plan->footer(
+      "example:\n  shardscope plan examples/plan-llama3-8b-2-nodes.yaml --top 3 --fix "
+      "training.loss=fused --emit fsdp2 plan.py");
   add_scenario_args(plan, plan_args.scenario);
   add_shortcut_args(plan, plan_args.scenario);
   plan->remove_option(plan->get_option("--nodes"));  // plan takes a list of sizes
@@ -235,6 +260,9 @@ int main(int argc, char** argv) {
       "run",
       "run a scenario's schedule on a backend and measure it (the host backend: CPU "
       "threads or processes, collectives moving real data)");
+  run->footer(
+      "example:\n  shardscope run examples/fsdp2-overlap-oracle.yaml --nproc-per-node 2 --timeline "
+      "measured.json");
   add_scenario_args(run, run_args.scenario);
   add_shortcut_args(run, run_args.scenario);
   run->add_option("--backend", run_args.backend, "host (CPU threads or processes) or cuda")
@@ -271,6 +299,8 @@ int main(int argc, char** argv) {
 
   SummarizeArgs summarize_args;
   auto* summarize = app.add_subcommand("summarize", "print the summary of any timeline");
+  summarize->footer(
+      "example:\n  shardscope summarize traces/samples/fsdp2_rank0.json.gz --json summary.json");
   summarize->add_option("timeline", summarize_args.timeline, "a timeline (.json)")->required();
   summarize->add_option("--json", summarize_args.json_path, "write the summary")->type_name("FILE");
 
@@ -287,6 +317,7 @@ int main(int argc, char** argv) {
   CompareArgs compare_args;
   auto* compare = app.add_subcommand(
       "compare", "two timelines side by side (e.g. simulated and measured), op by op");
+  compare->footer("example:\n  shardscope compare simulated.json measured.json --per-op --top 10");
   compare->add_option("a", compare_args.a, "the first timeline (A)")->required();
   compare->add_option("b", compare_args.b, "the second timeline (B)")->required();
   compare->add_flag("--per-op", compare_args.per_op, "each matched op's delta, largest first");
@@ -325,6 +356,9 @@ int main(int argc, char** argv) {
       "calibrate",
       "fit the cost model's parameters to measured runs of a scenario (timelines or Kineto "
       "traces) and write them for simulate --calibration");
+  calibrate->footer(
+      "example:\n  shardscope calibrate --scenario examples/llama3-8b-h100x8.yaml measured.json "
+      "--out cal.json");
   calibrate->add_option("--scenario", calibrate_args.scenario.path, "the scenario that ran")
       ->required()
       ->type_name("FILE");
@@ -366,6 +400,7 @@ int main(int argc, char** argv) {
                    "timed runs per kernel after a warm-up; the median is kept")
       ->check(within(1, 1000));
 
+  show_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -34,6 +34,12 @@ expect validate-did-you-mean 2 "training.micro_bach: unknown key \(did you mean 
 expect validate-missing-file 2 'nope.yaml: cannot read' -- validate "$data/nope.yaml"
 expect validate-bad-set 2 'key.path=value' -- validate "$examples/llama3-8b-h100x8.yaml" --set nonsense
 expect validate-set-unknown-key 2 "fsdp.reshard_after_froward: unknown key" -- validate "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_froward=false
+# Help screens: whole first lines, an example each, defaults where they are values.
+expect help-plan-first-line 0 '^find the fastest FSDP configurations that fit, exactly, without simulating most of the space$' -- plan --help
+expect help-plan-default 0 '--top UINT:1..100=5 ' -- plan --help
+for cmd in validate simulate sweep plan run compare calibrate summarize; do
+  expect "help-$cmd-example" 0 "^example:$" -- "$cmd" --help
+done
 expect unknown-command 2 "unknown command 'valdate'; did you mean 'validate'\?" -- valdate x
 expect unknown-flag 2 'not expected: --frobnicate' -- validate "$examples/llama3-8b-h100x8.yaml" --frobnicate
 expect no-command 2 'subcommand' --
