@@ -1,4 +1,3 @@
-#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -6,6 +5,7 @@
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/lower.hpp"
+#include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/cost_model.hpp"
 
 namespace shardscope::sim {

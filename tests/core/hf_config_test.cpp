@@ -104,8 +104,8 @@ TEST(HfConfig, AnUnmodelledArchitectureIsRefusedNamingTheKey) {
   const std::string dense = R"("hidden_size": 4096, "num_hidden_layers": 32,
       "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
       "intermediate_size": 14336, "model_type": "mixtral")";
-  const auto mixtral = import_problems("{" + dense +
-                                       R"(, "num_local_experts": 8, "num_experts_per_tok": 2})");
+  const auto mixtral =
+      import_problems("{" + dense + R"(, "num_local_experts": 8, "num_experts_per_tok": 2})");
   EXPECT_TRUE(names(mixtral, "num_local_experts", "is a mixture of experts (Mixtral)"));
   EXPECT_TRUE(names(mixtral, "num_experts_per_tok", "mixture of experts"));
   EXPECT_TRUE(names(import_problems("{" + dense + R"(, "kv_lora_rank": 512})"), "kv_lora_rank",
