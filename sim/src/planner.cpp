@@ -36,6 +36,11 @@ Bytes budget_with_margin(Bytes capacity, std::string_view margin, std::string_vi
         return static_cast<Bytes>(static_cast<double>(capacity) * (1 - pct / 100));
     } catch (const std::exception&) {
     }
+  } else if (!m.empty() && m.find_first_not_of("0123456789.") == std::string::npos) {
+    // A bare number would be bytes: the unit (or %) is required.
+    problems.push_back(
+        {std::string(flag), m, "needs a unit: a percentage or a size", "e.g. 5% or 4GiB"});
+    return 0;
   } else if (const auto size = parse_bytes(m); size && *size >= 0 && *size < capacity) {
     return capacity - *size;
   }

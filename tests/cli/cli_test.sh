@@ -158,6 +158,7 @@ if grep -q '"schema": "shardscope.plan/1"' "$tmpdir/plan.json" && grep -q '"bott
 else
   echo "FAIL plan-json: $tmpdir/plan.json lacks the schema or a ranked configuration"; failed=$((failed + 1))
 fi
+expect plan-margin-needs-unit 2 '--margin: 5: needs a unit: a percentage or a size' -- plan "$plan_example" --margin 5
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
 expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
 # plan searches the scenario's own API unless asked (the example says fsdp2).
