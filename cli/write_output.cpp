@@ -51,6 +51,7 @@ void check_same_job(const Timeline& a, const std::string& a_file, const Timeline
     return;
   }
   std::vector<Problem> problems;
+  problems.reserve(differences.size());
   for (const auto& d : differences)
     problems.push_back({fmt::format("{} and {}", a_file, b_file), "", "are not one job: " + d,
                         "runs of the same job, or --allow-mismatch to compare them anyway"});
