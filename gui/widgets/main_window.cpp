@@ -329,9 +329,11 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
       fmt::format("{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
                   format_duration(s.step_time), analysis::throughput_text(s.tokens_per_s_per_gpu),
                   analysis::bytes_text(s.peak_reserved),
-                  s.fit == analysis::Fit::fits           ? "fits"
-                  : s.fit == analysis::Fit::does_not_fit ? "does not fit"
-                                                         : "fit unknown")));
+                  s.fit == analysis::Fit::fits && s.tight
+                      ? fmt::format("fits tightly: {} free", analysis::bytes_text(s.headroom))
+                  : s.fit == analysis::Fit::fits         ? std::string("fits")
+                  : s.fit == analysis::Fit::does_not_fit ? std::string("does not fit")
+                                                         : std::string("fit unknown"))));
 }
 
 void MainWindow::update_metrics() {
