@@ -12,12 +12,12 @@ namespace shardscope::analysis {
 namespace {
 
 // "fits, 12.40 GiB free", "TIGHT: 40.00 MiB free, under 2.0 % of capacity", "DOES NOT FIT: why".
-std::string fit_text(const Summary& m, double tight_margin) {
+std::string fit_text(const Summary& m) {
   switch (m.fit) {
     case Fit::fits:
       if (m.tight)
         return fmt::format("TIGHT: fits with {} free, under {:.1f} % of capacity",
-                           bytes_text(m.headroom), 100 * tight_margin);
+                           bytes_text(m.headroom), 100 * m.tight_margin);
       return fmt::format("fits, {} free", bytes_text(m.headroom));
     case Fit::does_not_fit:
       if (!m.out_of_memory.empty()) return "DOES NOT FIT: " + m.out_of_memory;
@@ -134,7 +134,7 @@ std::string summary_table(const Summary& m) {
   std::sort(cats.rbegin(), cats.rend());
   for (const auto& [b, name] : cats) row(fmt::format("  {}", name), format_bytes(b));
   row("peak reserved", fmt::format("{} of {} ({})", bytes_text(m.peak_reserved),
-                                   bytes_text(m.capacity), fit_text(m, m.tight_margin)));
+                                   bytes_text(m.capacity), fit_text(m)));
   if (m.allocator_retries.value_or(0) > 0) {
     row("allocator retries",
         fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
