@@ -457,6 +457,7 @@ constexpr std::array kKeys{
         .value_of = [](const Scenario& s) { return std::to_string(s.fsdp.blocks_per_group); },
         .search = {"1, 2", false, false}},
     ScenarioKey{"fsdp.cpu_offload", K::section, 0, 0, "", "", "", "CPUOffload / CPUOffloadPolicy"},
+    // Offloaded first: keeping parameters, gradients and states on the GPU never needs less.
     ScenarioKey{.path = "fsdp.cpu_offload.params",
                 .type = K::boolean,
                 .default_value = "false",
@@ -468,6 +469,8 @@ constexpr std::array kKeys{
                 "pinned host memory (faster copies)"},
     ScenarioKey{"fsdp.mixed_precision", K::section, 0, 0, "", "", "",
                 "MixedPrecision / MixedPrecisionPolicy"},
+    // The planner tries bf16 mixed precision or none (fp32 throughout: twice the unsharded bytes
+    // and the activations); fp16 needs a gradient scaler the simulator does not model.
     ScenarioKey{
         .path = "fsdp.mixed_precision.param_dtype",
         .type = K::dtype,
