@@ -144,8 +144,9 @@ TEST(Analysis, NumbersARunDidNotRecordAreUnknownNotZero) {
   const auto c = compare(two_iterations(), t);
   for (const auto& m : c.metrics) {
     if (m.name == "throughput" || m.name == "MFU" || m.name == "peak reserved" ||
-        m.name == "overlap")
+        m.name == "overlap") {
       EXPECT_FALSE(m.known()) << m.name;
+    }
   }
   EXPECT_NE(comparison_table(c, false).find("unknown"), std::string::npos);
 }

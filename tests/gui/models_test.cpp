@@ -50,7 +50,9 @@ TEST(MetricsModel, PassesQtModelTesterWithUnitsOnEveryValue) {
     EXPECT_TRUE(value.contains(QRegularExpression("(ns|us|ms|s|%|B|GPU)( |$|\\))")) ||
                 value.contains(QRegularExpression("^unknown( / unknown)?$")))
         << name.toStdString() << ": " << value.toStdString();
-    if (name == "MFU / HFU") EXPECT_EQ(value, "unknown / unknown");  // not 0.0 %
+    if (name == "MFU / HFU") {
+      EXPECT_EQ(value, "unknown / unknown");  // not 0.0 %
+    }
   }
 }
 

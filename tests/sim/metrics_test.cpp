@@ -38,8 +38,9 @@ TEST(Metrics, SummaryPropertiesHoldForEveryExampleAndSetting) {
       if (s.mfu) {
         EXPECT_GE(*s.hfu, *s.mfu);
         EXPECT_LE(*s.mfu, 1.0);
-        if (r.scenario.training.activation_checkpointing == ActivationCheckpointing::none)
+        if (r.scenario.training.activation_checkpointing == ActivationCheckpointing::none) {
           EXPECT_DOUBLE_EQ(*s.hfu, *s.mfu);
+        }
       }
       EXPECT_LE(s.forward_time + s.backward_time + s.optimizer_time, s.step_time);
       EXPECT_GE(s.forward_time, 0);

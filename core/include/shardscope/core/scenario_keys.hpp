@@ -50,23 +50,23 @@ struct ScenarioKey {
   KeyType type;
   double min = 0;  // in the type's base unit (see KeyType); unused where meaningless
   double max = 0;
-  std::string_view unit;  // what a bare number means ("tokens", "W", "ms"); empty where none
+  std::string_view unit = {};  // what a bare number means ("tokens", "W", "ms"); empty where none
   // For choice and dtype keys the spellings, "a, b, c", in the order of the enum they name (the
   // i-th choice is the enum's i-th value); for text, what it names.
-  std::string_view choices;
-  std::string_view default_value;
-  std::string_view models;  // what it models; for rejected keys, why they are rejected
+  std::string_view choices = {};
+  std::string_view default_value = {};
+  std::string_view models = {};  // what it models; for rejected keys, why they are rejected
   // The FSDP API the key belongs to (written under the other, it is an error); nullopt: any.
-  std::optional<FsdpApi> api;
-  std::string_view instead;  // for a key of one API: what to write under the other
+  std::optional<FsdpApi> api = std::nullopt;
+  std::string_view instead = {};  // for a key of one API: what to write under the other
   // A short name for pickers (the GUI's settings panel, the planner's dimensions); empty: the key
   // is not offered there.
-  std::string_view label;
+  std::string_view label = {};
   // Where `choices` is no closed list (text, bool_or_int): the values a picker offers.
-  std::string_view offered;
+  std::string_view offered = {};
   // The key's value in a read scenario, as a scenario file spells it; set for offered keys.
   std::string (*value_of)(const Scenario&) = nullptr;
-  KeySearch search;
+  KeySearch search = {};
 };
 
 /// The whole table, sections before their keys, in the order of docs/scenario.md.

@@ -66,10 +66,10 @@ struct Provenance {
   int rank = 0;          // the rank this timeline is of
   // The overrides (--set, and the shortcuts as keys) the scenario was read with: the scenario
   // file and these are the exact job. Empty where none or unknown.
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides = {};
   // The job as the key table's labelled keys spell it (model, GPU, nodes, batch, FSDP knobs:
   // job_settings), for telling whether two runs are the same job; empty where unknown (imports).
-  std::vector<std::pair<std::string, std::string>> job;
+  std::vector<std::pair<std::string, std::string>> job = {};
 };
 
 /// What a consumer needs besides the ops to compute throughput and utilisation.
