@@ -173,6 +173,42 @@ TEST(KinetoImport, BadInputIsRefusedWithTheFileNamed) {
   EXPECT_TRUE(ok.timeline.ops.empty());
 }
 
+// Times no profiler writes are refused with the event and key named; integer arguments beyond
+// 2^53 count as absent. Both once overflowed TimeNs (found by fuzz_kineto_import).
+TEST(KinetoImport, TimesAndSizesOutOfRangeAreRefusedNotOverflowed) {
+  const auto problem_of = [](const std::string& text) {
+    try {
+      (void)import_kineto_text(text, "t.json");
+    } catch (const ValidationError& e) {
+      return e.problems().at(0).file + " " + e.problems().at(0).key + " " +
+             e.problems().at(0).message;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(problem_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1e300}]})"),
+            "t.json traceEvents[0].ts is 1e+300 us, out of range");
+  EXPECT_EQ(
+      problem_of(R"({"traceEvents": [{}, {"ph": "X", "cat": "kernel", "ts": 1, "dur": -1e17}]})"),
+      "t.json traceEvents[1].dur is -1e+17 us, out of range");
+  EXPECT_EQ(problem_of(R"({"traceEvents": [{"ph": "i", "name": "[memory]", "ts": -5e15}]})"),
+            "t.json traceEvents[0].ts is -5e+15 us, out of range");
+  // Two kernels 20 days apart: each time is fine, the window is not.
+  const std::string far_apart = problem_of(
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 1},
+                          {"ph": "X", "cat": "kernel", "ts": 1.728e12, "dur": 1}]})");
+  EXPECT_TRUE(far_apart.starts_with("t.json traceEvents spans ")) << far_apart;
+
+  const auto huge = import_kineto_text(
+      R"({"traceEvents": [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "ts": 0,
+                           "dur": 1, "args": {"bytes": 1e30}},
+                          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "ts": 2,
+                           "dur": 1, "args": {"bytes": "4096"}}]})",
+      "huge");
+  ASSERT_EQ(huge.timeline.ops.size(), 2U);
+  EXPECT_EQ(huge.timeline.ops[0].bytes, 0);
+  EXPECT_EQ(huge.timeline.ops[1].bytes, 4096);
+}
+
 // Real (non-FSDP) traces of four Kineto vintages (tests/data/traces/hta/README.md): each imports,
 // every event is counted, and GPU work is recognised.
 TEST(KinetoImport, RealTracesOfSeveralVintagesImport) {

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -47,6 +48,13 @@ std::string lower(std::string_view s) {
 }
 
 /// Microseconds (fractional, Kineto's unit) to integer nanoseconds.
+// Kineto writes microseconds, since the epoch in older versions (about 1.8e15 us today). A time
+// beyond this bound (about 127 years) is not a profiler's.
+constexpr double kMaxTraceMicroseconds = 4e15;
+// A profiled window lasts seconds to minutes; a trace spanning more than this (about 11.6 days)
+// is refused, which keeps every sum of its times and durations far inside TimeNs.
+constexpr TimeNs kMaxTraceSpan = 1'000'000'000'000'000;
+
 TimeNs to_ns(double us) {
   return static_cast<TimeNs>(std::llround(us * 1000.0));
 }
@@ -65,18 +73,26 @@ std::string text(const json& e, const char* key) {
   return {};
 }
 
+/// An integer argument, or nothing when it is absent, not a number, or beyond ±2^53 (no count,
+/// size or id a profiler writes comes near; the bound keeps products with element sizes in range).
 std::optional<std::int64_t> integer_arg(const json& args, const char* key) {
+  constexpr double kLimit = 9007199254740992.0;  // 2^53
   const auto it = args.find(key);
   if (it == args.end()) return std::nullopt;
-  if (it->is_number()) return static_cast<std::int64_t>(it->get<double>());
-  if (it->is_string()) {
+  double value = 0;
+  if (it->is_number()) {
+    value = it->get<double>();
+  } else if (it->is_string()) {
     try {
-      return std::stoll(it->get<std::string>());
+      value = std::stod(it->get<std::string>());
     } catch (const std::exception&) {
       return std::nullopt;
     }
+  } else {
+    return std::nullopt;
   }
-  return std::nullopt;
+  if (!std::isfinite(value) || std::abs(value) > kLimit) return std::nullopt;
+  return static_cast<std::int64_t>(value);
 }
 
 std::optional<GpuClass> gpu_class(const std::string& cat, const std::string& name) {
@@ -164,7 +180,11 @@ class Importer {
       return;
     }
     if (ph != "X" || !ts) return;
-    const TimeNs start = to_ns(*ts), end = start + to_ns(number(e, "dur").value_or(0));
+    const double dur = number(e, "dur").value_or(0);
+    check_time(*ts, "ts");
+    check_time(dur, "dur");
+    const TimeNs start = to_ns(*ts), end = start + to_ns(dur);
+    note_span(std::min(start, end), std::max(start, end));
     if (auto cls = gpu_class(cat, name)) {
       gpu_event(*cls, start, end, e, args, name);
       return;
@@ -189,6 +209,28 @@ class Importer {
   ImportedTrace finish(const json& top);
 
  private:
+  /// Refuses a time no profiler writes, naming the event (0-based, in file order) and its key.
+  void check_time(double us, const char* key) const {
+    if (std::isfinite(us) && std::abs(us) <= kMaxTraceMicroseconds) return;
+    throw ValidationError({Problem{report_.file, fmt::format("traceEvents[{}].{}", report_.events - 1, key),
+                                   fmt::format("is {:g} us, out of range", us),
+                                   "microseconds within ±4e15 (Kineto's timestamps)"}});
+  }
+
+  void note_span(TimeNs first, TimeNs last) {
+    first_ = std::min(first_, first);
+    last_ = std::max(last_, last);
+  }
+
+  /// Refuses a trace whose events lie further apart than any profiled window.
+  void check_span() const {
+    if (first_ > last_ || last_ - first_ <= kMaxTraceSpan) return;
+    throw ValidationError({Problem{
+        report_.file, "traceEvents",
+        fmt::format("spans {}, from its first event to its last", format_duration(last_ - first_)),
+        fmt::format("a profiled window of at most {}", format_duration(kMaxTraceSpan))}});
+  }
+
   HostOverheads host_overheads() const;
 
   // Until a GPU event shows the trace is not CPU-only: what its CPU ops, gloo's collectives and
@@ -236,6 +278,7 @@ class Importer {
   }
 
   void memory_event(double ts, const json& args) {
+    check_time(ts, "ts");
     const auto device = integer_arg(args, "Device Id");
     const bool host = device && *device < 0;
     if (host && gpu_seen_) return;  // host memory beside a device's
@@ -244,6 +287,7 @@ class Importer {
     if (!allocated && !reserved) return;
     MemorySample m;
     m.time = to_ns(ts);
+    note_span(m.time, m.time);
     m.allocated = allocated.value_or(0);
     m.reserved = reserved.value_or(0);
     (host ? host_memory_ : memory_).push_back(std::move(m));
@@ -351,6 +395,8 @@ class Importer {
   std::vector<MemorySample> memory_;
   // A CPU-only trace's device work, kept until a GPU event is seen (host_event).
   bool gpu_seen_ = false;
+  TimeNs first_ = std::numeric_limits<TimeNs>::max();
+  TimeNs last_ = std::numeric_limits<TimeNs>::min();
   std::vector<CpuRange> cpu_ops_;
   std::vector<CollectiveIssue> issues_;
   std::vector<HostCollective> host_collectives_;
@@ -373,6 +419,7 @@ int uniform_group_size(const json& top) {
 }
 
 ImportedTrace Importer::finish(const json& top) {
+  check_span();
   ImportedTrace out;
   Timeline& t = out.timeline;
   ImportReport& report = out.report;
