@@ -4,6 +4,7 @@
 #include "shardscope/core/compare.hpp"
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/core/time_breakdown.hpp"
+#include "shardscope/traces/chrome_trace.hpp"
 #include "shardscope/traces/kineto_import.hpp"
 #include "shardscope/traces/rank_alignment.hpp"
 
@@ -11,15 +12,15 @@ namespace shardscope::cli {
 
 int run_import(const ImportArgs& args) {
   const std::vector<std::filesystem::path> inputs(args.traces.begin(), args.traces.end());
-  const std::vector<std::pair<std::string, std::string>> outputs{
-      {"--timeline", args.timeline_path}};
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--timeline", args.timeline_path},
+                                                                 {"--trace", args.trace_path}};
   check_output_paths(outputs, inputs);
   std::vector<traces::ImportedTrace> imported;
   for (const auto& path : args.traces) {
     if (args.traces.size() > 1) fmt::print(stderr, "reading {}\n", path);
     imported.push_back(traces::import_kineto(path));
   }
-  if (args.report || args.timeline_path.empty()) {
+  if (args.report || (args.timeline_path.empty() && args.trace_path.empty())) {
     for (const auto& i : imported) fmt::print("{}", traces::import_report_text(i.report));
   }
   std::vector<Timeline> ranks;
@@ -44,6 +45,13 @@ int run_import(const ImportArgs& args) {
                                    "the traces' ranks: " + have}});
   }
   if (!args.timeline_path.empty()) write_output(args.timeline_path, timeline_to_json(*chosen));
+  if (!args.trace_path.empty()) {
+    std::sort(ranks.begin(), ranks.end(), [](const Timeline& a, const Timeline& b) {
+      return a.provenance.rank < b.provenance.rank;
+    });
+    write_output(args.trace_path, traces::chrome_trace_json(ranks),
+                 " (open it in ui.perfetto.dev)");
+  }
   return kExitOk;
 }
 

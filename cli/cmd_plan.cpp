@@ -37,7 +37,7 @@ std::optional<sim::EmitTarget> emit_target(const PlanArgs& args, sim::PlanInputs
     return std::nullopt;
   }
   const std::string api(sim::emit_api(*target));
-  if (!args.api.empty() && args.api != "either" && args.api != api)
+  if (!args.api.empty() && args.api != "either" && api != "either" && args.api != api)
     problems.push_back(
         {"--api", args.api, fmt::format("--emit {} writes {} code", args.emit[0], api), api});
   if (args.nodes.size() > 1)
@@ -155,7 +155,7 @@ int emit(const PlanArgs& args, sim::EmitTarget target, const SizedPlan& p) {
   }
   write_output(args.emit[1],
                sim::emit_ranked(target, p.tree, args.scenario.path, p.space, p.result,
-                                args.emit_rank, args.command_line),
+                                args.emit_rank, args.command_line, args.emit[1]),
                fmt::format(" (plan #{} as {})", args.emit_rank, args.emit[0]));
   return kExitOk;
 }
@@ -170,10 +170,12 @@ int run_plan(const PlanArgs& args) {
                                       std::filesystem::path(args.scenario.path).parent_path());
   std::vector<Problem> problems;
   sim::PlanInputs inputs;
-  // The scenario's own API unless asked otherwise; an emit target decides it (its constraints).
-  inputs.api = !args.api.empty()   ? args.api
-               : args.emit.empty() ? std::string(to_string(base.fsdp.api))
-                                   : std::string("either");
+  // The scenario's own API unless asked otherwise; a code emit target decides it (its
+  // constraints). An emitted scenario keeps the scenario's API, as a plain plan does.
+  const bool code_target = !args.emit.empty() && args.emit[0] != "scenario";
+  inputs.api = !args.api.empty() ? args.api
+               : code_target     ? std::string("either")
+                                 : std::string(to_string(base.fsdp.api));
   // The global batch is fixed across cluster sizes: by default the scenario's own.
   inputs.global_batch_tokens = base.training.seq_len * base.training.micro_batch *
                                base.training.grad_accum * base.cluster.world_size();

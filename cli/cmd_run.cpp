@@ -205,7 +205,7 @@ int run_run(const RunArgs& args) {
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);
-  write_run_outputs(args.outputs, measured, result.timeline);
+  write_run_outputs(args.outputs, measured, result.timeline, result.other_ranks);
   return kExitOk;
 }
 

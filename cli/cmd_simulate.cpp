@@ -35,14 +35,17 @@ void print_profile_coverage(const Schedule& schedule, const DeviceProfile& profi
 }
 
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
-                       const Timeline& timeline) {
+                       const Timeline& timeline, std::span<const Timeline> other_ranks) {
   if (!outputs.json_path.empty())
     write_output(outputs.json_path, analysis::summary_to_json(summary));
   if (!outputs.timeline_path.empty())
     write_output(outputs.timeline_path, timeline_to_json(timeline));
-  if (!outputs.trace_path.empty())
-    write_output(outputs.trace_path, traces::chrome_trace_json(timeline),
+  if (!outputs.trace_path.empty()) {
+    std::vector<Timeline> ranks{timeline};
+    ranks.insert(ranks.end(), other_ranks.begin(), other_ranks.end());
+    write_output(outputs.trace_path, traces::chrome_trace_json(ranks),
                  " (open it in ui.perfetto.dev)");
+  }
 }
 
 void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,9 +182,10 @@ sim::PipelineResult simulate_input(const ScenarioArgs& input);
 /// "device profile: N of M compute ops fully measured ...".
 void print_profile_coverage(const Schedule& schedule, const DeviceProfile& profile);
 void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs);
-/// Writes the summary JSON, timeline and trace a run was asked for.
+/// Writes the summary JSON, timeline and trace a run was asked for; the trace has every rank
+/// given (one process each).
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
-                       const Timeline& timeline);
+                       const Timeline& timeline, std::span<const Timeline> other_ranks = {});
 
 /// Checks every output path before any work (ValidationError listing each problem): none may be
 /// the scenario file, another output, a directory, or in a missing or unwritable directory.
@@ -222,6 +224,7 @@ int run_compare(const CompareArgs& args);
 struct ImportArgs {
   std::vector<std::string> traces;  // one per rank of a run
   std::string timeline_path;        // --timeline
+  std::string trace_path;           // --trace: every rank
   int rank = -1;                    // --rank: the rank whose timeline to write (-1: the lowest)
   bool report = false;
 };

@@ -104,7 +104,8 @@ void add_run_output_args(CLI::App* cmd, RunOutputs& outputs, std::string_view ti
       ->type_name("FILE");
   cmd->add_option("--timeline", outputs.timeline_path, std::string(timeline_help))
       ->type_name("FILE");
-  cmd->add_option("--trace", outputs.trace_path, "write a Chrome/Perfetto trace")
+  cmd->add_option("--trace", outputs.trace_path,
+                  "write a Chrome/Perfetto trace (every rank of a threads job, one process each)")
       ->type_name("FILE");
 }
 
@@ -235,8 +236,8 @@ int main(int argc, char** argv) {
                    "fsdp.mixed_precision.param_dtype=bf16 (repeatable)")
       ->type_name("KEY=V1,V2");
   plan->add_option("--emit", plan_args.emit,
-                   "write the chosen plan as code: fsdp2 or fsdp1 (Python), torchtitan (TOML); the "
-                   "search keeps to what the target can express")
+                   "write the chosen plan as code: fsdp2 or fsdp1 (Python), torchtitan (TOML), "
+                   "with the search kept to what the target can express; or as a scenario (YAML)")
       ->expected(2)
       ->type_name("TARGET FILE");
   plan->add_option("--emit-rank", plan_args.emit_rank, "which ranked configuration --emit writes")
@@ -347,9 +348,13 @@ int main(int argc, char** argv) {
       ->add_option("--timeline", import_args.timeline_path,
                    "write the imported timeline (shardscope.timeline/3)")
       ->type_name("FILE");
+  import
+      ->add_option("--trace", import_args.trace_path,
+                   "write a Chrome/Perfetto trace of every rank (one process each, aligned)")
+      ->type_name("FILE");
   import->add_flag("--report", import_args.report,
                    "say what was recognised and what was imported as other (the default without "
-                   "--timeline)");
+                   "--timeline or --trace)");
 
   CalibrateArgs calibrate_args;
   auto* calibrate = app.add_subcommand(

@@ -169,6 +169,76 @@ ConfigTree parse_config_text(std::string_view text, const std::string& origin) {
   }
 }
 
+namespace {
+
+// A scalar as YAML text: plain where YAML reads it back as the same value, else JSON's quoting
+// (a YAML double-quoted scalar).
+std::string yaml_scalar(const ConfigTree& v) {
+  if (!v.is_string()) return v.dump();
+  const std::string& text = v.get_ref<const std::string&>();
+  const bool plain_chars =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '.' || c == '/' || c == '-' || c == '+';
+      });
+  if (plain_chars && yaml_to_json(YAML::Load(text), "") == v) return text;
+  return v.dump();
+}
+
+bool all_scalars(const ConfigTree& list) {
+  return std::none_of(list.begin(), list.end(),
+                      [](const ConfigTree& v) { return v.is_structured(); });
+}
+
+void write_yaml(const ConfigTree& v, int indent, std::string& out);
+
+// `prefix` then the value: inline for scalars and flow lists, else on the lines below.
+void write_yaml_entry(const std::string& prefix, const ConfigTree& v, int indent,
+                      std::string& out) {
+  out += prefix;
+  if (v.is_object() && !v.empty()) {
+    out += '\n';
+    write_yaml(v, indent + 2, out);
+  } else if (v.is_array() && !v.empty() && !all_scalars(v)) {
+    out += '\n';
+    write_yaml(v, indent + 2, out);
+  } else if (v.is_array()) {
+    std::string items;
+    for (const auto& item : v) items += (items.empty() ? "" : ", ") + yaml_scalar(item);
+    out += " [" + items + "]\n";
+  } else {
+    out += " " + (v.is_object() ? std::string("{}") : yaml_scalar(v)) + "\n";
+  }
+}
+
+void write_yaml(const ConfigTree& v, int indent, std::string& out) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (v.is_object()) {
+    for (const auto& [key, value] : v.items())
+      write_yaml_entry(pad + yaml_scalar(ConfigTree(key)) + ":", value, indent, out);
+  } else {
+    for (const auto& item : v) {
+      if (item.is_object() && !item.empty()) {
+        // "- first: 1" then the item's other keys under it.
+        std::string nested;
+        write_yaml(item, indent + 2, nested);
+        out += pad + "- " + nested.substr(static_cast<std::size_t>(indent) + 2);
+      } else {
+        write_yaml_entry(pad + "-", item, indent, out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string config_to_yaml(const ConfigTree& tree) {
+  std::string out;
+  if (!tree.is_structured() || tree.empty())
+    return yaml_scalar(tree.is_null() ? ConfigTree::object() : tree) + "\n";
+  write_yaml(tree, 0, out);
+  return out;
+}
+
 ConfigTree load_config_file(const std::filesystem::path& path) {
   const auto ext = path.extension().string();
   if (ext != ".yaml" && ext != ".yml" && ext != ".json") {

@@ -53,9 +53,12 @@ constexpr std::array kKeys{
                 .value_of = [](const Scenario& s) { return s.model.name; }},
     ScenarioKey{"model.family", K::choice, 0, 0, "", "transformer, custom", "",
                 "a transformer from its shape keys, or custom groups"},
-    ScenarioKey{"model.hf_config", K::text, 0, 0, "",
-                "a Hugging Face config.json path, relative to the scenario", "",
-                "a transformer read from a Hugging Face config.json"},
+    ScenarioKey{.path = "model.hf_config",
+                .type = K::text,
+                .choices = "a Hugging Face config.json path, relative to the scenario",
+                .default_value = "",
+                .models = "a transformer read from a Hugging Face config.json",
+                .names_a_file = true},
     ScenarioKey{"model.name", K::text, 0, 0, "", "a label", "the preset, family or file name",
                 "the model's name in reports"},
     ScenarioKey{"model.hidden", K::integer, 1, 262'144, "elements", "", "from the preset",
@@ -176,11 +179,14 @@ constexpr std::array kKeys{
                 "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
     ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "",
                 "from the preset", "achieved fraction of peak FLOP/s in attention"},
-    ScenarioKey{"cluster.gpu.device_profile", K::text, 0, 0, "",
-                "a device profile JSON (shardscope profile-device), relative to the scenario",
-                "none",
-                "kernel times measured on this GPU: the cost model uses them where the profile "
-                "has the kernel, the roofline elsewhere (--device-profile overrides it)"},
+    ScenarioKey{
+        .path = "cluster.gpu.device_profile",
+        .type = K::text,
+        .choices = "a device profile JSON (shardscope profile-device), relative to the scenario",
+        .default_value = "none",
+        .models = "kernel times measured on this GPU: the cost model uses them where the profile "
+                  "has the kernel, the roofline elsewhere (--device-profile overrides it)",
+        .names_a_file = true},
     ScenarioKey{"cluster.gpu.context_memory", K::bytes, 0, 0x1p36, "", "", "512 MiB",
                 "device memory outside PyTorch's allocator: the CUDA context with the kernels a "
                 "training step loads (nvidia-smi's process memory less "
@@ -221,10 +227,14 @@ constexpr std::array kKeys{
                 "CPU time of one FSDP pre/post hook"},
     ScenarioKey{"cluster.cpu.optimizer_bandwidth", K::bandwidth, 1e7, 1e12, "", "",
                 "from the preset", "bytes/s of the CPU optimizer step under CPU offload"},
-    ScenarioKey{"cluster.calibration", K::text, 0, 0, "",
-                "a calibration JSON (shardscope calibrate), relative to the scenario", "none",
-                "cost-model parameters fitted to measured runs: each one the file has replaces "
-                "the preset's and the model's value (--calibration overrides it)"},
+    ScenarioKey{.path = "cluster.calibration",
+                .type = K::text,
+                .choices = "a calibration JSON (shardscope calibrate), relative to the scenario",
+                .default_value = "none",
+                .models =
+                    "cost-model parameters fitted to measured runs: each one the file has replaces "
+                    "the preset's and the model's value (--calibration overrides it)",
+                .names_a_file = true},
     // ---------------------------------------------------------------- training
     ScenarioKey{"training", K::section, 0, 0, "", "", "", "one training step"},
     ScenarioKey{.path = "training.seq_len",

@@ -148,6 +148,7 @@ std::string timeline_to_json(const Timeline& t) {
         j["deps"] = Json(std::vector<std::int32_t>(o.deps.begin(), o.deps.end()));
         j["start_ns"] = o.start;
         j["end_ns"] = o.end;
+        if (o.issue_known()) j["issue_ns"] = Json::array({o.issue_start, o.issue_end});
         return j;
       },
       false);
@@ -345,6 +346,16 @@ class TimelineReader {
     o.start = json_integer<TimeNs>(j.at("start_ns"));
     o.end = json_integer<TimeNs>(j.at("end_ns"));
     if (o.end < o.start) problem(key, "ends before it starts");
+    if (const auto it = j.find("issue_ns"); it != j.end()) {
+      const auto issue = json_integers<TimeNs>(*it);
+      if (issue.size() != 2 || issue[0] < 0 || issue[1] < issue[0]) {
+        problem(key + ".issue_ns", "is not a launch call's span",
+                "[start_ns, end_ns] with 0 ≤ start_ns ≤ end_ns");
+      } else {
+        o.issue_start = issue[0];
+        o.issue_end = issue[1];
+      }
+    }
     if (o.stream < 0 || static_cast<std::size_t>(o.stream) >= t_.streams.size())
       problem(key + ".stream", fmt::format("stream {} does not exist", o.stream));
     check_id(key + ".group", o.group, t_.groups.size());

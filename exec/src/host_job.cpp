@@ -121,6 +121,8 @@ HostJobResult run_host_threads(const Schedule& s, const HostJobOptions& options)
     result.elements_checked += run.elements_checked;
   }
   result.timeline = std::move(runs[0].timeline);
+  for (std::size_t r = 1; r < runs.size(); ++r)
+    result.other_ranks.push_back(std::move(runs[r].timeline));
   return result;
 }
 

@@ -282,7 +282,7 @@ void PlanView::save_code() {
     write_text_file_atomic(
         path.toStdString(),
         sim::emit_ranked(target, tree_, file_, space_, *result_, static_cast<std::size_t>(rank) + 1,
-                         fmt::format("the GUI's Plan tab on {}", file_)));
+                         fmt::format("the GUI's Plan tab on {}", file_), path.toStdString()));
     status_->setText(QString("wrote %1 (plan #%2 as %3)")
                          .arg(path)
                          .arg(rank + 1)

@@ -487,7 +487,11 @@ class Engine {
       }
       const OpId id = by_stream[pick][head[pick]++];
       const OpRecord& rec = rec_[static_cast<std::size_t>(id)];
-      t.ops.push_back(timeline_op_of(s_, id, rec.start, rec.end));
+      TimelineOp& op = t.ops.emplace_back(timeline_op_of(s_, id, rec.start, rec.end));
+      if (!op_on_cpu_[static_cast<std::size_t>(id)]) {
+        op.issue_start = rec.issue;
+        op.issue_end = rec.issue + cost_[static_cast<std::size_t>(id)].cpu;
+      }
     }
     result_.timeline = std::move(t);
     result_.ops = std::move(rec_);

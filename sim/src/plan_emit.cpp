@@ -2,8 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
 #include "plan_emit_common.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/scenario_keys.hpp"
+#include "shardscope/sim/plan_space.hpp"
 
 namespace shardscope::sim {
 
@@ -11,6 +17,7 @@ std::optional<EmitTarget> parse_emit_target(std::string_view text) {
   if (text == "fsdp2") return EmitTarget::fsdp2;
   if (text == "fsdp1") return EmitTarget::fsdp1;
   if (text == "torchtitan") return EmitTarget::torchtitan;
+  if (text == "scenario") return EmitTarget::scenario;
   return std::nullopt;
 }
 
@@ -22,11 +29,14 @@ std::string_view to_string(EmitTarget target) {
       return "fsdp1";
     case EmitTarget::torchtitan:
       return "torchtitan";
+    case EmitTarget::scenario:
+      return "scenario";
   }
   return "fsdp2";
 }
 
 std::string_view emit_api(EmitTarget target) {
+  if (target == EmitTarget::scenario) return "either";
   return target == EmitTarget::fsdp1 ? "fsdp1" : "fsdp2";
 }
 
@@ -52,6 +62,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(E
               {"fsdp.reshard_after_forward", {"true", "false"}},
               {"fsdp.reshard_last_after_forward", {"false"}},
               {"allocator.expandable_segments", {"true"}}};
+    case EmitTarget::scenario:
+      return {};
   }
   return {};
 }
@@ -189,6 +201,8 @@ std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
 }  // namespace
 
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context) {
+  if (target == EmitTarget::scenario)
+    throw std::logic_error("emit_plan: a scenario is emitted from its tree (emit_scenario)");
   if (target == EmitTarget::torchtitan) return emit_torchtitan(scenario, context);
   const FsdpApi api = target == EmitTarget::fsdp1 ? FsdpApi::fsdp1 : FsdpApi::fsdp2;
   if (scenario.fsdp.api != api)
@@ -199,11 +213,55 @@ std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitCon
   return detail::emit_python(target, scenario, context);
 }
 
+std::string emit_scenario(const ConfigTree& tree, const std::string& file,
+                          const std::string& output, const std::string& configuration,
+                          const EmitContext& context) {
+  ConfigTree out = tree;
+  const auto from = std::filesystem::absolute(file).parent_path();
+  const auto to = std::filesystem::absolute(output).parent_path();
+  for (const ScenarioKey& key : scenario_keys()) {
+    if (!key.names_a_file) continue;
+    std::string pointer(key.path);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    pointer.insert(pointer.begin(), '/');
+    const nlohmann::json::json_pointer at(pointer);
+    if (!out.contains(at) || !out[at].is_string()) continue;
+    const std::filesystem::path path(out[at].get<std::string>());
+    if (path.is_relative())
+      out[at] = (from / path).lexically_normal().lexically_relative(to).string();
+  }
+  std::string text = fmt::format(
+      "# The scenario of plan #{} of `{}`,\n"
+      "# written by `shardscope plan --emit scenario` from {}:\n",
+      context.rank, context.command, file);
+  // The configuration, its "a=b" items a few to a line.
+  std::string line;
+  for (std::size_t at = 0; at < configuration.size();) {
+    const std::size_t comma = std::min(configuration.find(", ", at), configuration.size());
+    const std::string item = configuration.substr(at, comma - at);
+    if (!line.empty() && line.size() + item.size() > 90) {
+      text += "#   " + line + ",\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ", ";
+    line += item;
+    at = comma + 2;
+  }
+  text += "#   " + line + "\n#\n";
+  text += detail::prediction_lines(context, "# ");
+  text += "#\n# `shardscope simulate` on this file makes the same prediction.\n\n";
+  return text + config_to_yaml(out);
+}
+
 std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
                         const PlanSpace& space, const PlanResult& result, std::size_t rank,
-                        const std::string& command) {
+                        const std::string& command, const std::string& output) {
   const PlannedConfig& chosen = result.ranked.at(rank - 1);
   const EmitContext context{command, rank, chosen.summary, result.memory_budget};
+  if (target == EmitTarget::scenario) {
+    return emit_scenario(configuration_tree(base, space, chosen.index), file, output,
+                         configuration_text(space, decode(space, chosen.index)), context);
+  }
   return emit_plan(target, configuration_scenario(base, file, space, chosen.index), context);
 }
 

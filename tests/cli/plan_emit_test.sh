@@ -75,6 +75,36 @@ roundtrip fsdp1-knobs fsdp1 --fix fsdp.sharding_strategy=SHARD_GRAD_OP \
 roundtrip torchtitan-hsdp torchtitan --fix fsdp.mesh.shard=8 --fix fsdp.reshard_after_forward=false \
   --fix training.activation_checkpointing=every_2
 
+# `--emit scenario`: the emitted scenario, simulated as it is, makes the plan's prediction.
+scenario_roundtrip() {
+  local name=$1; shift
+  [[ -z $only || $only == "$name" ]] || return 0
+  mkdir -p "$tmp/$name.dir"
+  local file="$tmp/$name.dir/plan.yaml"
+  if ! "$bin" plan "$scenario" --top 1 "$@" --emit scenario "$file" --json "$tmp/$name.json" \
+      >"$tmp/$name.out" 2>&1 ||
+    ! "$bin" simulate "$file" --json "$tmp/$name.sim.json" >"$tmp/$name.sim" 2>&1; then
+    echo "FAIL $name"; cat "$tmp/$name.out" "$tmp/$name.sim" 2>/dev/null; failed=$((failed + 1))
+    return
+  fi
+  local verdict
+  verdict=$(python3 - "$tmp/$name.json" "$tmp/$name.sim.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["ranked"][0]
+sim = json.load(open(sys.argv[2]))
+got = (sim["step_time_s"], sim["peak_memory"]["reserved_bytes"])
+want = (plan["step_time_s"], plan["peak_reserved_bytes"])
+print("same" if got == want else f"plan {want}, emitted scenario {got}")
+PY
+)
+  if [[ $verdict == same ]]; then
+    echo "ok   $name"; passed=$((passed + 1))
+  else
+    echo "FAIL $name: $verdict"; failed=$((failed + 1))
+  fi
+}
+scenario_roundtrip scenario-best
+
 # What a target cannot express is refused before any search.
 if [[ -n $only && $only != emit-refuses ]]; then
   :

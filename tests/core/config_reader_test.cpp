@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <filesystem>
 
 namespace shardscope {
 namespace {
@@ -15,6 +16,24 @@ TEST(ConfigTree, YamlScalarsKeepTheirTypes) {
   EXPECT_TRUE(t["d"].is_string());
   EXPECT_TRUE(t["e"].is_string());  // quoted stays a string
   EXPECT_TRUE(t["f"].is_null());
+}
+
+// config_to_yaml (what `plan --emit scenario` writes) reads back as the tree it was made of: every
+// example scenario, and strings YAML would read as something else.
+TEST(ConfigTree, WrittenYamlReadsBackAsTheSameTree) {
+  std::vector<ConfigTree> trees;
+  for (const auto& entry : std::filesystem::directory_iterator(SHARDSCOPE_EXAMPLES_DIR)) {
+    if (entry.path().extension() == ".yaml") trees.push_back(load_config_file(entry.path()));
+  }
+  ASSERT_GE(trees.size(), 5U);
+  trees.push_back(parse_config_text(R"({"a": "true", "b": "1e3", "c": "", "d": "x: y", "e": "-",
+      "f": "null", "g": [{"h": 1, "i": [1, 2.5, "s"]}, {"j": {}}], "k": [], "l": {"m": -0.1},
+      "n": "two words", "o": "#", "p": [[1, 2], ["q"]], "r": "yes", "s": "80GiB"})",
+                                    "tricky"));
+  for (const ConfigTree& tree : trees) {
+    const std::string yaml = config_to_yaml(tree);
+    EXPECT_EQ(parse_config_text(yaml, "written"), tree) << yaml;
+  }
 }
 
 TEST(ConfigTree, SyntaxErrorsNameTheLine) {

@@ -26,6 +26,8 @@ Timeline sample() {
   t.ops[0].label = 0;
   t.ops[1].flops = 1.5e12;
   t.ops[1].deps = {0};
+  t.ops[1].issue_start = 2;  // its launch call; op 0's was not seen
+  t.ops[1].issue_end = 6;
   t.memory = {{0, 100, 2 * kMiB, no_categories(), kNone}, {35, 200, 2 * kMiB, no_categories(), 1}};
   t.peaks = peaks_from_samples(t);
   t.memory_capacity = 80 * kGiB;
@@ -45,6 +47,9 @@ TEST(TimelineIo, RoundTripsByteForByte) {
   EXPECT_EQ(back.end_time(), 85);
   EXPECT_EQ(op_label(back, back.ops[0]), "attention");
   EXPECT_EQ(back.ops[1].deps.size(), 1u);
+  EXPECT_FALSE(back.ops[0].issue_known());
+  EXPECT_EQ(back.ops[1].issue_start, 2);
+  EXPECT_EQ(back.ops[1].issue_end, 6);
   EXPECT_DOUBLE_EQ(back.ops[1].flops, 1.5e12);
   EXPECT_EQ(back.provenance.rank, 1);
   EXPECT_EQ(back.facts.tokens_per_iteration, 4096);
@@ -103,6 +108,13 @@ TEST(TimelineIo, RejectsMalformedOps) {
   text.replace(pos, 11, "\"end_ns\":5");
   EXPECT_THROW(timeline_from_json(text), ValidationError);
   EXPECT_THROW(timeline_from_json(R"({"schema": "shardscope.schedule/1"})"), ValidationError);
+  for (const char* bad : {"[6,2]", "[-1,2]", "[2]", "[2,6,7]"}) {
+    std::string launch = timeline_to_json(sample());
+    const auto at = launch.find("\"issue_ns\":[2,6]");
+    ASSERT_NE(at, std::string::npos);
+    launch.replace(at + 11, 5, bad);
+    EXPECT_THROW(timeline_from_json(launch), ValidationError) << bad;
+  }
 }
 
 TEST(TimelineIo, RejectsDanglingLabelsAndNegativeDependencies) {

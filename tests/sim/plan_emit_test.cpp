@@ -1,15 +1,21 @@
 // Every knob the planner searches reaches the code `plan --emit` writes: for each target, two
 // values of a searched key the target can express give two different files. A knob added to the
-// key table's search that an emitter does not spell fails here.
+// key table's search that an emitter does not spell fails here. And an emitted scenario simulates
+// to the plan's own prediction.
 #include "shardscope/sim/plan_emit.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
+#include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/output_file.hpp"
 #include "shardscope/core/scenario_keys.hpp"
+#include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/plan_space.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -51,6 +57,61 @@ TEST(PlanEmit, EverySearchedKnobChangesTheEmittedCode) {
     }
     EXPECT_GT(knobs, 0);
   }
+}
+
+// `plan --emit scenario`: the chosen configuration as a scenario file that simulates to exactly
+// the plan's prediction.
+TEST(PlanEmit, AnEmittedScenarioSimulatesToThePlansPrediction) {
+  const std::string file = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
+  const ConfigTree tree = load_config_file(file);
+  const Scenario base = load_scenario(file);
+  PlanInputs inputs;
+  inputs.api = "either";
+  inputs.fixed = {{"training.loss", "fused"},
+                  {"fsdp.forward_prefetch_modules", "0"},
+                  {"fsdp.backward_prefetch_modules", "1"},
+                  {"fsdp.separate_reduce_scatter_group", "false"},
+                  {"fsdp.wrap.blocks_per_group", "1"},
+                  {"fsdp.mixed_precision.param_dtype", "bf16"},
+                  {"fsdp.mixed_precision.reduce_dtype", "fp32"},
+                  {"allocator.expandable_segments", "true"}};
+  const PlanSpace space = default_plan_space(base, inputs);
+  PlanOptions options;
+  options.top = 2;
+  options.memory_budget = plan_capacity(base);
+  const PlanResult result = plan(tree, file, space, options);
+  ASSERT_EQ(result.ranked.size(), 2U);
+
+  const auto dir = std::filesystem::temp_directory_path() / "shardscope-emit-scenario";
+  std::filesystem::create_directories(dir);
+  for (std::size_t rank : {1U, 2U}) {
+    const auto out = dir / fmt::format("plan{}.yaml", rank);
+    const std::string text =
+        emit_ranked(EmitTarget::scenario, tree, file, space, result, rank, "test", out.string());
+    EXPECT_TRUE(text.starts_with(fmt::format("# The scenario of plan #{} of `test`", rank)));
+    write_text_file_atomic(out.string(), text);
+    const auto again = simulate_scenario(load_scenario(out));
+    const auto& planned = result.ranked[rank - 1].summary;
+    EXPECT_EQ(again.summary.step_time, planned.step_time) << text;
+    EXPECT_EQ(again.summary.peak_reserved, planned.peak_reserved);
+    EXPECT_EQ(again.scenario.fsdp.api,
+              configuration_scenario(tree, file, space, result.ranked[rank - 1].index).fsdp.api);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A key naming a file relative to the scenario names the same file from where the emitted
+// scenario is written; absolute paths stay.
+TEST(PlanEmit, AnEmittedScenarioFindsItsFilesFromWhereItIsWritten) {
+  const ConfigTree tree = parse_config_text(
+      "cluster: {calibration: cal/c.json, gpu: {device_profile: /abs/p.json}}\n"
+      "model: {hf_config: ../hf/config.json}\n",
+      "t");
+  const std::string text = emit_scenario(tree, "/w/a/b/s.yaml", "/w/a/out/plan.yaml", "x", {});
+  const ConfigTree back = parse_config_text(text, "emitted");
+  EXPECT_EQ(back["cluster"]["calibration"], "../b/cal/c.json");
+  EXPECT_EQ(back["cluster"]["gpu"]["device_profile"], "/abs/p.json");
+  EXPECT_EQ(back["model"]["hf_config"], "../hf/config.json");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct CpuRange {
 struct Launch {
   int thread = 0;
   TimeNs time = 0;
+  TimeNs end = -1;  // when the launch call returned (-1: no launch call, as in a CPU-only trace)
 };
 
 // What a piece of device work is, from its category and name.

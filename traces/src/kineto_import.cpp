@@ -192,7 +192,7 @@ class Importer {
     if (!gpu_seen_) host_event(cat, name, start, end, e, args);
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") {
       const int thread = thread_of(e);
-      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread, start};
+      if (auto c = integer_arg(args, "correlation")) launches_[*c] = {thread, start, end};
       // cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel, ...: the host cost of one launch.
       if (name.find("Launch") != std::string::npos)
         launch_calls_.push_back({start, end, thread, 0});
@@ -212,9 +212,10 @@ class Importer {
   /// Refuses a time no profiler writes, naming the event (0-based, in file order) and its key.
   void check_time(double us, const char* key) const {
     if (std::isfinite(us) && std::abs(us) <= kMaxTraceMicroseconds) return;
-    throw ValidationError({Problem{report_.file, fmt::format("traceEvents[{}].{}", report_.events - 1, key),
-                                   fmt::format("is {:g} us, out of range", us),
-                                   "microseconds within ±4e15 (Kineto's timestamps)"}});
+    throw ValidationError(
+        {Problem{report_.file, fmt::format("traceEvents[{}].{}", report_.events - 1, key),
+                 fmt::format("is {:g} us, out of range", us),
+                 "microseconds within ±4e15 (Kineto's timestamps)"}});
   }
 
   void note_span(TimeNs first, TimeNs last) {
@@ -530,6 +531,10 @@ ImportedTrace Importer::finish(const json& top) {
         launch = it->second;
     }
     if (!launch) ++report.gpu_ops_without_launch;
+    if (launch && launch->end >= launch->time && launch->time >= base) {
+      op.issue_start = launch->time - base;
+      op.issue_end = launch->end - base;
+    }
     op.iteration = iteration_at(launch ? launch->time : w.start);
     Phase phase = Phase::forward;
     const LaunchContext* context = nullptr;

@@ -24,6 +24,11 @@ ConfigTree parse_config_text(std::string_view text, const std::string& origin);
 /// Reads a .yaml/.yml/.json file. Throws ValidationError when unreadable or malformed.
 ConfigTree load_config_file(const std::filesystem::path& path);
 
+/// The tree as block-style YAML that parse_config_text reads back to the same tree: maps as
+/// `key: value` lines (keys in the tree's order), lists of scalars in flow style, strings quoted
+/// wherever YAML would read them as something else.
+std::string config_to_yaml(const ConfigTree& tree);
+
 /// Applies one "dotted.key=value" assignment (list items as `groups.2.params` or
 /// `groups[2].params`). The value is parsed as YAML, so `true`, `2`, `bf16`, `[1, 2]` keep their
 /// types. A malformed assignment adds a Problem instead of throwing.

@@ -67,6 +67,7 @@ struct ScenarioKey {
   // The key's value in a read scenario, as a scenario file spells it; set for offered keys.
   std::string (*value_of)(const Scenario&) = nullptr;
   KeySearch search = {};
+  bool names_a_file = false;  // text naming a file, relative to the scenario's folder
 };
 
 /// The whole table, sections before their keys, in the order of docs/scenario.md.

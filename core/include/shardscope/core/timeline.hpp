@@ -29,8 +29,14 @@ struct TimelineOp {
   IdList deps;      // schedule op ids (TimelineOp::op) this op waited for
   TimeNs start = 0;
   TimeNs end = 0;
+  // When the CPU issued this device op (its launch call) and when that call returned. Unknown
+  // (-1) where the producer did not see it, and for ops on a CPU stream, which run where they are
+  // issued: their span is start..end.
+  TimeNs issue_start = -1;
+  TimeNs issue_end = -1;
 
   TimeNs duration() const { return end - start; }
+  bool issue_known() const { return issue_start >= 0; }
 };
 
 struct MemorySample {

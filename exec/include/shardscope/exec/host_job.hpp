@@ -38,6 +38,7 @@ struct RankStep {
 
 struct HostJobResult {
   Timeline timeline;                     // rank 0's (the rank this process reports)
+  std::vector<Timeline> other_ranks;     // ranks 1.. of a threads job (a process job: none)
   std::vector<RankStep> ranks;           // every rank's, by rank (rank 0 of a process job)
   std::int64_t collectives_checked = 0;  // on this process's ranks
   std::int64_t elements_checked = 0;

@@ -6,7 +6,9 @@
 //    the loss and a train step with gradient accumulation;
 //  * fsdp1: the same around the FullyShardedDataParallel constructor (sharding strategy, device
 //    mesh, ModuleWrapPolicy, MixedPrecision, CPUOffload, prefetch, limit_all_gathers);
-//  * torchtitan: the TOML job-config keys (torchtitan/config/job_config.py).
+//  * torchtitan: the TOML job-config keys (torchtitan/config/job_config.py);
+//  * scenario: the plan's scenario with the configuration applied, as a scenario YAML that
+//    `shardscope simulate` reads back to the same prediction (any API; no constraints).
 //
 // Every searched knob appears once, as a literal in a call or a module-level constant the code
 // uses, so a reader (tests/cli/plan_readback.py) recovers the configuration from the code itself.
@@ -27,12 +29,12 @@
 
 namespace shardscope::sim {
 
-enum class EmitTarget { fsdp2, fsdp1, torchtitan };
-inline constexpr std::string_view kEmitTargetNames = "fsdp2, fsdp1, torchtitan";
+enum class EmitTarget { fsdp2, fsdp1, torchtitan, scenario };
+inline constexpr std::string_view kEmitTargetNames = "fsdp2, fsdp1, torchtitan, scenario";
 std::optional<EmitTarget> parse_emit_target(std::string_view text);
 std::string_view to_string(EmitTarget target);
 
-/// The FSDP API a target uses.
+/// The FSDP API a target's code uses ("either" for a scenario, which can say both).
 std::string_view emit_api(EmitTarget target);
 
 /// The choices a target can express, as --allow narrowings of the plan space (key, values).
@@ -52,11 +54,19 @@ struct EmitContext {
 /// outside emit_constraints).
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context);
 
-/// The code for ranked configuration `rank` (1-based, within result.ranked) of a plan of `space`
-/// over `base`, the scenario tree read as `file`: its scenario, its prediction and the budget;
-/// `command` is what made the plan (EmitContext::command).
+/// A configuration's scenario tree as a YAML file to be written at `output`: a header with the
+/// command, the configuration and the prediction, then the tree. Keys naming a file relative to
+/// the scenario (ScenarioKey::names_a_file) are rewritten relative to `output`'s folder, where
+/// they were relative to `file`'s.
+std::string emit_scenario(const ConfigTree& tree, const std::string& file,
+                          const std::string& output, const std::string& configuration,
+                          const EmitContext& context);
+
+/// The file for ranked configuration `rank` (1-based, within result.ranked) of a plan of `space`
+/// over `base`, the scenario tree read as `file`, to be written at `output`: its scenario, its
+/// prediction and the budget; `command` is what made the plan (EmitContext::command).
 std::string emit_ranked(EmitTarget target, const ConfigTree& base, const std::string& file,
                         const PlanSpace& space, const PlanResult& result, std::size_t rank,
-                        const std::string& command);
+                        const std::string& command, const std::string& output);
 
 }  // namespace shardscope::sim
