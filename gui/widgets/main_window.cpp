@@ -116,7 +116,8 @@ MainWindow::MainWindow(QWidget* parent)
   split->setStretchFactor(1, 1);
   split->setSizes({400, 1200});  // the settings at their width, the rest to the plots
   setCentralWidget(split);
-  memory_->set_left_margin(TimelineWidget::kLabelWidth);  // the plot area under the lanes
+  // The plot area under the lanes.
+  memory_->set_margins(TimelineWidget::kLabelWidth, TimelineWidget::kRightMargin);
 
   auto* file = menuBar()->addMenu("&File");
   file->addAction("Open scenario…", this, [this] {
@@ -328,12 +329,7 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   statusBar()->showMessage(QString::fromStdString(
       fmt::format("{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
                   format_duration(s.step_time), analysis::throughput_text(s.tokens_per_s_per_gpu),
-                  analysis::bytes_text(s.peak_reserved),
-                  s.fit == analysis::Fit::fits && s.tight
-                      ? fmt::format("fits tightly: {} free", analysis::bytes_text(s.headroom))
-                  : s.fit == analysis::Fit::fits         ? std::string("fits")
-                  : s.fit == analysis::Fit::does_not_fit ? std::string("does not fit")
-                                                         : std::string("fit unknown"))));
+                  analysis::bytes_text(s.peak_reserved), analysis::fit_text(s))));
 }
 
 void MainWindow::update_metrics() {
@@ -388,12 +384,16 @@ void MainWindow::show_reference() {
   memory_->set_reference(other, QString::fromStdString(other_name));
   const auto& s = measured ? comparison_->b : comparison_->a;
   const auto& own = measured ? comparison_->a : comparison_->b;
+  // Each run's fit beside its step time: a baseline that does not fit is no baseline to beat.
   reference_label_->setText(QString::fromStdString(fmt::format(
-      "{}: {} ({}), step {} ({} against {})", other_name, other->name, other->source,
-      format_duration(s.step_time),
-      analysis::format_metric_delta(ns_to_s(s.step_time - own.step_time), "s"), own_name)));
+      "{}: {} ({}), step {} ({} against {}), peak reserved {}: {}", other_name, other->name,
+      other->source, format_duration(s.step_time),
+      analysis::format_metric_delta(ns_to_s(s.step_time - own.step_time), "s"), own_name,
+      analysis::bytes_text(s.peak_reserved), analysis::fit_text(s))));
   current_label_->setText(QString::fromStdString(fmt::format(
-      "{}: {} ({}), step {}", own_name, own.name, own.source, format_duration(own.step_time))));
+      "{}: {} ({}), step {}, peak reserved {}: {}", own_name, own.name, own.source,
+      format_duration(own.step_time), analysis::bytes_text(own.peak_reserved),
+      analysis::fit_text(own))));
   current_label_->setVisible(true);
   if (!box->isVisible()) {
     box->setVisible(true);
@@ -418,6 +418,14 @@ void MainWindow::load_configuration(ConfigTree tree, const QString& description)
 void MainWindow::show_sweep_tab() {
   tabs_->setCurrentWidget(sweep_);
   right_->setSizes({0, 150, 250, 600});
+}
+
+QString MainWindow::reference_caption() const {
+  return reference_label_->text();
+}
+
+QString MainWindow::current_caption() const {
+  return current_label_->text();
 }
 
 void MainWindow::pin_baseline() {

@@ -58,6 +58,9 @@ class MainWindow : public QMainWindow {
   TimelineWidget* reference_timeline() const { return reference_view_; }
   /// The comparison of the stacked runs (A: baseline or simulation; B: current or measured).
   const analysis::Comparison* comparison() const { return comparison_ ? &*comparison_ : nullptr; }
+  /// The captions over two stacked runs: the reference's (upper) and the current run's.
+  QString reference_caption() const;
+  QString current_caption() const;
   MemoryChart* memory_chart() const { return memory_; }
   SettingsPanel* settings() const { return settings_; }
   SweepView* sweep_view() const { return sweep_; }

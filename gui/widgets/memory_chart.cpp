@@ -1,5 +1,7 @@
 #include "memory_chart.hpp"
 
+#include "chart_axes.hpp"
+
 #include <QAreaSeries>
 #include <QChart>
 #include <QLineSeries>
@@ -30,15 +32,16 @@ QColor category_color(std::size_t c) {
   return kColors[c % std::size(kColors)];
 }
 
-double gib(Bytes b) {
-  return static_cast<double>(b) / static_cast<double>(kGiB);
+Bytes allocated_of(const MemorySample& m) {
+  return m.allocated;
 }
-double allocated_gib(const MemorySample& m) {
-  return gib(m.allocated);
+Bytes reserved_of(const MemorySample& m) {
+  return m.reserved;
 }
-double reserved_gib(const MemorySample& m) {
-  return gib(m.reserved);
-}
+
+// A capacity line far above the run (a run of MiB on an 80 GiB GPU) would flatten the run to
+// nothing: the axis then follows the run alone and the legend gives the capacity.
+constexpr double kCapacityOnScale = 0.25;  // of the capacity: the run's top from which it is drawn
 
 // The samples in [from, to], plus the one in force at `from`.
 std::vector<MemorySample> window_of(const Timeline& t, TimeNs from, TimeNs to) {
@@ -82,6 +85,13 @@ Bytes peak_allocated(const Timeline& t) {
   return peak;
 }
 
+// The highest memory a run shows: its peak allocated and every reserved sample.
+Bytes highest(const Timeline& t) {
+  Bytes top = peak_allocated(t);
+  for (const auto& m : t.memory) top = std::max(top, m.reserved);
+  return top;
+}
+
 }  // namespace
 
 MemoryChart::MemoryChart(QWidget* parent) : QChartView(new QChart(), parent) {
@@ -112,8 +122,9 @@ void MemoryChart::clear_chart() {
   legend_.clear();
 }
 
-void MemoryChart::set_left_margin(int px) {
-  left_margin_ = px;
+void MemoryChart::set_margins(int left_px, int right_px) {
+  left_margin_ = left_px;
+  right_margin_ = right_px;
   place_plot_area();
 }
 
@@ -136,7 +147,7 @@ int MemoryChart::legend_rows() const {
 void MemoryChart::place_plot_area() {
   const double w = viewport()->width(), h = viewport()->height();
   const double bottom = kTimeAxisBand + legend_rows() * kLegendRow + 4;
-  chart()->setPlotArea(QRectF(left_margin_, kTop, std::max(1.0, w - left_margin_),
+  chart()->setPlotArea(QRectF(left_margin_, kTop, std::max(1.0, w - left_margin_ - right_margin_),
                               std::max(1.0, h - kTop - bottom)));
 }
 
@@ -164,7 +175,7 @@ void MemoryChart::set_reference(const Timeline* reference, const QString& name) 
 }
 
 void MemoryChart::add_step_line(const std::vector<const MemorySample*>& samples,
-                                const QString& name, double (*value)(const MemorySample&),
+                                const QString& name, Bytes (*value)(const MemorySample&),
                                 const QPen& pen) {
   auto* s = new QLineSeries;
   s->setName(name);
@@ -173,7 +184,7 @@ void MemoryChart::add_step_line(const std::vector<const MemorySample*>& samples,
   points.reserve(2 * static_cast<qsizetype>(samples.size()));
   for (const auto* m : samples) {
     points.append({unit_.of(m->time), prev});
-    prev = value(*m);
+    prev = in_unit(value(*m));
     points.append({unit_.of(m->time), prev});
   }
   s->replace(points);
@@ -194,13 +205,23 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   clear_chart();
   x_ = new QValueAxis;
   y_ = new QValueAxis;
-  y_->setTitleText("memory (GiB)");
   c->addAxis(x_, Qt::AlignBottom);
   c->addAxis(y_, Qt::AlignLeft);
   if (!t || t->memory.empty()) {
     place_plot_area();
     return;
   }
+  // The memory unit and range follow the run (and the reference), the capacity where it is near.
+  Bytes top = highest(*t);
+  if (reference_ && !reference_->memory.empty()) top = std::max(top, highest(*reference_));
+  const bool capacity_on_scale =
+      t->memory_capacity > 0 &&
+      static_cast<double>(top) >= kCapacityOnScale * static_cast<double>(t->memory_capacity);
+  if (capacity_on_scale) top = std::max(top, t->memory_capacity);
+  const MemoryUnit unit = memory_unit_for(top);
+  memory_unit_ = unit.name;
+  bytes_per_unit_ = unit.bytes;
+  y_->setTitleText(QString("memory (%1)").arg(memory_unit_));
   const auto categories = all_buffer_categories();
   const auto window = window_of(*t, from, to);
   const auto samples = decimate(window, 400);
@@ -220,7 +241,7 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
       for (std::size_t k = 0; k <= cat && k < m->by_category.size(); ++k)
         cumulative += m->by_category[k];
       points.append({unit_.of(m->time), prev});
-      prev = gib(cumulative);
+      prev = in_unit(cumulative);
       points.append({unit_.of(m->time), prev});
     }
     upper->replace(points);
@@ -235,37 +256,41 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
     legend_.push_back({name, category_color(cat), Qt::NoPen});
     lower = upper;
   }
-  add_step_line(samples, "reserved", &reserved_gib, QPen(Qt::black, 2));
-  double y_top = std::max(gib(t->memory_capacity), gib(peak_allocated(*t)));
+  add_step_line(samples, "reserved", &reserved_of, QPen(Qt::black, 2));
   if (reference_ && !reference_->memory.empty()) {
     const auto other_window = window_of(*reference_, from, to);
     const auto other = decimate(other_window, 400);
-    add_step_line(other, reference_name_ + " allocated", &allocated_gib,
+    add_step_line(other, reference_name_ + " allocated", &allocated_of,
                   QPen(kReferenceColor, 2, Qt::DashLine));
-    add_step_line(other, reference_name_ + " reserved", &reserved_gib,
+    add_step_line(other, reference_name_ + " reserved", &reserved_of,
                   QPen(kReferenceColor.darker(140), 2, Qt::DotLine));
-    y_top = std::max(y_top, gib(peak_allocated(*reference_)));
-    for (const auto& m : reference_->memory) y_top = std::max(y_top, gib(m.reserved));
   }
-  for (const auto& m : t->memory) y_top = std::max(y_top, gib(m.reserved));
   const double end = unit_.of(std::max(to, t->end_time()));
-  auto* capacity = new QLineSeries;
-  capacity->setName("GPU capacity");
-  capacity->append(0, gib(t->memory_capacity));
-  capacity->append(end, gib(t->memory_capacity));
-  capacity->setPen(QPen(QColor(200, 0, 0), 2, Qt::DashLine));
-  c->addSeries(capacity);
-  capacity->attachAxis(x_);
-  capacity->attachAxis(y_);
-  legend_.push_back({"GPU capacity", QColor(200, 0, 0), Qt::DashLine});
+  if (capacity_on_scale) {
+    auto* capacity = new QLineSeries;
+    capacity->setName("GPU capacity");
+    capacity->append(0, in_unit(t->memory_capacity));
+    capacity->append(end, in_unit(t->memory_capacity));
+    capacity->setPen(QPen(QColor(200, 0, 0), 2, Qt::DashLine));
+    c->addSeries(capacity);
+    capacity->attachAxis(x_);
+    capacity->attachAxis(y_);
+    legend_.push_back({"GPU capacity", QColor(200, 0, 0), Qt::DashLine});
+  } else if (t->memory_capacity > 0) {
+    legend_.push_back({QString("GPU capacity %1, far above (not drawn)")
+                           .arg(QString::fromStdString(format_bytes(t->memory_capacity))),
+                       QColor(200, 0, 0), Qt::DashLine});
+  }
   // The peak over the whole timeline, not the window.
   const auto peak = std::max_element(
       t->memory.begin(), t->memory.end(),
       [](const MemorySample& a, const MemorySample& b) { return a.allocated < b.allocated; });
-  peak_ = QPointF(unit_.of(peak->time), gib(peak->allocated));
+  peak_ = QPointF(unit_.of(peak->time), in_unit(peak->allocated));
   peak_marker_ = new QScatterSeries;
   const QString peak_name =
-      peak_label_.isEmpty() ? QString("peak %1 GiB").arg(peak_.y(), 0, 'f', 2) : peak_label_;
+      peak_label_.isEmpty()
+          ? QString("peak %1 %2").arg(peak_.y(), 0, 'f', 2).arg(memory_unit_)
+          : peak_label_;
   peak_marker_->setName(peak_name);
   peak_marker_->setMarkerSize(12);
   peak_marker_->setColor(QColor(255, 0, 0));
@@ -279,15 +304,8 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
   c->addSeries(cursor_);
   cursor_->attachAxis(x_);
   cursor_->attachAxis(y_);
-  // Memory ticks at 1, 2 or 5 × 10^k GiB, about five of them.
-  y_max_ = y_top * 1.05;
-  const double step = nice_step(y_max_ / 5);
-  y_->setTickType(QValueAxis::TicksDynamic);
-  y_->setTickAnchor(0);
-  y_->setTickInterval(step);
-  y_->setLabelFormat(
-      QString("%.%1f").arg(std::max(0, -static_cast<int>(std::floor(std::log10(step))))));
-  y_->setRange(0, y_max_);
+  set_round_ticks(y_, in_unit(top));
+  y_max_ = y_->max();
   place_plot_area();  // the legend's rows may have changed
 }
 

@@ -42,10 +42,14 @@ class MemoryChart : public QChartView {
   void set_reference(const Timeline* reference, const QString& name = {});
   void set_view(qint64 start_ns, qint64 end_ns);
   void set_cursor_time(qint64 time_ns);
-  /// Where the peak marker is, in chart coordinates (time in the axis unit, GiB); for tests.
+  /// Where the peak marker is, in chart coordinates (time and memory in the axes' units); for
+  /// tests.
   QPointF peak_point() const { return peak_; }
-  /// Left edge of the plot area in widget pixels, to align with the timeline's lanes.
-  void set_left_margin(int px);
+  /// Left edge of the plot area and room right of it, in widget pixels, to align with the
+  /// timeline's lanes.
+  void set_margins(int left_px, int right_px);
+  /// The memory axis's unit: GiB, MiB or KiB, whichever keeps the run's peak at 1 or more.
+  const QString& memory_unit() const { return memory_unit_; }
   /// The time axis as drawn: its unit, tick interval (in that unit) and range; for tests.
   const QValueAxis* time_axis() const { return x_; }
   const QValueAxis* memory_axis() const { return y_; }
@@ -61,7 +65,8 @@ class MemoryChart : public QChartView {
  private:
   void build(TimeNs from, TimeNs to);
   void add_step_line(const std::vector<const MemorySample*>& samples, const QString& name,
-                     double (*value)(const MemorySample&), const QPen& pen);
+                     Bytes (*value)(const MemorySample&), const QPen& pen);
+  double in_unit(Bytes b) const { return static_cast<double>(b) / bytes_per_unit_; }
   void place_plot_area();
   /// Ticks every `step` (a whole number of the current unit) over [start, end].
   void set_time_ticks(TimeNs start, TimeNs end, TimeNs step);
@@ -79,6 +84,9 @@ class MemoryChart : public QChartView {
   TimeNs view_start_ = 0, view_end_ = 1;
   TimeUnit unit_{"ms", kNsPerMs};
   int left_margin_ = 98;
+  int right_margin_ = 0;
+  QString memory_unit_ = "GiB";
+  double bytes_per_unit_ = static_cast<double>(kGiB);
   QValueAxis* x_ = nullptr;
   QValueAxis* y_ = nullptr;
   QLineSeries* cursor_ = nullptr;

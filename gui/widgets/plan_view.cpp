@@ -41,7 +41,8 @@ PlanView::PlanView(BaseProvider base, QWidget* parent)
       save_(new QPushButton("Save as code…")),
       progress_(new QProgressBar),
       status_(new QLabel),
-      table_(new QTableWidget) {
+      table_(new QTableWidget),
+      detail_(new QLabel) {
   target_->addItem("FSDP2 or FSDP1", "either");
   target_->addItem("FSDP2 (fully_shard)", "fsdp2");
   target_->addItem("FSDP1 (FullyShardedDataParallel)", "fsdp1");
@@ -83,7 +84,10 @@ PlanView::PlanView(BaseProvider base, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(inputs);
   layout->addWidget(table_, 1);
+  layout->addWidget(detail_);
   layout->addLayout(actions);
+  detail_->setWordWrap(true);
+  detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   table_->setColumnCount(static_cast<int>(kColumns.size()));
   table_->setHorizontalHeaderLabels(kColumns);
@@ -102,6 +106,26 @@ PlanView::PlanView(BaseProvider base, QWidget* parent)
   connect(table_, &QTableWidget::cellDoubleClicked, this,
           [this](int clicked, int) { load(static_cast<std::size_t>(clicked)); });
   connect(save_, &QPushButton::clicked, this, [this] { save_code(); });
+  connect(table_, &QTableWidget::itemSelectionChanged, this, [this] { show_detail(); });
+}
+
+QString PlanView::detail_text() const {
+  return detail_->text();
+}
+
+void PlanView::show_detail() {
+  const int rank = selected_rank();
+  if (!result_ || rank < 0) {
+    detail_->clear();
+    return;
+  }
+  const auto& p = result_->ranked[static_cast<std::size_t>(rank)];
+  std::string text =
+      fmt::format("#{}: {}", rank + 1, sim::configuration_text(space_, p.config));
+  if (p.members.size() > 1)
+    text += fmt::format(" (the same prediction for {} configurations: {})", p.members.size(),
+                        p.no_effect);
+  detail_->setText(QString::fromStdString(text));
 }
 
 PlanView::~PlanView() {
@@ -231,9 +255,7 @@ void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
         QString::fromStdString(sim::configuration_text(space_, p.config))};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
-      if (c == cells.size() - 1 && p.members.size() > 1)
-        item->setToolTip(QString::fromStdString(fmt::format(
-            "the same prediction for {} configurations: {}", p.members.size(), p.no_effect)));
+      if (c == cells.size() - 1) item->setToolTip(cells[c]);  // whole, under the table too
       table_->setItem(static_cast<int>(i), c, item);
     }
   }

@@ -40,6 +40,8 @@ class PlanView : public QWidget {
   /// Plans now, on this thread (tests, screenshots).
   void run_now();
   const sim::PlanResult* result() const { return result_ ? &*result_ : nullptr; }
+  /// The selected row's whole configuration, as shown under the table.
+  QString detail_text() const;
   /// The tree of ranked configuration `rank` (0-based): the base with its settings applied.
   ConfigTree configuration(std::size_t rank) const;
   /// Loads ranked configuration `rank` into the settings (emits load_configuration).
@@ -59,6 +61,7 @@ class PlanView : public QWidget {
   void start_plan();
   void show_plan(Prepared prepared, sim::PlanResult result);
   void save_code();
+  void show_detail();  // the selected row's configuration under the table
   int selected_rank() const;
 
   BaseProvider base_;
@@ -73,6 +76,7 @@ class PlanView : public QWidget {
   QProgressBar* progress_;
   QLabel* status_;
   QTableWidget* table_;
+  QLabel* detail_;  // the selected row's whole configuration (the table's column elides it)
   // The plan shown: what it searched and what it found.
   ConfigTree tree_;
   std::string file_;

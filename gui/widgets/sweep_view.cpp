@@ -1,5 +1,7 @@
 #include "sweep_view.hpp"
 
+#include "chart_axes.hpp"
+
 #include <fmt/format.h>
 
 #include <QChart>
@@ -175,6 +177,10 @@ void SweepView::load_json() {
   }
 }
 
+QChart* SweepView::scatter() const {
+  return chart_->chart();
+}
+
 void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget) {
   rows_ = std::move(rows);
   budget_value_ = budget;
@@ -190,7 +196,12 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
   }
   auto* x = new QValueAxis;
   auto* y = new QValueAxis;
-  x->setTitleText("peak reserved memory (GiB)");
+  Bytes top = budget.value_or(1);
+  for (const auto& r : rows_) {
+    if (r.error.empty()) top = std::max(top, r.peak_reserved);
+  }
+  const MemoryUnit unit = memory_unit_for(top);
+  x->setTitleText(QString("peak reserved memory (%1)").arg(unit.name));
   y->setTitleText(throughput ? "tokens/s per GPU" : "step time (s)");
   c->setTitle(throughput ? "throughput vs peak reserved memory"
                          : "step time vs peak reserved memory");
@@ -204,13 +215,13 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
     c->addSeries(s);
     s->attachAxis(x);
     s->attachAxis(y);
-    connect(s, &QScatterSeries::clicked, this, [this, y_of](const QPointF& p) {
+    connect(s, &QScatterSeries::clicked, this, [this, y_of, unit](const QPointF& p) {
       // The nearest configuration to the click loads into the settings.
       const SweepRow* best = nullptr;
       double best_d = 1e300;
       for (const auto& r : rows_) {
         if (!r.error.empty()) continue;
-        const double dx = (static_cast<double>(r.peak_reserved) / kGiB - p.x()) /
+        const double dx = (unit.of(r.peak_reserved) - p.x()) /
                           std::max(1.0, p.x()),
                      dy = (y_of(r) - p.y()) / std::max(1e-9, std::abs(p.y()));
         if (dx * dx + dy * dy < best_d) {
@@ -225,35 +236,42 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
     });
     return s;
   };
+  // Drawn in this order, so a configuration that does not fit shows over the others: one that ran
+  // out of memory sits at the capacity, often beside one that fits.
   auto* fits = series("fits", QColor(66, 133, 244), 9);
-  auto* over = series("does not fit", QColor(170, 170, 170), 9);
   auto* pareto = series("Pareto front", QColor(219, 68, 55), 13);
-  double max_x = 1, max_y = 0.001;
-  int n_fit = 0, n_pareto = 0;
+  auto* over = series("does not fit", QColor(110, 110, 110), 8);
+  over->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+  double max_x = 0, max_y = 0;
+  int n_fit = 0, n_pareto = 0, n_over = 0;
   for (const auto& r : rows_) {
     if (!r.error.empty()) continue;
-    const QPointF p(static_cast<double>(r.peak_reserved) / kGiB, y_of(r));
+    const QPointF p(unit.of(r.peak_reserved), y_of(r));
     (r.fits ? fits : over)->append(p);
     if (r.pareto) pareto->append(p);
     n_fit += r.fits;
+    n_over += !r.fits;
     n_pareto += r.pareto;
     max_x = std::max(max_x, p.x());
     max_y = std::max(max_y, p.y());
   }
+  fits->setName(QString("fits (%1)").arg(n_fit));
+  over->setName(QString("does not fit (%1)").arg(n_over));
+  pareto->setName(QString("Pareto front (%1)").arg(n_pareto));
   if (budget) {
     auto* line = new QLineSeries;
     line->setName(QString::fromStdString("budget " + format_bytes(*budget)));
-    const double b = static_cast<double>(*budget) / kGiB;
+    const double b = unit.of(*budget);
     line->append(b, 0);
-    line->append(b, max_y * 1.1);
+    line->append(b, max_y * 1.05);
     line->setPen(QPen(QColor(200, 0, 0), 2, Qt::DashLine));
     c->addSeries(line);
     line->attachAxis(x);
     line->attachAxis(y);
     max_x = std::max(max_x, b);
   }
-  x->setRange(0, max_x * 1.08);
-  y->setRange(0, max_y * 1.1);
+  set_round_ticks(x, max_x);
+  set_round_ticks(y, max_y);
   status_->setText(
       QString("%1 configurations, %2 fit, %3 on the Pareto front — click a point to load it")
           .arg(rows_.size())

@@ -12,6 +12,7 @@
 #include "shardscope/gui/sweep_table.hpp"
 
 QT_BEGIN_NAMESPACE
+class QChart;
 class QChartView;
 class QComboBox;
 class QLineEdit;
@@ -34,6 +35,8 @@ class SweepView : public QWidget {
 
   void set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget);
   const std::vector<SweepRow>& rows() const { return rows_; }
+  /// The scatter chart as drawn (its axes and series); for tests.
+  QChart* scatter() const;
   /// Runs the grid in the text box now, on this thread (tests, screenshots).
   void run_now();
   void set_grid(const QString& lines, const QString& budget);

@@ -53,7 +53,7 @@ QSize TimelineWidget::sizeHint() const {
 void TimelineWidget::set_timeline(const Timeline* timeline) {
   timeline_ = timeline;
   layout_ = timeline ? LaneLayout(timeline) : LaneLayout();
-  axis_.set_width(std::max(1, width() - kLabelWidth));
+  axis_.set_width(plot_width());
   axis_.set_limit(timeline ? std::max<TimeNs>(1, timeline->end_time()) : 1);
   axis_.show_all();
   critical_.clear();
@@ -110,7 +110,7 @@ void TimelineWidget::view_moved() {
 }
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
-  axis_.set_width(std::max(1, width() - kLabelWidth));
+  axis_.set_width(plot_width());
   view_moved();
 }
 
@@ -134,6 +134,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   p.setPen(QColor(220, 220, 220));
   p.drawLine(0, kHeader - 1, width(), kHeader - 1);
   const QFontMetrics fm(font());
+  bool folded = false;
   for (int lane = 0; lane < layout_.lane_count(); ++lane) {
     const int top = lane_top(lane);
     if (lane % 2 == 1) p.fillRect(QRect(0, top, width(), kLaneHeight), QColor(248, 248, 250));
@@ -149,10 +150,16 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
         const QColor base = item.mixed ? QColor(160, 160, 160) : color_of(item.kind).lighter(115);
         p.fillRect(r, base);
         p.fillRect(r, QBrush(base.darker(125), Qt::BDiagPattern));
-        if (r.width() > fm.horizontalAdvance("999") + 4) {
+        // Its op count: "1090 ops" where that fits, else the number (the header says what
+        // striped blocks are, the hover text more).
+        const QString ops = QString("%1 ops").arg(item.count);
+        const QString count = r.width() > fm.horizontalAdvance(ops) + 4 ? ops
+                                                                         : QString::number(item.count);
+        if (r.width() > fm.horizontalAdvance(count) + 4) {
           p.setPen(Qt::white);
-          p.drawText(r, Qt::AlignCenter, QString::number(item.count));
+          p.drawText(r, Qt::AlignCenter, count);
         }
+        folded = true;
         continue;
       }
       const auto& op = timeline_->ops[static_cast<std::size_t>(item.op)];
@@ -169,6 +176,17 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
                    fm.elidedText(label, Qt::ElideRight, static_cast<int>(r.width()) - 5));
       }
     }
+  }
+  // Where the run ends (the view leaves room after it).
+  if (const double end = kLabelWidth + axis_.to_px(axis_.limit());
+      end >= kLabelWidth && end <= width()) {
+    p.setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));
+    p.drawLine(QPointF(end, kHeader), QPointF(end, height()));
+  }
+  if (folded) {
+    p.setPen(QColor(110, 110, 110));
+    p.drawText(QRect(6, 0, kLabelWidth - 8, kHeader - 2), Qt::AlignVCenter | Qt::AlignLeft,
+               fm.elidedText("striped: folded ops", Qt::ElideRight, kLabelWidth - 10));
   }
   if (selecting_ || select_end_ != select_start_) {
     const double a = kLabelWidth + axis_.to_px(std::min(select_start_, select_end_));
@@ -257,8 +275,26 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   view_moved();
 }
 
+std::optional<DrawItem> TimelineWidget::folded_at(QPoint pos) const {
+  const int lane = lane_at(pos.y());
+  if (lane < 0) return std::nullopt;
+  const double x = plot_x(pos.x());
+  for (const DrawItem& item : layout_.visible(lane, axis_)) {
+    if (item.op < 0 && item.x0 <= x && x <= std::max(item.x1, item.x0 + 1)) return item;
+  }
+  return std::nullopt;
+}
+
 QString TimelineWidget::tooltip_at(QPoint pos) const {
   if (!timeline_) return {};
+  if (const auto block = folded_at(pos)) {
+    return QString::fromStdString(fmt::format(
+        "{} ops folded into one block: at this zoom each is under 3 px wide\n{}\n"
+        "zoom in (mouse wheel, +) to see them one by one",
+        block->count,
+        block->mixed ? std::string("of several kinds")
+                     : fmt::format("all {}", to_string(block->kind))));
+  }
   const int lane = lane_at(pos.y());
   const int index = lane >= 0 ? layout_.op_at(lane, axis_.to_time(plot_x(pos.x()))) : -1;
   if (index < 0) return {};

@@ -6,6 +6,7 @@
 // mapping and folding live in gui/model.
 
 #include <QWidget>
+#include <optional>
 #include <set>
 
 #include "shardscope/core/timeline.hpp"
@@ -38,6 +39,9 @@ class TimelineWidget : public QWidget {
   const TimeAxis& axis() const { return axis_; }
   int lane_top(int lane) const;
   static constexpr int kLabelWidth = 170;
+  // Room right of the run's end, so that its last ops end inside the view, not at its border
+  // (the memory chart keeps the same, to stay aligned).
+  static constexpr int kRightMargin = 28;
   static constexpr int kHeader = 26;
   static constexpr int kLaneHeight = 24;
 
@@ -61,6 +65,9 @@ class TimelineWidget : public QWidget {
 
  private:
   int lane_at(int y) const;
+  /// The folded block (several ops too narrow to draw apart) under `pos`, if any.
+  std::optional<DrawItem> folded_at(QPoint pos) const;
+  int plot_width() const { return std::max(1, width() - kLabelWidth - kRightMargin); }
   double plot_x(double x) const { return x - kLabelWidth; }
   void view_moved();
 

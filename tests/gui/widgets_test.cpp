@@ -44,6 +44,16 @@ struct Window {
   }
 };
 
+// x of time `t` in window pixels, in the timeline's lanes and in the memory chart's plot.
+double timeline_x(MainWindow& w, TimelineWidget* tl, TimeNs t) {
+  const double local = TimelineWidget::kLabelWidth + tl->axis().to_px(t);
+  return tl->mapTo(&w, QPoint(0, 0)).x() + local;
+}
+double chart_x(MainWindow& w, MemoryChart* chart, TimeNs t) {
+  const QPointF scene = chart->chart()->mapToPosition(QPointF(chart->time_unit().of(t), 0));
+  return chart->mapTo(&w, QPoint(0, 0)).x() + chart->mapFromScene(scene).x();
+}
+
 TEST(TimelineWidget, DrawsEveryLaneWithItsOpColours) {
   Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
   TimelineWidget* tl = win.w.timeline();
@@ -109,6 +119,64 @@ TEST(MemoryChart, DrawsTheCurveAndMarksThePeakWhereItIs) {
   EXPECT_LT(c.green(), 80);
 }
 
+// A run of a few MiB is drawn in MiB, over its own range: the 80 GB capacity line would flatten it
+// to nothing, so the legend gives the capacity instead of the axis drawing it.
+TEST(MemoryChart, AMiBScaleRunIsDrawnInMiBWithTheCapacityOffScale) {
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  MemoryChart* chart = win.w.memory_chart();
+  EXPECT_EQ(chart->memory_unit(), "MiB");
+  EXPECT_EQ(chart->memory_axis()->titleText(), "memory (MiB)");
+  const auto& s = win.w.result()->summary;
+  EXPECT_LT(chart->memory_axis()->max(), 1.2 * static_cast<double>(*s.peak_reserved) / kMiB);
+  EXPECT_NEAR(chart->peak_point().y(), static_cast<double>(*s.peak_allocated) / kMiB, 0.01);
+  bool capacity_named = false;
+  for (const auto& e : chart->legend_entries())
+    capacity_named |= e.name.startsWith("GPU capacity") && e.name.contains("not drawn");
+  EXPECT_TRUE(capacity_named);
+}
+
+// The view leaves room after the run, so its last ops end inside it, the memory chart alike.
+TEST(TimelineWidget, TheRunEndsInsideTheViewWithRoomAfterIt) {
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  TimelineWidget* tl = win.w.timeline();
+  const TimeNs end = win.w.result()->timeline.end_time();
+  const double end_x = TimelineWidget::kLabelWidth + tl->axis().to_px(end);
+  EXPECT_NEAR(end_x, tl->width() - TimelineWidget::kRightMargin, 1.0);
+  EXPECT_NEAR(chart_x(win.w, win.w.memory_chart(), end), timeline_x(win.w, tl, end), 1.0);
+}
+
+// A block of ops folded at this zoom says what it is when hovered.
+TEST(TimelineWidget, AFoldedBlockSaysWhatItHolds) {
+  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  TimelineWidget* tl = win.w.timeline();
+  QString folded;
+  for (int lane = 0; lane < 5 && folded.isEmpty(); ++lane) {
+    const int y = tl->lane_top(lane) + TimelineWidget::kLaneHeight / 2;
+    for (int x = TimelineWidget::kLabelWidth; x < tl->width() && folded.isEmpty(); x += 2) {
+      const QString text = tl->tooltip_at(QPoint(x, y));
+      if (text.contains("ops folded")) folded = text;
+    }
+  }
+  ASSERT_FALSE(folded.isEmpty());
+  EXPECT_TRUE(folded.contains("zoom in")) << folded.toStdString();
+}
+
+// Two stacked runs each say whether they fit: a baseline that does not is no baseline to beat.
+TEST(MainWindow, EachStackedRunSaysWhetherItFits) {
+  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  ASSERT_TRUE(win.w.settings()->set_value("training.activation_checkpointing", "none"));
+  win.w.simulate_now();
+  ASSERT_EQ(win.w.result()->summary.fit, analysis::Fit::does_not_fit);
+  win.w.pin_baseline();
+  ASSERT_TRUE(win.w.settings()->set_value("training.activation_checkpointing", "full"));
+  win.w.simulate_now();
+  QApplication::processEvents();
+  EXPECT_TRUE(win.w.reference_caption().contains("DOES NOT FIT"))
+      << win.w.reference_caption().toStdString();
+  EXPECT_TRUE(win.w.current_caption().contains(": fits"))
+      << win.w.current_caption().toStdString();
+}
+
 TEST(MainWindow, KnobChangesResimulate) {
   Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
   const TimeNs before = win.w.result()->summary.step_time;
@@ -128,16 +196,6 @@ TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {
   ASSERT_NE(win.w.comparison(), nullptr);
   // A: the baseline (resharding), B: the current run (no backward all-gathers).
   EXPECT_LT(win.w.comparison()->b.step_time, win.w.comparison()->a.step_time);
-}
-
-// x of time `t` in window pixels, in the timeline's lanes and in the memory chart's plot.
-double timeline_x(MainWindow& w, TimelineWidget* tl, TimeNs t) {
-  const double local = TimelineWidget::kLabelWidth + tl->axis().to_px(t);
-  return tl->mapTo(&w, QPoint(0, 0)).x() + local;
-}
-double chart_x(MainWindow& w, MemoryChart* chart, TimeNs t) {
-  const QPointF scene = chart->chart()->mapToPosition(QPointF(chart->time_unit().of(t), 0));
-  return chart->mapTo(&w, QPoint(0, 0)).x() + chart->mapFromScene(scene).x();
 }
 
 TEST(MemoryChart, ItsTimeAxisLinesUpWithTheLanesToThePixel) {
@@ -332,6 +390,18 @@ TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
     pareto += r.pareto;
   }
   EXPECT_GE(pareto, 1);
+  // Round ticks on both axes, and each series' count in its name.
+  for (const auto* axis : view->scatter()->axes()) {
+    const double step = static_cast<const QValueAxis*>(axis)->tickInterval();
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+    EXPECT_TRUE(std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 ||
+                std::abs(mantissa - 5) < 1e-9)
+        << step;
+  }
+  QStringList names;
+  for (const auto* series : view->scatter()->series()) names << series->name();
+  EXPECT_TRUE(names.contains("fits (4)")) << names.join(", ").toStdString();
+  EXPECT_TRUE(names.contains("does not fit (0)")) << names.join(", ").toStdString();
   // Loading the best configuration puts its settings into the panel and re-simulates to its step
   // time.
   const auto& best = view->rows().front();
@@ -352,6 +422,8 @@ TEST(PlanView, PlansLoadsAChosenConfigurationExactlyAndRefusesBadInput) {
   ASSERT_NE(view->result(), nullptr);
   const auto& ranked = view->result()->ranked;
   ASSERT_EQ(ranked.size(), 3u);
+  // The whole configuration of the selected row shows under the table.
+  EXPECT_TRUE(view->detail_text().startsWith("#1: micro-batch")) << view->detail_text().toStdString();
   // The second-ranked configuration, loaded into the window, simulates to the plan's prediction:
   // the settings take the exact scenario the planner simulated, not an approximation of it.
   view->load(1);

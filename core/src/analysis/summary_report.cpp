@@ -11,7 +11,13 @@ namespace shardscope::analysis {
 
 namespace {
 
-// "fits, 12.40 GiB free", "TIGHT: 40.00 MiB free, under 2.0 % of capacity", "DOES NOT FIT: why".
+nlohmann::ordered_json fit_json(Fit fit) {
+  return fit == Fit::unknown ? nlohmann::ordered_json(nullptr)
+                             : nlohmann::ordered_json(fit == Fit::fits);
+}
+
+}  // namespace
+
 std::string fit_text(const Summary& m) {
   switch (m.fit) {
     case Fit::fits:
@@ -27,13 +33,6 @@ std::string fit_text(const Summary& m) {
   }
   return "fit unknown";
 }
-
-nlohmann::ordered_json fit_json(Fit fit) {
-  return fit == Fit::unknown ? nlohmann::ordered_json(nullptr)
-                             : nlohmann::ordered_json(fit == Fit::fits);
-}
-
-}  // namespace
 
 std::string throughput_text(const std::optional<double>& tokens_per_s_per_gpu) {
   return tokens_per_s_per_gpu ? fmt::format("{:.0f} tokens/s/GPU", *tokens_per_s_per_gpu)

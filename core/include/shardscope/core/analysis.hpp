@@ -137,6 +137,9 @@ std::string summary_to_json(const Summary& summary);
 /// Pieces of a summary as reports print them, "unknown" for nullopt: "6441 tokens/s/GPU",
 /// "37.7 %" (of a fraction), "78.79 GiB".
 std::string throughput_text(const std::optional<double>& tokens_per_s_per_gpu);
+/// Whether the run fits, and by how much: "fits, 12.40 GiB free", "TIGHT: fits with 40.00 MiB
+/// free, under 2.0 % of capacity", "DOES NOT FIT: why", "fit unknown".
+std::string fit_text(const Summary& summary);
 std::string percent_text(const std::optional<double>& fraction);
 std::string bytes_text(const std::optional<Bytes>& bytes);
 /// A readable table; every number with its unit.
