@@ -17,6 +17,8 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <chrono>
+#include <filesystem>
 
 #include "memory_chart.hpp"
 #include "plan_view.hpp"
@@ -217,10 +219,32 @@ std::string scenario_of(const Timeline& t, const std::filesystem::path& timeline
 
 }  // namespace
 
+std::shared_ptr<const Timeline> MainWindow::read_run(const QString& path) {
+  // A trace of hundreds of MB takes seconds: say so, and keep the wait cursor up meanwhile.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path.toStdString(), ec);
+  statusBar()->showMessage(QString::fromStdString(
+      fmt::format("reading {} ({})…", path.toStdString(),
+                  ec ? std::string("size unknown") : format_bytes(static_cast<Bytes>(size)))));
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  QApplication::processEvents();
+  const auto started = std::chrono::steady_clock::now();
+  std::shared_ptr<const Timeline> run;
+  try {
+    run = std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
+  } catch (...) {
+    QApplication::restoreOverrideCursor();
+    statusBar()->clearMessage();
+    throw;
+  }
+  QApplication::restoreOverrideCursor();
+  read_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return run;
+}
+
 void MainWindow::open_timeline(const QString& path) {
   // Throws before anything is replaced: a bad file leaves the window as it was.
-  auto timeline =
-      std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
+  auto timeline = read_run(path);
   const std::string scenario = scenario_of(*timeline, path.toStdString());
   if (!scenario.empty()) {
     // The run's own job: the scenario with the overrides it was read with.
@@ -255,9 +279,10 @@ void MainWindow::open_timeline(const QString& path) {
           : fmt::format(" (it names {}, which is not there)",
                         loaded_timeline_->provenance.scenario))));
   setWindowTitle(QString("shardscope — %1").arg(path));
-  statusBar()->showMessage(QString("%1 timeline: %2 ops")
+  statusBar()->showMessage(QString("%1 timeline: %2 ops, read in %3 s")
                                .arg(QString::fromStdString(loaded_timeline_->source))
-                               .arg(loaded_timeline_->ops.size()));
+                               .arg(loaded_timeline_->ops.size())
+                               .arg(read_seconds_, 0, 'f', 2));
 }
 
 void MainWindow::open_measured(const QString& path) {
@@ -266,7 +291,7 @@ void MainWindow::open_measured(const QString& path) {
         "open the scenario of this run first (File → Open scenario…): a measured run is "
         "compared with the simulation of its scenario");
   }
-  measured_ = std::make_shared<const Timeline>(traces::read_timeline_or_trace(path.toStdString()));
+  measured_ = read_run(path);
   baseline_.reset();
   if (!result_) simulate_now();
   show_reference();
@@ -385,15 +410,15 @@ void MainWindow::show_reference() {
   const auto& s = measured ? comparison_->b : comparison_->a;
   const auto& own = measured ? comparison_->a : comparison_->b;
   // Each run's fit beside its step time: a baseline that does not fit is no baseline to beat.
-  reference_label_->setText(QString::fromStdString(fmt::format(
-      "{}: {} ({}), step {} ({} against {}), peak reserved {}: {}", other_name, other->name,
-      other->source, format_duration(s.step_time),
-      analysis::format_metric_delta(ns_to_s(s.step_time - own.step_time), "s"), own_name,
-      analysis::bytes_text(s.peak_reserved), analysis::fit_text(s))));
-  current_label_->setText(QString::fromStdString(fmt::format(
-      "{}: {} ({}), step {}, peak reserved {}: {}", own_name, own.name, own.source,
-      format_duration(own.step_time), analysis::bytes_text(own.peak_reserved),
-      analysis::fit_text(own))));
+  reference_label_->setText(QString::fromStdString(
+      fmt::format("{}: {} ({}), step {} ({} against {}), peak reserved {}: {}", other_name,
+                  other->name, other->source, format_duration(s.step_time),
+                  analysis::format_metric_delta(ns_to_s(s.step_time - own.step_time), "s"),
+                  own_name, analysis::bytes_text(s.peak_reserved), analysis::fit_text(s))));
+  current_label_->setText(QString::fromStdString(
+      fmt::format("{}: {} ({}), step {}, peak reserved {}: {}", own_name, own.name, own.source,
+                  format_duration(own.step_time), analysis::bytes_text(own.peak_reserved),
+                  analysis::fit_text(own))));
   current_label_->setVisible(true);
   if (!box->isVisible()) {
     box->setVisible(true);

@@ -73,6 +73,9 @@ class MainWindow : public QMainWindow {
   const RunResult* result() const { return result_.get(); }
 
  private:
+  /// Reads a timeline or a Kineto trace, the status bar saying what while it does; throws
+  /// Error for a bad file with the window as it was.
+  std::shared_ptr<const Timeline> read_run(const QString& path);
   /// Runs `open` (a file the user picked in a menu); its problems go to a dialog titled `title`.
   void open_or_explain(const QString& title, const std::function<void()>& open);
   ConfigTree current_tree() const;
@@ -93,7 +96,8 @@ class MainWindow : public QMainWindow {
   TimelineWidget* timeline_;
   TimelineWidget* reference_view_;
   QLabel* reference_label_;
-  QLabel* current_label_;  // names the lower run when two are stacked
+  double read_seconds_ = 0;  // how long the last read_run took
+  QLabel* current_label_;    // names the lower run when two are stacked
   MemoryChart* memory_;
   QTabWidget* tabs_;
   QSplitter* right_ = nullptr;

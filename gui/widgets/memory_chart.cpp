@@ -1,7 +1,5 @@
 #include "memory_chart.hpp"
 
-#include "chart_axes.hpp"
-
 #include <QAreaSeries>
 #include <QChart>
 #include <QLineSeries>
@@ -11,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chart_axes.hpp"
 #include "shardscope/core/schedule.hpp"
 
 namespace shardscope::gui {
@@ -287,10 +286,9 @@ void MemoryChart::build(TimeNs from, TimeNs to) {
       [](const MemorySample& a, const MemorySample& b) { return a.allocated < b.allocated; });
   peak_ = QPointF(unit_.of(peak->time), in_unit(peak->allocated));
   peak_marker_ = new QScatterSeries;
-  const QString peak_name =
-      peak_label_.isEmpty()
-          ? QString("peak %1 %2").arg(peak_.y(), 0, 'f', 2).arg(memory_unit_)
-          : peak_label_;
+  const QString peak_name = peak_label_.isEmpty()
+                                ? QString("peak %1 %2").arg(peak_.y(), 0, 'f', 2).arg(memory_unit_)
+                                : peak_label_;
   peak_marker_->setName(peak_name);
   peak_marker_->setMarkerSize(12);
   peak_marker_->setColor(QColor(255, 0, 0));

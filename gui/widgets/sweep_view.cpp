@@ -1,7 +1,5 @@
 #include "sweep_view.hpp"
 
-#include "chart_axes.hpp"
-
 #include <fmt/format.h>
 
 #include <QChart>
@@ -20,6 +18,7 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include "chart_axes.hpp"
 #include "shardscope/core/schedule_io.hpp"
 
 namespace shardscope::gui {
@@ -221,8 +220,7 @@ void SweepView::set_rows(std::vector<SweepRow> rows, std::optional<Bytes> budget
       double best_d = 1e300;
       for (const auto& r : rows_) {
         if (!r.error.empty()) continue;
-        const double dx = (unit.of(r.peak_reserved) - p.x()) /
-                          std::max(1.0, p.x()),
+        const double dx = (unit.of(r.peak_reserved) - p.x()) / std::max(1.0, p.x()),
                      dy = (y_of(r) - p.y()) / std::max(1e-9, std::abs(p.y()));
         if (dx * dx + dy * dy < best_d) {
           best_d = dx * dx + dy * dy;

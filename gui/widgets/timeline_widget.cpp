@@ -153,8 +153,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
         // Its op count: "1090 ops" where that fits, else the number (the header says what
         // striped blocks are, the hover text more).
         const QString ops = QString("%1 ops").arg(item.count);
-        const QString count = r.width() > fm.horizontalAdvance(ops) + 4 ? ops
-                                                                         : QString::number(item.count);
+        const QString count =
+            r.width() > fm.horizontalAdvance(ops) + 4 ? ops : QString::number(item.count);
         if (r.width() > fm.horizontalAdvance(count) + 4) {
           p.setPen(Qt::white);
           p.drawText(r, Qt::AlignCenter, count);
@@ -288,12 +288,12 @@ std::optional<DrawItem> TimelineWidget::folded_at(QPoint pos) const {
 QString TimelineWidget::tooltip_at(QPoint pos) const {
   if (!timeline_) return {};
   if (const auto block = folded_at(pos)) {
-    return QString::fromStdString(fmt::format(
-        "{} ops folded into one block: at this zoom each is under 3 px wide\n{}\n"
-        "zoom in (mouse wheel, +) to see them one by one",
-        block->count,
-        block->mixed ? std::string("of several kinds")
-                     : fmt::format("all {}", to_string(block->kind))));
+    return QString::fromStdString(
+        fmt::format("{} ops folded into one block: at this zoom each is under 3 px wide\n{}\n"
+                    "zoom in (mouse wheel, +) to see them one by one",
+                    block->count,
+                    block->mixed ? std::string("of several kinds")
+                                 : fmt::format("all {}", to_string(block->kind))));
   }
   const int lane = lane_at(pos.y());
   const int index = lane >= 0 ? layout_.op_at(lane, axis_.to_time(plot_x(pos.x()))) : -1;

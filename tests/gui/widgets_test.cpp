@@ -7,6 +7,8 @@
 #include <QStatusBar>
 #include <QValueAxis>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "main_window.hpp"
 #include "memory_chart.hpp"
@@ -173,8 +175,7 @@ TEST(MainWindow, EachStackedRunSaysWhetherItFits) {
   QApplication::processEvents();
   EXPECT_TRUE(win.w.reference_caption().contains("DOES NOT FIT"))
       << win.w.reference_caption().toStdString();
-  EXPECT_TRUE(win.w.current_caption().contains(": fits"))
-      << win.w.current_caption().toStdString();
+  EXPECT_TRUE(win.w.current_caption().contains(": fits")) << win.w.current_caption().toStdString();
 }
 
 TEST(MainWindow, KnobChangesResimulate) {
@@ -280,6 +281,32 @@ TEST(MainWindow, AKinetoTraceOpensAlone) {
   EXPECT_FALSE(w.settings()->has_scenario());
   EXPECT_TRUE(w.statusBar()->currentMessage().startsWith("imported timeline: "))
       << w.statusBar()->currentMessage().toStdString();
+}
+
+// A trace over the 16 MiB a scenario may have (real ones run to hundreds of MB) opens as a trace,
+// the status bar saying how long it took.
+TEST(MainWindow, ATraceLargerThanAnyScenarioOpens) {
+  const auto path = std::filesystem::temp_directory_path() / "shardscope-gui-large-trace.json";
+  {
+    std::ofstream out(path);
+    out << R"({"schemaVersion": 1, "traceEvents": [)";
+    const std::string args(120, 'x');  // a long argument, as real kernels' shapes are
+    for (int i = 0; i < 90000; ++i) {
+      out << (i ? ",\n" : "\n")
+          << R"({"ph": "X", "cat": "kernel", "name": "ampere_sgemm", "pid": 0, "tid": 7, "ts": )"
+          << i * 10 << R"(, "dur": 8, "args": {"stream": 7, "device": 0, "shape": ")" << args
+          << R"("}})";
+    }
+    out << "]}\n";
+  }
+  ASSERT_GT(std::filesystem::file_size(path), std::uintmax_t{17} << 20);
+  MainWindow w;
+  w.open_timeline(QString::fromStdString(path.string()));
+  QApplication::processEvents();
+  const QString status = w.statusBar()->currentMessage();
+  EXPECT_TRUE(status.startsWith("imported timeline: 90000 ops, read in ")) << status.toStdString();
+  EXPECT_TRUE(status.endsWith(" s")) << status.toStdString();
+  std::filesystem::remove(path);
 }
 
 // A run made with --set overrides re-simulates with them: the scenario it names and the
@@ -423,7 +450,8 @@ TEST(PlanView, PlansLoadsAChosenConfigurationExactlyAndRefusesBadInput) {
   const auto& ranked = view->result()->ranked;
   ASSERT_EQ(ranked.size(), 3u);
   // The whole configuration of the selected row shows under the table.
-  EXPECT_TRUE(view->detail_text().startsWith("#1: micro-batch")) << view->detail_text().toStdString();
+  EXPECT_TRUE(view->detail_text().startsWith("#1: micro-batch"))
+      << view->detail_text().toStdString();
   // The second-ranked configuration, loaded into the window, simulates to the plan's prediction:
   // the settings take the exact scenario the planner simulated, not an approximation of it.
   view->load(1);
