@@ -123,6 +123,13 @@ expect compare-unknown-delta 0 'throughput +[0-9]+ tokens/s/GPU +unknown +unknow
 sed -e 's/"rank": 0/"rank": 1/' "$trace" > "$tmpdir/rank1.json"
 expect import-two-ranks 0 'aligned 2 ranks by their collectives' -- import "$trace" "$tmpdir/rank1.json" --rank 1 --timeline "$tmpdir/r1.json"
 if grep -Eq '"rank": *1' "$tmpdir/r1.json"; then echo "ok   import-rank-written"; passed=$((passed + 1)); else echo "FAIL import-rank-written"; failed=$((failed + 1)); fi
+# --trace writes every rank, one Perfetto process each.
+expect import-trace-every-rank 0 'wrote .*/both.perfetto.json \(open it in ui.perfetto.dev\)' -- import "$trace" "$tmpdir/rank1.json" --trace "$tmpdir/both.perfetto.json"
+if grep -q '"name":"rank 0: ' "$tmpdir/both.perfetto.json" && grep -q '"name":"rank 1: ' "$tmpdir/both.perfetto.json"; then
+  echo "ok   import-trace-both-processes"; passed=$((passed + 1))
+else
+  echo "FAIL import-trace-both-processes"; failed=$((failed + 1))
+fi
 expect import-no-such-rank 2 'no trace of rank 5' -- import "$trace" "$tmpdir/rank1.json" --rank 5 --timeline "$tmpdir/r5.json"
 expect import-same-rank-twice 2 'rank 0 again' -- import "$trace" "$trace"
 printf '{"traceEvents": [' > "$tmpdir/truncated.json"
@@ -171,7 +178,7 @@ expect plan-fix-lists-values 2 'no fsdp2 choice of micro-batch × accumulation s
 expect plan-fix-unknown-key 2 "training.lss: not a scenario key \(did you mean 'training.loss'\?\)" -- plan "$plan_example" --fix training.lss=fused
 expect plan-fix-one-value 2 '--fix: training.loss=fused,chunked: pins one value \(--allow for several\)' -- plan "$plan_example" --fix training.loss=fused,chunked
 expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
-expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
+expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan, scenario\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
 # An emitted file says the whole command that made it.
 "$bin" plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 "$tmpdir/cmd.py" >/dev/null 2>&1
 if grep -q "rank 1 of \`shardscope plan $plan_example --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 $tmpdir/cmd.py\`" "$tmpdir/cmd.py"; then echo "ok   plan-emit-command-line"; passed=$((passed + 1)); else echo "FAIL plan-emit-command-line"; grep -n prediction "$tmpdir/cmd.py"; failed=$((failed + 1)); fi
