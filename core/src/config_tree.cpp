@@ -202,11 +202,19 @@ void write_yaml_entry(const std::string& prefix, const ConfigTree& v, int indent
     out += '\n';
     write_yaml(v, indent + 2, out);
   } else if (v.is_array()) {
-    std::string items;
-    for (const auto& item : v) items += (items.empty() ? "" : ", ") + yaml_scalar(item);
-    out += " [" + items + "]\n";
+    // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "literal" + std::string&&.
+    out += " [";
+    bool first = true;
+    for (const auto& item : v) {
+      if (!first) out += ", ";
+      out += yaml_scalar(item);
+      first = false;
+    }
+    out += "]\n";
   } else {
-    out += " " + (v.is_object() ? std::string("{}") : yaml_scalar(v)) + "\n";
+    out += ' ';
+    out += v.is_object() ? std::string("{}") : yaml_scalar(v);
+    out += '\n';
   }
 }
 
@@ -221,7 +229,9 @@ void write_yaml(const ConfigTree& v, int indent, std::string& out) {
         // "- first: 1" then the item's other keys under it.
         std::string nested;
         write_yaml(item, indent + 2, nested);
-        out += pad + "- " + nested.substr(static_cast<std::size_t>(indent) + 2);
+        out += pad;
+        out += "- ";
+        out += nested.substr(static_cast<std::size_t>(indent) + 2);
       } else {
         write_yaml_entry(pad + "-", item, indent, out);
       }

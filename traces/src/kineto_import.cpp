@@ -51,18 +51,15 @@ std::string lower(std::string_view s) {
 // Kineto writes microseconds, since the epoch in older versions (about 1.8e15 us today). A time
 // beyond this bound (about 127 years) is not a profiler's.
 constexpr double kMaxTraceMicroseconds = 4e15;
+// Sizes and counts no trace of one GPU comes near: 1 PiB, 2^24 ranks.
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
 // A profiled window lasts seconds to minutes; a trace spanning more than this (about 11.6 days)
 // is refused, which keeps every sum of its times and durations far inside TimeNs.
 constexpr TimeNs kMaxTraceSpan = 1'000'000'000'000'000;
 
 TimeNs to_ns(double us) {
   return static_cast<TimeNs>(std::llround(us * 1000.0));
-}
-
-std::optional<double> number(const json& e, const char* key) {
-  const auto it = e.find(key);
-  if (it == e.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
 }
 
 std::string text(const json& e, const char* key) {
@@ -174,15 +171,15 @@ class Importer {
     const std::string ph = text(e, "ph");
     const std::string name = text(e, "name");
     const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty_;
-    const auto ts = number(e, "ts");
+    bool bad = false;
+    const auto ts = time_of(e, "ts", false, bad);
     if (ph == "i" || ph == "I") {
       if (name == "[memory]" && ts) memory_event(*ts, args);
       return;
     }
     if (ph != "X" || !ts) return;
-    const double dur = number(e, "dur").value_or(0);
-    check_time(*ts, "ts");
-    check_time(dur, "dur");
+    const double dur = time_of(e, "dur", true, bad).value_or(0);
+    if (bad) return;
     const TimeNs start = to_ns(*ts), end = start + to_ns(dur);
     note_span(std::min(start, end), std::max(start, end));
     if (auto cls = gpu_class(cat, name)) {
@@ -209,13 +206,32 @@ class Importer {
   ImportedTrace finish(const json& top);
 
  private:
-  /// Refuses a time no profiler writes, naming the event (0-based, in file order) and its key.
-  void check_time(double us, const char* key) const {
-    if (std::isfinite(us) && std::abs(us) <= kMaxTraceMicroseconds) return;
-    throw ValidationError(
-        {Problem{report_.file, fmt::format("traceEvents[{}].{}", report_.events - 1, key),
-                 fmt::format("is {:g} us, out of range", us),
-                 "microseconds within ±4e15 (Kineto's timestamps)"}});
+  /// The event's time or duration `key` in microseconds; nullopt when absent. One that is not a
+  /// finite number within ±kMaxTraceMicroseconds (a duration: 0 up to it) is no profiler's: the
+  /// event is malformed, counted under the key, and `bad` is set.
+  std::optional<double> time_of(const json& e, const char* key, bool duration, bool& bad) {
+    const auto it = e.find(key);
+    if (it == e.end()) return std::nullopt;
+    if (it->is_number()) {
+      const double us = it->get<double>();
+      if (std::isfinite(us) && std::abs(us) <= kMaxTraceMicroseconds && (!duration || us >= 0))
+        return us;
+    }
+    ++report_.malformed[key];
+    bad = true;
+    return std::nullopt;
+  }
+
+  /// A count or size argument: nullopt when absent; one that is not a whole number in
+  /// [lowest, highest] makes the event malformed (counted under the key, `bad` set).
+  std::optional<std::int64_t> count_of(const json& args, const char* key, std::int64_t lowest,
+                                       std::int64_t highest, bool& bad) {
+    if (!args.contains(key)) return std::nullopt;
+    const auto value = integer_arg(args, key);
+    if (value && *value >= lowest && *value <= highest) return value;
+    ++report_.malformed[key];
+    bad = true;
+    return std::nullopt;
   }
 
   void note_span(TimeNs first, TimeNs last) {
@@ -279,13 +295,13 @@ class Importer {
   }
 
   void memory_event(double ts, const json& args) {
-    check_time(ts, "ts");
     const auto device = integer_arg(args, "Device Id");
     const bool host = device && *device < 0;
     if (host && gpu_seen_) return;  // host memory beside a device's
-    const auto allocated = integer_arg(args, "Total Allocated");
-    const auto reserved = integer_arg(args, "Total Reserved");
-    if (!allocated && !reserved) return;
+    bool bad = false;
+    const auto allocated = count_of(args, "Total Allocated", 0, kMaxBytes, bad);
+    const auto reserved = count_of(args, "Total Reserved", 0, kMaxBytes, bad);
+    if (bad || (!allocated && !reserved)) return;
     MemorySample m;
     m.time = to_ns(ts);
     note_span(m.time, m.time);
@@ -309,17 +325,19 @@ class Importer {
     w.stream = device + "/" + stream;
     w.correlation = integer_arg(args, "correlation");
     w.name = intern(name);
+    bool bad = false;
     if (cls == GpuClass::nccl) {
       w.collective = collective_kind(args, name);
       const Bytes elem = dtype_bytes(text(args, "dtype"));
-      const auto in = integer_arg(args, "In msg nelems").value_or(0);
-      const auto out = integer_arg(args, "Out msg nelems").value_or(0);
+      const auto in = count_of(args, "In msg nelems", 0, kMaxBytes, bad).value_or(0);
+      const auto out = count_of(args, "Out msg nelems", 0, kMaxBytes, bad).value_or(0);
       w.bytes = elem * (w.collective == OpKind::all_gather ? out : std::max(in, out));
       w.comm_name = text(args, "Process Group Name");
-      w.comm_size = static_cast<int>(integer_arg(args, "Group size").value_or(0));
+      w.comm_size = static_cast<int>(count_of(args, "Group size", 1, kMaxRanks, bad).value_or(0));
     } else if (cls != GpuClass::kernel) {
-      w.bytes = integer_arg(args, "bytes").value_or(0);
+      w.bytes = count_of(args, "bytes", 0, kMaxBytes, bad).value_or(0);
     }
+    if (bad) return;
     gpu_.push_back(std::move(w));
   }
 
@@ -431,14 +449,28 @@ ImportedTrace Importer::finish(const json& top) {
   t.provenance.backend = "kineto";
   t.provenance.version = std::string(shardscope_version());
   if (top.contains("schemaVersion")) report.kineto_schema = top["schemaVersion"].dump();
+  // The trace's key facts: one out of range is refused, naming it (what rank, how many ranks and
+  // how much memory the run had are not to be guessed).
+  const auto fact = [&](const json& object, const char* key, const std::string& path,
+                        std::int64_t lowest, std::int64_t highest) -> std::optional<std::int64_t> {
+    if (!object.contains(key)) return std::nullopt;
+    const auto value = integer_arg(object, key);
+    if (value && *value >= lowest && *value <= highest) return value;
+    throw ValidationError({Problem{report.file, path, fmt::format("is {}", object[key].dump()),
+                                   fmt::format("a whole number from {} to {}", lowest, highest)}});
+  };
   if (const auto it = top.find("distributedInfo"); it != top.end() && it->is_object()) {
-    t.provenance.rank = static_cast<int>(integer_arg(*it, "rank").value_or(0));
-    t.facts.world_size = static_cast<int>(integer_arg(*it, "world_size").value_or(1));
+    const auto world = fact(*it, "world_size", "distributedInfo.world_size", 1, kMaxRanks);
+    const auto rank = fact(*it, "rank", "distributedInfo.rank", 0, world.value_or(kMaxRanks) - 1);
+    t.provenance.rank = static_cast<int>(rank.value_or(0));
+    t.facts.world_size = static_cast<int>(world.value_or(1));
   }
   if (const auto it = top.find("deviceProperties");
       it != top.end() && it->is_array() && !it->empty() && (*it)[0].is_object()) {
     t.provenance.device = text((*it)[0], "name");
-    t.memory_capacity = integer_arg((*it)[0], "totalGlobalMem").value_or(0);
+    t.memory_capacity =
+        fact((*it)[0], "totalGlobalMem", "deviceProperties[0].totalGlobalMem", 1, kMaxBytes)
+            .value_or(0);
   }
 
   // Steps: ProfilerStep#N ranges in time order; the thread that ran them is the main thread.
@@ -725,6 +757,14 @@ std::string import_report_text(const ImportReport& r) {
   };
   if (!r.kineto_schema.empty()) row("Kineto schema", r.kineto_schema);
   row("trace events", fmt::format("{} events", r.events));
+  std::int64_t skipped = 0;
+  std::string fields;
+  for (const auto& [field, n] : r.malformed) {
+    skipped += n;
+    fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", field, n);
+  }
+  row("malformed events", skipped == 0 ? std::string("none")
+                                       : fmt::format("{} skipped (by field: {})", skipped, fields));
   row("iterations", fmt::format("{} (ProfilerStep ranges)", r.iterations));
   row("memory samples", fmt::format("{} samples", r.memory_samples));
   row("host launch calls", r.launch_calls == 0 ? std::string("none recorded")

@@ -36,7 +36,10 @@ namespace shardscope::traces {
 /// What an import recognised and what it did not, for `shardscope import --report`.
 struct ImportReport {
   std::string file;
-  std::int64_t events = 0;                           // trace events read
+  std::int64_t events = 0;  // trace events read
+  // Events skipped for a field no profiler writes (a time beyond ±4e15 µs, a negative duration, a
+  // size beyond 1 PiB, a group of no ranks), by that field.
+  std::map<std::string, std::int64_t> malformed;
   std::map<std::string, std::int64_t> by_category;   // every event, by its "cat"
   std::map<std::string, std::int64_t> ops_by_kind;   // GPU work, by the op kind it became
   std::map<std::string, std::int64_t> fsdp_ranges;   // FSDP::* / FullyShardedDataParallel.*
