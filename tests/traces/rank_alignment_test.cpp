@@ -73,5 +73,21 @@ TEST(RankAlignment, RefusesTwoTracesOfOneRankAndRanksWithNothingInCommon) {
   EXPECT_THROW(align_ranks(apart, {"a.json", "c.json"}), ValidationError);
 }
 
+// Rank 1 of a world of 4 beside rank 0 of 8: two runs, refused with both worlds named.
+TEST(RankAlignment, RefusesTracesOfDifferentWorlds) {
+  const std::string other_world = replaced(rank_one(), "\"world_size\": 8", "\"world_size\": 4");
+  std::vector<Timeline> ranks{import_kineto_text(tiny_trace(), "r0.json").timeline,
+                              import_kineto_text(other_world, "r1.json").timeline};
+  try {
+    (void)align_ranks(ranks, {"r0.json", "r1.json"});
+    ADD_FAILURE() << "aligned ranks of two worlds";
+  } catch (const ValidationError& e) {
+    const auto& p = e.problems().at(0);
+    EXPECT_EQ(p.file, "r1.json");
+    EXPECT_EQ(p.key, "distributedInfo.world_size");
+    EXPECT_EQ(p.message, "is 4 ranks, where r0.json says 8: traces of two different runs");
+  }
+}
+
 }  // namespace
 }  // namespace shardscope::traces

@@ -51,6 +51,16 @@ std::vector<RankAlignment> align_ranks(std::vector<Timeline>& ranks,
                                        const std::vector<std::string>& names) {
   std::vector<RankAlignment> out;
   if (ranks.empty()) return out;
+  // Traces of one run: the same world. Rank 0 of 8 beside rank 1 of 4 are two jobs.
+  for (std::size_t i = 1; i < ranks.size(); ++i) {
+    if (ranks[i].facts.world_size != ranks[0].facts.world_size) {
+      throw ValidationError(
+          {Problem{names[i], "distributedInfo.world_size",
+                   fmt::format("is {} ranks, where {} says {}: traces of two different runs",
+                               ranks[i].facts.world_size, names[0], ranks[0].facts.world_size),
+                   "traces of the ranks of one run"}});
+    }
+  }
   std::map<int, std::size_t> by_rank;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const int rank = ranks[i].provenance.rank;
