@@ -9,7 +9,6 @@
 #include "shardscope/core/run_facts.hpp"
 #include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/calibrate.hpp"
-#include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
 
@@ -19,10 +18,22 @@ int run_calibrate(const CalibrateArgs& args) {
   const std::vector<std::pair<std::string, std::string>> outputs{{"--out", args.out}};
   check_output_paths(outputs, inputs);
   const Scenario scenario = load_scenario_args(args.scenario);
+  // One run given twice would count as two and narrow the fit's intervals on no new data.
+  for (std::size_t i = 0; i < args.measured.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (args.measured[i] == args.measured[j] ||
+          std::filesystem::equivalent(args.measured[i], args.measured[j], ec)) {
+        throw ValidationError({Problem{args.measured[i], "",
+                                       fmt::format("is given twice (also as {})", args.measured[j]),
+                                       "each measured run once"}});
+      }
+    }
+  }
   std::vector<Timeline> measured;
   for (const auto& path : args.measured) {
     fmt::print(stderr, "reading {}\n", path);
-    measured.push_back(traces::read_timeline_or_trace(path));
+    measured.push_back(read_run(path));
   }
   // The scenario's own run, as far as a timeline of it would say: the job every measured run
   // must be of for the fit to mean anything.

@@ -140,6 +140,11 @@ expect import-missing 2 'cannot open the trace' -- import "$tmpdir/nope.json.gz"
 slow_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/slow.txt" | grep -Eo '[0-9.]+ s')
 expect calibrate 0 'matmul efficiency +50.0 % +40\.[0-9] %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/cal.json"
 expect calibrate-step-error 0 'step time +[0-9.]+ % → 0.0 %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --bootstrap 0
+expect calibrate-run-twice 2 'slow.json: is given twice \(also as .*slow.json\)' -- calibrate --scenario "$default" "$tmpdir/slow.json" "$tmpdir/slow.json"
+# A run with no device work has no step time to summarize, compare or fit.
+printf '{"traceEvents": []}' >"$tmpdir/no-work.json"
+expect summarize-no-work 2 'no-work.json: has no ops: no device work was recorded' -- summarize "$tmpdir/no-work.json"
+expect compare-no-work 2 'no-work.json: has no ops' -- compare "$tmpdir/slow.json" "$tmpdir/no-work.json"
 # The calibrated re-simulation lands on the slow run's step time within 0.1 %.
 "$bin" simulate "$default" --calibration "$tmpdir/cal.json" > "$tmpdir/cal.txt" 2>&1
 cal_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/cal.txt" | grep -Eo '[0-9.]+')
