@@ -60,8 +60,12 @@ class Reader {
 
 constexpr Range kEfficiency{0, 1, true};
 constexpr Range kSlowdown{0, 0.9};
-constexpr Range kNonNegative{0, 1e30};
-constexpr Range kPositive{0, 1e30, true};
+// Physical ranges: what a measurement of a GPU, a link or a host can be. A bandwidth of 1e-300 B/s
+// or a latency of 1e30 s is no fit of a real run and would price a step in centuries.
+constexpr Range kBandwidth{1e6, 1e14};  // B/s: 1 MB/s to 100 TB/s
+constexpr Range kLatency{0, 10};        // s
+constexpr Range kOverhead{0, 1};        // s per launch or hook
+constexpr Range kFlops{0, 1e18};        // FLOPs of a GEMM
 
 }  // namespace
 
@@ -132,17 +136,17 @@ Calibration calibration_from_json(std::string_view text, const std::string& orig
   const auto& cj = compute ? *compute : kEmpty;
   c.matmul_efficiency = r.optional(cj, "compute", "matmul_efficiency", kEfficiency);
   c.attention_efficiency = r.optional(cj, "compute", "attention_efficiency", kEfficiency);
-  c.half_efficiency_flops = r.optional(cj, "compute", "half_efficiency_flops", kNonNegative);
+  c.half_efficiency_flops = r.optional(cj, "compute", "half_efficiency_flops", kFlops);
   c.hbm_efficiency = r.optional(cj, "compute", "hbm_efficiency", kEfficiency);
   c.compute_slowdown = r.optional(cj, "compute", "compute_slowdown", kSlowdown);
   const auto* pcie = f.get(root, "", "pcie", false);
   const auto& pj = pcie ? *pcie : kEmpty;
-  c.pcie_bandwidth = r.optional(pj, "pcie", "bandwidth_bytes_per_s", kPositive);
-  c.pcie_latency = r.optional(pj, "pcie", "latency_s", kNonNegative);
+  c.pcie_bandwidth = r.optional(pj, "pcie", "bandwidth_bytes_per_s", kBandwidth);
+  c.pcie_latency = r.optional(pj, "pcie", "latency_s", kLatency);
   const auto* host = f.get(root, "", "host", false);
   const auto& hj = host ? *host : kEmpty;
-  c.launch_overhead = r.optional(hj, "host", "launch_overhead_s", kNonNegative);
-  c.fsdp_hook_overhead = r.optional(hj, "host", "fsdp_hook_overhead_s", kNonNegative);
+  c.launch_overhead = r.optional(hj, "host", "launch_overhead_s", kOverhead);
+  c.fsdp_hook_overhead = r.optional(hj, "host", "fsdp_hook_overhead_s", kOverhead);
   const auto& collectives = f.array(root, "collectives");
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const std::string key = fmt::format("collectives[{}]", i);
@@ -157,8 +161,8 @@ Calibration calibration_from_json(std::string_view text, const std::string& orig
     }
     x.ranks = static_cast<int>(f.integer(j, key, "ranks", 2, 1 << 24));
     x.nodes = static_cast<int>(f.integer(j, key, "nodes", 1, x.ranks));
-    x.latency = r.value(j, key, "latency_s", kNonNegative);
-    x.busbw = r.value(j, key, "busbw_bytes_per_s", kPositive);
+    x.latency = r.value(j, key, "latency_s", kLatency);
+    x.busbw = r.value(j, key, "busbw_bytes_per_s", kBandwidth);
     if (c.collective(x.kind, x.ranks, x.nodes)) {
       f.problem(key, fmt::format("a second {} on {} ranks over {} nodes", to_string(x.kind),
                                  x.ranks, x.nodes));

@@ -99,22 +99,30 @@ DeviceProfile device_profile_from_json(std::string_view text, const std::string&
     throw ValidationError({Problem{origin, "schema", "not a shardscope device profile",
                                    std::string(kDeviceProfileSchema)}});
   }
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  // Physical ranges: a kernel takes 1 ns to 100 s, an overhead up to 1 s, a bandwidth 1 MB/s to
+  // 100 TB/s (HBM3e is about 5 TB/s); a value outside is no measurement of a GPU.
+  constexpr std::int64_t kMaxKernelNs = 100'000'000'000;
+  constexpr std::int64_t kMaxOverheadNs = 1'000'000'000;
+  constexpr double kMinBandwidth = 1e6, kMaxBandwidth = 1e14;
   DeviceProfile p;
   p.device = f.text(root, "", "device");
   p.version = f.text(root, "", "version");
-  p.memory_bandwidth = f.number(root, "", "memory_bandwidth_bytes_per_s");
-  p.h2d_pinned = f.number(root, "", "h2d_pinned_bytes_per_s");
-  p.d2h_pinned = f.number(root, "", "d2h_pinned_bytes_per_s");
-  p.h2d_pageable = f.number(root, "", "h2d_pageable_bytes_per_s");
-  p.d2h_pageable = f.number(root, "", "d2h_pageable_bytes_per_s");
-  p.launch_overhead = f.integer(root, "", "launch_overhead_ns", 0, kMax);
-  p.event_overhead = f.integer(root, "", "event_overhead_ns", 0, kMax);
+  const auto bandwidth = [&](const char* key) {
+    return f.rate(root, "", key, kMinBandwidth, kMaxBandwidth);
+  };
+  p.memory_bandwidth = bandwidth("memory_bandwidth_bytes_per_s");
+  p.h2d_pinned = bandwidth("h2d_pinned_bytes_per_s");
+  p.d2h_pinned = bandwidth("d2h_pinned_bytes_per_s");
+  p.h2d_pageable = bandwidth("h2d_pageable_bytes_per_s");
+  p.d2h_pageable = bandwidth("d2h_pageable_bytes_per_s");
+  p.launch_overhead = f.integer(root, "", "launch_overhead_ns", 0, kMaxOverheadNs);
+  p.event_overhead = f.integer(root, "", "event_overhead_ns", 0, kMaxOverheadNs);
   const auto& gemms = f.array(root, "gemms");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const std::string key = fmt::format("gemms[{}]", i);
     const KernelShape shape = detail::read_kernel_shape(f, gemms[i], key, KernelKind::gemm);
-    p.gemms.push_back({std::get<Gemm>(shape), f.integer(gemms[i], key, "time_ns", 0, kMax)});
+    p.gemms.push_back(
+        {std::get<Gemm>(shape), f.integer(gemms[i], key, "time_ns", 1, kMaxKernelNs)});
   }
   const auto& attention = f.array(root, "attention");
   for (std::size_t i = 0; i < attention.size(); ++i) {
@@ -122,7 +130,7 @@ DeviceProfile device_profile_from_json(std::string_view text, const std::string&
     const KernelShape shape =
         detail::read_kernel_shape(f, attention[i], key, KernelKind::attention);
     p.attention.push_back(
-        {std::get<Attention>(shape), f.integer(attention[i], key, "time_ns", 0, kMax)});
+        {std::get<Attention>(shape), f.integer(attention[i], key, "time_ns", 1, kMaxKernelNs)});
   }
   throw_if_any(std::move(problems));
   return p;

@@ -55,6 +55,20 @@ class Fields {
     }
     return v->get<double>();
   }
+  /// A measured rate: 0 where it was not measured, else within [lowest, highest] (a physical
+  /// range: nothing a device measures is 1e-300 B/s).
+  double rate(const nlohmann::json& obj, const std::string& path, const char* key, double lowest,
+              double highest) {
+    const auto* v = get(obj, path, key);
+    if (!v) return 0;
+    if (!v->is_number() ||
+        (v->get<double>() != 0 && (v->get<double>() < lowest || v->get<double>() > highest))) {
+      problem(path + "." + key, fmt::format("expected 0 (not measured) or {:g} to {:g}, got {}",
+                                            lowest, highest, v->dump()));
+      return 0;
+    }
+    return v->get<double>();
+  }
   std::string text(const nlohmann::json& obj, const std::string& path, const char* key) {
     const auto* v = get(obj, path, key);
     if (!v) return {};

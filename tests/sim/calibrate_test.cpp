@@ -128,6 +128,9 @@ TEST(CalibrationFile, RefusesValuesTheCostModelCannotUse) {
   EXPECT_EQ(problems(replace("\"all_gather\"", "\"forward\"")), "collectives[0].kind;");
   EXPECT_EQ(problems(replace("\"ranks\": 8", "\"ranks\": 1")), "collectives[0].ranks;");
   EXPECT_EQ(problems(replace("shardscope.calibration/1", "shardscope.timeline/2")), "schema;");
+  // Physical ranges: no link moves 1e-300 B/s (it once priced a step in centuries, exit 0).
+  EXPECT_EQ(problems(replace("\"value\": 240000000000.0", "\"value\": 1e-300")),
+            "collectives[0].busbw_bytes_per_s.value;");
 }
 
 // ------------------------------------------------------------------ the cost model reads it

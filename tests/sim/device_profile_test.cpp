@@ -52,9 +52,9 @@ TEST(DeviceProfile, BadFilesNameTheKey) {
   try {
     device_profile_from_json(
         R"({"schema": "shardscope.device_profile/1", "device": "x", "version": "v",
-            "memory_bandwidth_bytes_per_s": -1, "h2d_pinned_bytes_per_s": 1,
-            "d2h_pinned_bytes_per_s": 1, "h2d_pageable_bytes_per_s": 1,
-            "d2h_pageable_bytes_per_s": 1, "launch_overhead_ns": 1, "event_overhead_ns": 1,
+            "memory_bandwidth_bytes_per_s": -1, "h2d_pinned_bytes_per_s": 1e9,
+            "d2h_pinned_bytes_per_s": 1e9, "h2d_pageable_bytes_per_s": 1e9,
+            "d2h_pageable_bytes_per_s": 1e9, "launch_overhead_ns": 1, "event_overhead_ns": 1,
             "gemms": [{"m": 1, "n": 1, "k": 1, "batch": 1, "transpose_a": false,
                        "transpose_b": false, "input": "bf16", "output": "bf17", "time_ns": 5}],
             "attention": []})",
@@ -64,6 +64,33 @@ TEST(DeviceProfile, BadFilesNameTheKey) {
     std::vector<std::string> keys;
     for (const auto& p : e.problems()) keys.push_back(p.key);
     EXPECT_EQ(keys, (std::vector<std::string>{"memory_bandwidth_bytes_per_s", "gemms[0].output"}));
+  }
+}
+
+// Values no GPU measures are refused with their key and range: a kernel of 0 ns or 2^63-1 ns, a
+// bandwidth of 1e-300 B/s, an overhead of 2 s (each once priced a step with exit 0).
+TEST(DeviceProfile, ValuesOutsideWhatAGpuMeasuresAreRefused) {
+  const std::string text =
+      R"({"schema": "shardscope.device_profile/1", "device": "x", "version": "v",
+          "memory_bandwidth_bytes_per_s": 1e-300, "h2d_pinned_bytes_per_s": 0,
+          "d2h_pinned_bytes_per_s": 2e9, "h2d_pageable_bytes_per_s": 1e300,
+          "d2h_pageable_bytes_per_s": 2e9, "launch_overhead_ns": 2000000000,
+          "event_overhead_ns": 1,
+          "gemms": [{"m": 1, "n": 1, "k": 1, "batch": 1, "transpose_a": false,
+                     "transpose_b": false, "input": "bf16", "output": "bf16", "time_ns": 0},
+                    {"m": 2, "n": 1, "k": 1, "batch": 1, "transpose_a": false,
+                     "transpose_b": false, "input": "bf16", "output": "bf16",
+                     "time_ns": 9223372036854775807}],
+          "attention": []})";
+  try {
+    (void)device_profile_from_json(text, "p.json");
+    FAIL();
+  } catch (const ValidationError& e) {
+    std::vector<std::string> keys;
+    for (const auto& p : e.problems()) keys.push_back(p.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"memory_bandwidth_bytes_per_s",
+                                              "h2d_pageable_bytes_per_s", "launch_overhead_ns",
+                                              "gemms[0].time_ns", "gemms[1].time_ns"}));
   }
 }
 
