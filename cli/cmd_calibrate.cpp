@@ -14,7 +14,7 @@ namespace shardscope::cli {
 
 int run_calibrate(const CalibrateArgs& args) {
   std::vector<std::filesystem::path> inputs(args.measured.begin(), args.measured.end());
-  inputs.emplace_back(args.scenario.path);
+  for (auto& file : scenario_inputs(args.scenario)) inputs.push_back(std::move(file));
   const std::vector<std::pair<std::string, std::string>> outputs{{"--out", args.out}};
   check_output_paths(outputs, inputs);
   const Scenario scenario = load_scenario_args(args.scenario);

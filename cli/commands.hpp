@@ -187,8 +187,14 @@ void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs);
 void write_run_outputs(const RunOutputs& outputs, const analysis::Summary& summary,
                        const Timeline& timeline, std::span<const Timeline> other_ranks = {});
 
+/// Every file a command reads for a scenario: the scenario, --device-profile, --calibration, and
+/// the files the scenario names (ScenarioKey::names_a_file, after --set). A scenario that does
+/// not load gives what it can; the load itself reports the problem later.
+std::vector<std::filesystem::path> scenario_inputs(const ScenarioArgs& input);
+
 /// Checks every output path before any work (ValidationError listing each problem): none may be
-/// the scenario file, another output, a directory, or in a missing or unwritable directory.
+/// an input (scenario_inputs), another output, a directory, or in a missing or unwritable
+/// directory.
 void check_outputs(const ScenarioArgs& input,
                    std::initializer_list<std::pair<std::string, std::string>> outputs);
 

@@ -120,6 +120,12 @@ ConfigTree yaml_to_json(const YAML::Node& node, const std::string& origin) {
 
 }  // namespace
 
+ConfigTree::json_pointer key_pointer(std::string_view dotted_path) {
+  ConfigTree::json_pointer pointer;
+  for_each_key_part(dotted_path, [&](std::string_view part) { pointer /= std::string(part); });
+  return pointer;
+}
+
 std::vector<std::string> split_key_path(std::string_view path) {
   std::vector<std::string> parts;
   for_each_key_part(path, [&](std::string_view part) { parts.emplace_back(part); });

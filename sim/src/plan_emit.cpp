@@ -221,10 +221,7 @@ std::string emit_scenario(const ConfigTree& tree, const std::string& file,
   const auto to = std::filesystem::absolute(output).parent_path();
   for (const ScenarioKey& key : scenario_keys()) {
     if (!key.names_a_file) continue;
-    std::string pointer(key.path);
-    std::replace(pointer.begin(), pointer.end(), '.', '/');
-    pointer.insert(pointer.begin(), '/');
-    const nlohmann::json::json_pointer at(pointer);
+    const auto at = key_pointer(key.path);
     if (!out.contains(at) || !out[at].is_string()) continue;
     const std::filesystem::path path(out[at].get<std::string>());
     if (path.is_relative())

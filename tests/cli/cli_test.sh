@@ -145,6 +145,9 @@ expect calibrate-run-twice 2 'slow.json: is given twice \(also as .*slow.json\)'
 printf '{"traceEvents": []}' >"$tmpdir/no-work.json"
 expect summarize-no-work 2 'no-work.json: has no ops: no device work was recorded' -- summarize "$tmpdir/no-work.json"
 expect compare-no-work 2 'no-work.json: has no ops' -- compare "$tmpdir/slow.json" "$tmpdir/no-work.json"
+# A file the scenario names is an input too: no output may overwrite it.
+expect output-is-scenario-calibration 2 'cal.json: --json: is the input .*cal.json; it would be overwritten' -- simulate "$default" --set "cluster.calibration=$tmpdir/cal.json" --json "$tmpdir/cal.json"
+expect output-is-scenario-profile 2 'profile.json: --timeline: is the input' -- simulate "$default" --set "cluster.gpu.device_profile=$tmpdir/profile.json" --timeline "$tmpdir/profile.json"
 # The calibrated re-simulation lands on the slow run's step time within 0.1 %.
 "$bin" simulate "$default" --calibration "$tmpdir/cal.json" > "$tmpdir/cal.txt" 2>&1
 cal_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/cal.txt" | grep -Eo '[0-9.]+')

@@ -65,6 +65,9 @@ void for_each_key_part(std::string_view path, F&& f) {
   if (path.size() > begin) f(path.substr(begin));
 }
 
+/// "cluster.gpu.device_profile" as a JSON pointer into a tree ("/cluster/gpu/device_profile").
+ConfigTree::json_pointer key_pointer(std::string_view dotted_path);
+
 /// Splits "a.b[2].c" or "a.b.2.c" into {"a", "b", "2", "c"}.
 std::vector<std::string> split_key_path(std::string_view path);
 
