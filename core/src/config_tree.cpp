@@ -266,7 +266,7 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
     throw ValidationError({Problem{path.string(), "", "cannot read the file",
                                    "an existing .yaml, .yml or .json file"}});
   }
-  ConfigTree tree = parse_config_text(read_text_file(path), path.string());
+  ConfigTree tree = parse_config_text(read_text_file(path, kMaxDocumentBytes), path.string());
   if (!tree.is_object()) {
     throw ValidationError({Problem{path.string(), "", "the document is not a mapping of keys",
                                    "top-level keys: model, cluster, training, fsdp"}});

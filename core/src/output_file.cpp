@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "shardscope/core/units.hpp"
+
 namespace shardscope {
 namespace fs = std::filesystem;
 namespace {
@@ -189,10 +191,31 @@ void write_text_file_atomic(const fs::path& path, std::string_view text) {
   }
 }
 
-std::string read_text_file(const fs::path& path) {
+void require_regular_file(const fs::path& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec))
+  const auto status = fs::status(path, ec);
+  if (ec || status.type() == fs::file_type::not_found)
+    throw ValidationError(
+        {Problem{path.string(), "", "cannot read the file", "an existing readable file"}});
+  if (status.type() == fs::file_type::directory)
     throw ValidationError({Problem{path.string(), "", "is a directory", "a file"}});
+  if (status.type() != fs::file_type::regular) {
+    throw ValidationError(
+        {Problem{path.string(), "",
+                 "is not a regular file (a FIFO, a device or a socket: it may block or never end)",
+                 "a regular file"}});
+  }
+}
+
+std::string read_text_file(const fs::path& path, std::uintmax_t max_bytes) {
+  require_regular_file(path);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    throw ValidationError({Problem{
+        path.string(), "", fmt::format("is {}", format_bytes(static_cast<Bytes>(size))),
+        fmt::format("a file of at most {}", format_bytes(static_cast<Bytes>(max_bytes)))}});
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw ValidationError(

@@ -145,6 +145,11 @@ expect calibrate-run-twice 2 'slow.json: is given twice \(also as .*slow.json\)'
 printf '{"traceEvents": []}' >"$tmpdir/no-work.json"
 expect summarize-no-work 2 'no-work.json: has no ops: no device work was recorded' -- summarize "$tmpdir/no-work.json"
 expect compare-no-work 2 'no-work.json: has no ops' -- compare "$tmpdir/slow.json" "$tmpdir/no-work.json"
+# A FIFO or a device as an input is refused before it is opened (it would block, or never end).
+mkfifo "$tmpdir/fifo"
+expect summarize-fifo 2 'fifo: is not a regular file' -- summarize "$tmpdir/fifo"
+expect import-device 2 '/dev/zero: is not a regular file' -- import /dev/zero
+expect profile-device-file 2 '/dev/urandom: is not a regular file' -- simulate "$default" --device-profile /dev/urandom
 # A file the scenario names is an input too: no output may overwrite it.
 expect output-is-scenario-calibration 2 'cal.json: --json: is the input .*cal.json; it would be overwritten' -- simulate "$default" --set "cluster.calibration=$tmpdir/cal.json" --json "$tmpdir/cal.json"
 expect output-is-scenario-profile 2 'profile.json: --timeline: is the input' -- simulate "$default" --set "cluster.gpu.device_profile=$tmpdir/profile.json" --timeline "$tmpdir/profile.json"

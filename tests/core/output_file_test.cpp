@@ -84,3 +84,39 @@ TEST_F(OutputFile, AMissingDirectoryFailsWithoutCreatingAnything) {
 
 }  // namespace
 }  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+// Inputs that are no regular file are refused before they are opened: a FIFO would block the
+// open (and a sniff then a parse would read it twice), /dev/zero would fill memory. A file over
+// the bound is refused by its size, before it is read.
+TEST(ReadTextFile, RefusesWhatIsNoRegularFileAndWhatIsTooLarge) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("shardscope-read-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::filesystem::path& p : {fifo, std::filesystem::path("/dev/zero")}) {
+    try {
+      (void)read_text_file(p);
+      ADD_FAILURE() << "read " << p;
+    } catch (const ValidationError& e) {
+      EXPECT_EQ(e.problems().at(0).file, p.string());
+      EXPECT_NE(e.problems().at(0).message.find("is not a regular file"), std::string::npos);
+    }
+  }
+  const auto big = dir / "big.json";
+  std::ofstream(big) << std::string(4096, ' ');
+  EXPECT_EQ(read_text_file(big).size(), 4096U);
+  try {
+    (void)read_text_file(big, 1024);
+    ADD_FAILURE() << "read a file over the bound";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(e.problems().at(0).message, "is 4.00 KiB");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shardscope

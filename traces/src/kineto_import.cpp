@@ -822,6 +822,7 @@ std::string import_report_text(const ImportReport& r) {
 }
 
 bool looks_like_kineto_trace(const std::filesystem::path& path) {
+  require_regular_file(path);  // a FIFO would block here and could not be read a second time
   gzFile file = gzopen(path.string().c_str(), "rb");
   if (file == nullptr) return false;
   std::string head(std::size_t{64} * 1024, '\0');

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/output_file.hpp"
 
 namespace shardscope::traces::detail {
 namespace {
@@ -217,6 +218,7 @@ json finish(TraceSax& sax, bool parsed, const std::string& origin) {
 
 json read_trace_events(const std::filesystem::path& path, const EventCallback& on_event) {
   const std::string origin = path.string();
+  require_regular_file(path);
   gzFile file = gzopen(origin.c_str(), "rb");
   if (file == nullptr) {
     throw ValidationError({Problem{origin, "", "cannot open the trace", "a readable file"}});

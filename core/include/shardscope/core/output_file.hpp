@@ -9,6 +9,7 @@
 //  - a special file (/dev/stdout, /dev/full, a FIFO) is written in place, never replaced by a
 //    regular file; a FIFO without a reader is an error, not a hang.
 
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -33,8 +34,17 @@ void check_output_paths(std::span<const std::pair<std::string, std::string>> out
 /// any failure (no space left, permission, a FIFO with no reader).
 void write_text_file_atomic(const std::filesystem::path& path, std::string_view text);
 
-/// The whole file; throws ValidationError naming it when it cannot be read or is not a regular
-/// file.
-std::string read_text_file(const std::filesystem::path& path);
+/// Refuses (ValidationError naming it) an input that is not a regular file: a FIFO would block
+/// the open, a device (/dev/zero, /dev/urandom) never ends, and neither can be read twice.
+void require_regular_file(const std::filesystem::path& path);
+
+/// The most a file read whole may hold: every scenario, timeline, profile and calibration a run
+/// writes is far below it, and reading it takes a few times as much memory.
+inline constexpr std::uintmax_t kMaxTextFileBytes = std::uintmax_t{2} << 30;
+
+/// The whole file; throws ValidationError naming it when it cannot be read, is not a regular
+/// file or is larger than `max_bytes`.
+std::string read_text_file(const std::filesystem::path& path,
+                           std::uintmax_t max_bytes = kMaxTextFileBytes);
 
 }  // namespace shardscope
