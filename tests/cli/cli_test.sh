@@ -134,7 +134,7 @@ expect import-no-such-rank 2 'no trace of rank 5' -- import "$trace" "$tmpdir/ra
 expect import-same-rank-twice 2 'rank 0 again' -- import "$trace" "$trace"
 printf '{"traceEvents": [' > "$tmpdir/truncated.json"
 expect import-truncated 2 'truncated.json: .*not valid JSON' -- import "$tmpdir/truncated.json"
-expect import-missing 2 'cannot open the trace' -- import "$tmpdir/nope.json.gz"
+expect import-missing 2 'nope.json.gz: cannot read the file' -- import "$tmpdir/nope.json.gz"
 # Calibrate: a run made with slower GEMMs and NVLink, fitted, re-simulated at its step time.
 "$bin" simulate "$default" --set training.iterations=4 --set cluster.gpu.matmul_efficiency=0.4 --set cluster.nvlink.bandwidth=300GB/s --timeline "$tmpdir/slow.json" > "$tmpdir/slow.txt"
 slow_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/slow.txt" | grep -Eo '[0-9.]+ s')
