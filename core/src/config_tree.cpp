@@ -201,10 +201,8 @@ void write_yaml(const ConfigTree& v, int indent, std::string& out);
 void write_yaml_entry(const std::string& prefix, const ConfigTree& v, int indent,
                       std::string& out) {
   out += prefix;
-  if (v.is_object() && !v.empty()) {
-    out += '\n';
-    write_yaml(v, indent + 2, out);
-  } else if (v.is_array() && !v.empty() && !all_scalars(v)) {
+  const bool block = !v.empty() && (v.is_object() || (v.is_array() && !all_scalars(v)));
+  if (block) {
     out += '\n';
     write_yaml(v, indent + 2, out);
   } else if (v.is_array()) {

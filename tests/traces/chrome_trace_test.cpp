@@ -198,8 +198,8 @@ TEST(ChromeTrace, AFlowIntoAWaitThatDidNotBlockLandsOnWhatItHeld) {
     o.start = start;
     o.end = end;
     o.deps = std::move(deps);
-    o.issue_start = id * 10;
-    o.issue_end = id * 10 + 5;
+    o.issue_start = TimeNs{id} * 10;
+    o.issue_end = TimeNs{id} * 10 + 5;
     t.ops.push_back(o);
   };
   op(0, OpKind::all_gather, 1, 0, 1000, {});
