@@ -11,6 +11,26 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0
 
+# same_prediction NAME: the simulation NAME.sim.json makes plan NAME.json's first prediction (step
+# time and peak reserved, exactly).
+same_prediction() {
+  local name=$1 verdict
+  verdict=$(python3 - "$tmp/$name.json" "$tmp/$name.sim.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["ranked"][0]
+sim = json.load(open(sys.argv[2]))
+got = (sim["step_time_s"], sim["peak_memory"]["reserved_bytes"])
+want = (plan["step_time_s"], plan["peak_reserved_bytes"])
+print("same" if got == want else f"plan {want}, simulated {got}")
+PY
+)
+  if [[ $verdict == same ]]; then
+    echo "ok   $name"; passed=$((passed + 1))
+  else
+    echo "FAIL $name: $verdict"; failed=$((failed + 1))
+  fi
+}
+
 # roundtrip NAME TARGET [PLAN ARGS...]: --set arguments go to both plan and simulate (base knobs).
 roundtrip() {
   local name=$1 target=$2; shift 2
@@ -34,21 +54,7 @@ roundtrip() {
     echo "FAIL $name: the read-back knobs do not simulate"; cat "$tmp/$name.sim"; failed=$((failed + 1))
     return
   fi
-  local verdict
-  verdict=$(python3 - "$tmp/$name.json" "$tmp/$name.sim.json" <<'PY'
-import json, sys
-plan = json.load(open(sys.argv[1]))["ranked"][0]
-sim = json.load(open(sys.argv[2]))
-got = (sim["step_time_s"], sim["peak_memory"]["reserved_bytes"])
-want = (plan["step_time_s"], plan["peak_reserved_bytes"])
-print("same" if got == want else f"plan {want}, read back {got}")
-PY
-)
-  if [[ $verdict == same ]]; then
-    echo "ok   $name"; passed=$((passed + 1))
-  else
-    echo "FAIL $name: $verdict"; failed=$((failed + 1))
-  fi
+  same_prediction "$name"
 }
 
 # The best plan each target can express.
@@ -87,21 +93,7 @@ scenario_roundtrip() {
     echo "FAIL $name"; cat "$tmp/$name.out" "$tmp/$name.sim" 2>/dev/null; failed=$((failed + 1))
     return
   fi
-  local verdict
-  verdict=$(python3 - "$tmp/$name.json" "$tmp/$name.sim.json" <<'PY'
-import json, sys
-plan = json.load(open(sys.argv[1]))["ranked"][0]
-sim = json.load(open(sys.argv[2]))
-got = (sim["step_time_s"], sim["peak_memory"]["reserved_bytes"])
-want = (plan["step_time_s"], plan["peak_reserved_bytes"])
-print("same" if got == want else f"plan {want}, emitted scenario {got}")
-PY
-)
-  if [[ $verdict == same ]]; then
-    echo "ok   $name"; passed=$((passed + 1))
-  else
-    echo "FAIL $name: $verdict"; failed=$((failed + 1))
-  fi
+  same_prediction "$name"
 }
 scenario_roundtrip scenario-best
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/timeline_test_util.hpp"
 #include "shardscope/traces/kineto_import.hpp"
 #include "sim/sim_test_util.hpp"
 
@@ -191,12 +192,7 @@ TEST(ChromeTrace, AFlowIntoAWaitThatDidNotBlockLandsOnWhatItHeld) {
   t.streams = {{"compute", StreamKind::compute}, {"comm", StreamKind::copy}};
   const auto op = [&](OpId id, OpKind kind, StreamId stream, TimeNs start, TimeNs end,
                       IdList deps) {
-    TimelineOp o;
-    o.op = id;
-    o.kind = kind;
-    o.stream = stream;
-    o.start = start;
-    o.end = end;
+    TimelineOp o = testing::timeline_op(id, kind, stream, start, end);
     o.deps = std::move(deps);
     o.issue_start = TimeNs{id} * 10;
     o.issue_end = TimeNs{id} * 10 + 5;
