@@ -47,7 +47,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-/// Microseconds (fractional, Kineto's unit) to integer nanoseconds.
 // Kineto writes microseconds, since the epoch in older versions (about 1.8e15 us today). A time
 // beyond this bound (about 127 years) is not a profiler's.
 constexpr double kMaxTraceMicroseconds = 4e15;
@@ -58,6 +57,7 @@ constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
 // is refused, which keeps every sum of its times and durations far inside TimeNs.
 constexpr TimeNs kMaxTraceSpan = 1'000'000'000'000'000;
 
+/// Microseconds (fractional, Kineto's unit) to integer nanoseconds.
 TimeNs to_ns(double us) {
   return static_cast<TimeNs>(std::llround(us * 1000.0));
 }
@@ -181,7 +181,7 @@ class Importer {
     const double dur = time_of(e, "dur", true, bad).value_or(0);
     if (bad) return;
     const TimeNs start = to_ns(*ts), end = start + to_ns(dur);
-    note_span(std::min(start, end), std::max(start, end));
+    note_span(start, end);  // durations are never negative (time_of)
     if (auto cls = gpu_class(cat, name)) {
       gpu_event(*cls, start, end, e, args, name);
       return;
