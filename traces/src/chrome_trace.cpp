@@ -227,7 +227,8 @@ void write_rank(TraceWriter& w, const Timeline& t, int pid) {
 
   SliceIndex slices;
   std::vector<std::size_t> op_slice(t.ops.size()), launch_slice(t.ops.size());
-  std::unordered_map<OpId, std::size_t> by_id;  // schedule op id -> index in t.ops
+  // Schedule op id -> index in t.ops, ordered: flows are written in schedule order.
+  std::map<OpId, std::size_t> by_id;
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const TimelineOp& op = t.ops[i];
     if (op.op >= 0) by_id[op.op] = i;
@@ -255,8 +256,7 @@ void write_rank(TraceWriter& w, const Timeline& t, int pid) {
   slices.sort();
 
   // Cross-stream dependencies in schedule order, then each launch to the op it issued.
-  std::map<OpId, std::size_t> in_order(by_id.begin(), by_id.end());
-  for (const auto& [id, to] : in_order) {
+  for (const auto& [id, to] : by_id) {
     for (OpId d : t.ops[to].deps) {
       const auto from = by_id.find(d);
       if (from == by_id.end() || t.ops[from->second].stream == t.ops[to].stream) continue;
