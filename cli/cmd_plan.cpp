@@ -58,6 +58,17 @@ std::optional<sim::EmitTarget> emit_target(const PlanArgs& args, sim::PlanInputs
   return target;
 }
 
+// A pinned or allowed value outside its key's type, range or choices would make every
+// configuration invalid after a whole search: refused first, as a scenario key would be.
+void value_problems(std::string_view flag, const std::string& key,
+                    const std::vector<std::string>& values, std::vector<Problem>& problems) {
+  for (const auto& value : values) {
+    const std::string given = fmt::format("{}={}", key, value);
+    for (auto& p : key_value_problems(given))
+      problems.push_back({std::string(flag), given, std::move(p.message), std::move(p.allowed)});
+  }
+}
+
 struct SizedPlan {
   int nodes = 0;
   int world = 0;
@@ -100,10 +111,24 @@ void plan_size(const PlanArgs& args, SizedPlan& p) {
   options.threads = args.threads;
   Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world) : "plan",
                     p.space.size());
-  options.progress = [&](std::size_t settled, std::size_t) { progress.update(settled); };
+  options.on_work = [&](const sim::PlanWork& work) {
+    fmt::print(stderr,
+               "{}: {} configurations in {} compute classes, schedules of up to {} ops: at most "
+               "{} ops to lower and simulate (the step-time bound and the memory rules skip "
+               "most)\n",
+               p.world > 0 && args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world)
+                                                    : std::string("plan"),
+               format_count(static_cast<std::int64_t>(work.configurations)), work.classes,
+               format_count(work.largest_schedule), format_count(work.ops));
+  };
+  options.progress = [&](const sim::PlanProgress& at) {
+    progress.update(at.settled, static_cast<double>(at.work_done) /
+                                    static_cast<double>(std::max<std::int64_t>(1, at.work_total)));
+  };
   const InterruptFlag ctrl_c;
   options.cancel = ctrl_c.flag();
   p.result = sim::plan(p.tree, args.scenario.path, p.space, options);
+  sim::throw_if_none_valid(p.space, p.result);
 }
 
 // One row per cluster size: the best plan of each, and what the cluster does with it.
@@ -187,12 +212,15 @@ int run_plan(const PlanArgs& args) {
     if (fix && fix->values.size() != 1) {
       problems.push_back({"--fix", f, "pins one value", "--allow for several"});
     } else if (fix) {
+      value_problems("--fix", fix->key, fix->values, problems);
       inputs.fixed.emplace_back(std::move(fix->key), std::move(fix->values.front()));
     }
   }
   for (const auto& a : args.allow) {
-    if (auto allow = sim::parse_key_values(a, "--allow", problems))
+    if (auto allow = sim::parse_key_values(a, "--allow", problems)) {
+      value_problems("--allow", allow->key, allow->values, problems);
       inputs.allowed.emplace_back(std::move(allow->key), std::move(allow->values));
+    }
   }
   const auto target = emit_target(args, inputs, problems);
   throw_if_any(std::move(problems));

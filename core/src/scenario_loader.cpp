@@ -777,6 +777,35 @@ Scenario load_scenario(const std::filesystem::path& path,
   return read_scenario(tree, path.string(), path.parent_path());
 }
 
+std::vector<Problem> key_value_problems(std::string_view assignment) {
+  std::vector<Problem> problems;
+  ConfigTree tree = ConfigTree::object();
+  apply_override(tree, assignment, problems);
+  if (!problems.empty()) return problems;
+  const std::string path(assignment.substr(0, assignment.find('=')));
+  const ScenarioKey* key = find_scenario_key(normalise_key_path(path));
+  if (!key) return {{"", path, "not a scenario key", "see shardscope keys"}};
+  ConfigReader r(tree, "");
+  switch (key->type) {
+    case KeyType::integer: read_int(r, path); break;
+    case KeyType::number: read_number(r, path); break;
+    case KeyType::boolean: r.get_bool(path); break;
+    case KeyType::text: r.get_string(path); break;
+    case KeyType::choice: r.get_enum(path, split_choices(key->choices)); break;
+    case KeyType::dtype: r.get_dtype(path); break;
+    case KeyType::bytes: read_bytes(r, path); break;
+    case KeyType::duration: read_duration(r, path); break;
+    case KeyType::bandwidth: read_bandwidth(r, path); break;
+    case KeyType::flops_rate: read_flops_rate(r, path); break;
+    // A section, a list and reshard_after_forward's two types are read with their context.
+    case KeyType::section:
+    case KeyType::list:
+    case KeyType::bool_or_int:
+    case KeyType::rejected: break;
+  }
+  return r.take_problems();
+}
+
 Scenario scenario_from_text(std::string_view text, const std::vector<std::string>& overrides) {
   ConfigTree tree = parse_config_text(text, "<text>");
   std::vector<Problem> problems;

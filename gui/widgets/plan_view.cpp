@@ -205,7 +205,8 @@ void PlanView::start_plan() {
   cancel_ = false;
   worker_ = std::thread([this, prepared = std::move(*prepared)]() mutable {
     prepared.options.cancel = &cancel_;
-    prepared.options.progress = [this](std::size_t settled, std::size_t) {
+    prepared.options.progress = [this](const sim::PlanProgress& at) {
+      const auto settled = at.settled;
       QMetaObject::invokeMethod(
           progress_, [this, settled] { progress_->setValue(static_cast<int>(settled)); },
           Qt::QueuedConnection);

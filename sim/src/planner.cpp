@@ -66,6 +66,7 @@ struct Evaluated {
   bool valid = false;
   bool fits = false;
   analysis::Summary summary;
+  std::vector<Problem> problems;  // why it is not valid
 };
 
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
@@ -83,8 +84,9 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     e.valid = true;
     // A simulation records its memory: its reserved peak is known.
     e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved.value() <= budget;
-  } catch (const ValidationError&) {
+  } catch (const ValidationError& error) {
     e.valid = false;  // knobs that do not combine (a reshard size the mesh does not divide)
+    e.problems = error.problems();
   }
   return e;
 }
@@ -111,6 +113,7 @@ struct ComputeClass {
   std::size_t part = 0;
   std::vector<std::size_t> members;  // configuration indices, in index order
   TimeNs bound = kNoBound;
+  std::int64_t ops = 0;  // estimated ops of one member's schedule (0: none of them validates)
 };
 
 // The classes of every part; members listed in index order.
@@ -135,10 +138,29 @@ std::vector<ComputeClass> compute_classes(const PlanSpace& space) {
   return classes;
 }
 
+// Members tried for a class's representative: the first that validates stands for the class.
+constexpr std::size_t kRepresentativeTries = 64;
+
+// The estimated schedule size of the class's first member that validates. Reading a scenario is
+// cheap next to lowering it, so this sizes the work before any lowering. A schedule above
+// kMaxScheduleOps is refused before it is built: no work.
+std::int64_t class_ops(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                       const ComputeClass& cls) {
+  for (std::size_t i = 0; i < cls.members.size() && i < kRepresentativeTries; ++i) {
+    try {
+      const auto ops =
+          estimated_schedule_ops(configuration_scenario(base, file, space, cls.members[i]));
+      return ops > kMaxScheduleOps ? 0 : ops;
+    } catch (const ValidationError&) {
+    }
+  }
+  return 0;
+}
+
 TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                    const ComputeClass& cls) {
-  // The first member that validates stands for the class (all share its compute ops).
-  for (std::size_t i = 0; i < cls.members.size() && i < 64; ++i) {
+  // The first member that lowers stands for the class (all share its compute ops).
+  for (std::size_t i = 0; i < cls.members.size() && i < kRepresentativeTries; ++i) {
     try {
       return compute_bound(configuration_scenario(base, file, space, cls.members[i]));
     } catch (const ValidationError&) {
@@ -278,22 +300,49 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   result.memory_budget = options.memory_budget;
   auto classes = compute_classes(space);
   result.classes = classes.size();
-  for (auto& cls : classes) cls.bound = class_bound(base, file, space, cls);
-  std::stable_sort(classes.begin(), classes.end(),
-                   [](const ComputeClass& a, const ComputeClass& b) { return a.bound < b.bound; });
-
+  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   const unsigned threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  PlanWork work;
+  work.configurations = result.space;
+  work.classes = classes.size();
+  for (auto& cls : classes) {
+    cls.ops = class_ops(base, file, space, cls);
+    work.ops += cls.ops * static_cast<std::int64_t>(1 + cls.members.size());
+    work.largest_schedule = std::max(work.largest_schedule, cls.ops);
+  }
+  if (options.on_work) options.on_work(work);
+  PlanProgress progress{0, result.space, 0, work.ops};
+  auto report = [&] {
+    if (options.progress) options.progress(progress);
+  };
+
+  // The bounds, in batches of one class per thread so that progress shows between them.
+  for (std::size_t begin = 0; begin < classes.size() && !cancelled(); begin += threads) {
+    const std::size_t end = std::min<std::size_t>(classes.size(), begin + threads);
+    std::atomic<std::size_t> next{begin};
+    WorkerPool::shared().run(static_cast<unsigned>(end - begin - 1), [&] {
+      for (std::size_t k = next++; k < end; k = next++)
+        classes[k].bound = class_bound(base, file, space, classes[k]);
+    });
+    for (std::size_t k = begin; k < end; ++k) progress.work_done += classes[k].ops;
+    report();
+  }
+  if (cancelled()) {
+    result.cancelled = true;
+    return result;
+  }
+  std::stable_sort(classes.begin(), classes.end(),
+                   [](const ComputeClass& a, const ComputeClass& b) { return a.bound < b.bound; });
   std::vector<Evaluated> fitting;
   std::unordered_set<std::size_t> not_fitting;
-  std::size_t settled = 0;
   // The distinct predictions found so far: the k-th best is the last step time that can rank.
   std::set<std::pair<TimeNs, Bytes>> predictions;
   auto kth_best = [&]() -> TimeNs {
     if (predictions.size() < options.top) return std::numeric_limits<TimeNs>::max();
     return std::next(predictions.begin(), static_cast<std::ptrdiff_t>(options.top - 1))->first;
   };
-  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
   // Work left undone by a cancel marks the result incomplete; a cancel after the last
   // simulation does not.
@@ -306,7 +355,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     if (!options.exhaustive && cls.bound > kth_best()) {
       for (std::size_t rest = k; rest < classes.size(); ++rest)
         result.skipped_by_bound += classes[rest].members.size();
-      if (options.progress) options.progress(result.space, result.space);
+      progress.settled = result.space;
+      progress.work_done = work.ops;
+      report();
       break;
     }
     // Waves of increasing memory depth; each wave's skipping sees only earlier waves.
@@ -349,6 +400,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         ++result.simulated;
         if (!e.valid) {
           ++result.invalid;
+          if (!result.first_invalid || e.index < result.first_invalid->index)
+            result.first_invalid = InvalidConfig{e.index, e.problems};
         } else if (e.fits) {
           fitting.push_back(e);
           predictions.emplace(e.summary.step_time, e.summary.peak_reserved.value());
@@ -356,8 +409,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           not_fitting.insert(e.index);
         }
       }
-      settled += members.size();
-      if (options.progress) options.progress(settled, result.space);
+      progress.settled += members.size();
+      progress.work_done += cls.ops * static_cast<std::int64_t>(members.size());
+      report();
     }
   }
   result.fitting = fitting.size();
@@ -382,6 +436,21 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     result.ranked[i].change =
         change_to(space, result.ranked[i].config, result.ranked[i + 1].config);
   return result;
+}
+
+void throw_if_none_valid(const PlanSpace& space, const PlanResult& r) {
+  if (r.cancelled || r.simulated == 0 || r.invalid < r.simulated || !r.first_invalid) return;
+  const auto& first = *r.first_invalid;
+  const PlanConfig config = decode(space, first.index);
+  std::vector<Problem> problems;
+  problems.push_back(
+      {"plan", "",
+       fmt::format("every one of the {} configurations simulated is invalid; the first ({} {}) "
+                   "for the reasons that follow",
+                   r.simulated, space.parts[config.part].api, configuration_text(space, config)),
+       "change the --fix and --allow values or the scenario"});
+  problems.insert(problems.end(), first.problems.begin(), first.problems.end());
+  throw ValidationError(std::move(problems));
 }
 
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {

@@ -190,6 +190,12 @@ expect plan-sizes-indivisible 2 'on each of 24 ranks' -- plan "$plan_example" --
 expect plan-fix-lists-values 2 'no fsdp2 choice of micro-batch × accumulation sets this value \(training.micro_batch: 1, 2, 4' -- plan "$plan_example" --fix training.micro_batch=3
 expect plan-fix-unknown-key 2 "training.lss: not a scenario key \(did you mean 'training.loss'\?\)" -- plan "$plan_example" --fix training.lss=fused
 expect plan-fix-one-value 2 '--fix: training.loss=fused,chunked: pins one value \(--allow for several\)' -- plan "$plan_example" --fix training.loss=fused,chunked
+# Fixed values are judged like scenario keys before any search (range, type)...
+expect plan-fix-out-of-range 2 '--fix: training.seq_len=0: 0 is out of range \(1\.\.16,777,216 tokens\)' -- plan "$plan_example" --fix training.seq_len=0
+expect plan-allow-not-a-number 2 "--allow: fsdp.forward_prefetch_modules=two: expected an integer, got the string 'two'" -- plan "$plan_example" --allow fsdp.forward_prefetch_modules=1,two
+# ...and a search where they leave no configuration valid names why, not "nothing fits".
+expect plan-fix-none-valid 2 'model.kv_heads: 5 kv heads do not divide 32 heads' -- plan "$plan_example" --api fsdp2 --fix model.kv_heads=5 --fix training.micro_batch=1 --fix training.loss=fused --fix training.activation_checkpointing=none
+expect plan-work-estimate 0 '^plan: [0-9,]+ configurations in [0-9]+ compute classes, schedules of up to [0-9,]+ ops' -- plan "$plan_example" --api fsdp2 --fix training.micro_batch=1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
 expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
 expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan, scenario\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
 # An emitted file says the whole command that made it.

@@ -70,6 +70,33 @@ TEST(ScenarioKeys, NumericBoundsAreEnforcedAtBothEnds) {
   }
 }
 
+// The planner judges --fix values with key_value_problems before it searches: it must agree with
+// the loader at both ends of every integer key's range and accept the range's ends.
+TEST(ScenarioKeys, OneKeyValueIsJudgedAsTheLoaderJudgesIt) {
+  for (const auto& key : scenario_keys()) {
+    if (key.type != KeyType::integer || key.path.find("[]") != std::string_view::npos) continue;
+    SCOPED_TRACE(std::string(key.path));
+    const auto lo = static_cast<std::int64_t>(key.min), hi = static_cast<std::int64_t>(key.max);
+    for (const auto value : {lo - 1, hi + 1}) {
+      const auto problems = key_value_problems(fmt::format("{}={}", key.path, value));
+      ASSERT_EQ(problems.size(), 1U) << value;
+      EXPECT_EQ(problems[0].key, key.path);
+      EXPECT_NE(problems[0].message.find("out of range"), std::string::npos);
+    }
+    EXPECT_TRUE(key_value_problems(fmt::format("{}={}", key.path, lo)).empty());
+    EXPECT_TRUE(key_value_problems(fmt::format("{}={}", key.path, hi)).empty());
+    EXPECT_FALSE(key_value_problems(fmt::format("{}=abc", key.path)).empty());
+  }
+  for (const auto& key : scenario_keys()) {
+    if (key.type != KeyType::choice || key.path.find("[]") != std::string_view::npos) continue;
+    SCOPED_TRACE(std::string(key.path));
+    EXPECT_FALSE(key_value_problems(fmt::format("{}=no_such_choice", key.path)).empty());
+  }
+  const auto unknown = key_value_problems("training.lss=fused");
+  ASSERT_EQ(unknown.size(), 1U);
+  EXPECT_EQ(unknown[0].message, "not a scenario key");
+}
+
 TEST(ScenarioKeys, RejectedKeysSayWhy) {
   const auto problems =
       problems_of("model: {preset: tiny}\nfsdp: {mixed_precision: {buffer_dtype: fp32}}\n", {});

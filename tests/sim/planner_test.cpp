@@ -224,13 +224,71 @@ TEST(Planner, ACancelInTheLastClassLeavesTheResultIncomplete) {
   std::atomic<bool> cancel{false};
   PlanOptions o = options_with(Bytes{70} * kGiB, false);
   o.cancel = &cancel;
-  o.progress = [&](std::size_t, std::size_t) { cancel.store(true); };  // after the first wave
+  int reports = 0;  // the first after the bounds, the second after the first wave
+  o.progress = [&](const PlanProgress&) {
+    if (++reports == 2) cancel.store(true);
+  };
   const auto cut = plan(tree, kDefault, space, o);
   EXPECT_TRUE(cut.cancelled);
+  EXPECT_GT(cut.simulated, 0u);  // the cancel landed in the search, not among the bounds
   EXPECT_LT(cut.simulated + cut.skipped_by_memory, space.size());
   o.cancel = nullptr;
   o.progress = nullptr;
   EXPECT_FALSE(plan(tree, kDefault, space, o).cancelled);
+}
+
+TEST(Planner, TheWorkIsKnownBeforeTheSearchAndTheProgressEndsAtIt) {
+  const PlanSpace space = small_space();
+  PlanOptions o = options_with(Bytes{70} * kGiB, false);
+  std::optional<PlanWork> work;
+  std::vector<PlanProgress> reports;
+  o.on_work = [&](const PlanWork& w) {
+    EXPECT_TRUE(reports.empty());  // before any lowering
+    work = w;
+  };
+  o.progress = [&](const PlanProgress& at) { reports.push_back(at); };
+  const auto result = plan(load_config_file(kDefault), kDefault, space, o);
+  ASSERT_TRUE(work);
+  EXPECT_EQ(work->configurations, space.size());
+  EXPECT_EQ(work->classes, result.classes);
+  // Every configuration and every class's bound costs at least one schedule's ops: 2 iterations
+  // × 8 micro-batches at most × 34 groups × 24 ops (estimated_schedule_ops).
+  EXPECT_EQ(work->largest_schedule, 2 * 8 * (32 + 2) * 24);
+  EXPECT_GT(work->ops, static_cast<std::int64_t>(space.size() + work->classes));
+  EXPECT_LE(work->ops, static_cast<std::int64_t>(space.size() + work->classes) *
+                           work->largest_schedule);
+  ASSERT_FALSE(reports.empty());
+  for (std::size_t i = 1; i < reports.size(); ++i) {
+    EXPECT_GE(reports[i].work_done, reports[i - 1].work_done);
+    EXPECT_GE(reports[i].settled, reports[i - 1].settled);
+  }
+  EXPECT_EQ(reports.back().work_done, work->ops);
+  EXPECT_EQ(reports.back().work_total, work->ops);
+  EXPECT_EQ(reports.back().settled, space.size());
+}
+
+TEST(Planner, ASearchWhereNoConfigurationIsValidSaysWhyInsteadOfNothingFits) {
+  PlanInputs inputs;
+  inputs.api = "fsdp2";
+  inputs.fixed = {{"training.micro_batch", "2"},
+                  {"training.activation_checkpointing", "selective_op"},
+                  {"training.loss", "fused"},
+                  {"model.kv_heads", "5"}};  // a valid key value that 32 heads do not divide by
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  const auto result =
+      plan(load_config_file(kDefault), kDefault, space, options_with(Bytes{70} * kGiB, false));
+  EXPECT_TRUE(result.ranked.empty());
+  EXPECT_GT(result.simulated, 0u);
+  EXPECT_EQ(result.invalid, result.simulated);
+  ASSERT_TRUE(result.first_invalid);
+  try {
+    throw_if_none_valid(space, result);
+    FAIL() << "expected a ValidationError";
+  } catch (const ValidationError& e) {
+    ASSERT_GE(e.problems().size(), 2u);
+    EXPECT_NE(e.problems()[0].message.find("every one of the"), std::string::npos);
+    EXPECT_EQ(e.problems()[1].key, "model.kv_heads");
+  }
 }
 
 }  // namespace

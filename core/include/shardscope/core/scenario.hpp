@@ -34,6 +34,11 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
 Scenario load_scenario(const std::filesystem::path& path,
                        const std::vector<std::string>& overrides = {});
 
+/// The problems of one `key=value` judged by the key table alone (the key's type, physical range
+/// and choices), as the scenario reader judges it; how it combines with other keys is not judged.
+/// An unknown key is a problem. The planner checks its --fix values with it before searching.
+std::vector<Problem> key_value_problems(std::string_view assignment);
+
 /// A scenario from YAML/JSON text (tests, GUI).
 Scenario scenario_from_text(std::string_view text, const std::vector<std::string>& overrides = {});
 

@@ -27,14 +27,35 @@
 
 namespace shardscope::sim {
 
+/// What a search does at most, known before it lowers or simulates anything: the work if neither
+/// the step-time bound nor the memory rules skip a configuration. Work is counted in estimated
+/// schedule ops (estimated_schedule_ops), which a lowering and a simulation take time in
+/// proportion to.
+struct PlanWork {
+  std::size_t configurations = 0;
+  std::size_t classes = 0;            // compute classes, each lowered once for its bound
+  std::int64_t ops = 0;               // the bounds' lowerings plus every configuration's simulation
+  std::int64_t largest_schedule = 0;  // ops of the largest schedule
+};
+
+/// Where a search stands: configurations settled (simulated or skipped) and the work done, in the
+/// units of PlanWork::ops.
+struct PlanProgress {
+  std::size_t settled = 0;
+  std::size_t configurations = 0;
+  std::int64_t work_done = 0;
+  std::int64_t work_total = 0;
+};
+
 struct PlanOptions {
   std::size_t top = 5;
   Bytes memory_budget = 0;  // peak reserved a configuration may use (> 0)
   unsigned threads = 0;     // 0: all hardware threads
   bool exhaustive = false;  // simulate every configuration (the reference the tests compare to)
-  /// Called from the calling thread after each wave: configurations settled (simulated or
-  /// skipped) and the space's size.
-  std::function<void(std::size_t settled, std::size_t total)> progress;
+  /// Called once from the calling thread before the first lowering.
+  std::function<void(const PlanWork&)> on_work;
+  /// Called from the calling thread after each batch of class bounds and after each wave.
+  std::function<void(const PlanProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -52,6 +73,12 @@ struct PlannedConfig {
   std::string no_effect;
 };
 
+/// A configuration that validation refused, with why.
+struct InvalidConfig {
+  std::size_t index = 0;  // in the space
+  std::vector<Problem> problems;
+};
+
 struct PlanResult {
   std::vector<PlannedConfig> ranked;  // the top k fitting configurations, fastest first
   std::size_t space = 0;
@@ -61,6 +88,9 @@ struct PlanResult {
   std::size_t invalid = 0;            // rejected by validation (knobs that do not combine)
   std::size_t skipped_by_bound = 0;   // in classes whose bound exceeded the k-th best
   std::size_t skipped_by_memory = 0;  // above a configuration that did not fit
+  /// The invalid configuration of smallest index, so that a search where none is valid can say
+  /// why (the same one whatever the thread count).
+  std::optional<InvalidConfig> first_invalid;
   bool cancelled = false;
   Bytes memory_budget = 0;
 };
@@ -80,6 +110,11 @@ Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
 /// Searches `space` over `base` (a scenario tree; `file` names it in errors and resolves paths).
 PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                 const PlanOptions& options);
+
+/// Throws ValidationError when configurations were simulated and every one was invalid (fixed
+/// values that contradict the scenario or each other): "nothing fits the memory budget" would
+/// blame the wrong thing. The problems are those of the invalid configuration of smallest index.
+void throw_if_none_valid(const PlanSpace& space, const PlanResult& result);
 
 /// The ranked table with units: step time, tokens/s/GPU, MFU, peak reserved and headroom,
 /// bottleneck, and what changed against the next.
