@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string_view>
 
 #include "commands.hpp"
@@ -437,6 +439,19 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const shardscope::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return kExitFailure;
+  } catch (const std::bad_alloc&) {
+    // Inputs are bounded where they are read; what is left is a job too large for this machine.
+    fmt::print(stderr,
+               "error: out of host memory in {}: the input describes more than this machine can "
+               "hold (fewer iterations, micro-batches or ranks; a smaller trace)\n",
+               app.get_subcommands().empty() ? std::string("shardscope")
+                                             : app.get_subcommands().front()->get_name());
+    return kExitDoesNotFit;
+  } catch (const std::exception& e) {
+    // A bug, not bad input: say so rather than abort.
+    fmt::print(stderr, "error: internal error (please report it with the command line): {}\n",
+               e.what());
     return kExitFailure;
   }
   return kExitFailure;

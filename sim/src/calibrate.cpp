@@ -466,6 +466,12 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       f.prior_bandwidth = old->busbw.value;
     }
     const std::string name = shape_name(kind, ranks, nodes);
+    if (f.x.size() < 2) {  // one message fixes no line: the shape keeps NCCL's model
+      const std::string why = "not determined: 1 sample, 2 needed";
+      result.parameters.push_back({name + " busbw", "B/s", f.prior_bandwidth, std::nullopt, why});
+      result.parameters.push_back({name + " latency", "s", f.prior_latency, std::nullopt, why});
+      continue;
+    }
     const AffineResult r =
         fit_affine(f, name + " busbw", name + " latency", "held: one message size",
                    options.bootstrap, engine, result.parameters);

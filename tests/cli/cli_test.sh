@@ -149,6 +149,11 @@ expect compare-no-work 2 'no-work.json: has no ops' -- compare "$tmpdir/slow.jso
 mkfifo "$tmpdir/fifo"
 expect summarize-fifo 2 'fifo: is not a regular file' -- summarize "$tmpdir/fifo"
 expect import-device 2 '/dev/zero: is not a regular file' -- import /dev/zero
+# A trace that would expand without bound is refused while it streams (exit 2, not bad_alloc).
+{ printf '{"traceEvents": [{"name": "'; head -c 100000000 /dev/zero | tr '\0' a; } | gzip -9 >"$tmpdir/bomb.json.gz"
+expect import-gzip-bomb 2 'bomb.json.gz: expands more than 200 times its .* on disk' -- import "$tmpdir/bomb.json.gz"
+{ printf '{"traceEvents": [{"args": '; head -c 100000 /dev/zero | tr '\0' '['; } >"$tmpdir/deep.json"
+expect summarize-deep-nesting 2 'deep.json: values nest deeper than 64 levels' -- summarize "$tmpdir/deep.json"
 expect profile-device-file 2 '/dev/urandom: is not a regular file' -- simulate "$default" --device-profile /dev/urandom
 # A file the scenario names is an input too: no output may overwrite it.
 expect output-is-scenario-calibration 2 'cal.json: --json: is the input .*cal.json; it would be overwritten' -- simulate "$default" --set "cluster.calibration=$tmpdir/cal.json" --json "$tmpdir/cal.json"

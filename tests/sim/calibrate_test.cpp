@@ -336,6 +336,26 @@ TEST(Calibrate, WritesOnlyWhatTheRunsDetermineAndIsDeterministic) {
   EXPECT_EQ(sim::calibration_report(a), sim::calibration_report(b));
 }
 
+TEST(Calibrate, OneSampleOfACollectiveShapeFitsNothing) {
+  // One reduce-scatter left: a line needs two messages, so the shape keeps NCCL's model.
+  Timeline measured = measured_run({});
+  bool kept = false;
+  std::erase_if(measured.ops, [&](const TimelineOp& op) {
+    if (op.kind == OpKind::all_gather) return false;
+    if (op.kind == OpKind::reduce_scatter && !kept) return !(kept = true);
+    return true;
+  });
+  const auto r = sim::calibrate(scenario_from_text(kScenario), {measured}, {"m"});
+  EXPECT_NE(r.calibration.collective(OpKind::all_gather, 8, 1), nullptr);
+  EXPECT_EQ(r.calibration.collective(OpKind::reduce_scatter, 8, 1), nullptr);
+  const auto it = std::find_if(r.parameters.begin(), r.parameters.end(), [](const auto& p) {
+    return p.name.starts_with("reduce_scatter") && p.name.ends_with("busbw");
+  });
+  ASSERT_NE(it, r.parameters.end());
+  EXPECT_FALSE(it->fitted.has_value());
+  EXPECT_EQ(it->note, "not determined: 1 sample, 2 needed");
+}
+
 TEST(Calibrate, RefusesRunsThatShareNothingWithTheSchedule) {
   Timeline other;
   other.ops.push_back({});

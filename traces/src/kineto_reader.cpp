@@ -10,6 +10,7 @@
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/output_file.hpp"
+#include "shardscope/core/units.hpp"
 
 namespace shardscope::traces::detail {
 namespace {
@@ -21,12 +22,15 @@ using nlohmann::json;
 /// cost a fifth of an import (perf, on HTA's 54 MB df_index_resolver trace).
 class GzReader {
  public:
-  explicit GzReader(gzFile file) : file_(file) {}
+  /// `file_bytes`: the size on disk, which the expansion bound is relative to.
+  GzReader(gzFile file, std::uint64_t file_bytes) : file_(file), file_bytes_(file_bytes) {}
   GzReader(const GzReader&) = delete;
   GzReader& operator=(const GzReader&) = delete;
   ~GzReader() { gzclose(file_); }
 
   bool failed() const { return failed_; }
+  /// Why reading stopped early: empty, or the bound the stream went past.
+  const std::string& refused() const { return refused_; }
   bool at_end() {
     if (next_ == end_) fill();
     return next_ == end_;
@@ -42,9 +46,26 @@ class GzReader {
     done_ = n <= 0;
     next_ = 0;
     end_ = n > 0 ? static_cast<std::size_t>(n) : 0;
+    total_ += end_;
+    if (total_ > kMaxTraceJsonBytes) {
+      refuse(fmt::format("expands to more than {} of JSON", format_bytes(static_cast<Bytes>(kMaxTraceJsonBytes))));
+    } else if (total_ > kExpansionFreeBytes && total_ / kMaxGzipExpansion > file_bytes_) {
+      refuse(fmt::format("expands more than {} times its {} on disk (a gzip bomb?)",
+                         kMaxGzipExpansion, format_bytes(static_cast<Bytes>(file_bytes_))));
+    }
+  }
+
+  // Stops the stream: the parser then sees the end, and the caller reports `refused_`.
+  void refuse(std::string why) {
+    refused_ = std::move(why);
+    done_ = true;
+    next_ = end_ = 0;
   }
 
   gzFile file_;
+  std::uint64_t file_bytes_;
+  std::uint64_t total_ = 0;
+  std::string refused_;
   std::array<char, std::size_t{1} << 16> buffer_{};
   std::size_t next_ = 0, end_ = 0;
   bool failed_ = false, done_ = false;
@@ -135,6 +156,8 @@ class TraceSax {
 
   // A new container: the root, a subtree's start, or a child of the subtree being built.
   bool open(json container) {
+    if (stack_.size() >= kMaxTraceNesting)
+      return fail(fmt::format("values nest deeper than {} levels", kMaxTraceNesting));
     if (building()) {
       stack_.push_back(&attach(std::move(container)));
       return true;
@@ -223,13 +246,20 @@ json read_trace_events(const std::filesystem::path& path, const EventCallback& o
   if (file == nullptr) {
     throw ValidationError({Problem{origin, "", "cannot open the trace", "a readable file"}});
   }
-  GzReader reader(file);
+  std::error_code ec;
+  GzReader reader(file, std::filesystem::file_size(path, ec));
   TraceSax sax(on_event);
   bool parsed = false;
   try {
     parsed = json::sax_parse(GzIterator(reader), GzIterator(), &sax);
   } catch (const json::exception& e) {
     throw ValidationError({Problem{origin, "", e.what(), "a PyTorch profiler (Kineto) trace"}});
+  }
+  if (!reader.refused().empty()) {
+    throw ValidationError({Problem{
+        origin, "", reader.refused(),
+        fmt::format("a trace of at most {} of JSON, expanding at most {} times when gzipped",
+                    format_bytes(static_cast<Bytes>(kMaxTraceJsonBytes)), kMaxGzipExpansion)}});
   }
   if (reader.failed()) {
     throw ValidationError({Problem{origin, "", "the gzip stream is corrupt or truncated",
