@@ -9,6 +9,7 @@
 #include "shardscope/core/run_facts.hpp"
 #include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/calibrate.hpp"
+#include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
 
@@ -33,7 +34,7 @@ int run_calibrate(const CalibrateArgs& args) {
   std::vector<Timeline> measured;
   for (const auto& path : args.measured) {
     fmt::print(stderr, "reading {}\n", path);
-    measured.push_back(read_run(path));
+    measured.push_back(traces::read_timeline_or_trace(path));
   }
   // The scenario's own run, as far as a timeline of it would say: the job every measured run
   // must be of for the fit to mean anything.

@@ -59,7 +59,7 @@ int run_summarize(const SummarizeArgs& args) {
   const std::filesystem::path inputs[] = {args.timeline};
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
-  const auto summary = analysis::summarize(read_run(args.timeline));
+  const auto summary = analysis::summarize(traces::read_timeline_or_trace(args.timeline));
   fmt::print("{}", analysis::summary_table(summary));
   if (!args.json_path.empty()) write_output(args.json_path, analysis::summary_to_json(summary));
   return kExitOk;
@@ -70,7 +70,7 @@ int run_breakdown(const BreakdownArgs& args) {
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
   std::vector<analysis::TimeBreakdown> runs;
-  for (const auto& path : args.runs) runs.push_back(analysis::time_breakdown(read_run(path)));
+  for (const auto& path : args.runs) runs.push_back(analysis::time_breakdown(traces::read_timeline_or_trace(path)));
   fmt::print("{}", analysis::time_breakdown_table(runs));
   if (!args.json_path.empty()) write_output(args.json_path, analysis::time_breakdown_json(runs));
   return kExitOk;
@@ -80,8 +80,8 @@ int run_compare(const CompareArgs& args) {
   const std::filesystem::path inputs[] = {args.a, args.b};
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
-  const Timeline a = read_run(args.a);
-  const Timeline b = read_run(args.b);
+  const Timeline a = traces::read_timeline_or_trace(args.a);
+  const Timeline b = traces::read_timeline_or_trace(args.b);
   check_same_job(a, args.a, b, args.b, args.allow_mismatch);
   const auto comparison = analysis::compare(a, b);
   fmt::print("{}", analysis::comparison_table(comparison, args.per_op, args.top));

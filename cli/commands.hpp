@@ -208,11 +208,6 @@ std::optional<Bytes> size_flag(std::string_view flag, const std::string& text,
 /// Warns on stderr when a memory budget exceeds what the allocator can reserve on the GPU.
 void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capacity);
 
-/// A timeline or Kineto trace to analyse. Refuses (ValidationError naming the file, exit 2) one
-/// in which no op took any time (no events, no device work): its step time, throughput and
-/// every ratio would be numbers made of nothing.
-Timeline read_run(const std::string& path);
-
 /// Refuses (ValidationError naming both files, exit 2) two runs that are not of one job
 /// (analysis::job_differences), or with `allow` prints the differences as a warning.
 void check_same_job(const Timeline& a, const std::string& a_file, const Timeline& b,

@@ -33,20 +33,6 @@ void warn_budget_above_capacity(std::string_view flag, Bytes budget, Bytes capac
              flag, format_bytes(budget), format_bytes(capacity));
 }
 
-Timeline read_run(const std::string& path) {
-  Timeline run = traces::read_timeline_or_trace(path);
-  const bool worked = std::any_of(run.ops.begin(), run.ops.end(),
-                                  [](const TimelineOp& op) { return op.duration() > 0; });
-  if (!worked) {
-    throw ValidationError({Problem{
-        path, "",
-        run.ops.empty() ? std::string("has no ops: no device work was recorded")
-                        : fmt::format("has {} ops, none of which took any time", run.ops.size()),
-        "a run with device work: a trace of at least one profiled step"}});
-  }
-  return run;
-}
-
 void check_same_job(const Timeline& a, const std::string& a_file, const Timeline& b,
                     const std::string& b_file, bool allow) {
   const auto differences = analysis::job_differences(a, b);

@@ -8,16 +8,7 @@
 namespace shardscope::cli {
 
 ConfigTree load_scenario_tree(const ScenarioArgs& args) {
-  ConfigTree tree = load_config_file(args.path);
-  // Another of shardscope's files (an IR, a timeline, a summary, a sweep) given as a scenario.
-  if (const auto it = tree.find("schema"); it != tree.end() && it->is_string()) {
-    const auto schema = it->get<std::string>();
-    throw ValidationError(
-        {Problem{args.path, "schema", fmt::format("is a {} file, not a scenario", schema),
-                 schema.starts_with("shardscope.schedule/")
-                     ? "simulate takes a schedule IR; validate, lower and sweep take scenarios"
-                     : "a scenario (.yaml, .yml or .json with model, cluster, training, fsdp)"}});
-  }
+  ConfigTree tree = shardscope::load_scenario_tree(args.path);
   // Shortcuts replace whole presets before --set overrides refine them.
   if (!args.model_preset.empty()) tree["model"] = ConfigTree{{"preset", args.model_preset}};
   if (!args.cluster_preset.empty()) tree["cluster"]["preset"] = args.cluster_preset;

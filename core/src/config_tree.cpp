@@ -255,6 +255,12 @@ std::string config_to_yaml(const ConfigTree& tree) {
 
 ConfigTree load_config_file(const std::filesystem::path& path) {
   const auto ext = path.extension().string();
+  if (ext == ".gz") {
+    throw ValidationError(
+        {Problem{path.string(), "", "is compressed (a trace?), not a YAML or JSON document",
+                 "a plain .yaml, .yml or .json file; summarize, compare, import and calibrate "
+                 "read compressed traces"}});
+  }
   if (ext != ".yaml" && ext != ".yml" && ext != ".json") {
     throw ValidationError({Problem{path.string(), "", fmt::format("unknown file type '{}'", ext),
                                    "a .yaml, .yml or .json file"}});

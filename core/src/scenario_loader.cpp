@@ -768,13 +768,46 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
   return s;
 }
 
-Scenario load_scenario(const std::filesystem::path& path,
-                       const std::vector<std::string>& overrides) {
+namespace {
+
+// The top-level keys of a PyTorch profiler (Kineto) trace that no scenario has.
+constexpr std::string_view kTraceKeys[] = {"traceEvents", "schemaVersion", "deviceProperties",
+                                           "distributedInfo"};
+
+void refuse_if_not_a_scenario(const ConfigTree& tree, const std::string& file) {
+  if (const auto it = tree.find("schema"); it != tree.end() && it->is_string()) {
+    const auto schema = it->get<std::string>();
+    throw ValidationError(
+        {Problem{file, "schema", fmt::format("is a {} file, not a scenario", schema),
+                 schema.starts_with("shardscope.schedule/")
+                     ? "simulate takes a schedule IR; validate, lower and sweep take scenarios"
+                     : "a scenario (.yaml, .yml or .json with model, cluster, training, fsdp)"}});
+  }
+  for (const auto key : kTraceKeys) {
+    if (tree.contains(std::string(key))) {
+      throw ValidationError({Problem{
+          file, std::string(key), "is a PyTorch profiler trace, not a scenario",
+          "summarize, compare, import and calibrate read traces; a scenario has model, "
+          "cluster, training, fsdp"}});
+    }
+  }
+}
+
+}  // namespace
+
+ConfigTree load_scenario_tree(const std::filesystem::path& path,
+                              const std::vector<std::string>& overrides) {
   ConfigTree tree = load_config_file(path);
+  refuse_if_not_a_scenario(tree, path.string());
   std::vector<Problem> problems;
   for (const auto& o : overrides) apply_override(tree, o, problems);
   throw_if_any(std::move(problems));
-  return read_scenario(tree, path.string(), path.parent_path());
+  return tree;
+}
+
+Scenario load_scenario(const std::filesystem::path& path,
+                       const std::vector<std::string>& overrides) {
+  return read_scenario(load_scenario_tree(path, overrides), path.string(), path.parent_path());
 }
 
 std::vector<Problem> key_value_problems(std::string_view assignment) {

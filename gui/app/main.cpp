@@ -7,6 +7,7 @@
 #include <QScreen>
 #include <QTimer>
 #include <cstdio>
+#include <new>
 
 #include "main_window.hpp"
 #include "plan_view.hpp"
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
   } catch (const shardscope::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of host memory: the input describes more than this machine "
+                         "can hold\n");
+    return 3;  // as the CLI: the meaning is "does not fit"
   }
   if (parser.isSet(zoom)) {
     const auto parts = parser.value(zoom).split(':');

@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 #include <chrono>
 #include <filesystem>
+#include <new>
 
 #include "memory_chart.hpp"
 #include "plan_view.hpp"
@@ -189,10 +190,7 @@ MainWindow::MainWindow(QWidget* parent)
 }
 
 void MainWindow::open_scenario(const QString& path, const std::vector<std::string>& overrides) {
-  ConfigTree tree = load_config_file(path.toStdString());
-  std::vector<Problem> problems;
-  for (const auto& o : overrides) apply_override(tree, o, problems);
-  throw_if_any(std::move(problems));
+  ConfigTree tree = load_scenario_tree(path.toStdString(), overrides);
   const Scenario scenario = read_scenario(tree, path.toStdString(),
                                           std::filesystem::path(path.toStdString()).parent_path());
   base_ = std::move(tree);
@@ -302,6 +300,11 @@ void MainWindow::open_or_explain(const QString& title, const std::function<void(
     open();
   } catch (const Error& e) {
     QMessageBox::warning(this, title, QString::fromStdString(e.what()));
+  } catch (const std::bad_alloc&) {
+    // Readers bound their inputs; a run this machine cannot hold still leaves the window usable.
+    QMessageBox::warning(this, title,
+                         "Out of host memory: the file describes more than this machine can hold. "
+                         "The window is as it was.");
   }
 }
 

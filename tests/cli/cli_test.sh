@@ -80,6 +80,8 @@ expect sweep-budget-needs-unit 2 '--memory-budget: 80: a size needs a unit' -- s
 expect sweep-budget-above-gpu 0 'warning: --memory-budget 100.00 GiB is above the 78.93 GiB' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid training.micro_batch=1 --memory-budget 100GiB
 expect reshard-takes-booleans 2 'reshard_after_forward: expected true, false or an integer' -- validate "$examples/llama3-8b-h100x8.yaml" --set fsdp.reshard_after_forward=yes
 expect range-in-words 2 '--jitter: 2 is outside the allowed 0..1' -- run "$examples/fsdp2-overlap-oracle.yaml" --jitter 2
+expect simulate-a-trace 2 'fsdp2_tiny.json: traceEvents: is a PyTorch profiler trace, not a scenario \(summarize, compare, import and calibrate read traces' -- simulate "$data/traces/fsdp2_tiny.json"
+expect validate-a-gzip 2 'is compressed \(a trace\?\), not a YAML or JSON document' -- validate "$data/traces/hta/hta_trace_filter_sampled_rank-0.json.gz"
 expect summarize-a-scenario 2 'is a scenario, not a run .*shardscope simulate' -- summarize "$examples/llama3-8b-h100x8.yaml"
 # run: the host backend as threads and as processes (the launcher on loopback), summarize, compare.
 oracle="$examples/fsdp2-overlap-oracle.yaml"

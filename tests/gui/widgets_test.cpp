@@ -391,6 +391,28 @@ TEST(MainWindow, AKinetoTraceStacksAboveTheSimulation) {
   EXPECT_TRUE(win.w.reference_timeline()->isVisible());
 }
 
+TEST(MainWindow, ARunWithNoDeviceWorkIsRefusedAndATraceIsNotReadAsAScenario) {
+  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  const auto empty = std::filesystem::temp_directory_path() / "shardscope-gui-no-work.json";
+  std::ofstream(empty) << R"({"traceEvents": []})";
+  try {
+    win.w.open_measured(QString::fromStdString(empty.string()));
+    ADD_FAILURE() << "a run with no device work was stacked";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("no device work was recorded"), std::string::npos);
+  }
+  EXPECT_EQ(win.w.comparison(), nullptr);  // the window is as it was
+  std::filesystem::remove(empty);
+  // A trace handed to File → Open scenario says what it is.
+  try {
+    win.w.open_scenario(QString(SHARDSCOPE_TEST_DATA_DIR) + "/traces/fsdp2_tiny.json");
+    ADD_FAILURE() << "a trace was read as a scenario";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a PyTorch profiler trace, not a scenario"),
+              std::string::npos);
+  }
+}
+
 TEST(MainWindow, ATimelineWithoutItsScenarioHidesTheSettings) {
   auto run =
       run_scenario(load_config_file((kExamples + "/fsdp2-overlap-oracle.yaml").toStdString()),

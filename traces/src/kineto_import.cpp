@@ -838,7 +838,9 @@ bool looks_like_kineto_trace(const std::filesystem::path& path) {
          head.find("\"deviceProperties\"") != std::string::npos;
 }
 
-Timeline read_timeline_or_trace(const std::filesystem::path& path) {
+namespace {
+
+Timeline read_timeline_or_trace_file(const std::filesystem::path& path) {
   if (looks_like_kineto_trace(path)) return import_kineto(path).timeline;
   const auto ext = path.extension();
   if (ext == ".yaml" || ext == ".yml") {
@@ -849,6 +851,22 @@ Timeline read_timeline_or_trace(const std::filesystem::path& path) {
                              path.string())}});
   }
   return timeline_from_json(read_text_file(path.string()), path.string());
+}
+
+}  // namespace
+
+Timeline read_timeline_or_trace(const std::filesystem::path& path) {
+  Timeline run = read_timeline_or_trace_file(path);
+  const bool worked = std::any_of(run.ops.begin(), run.ops.end(),
+                                  [](const TimelineOp& op) { return op.duration() > 0; });
+  if (!worked) {
+    throw ValidationError({Problem{
+        path.string(), "",
+        run.ops.empty() ? std::string("has no ops: no device work was recorded")
+                        : fmt::format("has {} ops, none of which took any time", run.ops.size()),
+        "a run with device work: a trace of at least one profiled step"}});
+  }
+  return run;
 }
 
 }  // namespace shardscope::traces

@@ -30,6 +30,13 @@ struct Scenario {
 Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                        const std::filesystem::path& base_dir = {});
 
+/// A scenario file's tree with `--set key=value` overrides applied, not yet read. Refuses
+/// (ValidationError naming the file) another kind of file given as a scenario, with what reads
+/// it: one of shardscope's own (a schema key: an IR, a timeline, a summary) or a PyTorch profiler
+/// trace.
+ConfigTree load_scenario_tree(const std::filesystem::path& path,
+                              const std::vector<std::string>& overrides = {});
+
 /// Loads a file and applies `--set key=value` overrides before reading.
 Scenario load_scenario(const std::filesystem::path& path,
                        const std::vector<std::string>& overrides = {});

@@ -83,8 +83,10 @@ std::string import_report_text(const ImportReport& report);
 /// or "distributedInfo".
 bool looks_like_kineto_trace(const std::filesystem::path& path);
 
-/// A timeline file or a Kineto trace (imported on the way in), so that whatever reads a timeline
-/// takes either. Throws ValidationError for a bad file.
+/// A run to analyse: a timeline file or a Kineto trace (imported on the way in), so that whatever
+/// reads a run takes either. Throws ValidationError naming the file for a bad file, a scenario,
+/// and a run in which no op took any time (no events, no device work): its step time, throughput
+/// and every ratio would be numbers made of nothing.
 Timeline read_timeline_or_trace(const std::filesystem::path& path);
 
 }  // namespace shardscope::traces
