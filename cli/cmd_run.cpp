@@ -89,6 +89,16 @@ void print_run_report(const exec::HostJobResult& result, const analysis::Summary
   print_against_simulation(measured, simulated);
 }
 
+// FNV-1a over the arguments, each ended by a NUL.
+std::uint64_t command_hash(const std::vector<std::string>& argv) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const auto& a : argv) {
+    for (const char c : a) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+    h *= 0x100000001b3ULL;  // the separator: {"ab"} and {"a", "b"} differ
+  }
+  return h;
+}
+
 }  // namespace
 
 sim::PipelineResult plan_run(const RunArgs& args) {
@@ -154,6 +164,15 @@ std::vector<std::string> child_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
+std::optional<exec::JobEnv> job_of_this_process(const RunArgs& args) {
+  auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
+  if (job) {
+    const std::string command = fmt::format("command {:016x}", command_hash(args.argv));
+    job->identity = job->identity.empty() ? command : job->identity + " " + command;
+  }
+  return job;
+}
+
 ScenarioArgs with_iterations(ScenarioArgs input, const RunArgs& args) {
   if (args.iterations > 0)
     input.overrides.push_back(fmt::format("training.iterations={}", args.iterations + args.warmup));
@@ -168,12 +187,16 @@ int run_run(const RunArgs& args) {
     throw ValidationError(
         {Problem{"--comm", args.comm, "is a cuda backend option", "--backend cuda"}});
   const auto slow = parse_slow_ranks(args.slow_ranks);
-  const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
+  const auto job = job_of_this_process(args);
+  const auto timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (args.nproc_per_node > 0 && !job) {
     // Lower once here so a bad scenario or a wrong process count fails before any process starts.
     const auto planned = plan_run(args);
     check_args(args, planned.schedule, slow);
-    return exec::spawn_local_ranks(child_argv(args.argv), args.nproc_per_node, {});
+    return exec::spawn_local_ranks(
+        child_argv(args.argv), args.nproc_per_node, [](int rank, int status) {
+          if (status != 0) fmt::print(stderr, "run: rank {} exited with status {}\n", rank, status);
+        });
   }
   const bool reports = !job || job->rank == 0;
   if (reports) {
@@ -191,7 +214,8 @@ int run_run(const RunArgs& args) {
   options.backend.time_scale = args.time_scale;
   options.backend.jitter = args.jitter;
   options.backend.seed = args.seed;
-  options.backend.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
+  options.backend.timeout = timeout;
+  options.rendezvous_timeout = timeout;
   options.backend.memory_capacity = planned.timeline().memory_capacity;
   options.backend.allocator = planned.scenario.allocator;
   options.slow_ranks = slow;

@@ -30,7 +30,7 @@ int run_cuda(const RunArgs&) {
 #else
 
 int run_cuda(const RunArgs& args) {
-  const auto job = exec::job_from_environment([](const char* name) { return std::getenv(name); });
+  const auto job = job_of_this_process(args);
   if (args.nproc_per_node > 0 && !job)
     return exec::spawn_local_ranks(child_argv(args.argv), args.nproc_per_node, {});
   const bool several = job && job->world_size > 1;
@@ -61,7 +61,8 @@ int run_cuda(const RunArgs& args) {
   options.timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (comm == exec::CommMode::nccl && job) {
     exec::Rendezvous rendezvous(*job, options.timeout);
-    options.nccl_id = rendezvous.broadcast(job->rank == 0 ? exec::make_nccl_id() : std::string());
+    options.nccl_id = rendezvous.broadcast(job->rank == 0 ? exec::make_nccl_id() : std::string(),
+                                           "NCCL's unique id");
   }
   const auto backend = exec::make_cuda_backend(options);
 

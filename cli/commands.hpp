@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
 #include "shardscope/exec/executor.hpp"
+#include "shardscope/exec/launcher.hpp"
 #include "shardscope/sim/pipeline.hpp"
 
 namespace shardscope::cli {
@@ -129,6 +131,10 @@ TimeNs simulated_duration(const sim::PipelineResult& planned, OpId id);
 exec::RunOptions run_options(const sim::PipelineResult& planned, const RunArgs& args, bool reports);
 /// Runs `body` with Ctrl-C stopping it; false (after saying nothing was written) when it did.
 bool run_interruptible(const std::function<void()>& body);
+/// The multi-process job this process is a rank of (the launcher's environment), or nullopt.
+/// Its identity adds this command line's hash: ranks of one job run one command, so a rank of
+/// another job or command on the same MASTER_PORT is refused at the rendezvous.
+std::optional<exec::JobEnv> job_of_this_process(const RunArgs& args);
 /// "against the simulation   X measured, Y simulated (+Z %)".
 void print_against_simulation(const analysis::Summary& measured,
                               const analysis::Summary& simulated);

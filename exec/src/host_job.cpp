@@ -145,7 +145,7 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
   }
   Rendezvous rdv(job, options.rendezvous_timeout);
   const auto hash = schedule_hash(s);
-  const auto hellos = rdv.gather(fmt::format("{:016x} {}", hash, job.world_size));
+  const auto hellos = rdv.gather(fmt::format("{:016x} {}", hash, job.world_size), "the schedule check");
   const HostWorldLayout layout = layout_for(s, options);
   std::optional<SharedMemory> shm;
   std::string verdict;
@@ -159,22 +159,25 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
       }
     }
     if (verdict.empty()) {
-      const std::string name = SharedMemory::unique_name();
+      const std::string name = job.launcher == "shardscope" && !job.run_id.empty()
+                                   ? launched_run_shared_memory(job.run_id)
+                                   : SharedMemory::unique_name();
       shm.emplace(SharedMemory::create(name, HostWorld::region_bytes(layout)));
       verdict = "ok " + name;
     }
   }
-  verdict = rdv.broadcast(verdict);
+  verdict = rdv.broadcast(verdict, "the verdict of the schedule check");
   if (verdict.rfind("ok ", 0) != 0) throw Error(verdict.substr(6));
   if (job.rank != 0)
     shm.emplace(SharedMemory::open(verdict.substr(3), HostWorld::region_bytes(layout)));
-  (void)rdv.gather("mapped");
+  (void)rdv.gather("mapped", "the shared memory mapping");
   if (job.rank == 0) shm->unlink();  // every rank has it mapped: nothing can leak now
   // Time 0 of every rank: when rank 0 says go (one steady clock on one machine).
   const std::string go =
       rdv.broadcast(std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        HostWorld::Clock::now().time_since_epoch())
-                                       .count()));
+                                       .count()),
+                    "the start");
   const std::int64_t epoch_ns = std::stoll(go);
 
   HostWorld world(shm->data(), layout);
@@ -194,8 +197,16 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
     world.abort();
     outcome = fmt::format("error {}", e.what());
   }
-  const auto outcomes = rdv.gather(outcome);
-  (void)rdv.broadcast("done");
+  std::vector<std::string> outcomes;
+  try {
+    outcomes = rdv.gather(outcome, "the ranks' results");
+    (void)rdv.broadcast("done", "the end of the run");
+  } catch (const Error&) {
+    // A rank that failed says why (a collective naming the rank that did not arrive), not that
+    // the failed peer then did not report.
+    if (failure) std::rethrow_exception(failure);
+    throw;
+  }
   if (failure) std::rethrow_exception(failure);
   if (job.rank == 0) {
     for (std::size_t r = 0; r < outcomes.size(); ++r) {

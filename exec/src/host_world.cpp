@@ -26,6 +26,7 @@ struct Published {
   std::int32_t unused;
   std::int64_t elements;
   std::int64_t arrival_ns;  // steady clock: one clock for every process of a machine
+  std::uint64_t read_plus_one;  // the last collective this position has read the peers' data of
 };
 
 std::uint64_t load(const std::uint64_t& word) {
@@ -76,6 +77,13 @@ Membership membership(const Communicator& comm, int world_size, int rank) {
     return {rank % stride, rank / stride, size};
   }
   return {rank / size, rank % size, size};
+}
+
+int rank_at(const Communicator& comm, int world_size, int instance, int position) {
+  const int size = std::min(comm.size, world_size);
+  if (size >= world_size) return position;
+  if (comm.name == "replicate") return position * (world_size / size) + instance;
+  return instance * size + position;
 }
 
 std::size_t HostWorld::region_bytes(const HostWorldLayout& layout) {
@@ -152,19 +160,22 @@ HostWorld::Clock::time_point HostWorld::run(int rank, const CollectiveCall& call
   const std::string what = fmt::format("op {} ({} on communicator '{}', its collective #{})",
                                        call.op, to_string(call.kind), comm.name, seq);
 
-  const auto wait = [&](std::uint64_t* counter, std::string_view stage) {
+  // A stage is done when every position has passed it: `passed(p)` says whether p has, to name
+  // the ranks that have not when the deadline comes.
+  const auto wait = [&](std::uint64_t* counter, std::string_view stage, auto passed) {
     for (int spin = 0; load(*counter) < all; ++spin) {
       if (aborted()) throw CollectiveError(fmt::format("{}: stopped (another rank failed)", what));
       if (Clock::now() > deadline) {
         std::string missing;
         for (std::size_t p = 0; p < n; ++p) {
-          if (s.published[p].sequence_plus_one < seq + 1)
-            missing += fmt::format("{}{}", missing.empty() ? "" : ", ", p);
+          if (!passed(p)) {
+            const int peer = rank_at(comm, layout_.world_size, me.instance, static_cast<int>(p));
+            missing += fmt::format("{}{}", missing.empty() ? "" : ", ", peer);
+          }
         }
-        throw CollectiveError(
-            fmt::format("{}: timed out {}: {} of {} ranks arrived{}", what, stage,
-                        load(*s.arrived) - (all - static_cast<std::uint64_t>(me.size)), me.size,
-                        missing.empty() ? "" : fmt::format(" (missing positions {})", missing)));
+        throw CollectiveError(fmt::format(
+            "{}: timed out {}: {} of {} ranks arrived{}", what, stage, load(*s.arrived) - (all - static_cast<std::uint64_t>(me.size)), me.size,
+            missing.empty() ? "" : fmt::format(" (not yet: rank {})", missing)));
       }
       if (spin < 64) {
         std::this_thread::yield();
@@ -189,9 +200,11 @@ HostWorld::Clock::time_point HostWorld::run(int rank, const CollectiveCall& call
          static_cast<std::int32_t>(call.dtype),
          0,
          call.chunk_elements,
-         std::chrono::duration_cast<std::chrono::nanoseconds>(arrival.time_since_epoch()).count()};
+         std::chrono::duration_cast<std::chrono::nanoseconds>(arrival.time_since_epoch()).count(),
+         static_cast<std::uint64_t>(seq)};
   add_one(*s.arrived);
-  wait(s.arrived, "waiting for its peers");
+  wait(s.arrived, "waiting for its peers",
+       [&](std::size_t p) { return s.published[p].sequence_plus_one >= seq + 1; });
 
   // Everyone issued the same op? Then read the peers' chunks.
   std::int64_t last_arrival = 0;
@@ -234,8 +247,12 @@ HostWorld::Clock::time_point HostWorld::run(int rank, const CollectiveCall& call
     default:
       throw CollectiveError(fmt::format("{}: not a collective", what));
   }
+  std::atomic_ref<std::uint64_t>(pub.read_plus_one)
+      .store(static_cast<std::uint64_t>(seq + 1), std::memory_order_release);
   add_one(*s.departed);
-  wait(s.departed, "waiting for its peers to read");
+  wait(s.departed, "waiting for its peers to read", [&](std::size_t p) {
+    return load(s.published[p].read_plus_one) >= static_cast<std::uint64_t>(seq + 1);
+  });
   return Clock::time_point(std::chrono::nanoseconds(last_arrival));
 }
 

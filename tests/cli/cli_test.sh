@@ -90,6 +90,46 @@ expect run-threads 0 'custom \(2 GPUs\), measured.*' -- run "$oracle" --timeline
 expect run-checks-collectives 0 'collectives checked +18 on this process.s ranks' -- run "$oracle"
 expect run-processes 0 'host, rank 0 of 2 \(processes\)|collectives checked +9 on this process' -- run "$oracle" --nproc-per-node 2 --timeline "$tmpdir/p.json"
 if grep -q '"device":"host, rank 0 of 2 (processes)"' "$tmpdir/p.json"; then echo "ok   run-processes-timeline"; passed=$((passed + 1)); else echo "FAIL run-processes-timeline"; failed=$((failed + 1)); fi
+# Multi-process runs under faults. Two jobs on one MASTER_PORT: the stranger is refused (exit 2)
+# and the job runs with its own rank.
+port=$(( 20000 + RANDOM % 20000 ))
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$port "$bin" run "$oracle" --timeout 20 >"$tmpdir/a0.txt" 2>&1 &
+a0=$!
+sleep 0.5
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$port expect run-stranger-refused 2 'MASTER_PORT: rank 1: rank 0 at 127.0.0.1:[0-9]+ refused a rank 1 of another job' -- run "$oracle" --slow-rank 1:3 --timeout 20
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$port "$bin" run "$oracle" --timeout 20 >/dev/null 2>&1
+if wait $a0 && grep -q 'against the simulation' "$tmpdir/a0.txt"; then echo "ok   run-job-keeps-its-rank"; passed=$((passed + 1)); else echo "FAIL run-job-keeps-its-rank"; cat "$tmpdir/a0.txt"; failed=$((failed + 1)); fi
+# A stopped rank: the other's collective times out naming the op and the missing rank, and the
+# launcher stops the stopped one; nothing is left in /dev/shm.
+shm_before=$(ls /dev/shm | grep -c '^shardscope' || true)
+"$bin" run "$oracle" --nproc-per-node 2 --iterations 400 --timeout 2 >"$tmpdir/stop.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 50); do [[ $(pgrep -P $launcher | wc -l) -eq 2 ]] && break; sleep 0.1; done
+sleep 0.3
+kill -STOP "$(pgrep -P $launcher | tail -1)"
+wait $launcher; stop_rc=$?
+if [[ $stop_rc -ne 0 ]] && grep -Eq 'timed out waiting for its peers( to read)?: [0-9] of 2 ranks arrived \(not yet: rank 1\)' "$tmpdir/stop.txt"; then
+  echo "ok   run-stopped-rank-named"; passed=$((passed + 1))
+else
+  echo "FAIL run-stopped-rank-named: exit $stop_rc"; cat "$tmpdir/stop.txt"; failed=$((failed + 1))
+fi
+# A killed launcher takes its ranks with it (parent-death signal), and leaves no shared memory.
+"$bin" run "$oracle" --nproc-per-node 2 --iterations 400 >/dev/null 2>&1 &
+launcher=$!
+for _ in $(seq 50); do [[ $(pgrep -P $launcher | wc -l) -eq 2 ]] && break; sleep 0.1; done
+ranks=$(pgrep -P $launcher | tr '\n' ' ')
+sleep 0.5
+kill -KILL $launcher; wait $launcher 2>/dev/null
+alive=""
+for _ in $(seq 50); do
+  alive=""
+  for r in $ranks; do ps -o stat= -p "$r" 2>/dev/null | grep -qv Z && alive="$alive $r"; done
+  [[ -z "$alive" ]] && break; sleep 0.1
+done
+if [[ -n "$ranks" && -z "$alive" ]]; then echo "ok   run-ranks-die-with-launcher"; passed=$((passed + 1)); else echo "FAIL run-ranks-die-with-launcher: ranks '$ranks', alive '$alive'"; kill -KILL $alive 2>/dev/null; failed=$((failed + 1)); fi
+sleep 0.2
+shm_after=$(ls /dev/shm | grep -c '^shardscope' || true)
+if [[ $shm_after -le $shm_before ]]; then echo "ok   run-faults-leave-no-shared-memory"; passed=$((passed + 1)); else echo "FAIL run-faults-leave-no-shared-memory: $shm_before before, $shm_after after"; ls /dev/shm; failed=$((failed + 1)); fi
 expect run-wrong-nproc 2 'nproc-per-node.*the scenario has 2 GPUs' -- run "$oracle" --nproc-per-node 3
 RANK=0 WORLD_SIZE=3 expect run-torchrun-world 2 'WORLD_SIZE.*3 ranks but the schedule is for 2' -- run "$oracle"
 if grep -q '^cuda=ON' "$(dirname "$bin")/../shardscope-parts.txt" 2>/dev/null; then

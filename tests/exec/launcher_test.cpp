@@ -91,6 +91,17 @@ TEST(Launcher, EachRankTakesItsOwnGpuWhetherItSeesAllOrOne) {
   }
 }
 
+// Rank `rank` of a one-machine job of `world` ranks whose rank 0 listens on `port`.
+JobEnv loopback_job(int rank, int world, int port, std::string identity) {
+  JobEnv job;
+  job.launcher = "test";
+  job.rank = job.local_rank = rank;
+  job.world_size = job.local_world_size = world;
+  job.master_port = port;
+  job.identity = std::move(identity);
+  return job;
+}
+
 TEST(Launcher, RendezvousGathersAndBroadcastsOnLoopback) {
   const int port = free_loopback_port();
   constexpr int kRanks = 4;
@@ -100,7 +111,7 @@ TEST(Launcher, RendezvousGathersAndBroadcastsOnLoopback) {
   threads.reserve(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      JobEnv job{"test", r, kRanks, r, kRanks, "127.0.0.1", port};
+      const JobEnv job = loopback_job(r, kRanks, port, "job-a");
       Rendezvous rdv(job, std::chrono::milliseconds(10'000));
       gathered[static_cast<std::size_t>(r)] = rdv.gather(fmt::format("hello from {}", r));
       received[static_cast<std::size_t>(r)] = rdv.broadcast("blob");
@@ -115,8 +126,71 @@ TEST(Launcher, RendezvousGathersAndBroadcastsOnLoopback) {
 
 TEST(Launcher, ARankThatNeverComesIsATimeoutNotAHang) {
   const int port = free_loopback_port();
-  JobEnv job{"test", 0, 2, 0, 2, "127.0.0.1", port};
+  const JobEnv job = loopback_job(0, 2, port, "job-a");
   EXPECT_THROW(Rendezvous(job, std::chrono::milliseconds(300)), Error);
+}
+
+TEST(Launcher, ARankOfAnotherJobOnThePortIsRefusedAndTheJobWaitsForItsOwn) {
+  // Job B's rank 1 reaches job A's rank 0 first (one MASTER_PORT for two jobs): it is told so
+  // and fails; job A's own rank 1 then joins and the job runs.
+  const int port = free_loopback_port();
+  std::string a0_got, a1_got, stranger_error;
+  std::thread a0([&] {
+    Rendezvous rdv(loopback_job(0, 2, port, "job-a"),
+                   std::chrono::milliseconds(10'000));
+    a0_got = rdv.broadcast("for job a")[0] == 'f' ? "ran" : "wrong";
+  });
+  std::thread b1([&] {
+    try {
+      Rendezvous rdv(loopback_job(1, 2, port, "job-b"),
+                     std::chrono::milliseconds(10'000));
+    } catch (const Error& e) {
+      stranger_error = e.what();
+    }
+  });
+  b1.join();
+  std::thread a1([&] {
+    Rendezvous rdv(loopback_job(1, 2, port, "job-a"),
+                   std::chrono::milliseconds(10'000));
+    a1_got = rdv.broadcast("");
+  });
+  a0.join();
+  a1.join();
+  EXPECT_NE(stranger_error.find("refused a rank 1 of another job ('job-b', this job is 'job-a')"),
+            std::string::npos)
+      << stranger_error;
+  EXPECT_EQ(a0_got, "ran");
+  EXPECT_EQ(a1_got, "for job a");
+}
+
+TEST(Launcher, TheTimeoutNamesTheRanksThatDidNotJoin) {
+  const int port = free_loopback_port();
+  try {
+    Rendezvous(loopback_job(0, 3, port, "job-a"),
+               std::chrono::milliseconds(300));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("only 1 of 3 ranks joined within 300 ms (not joined: "
+                                         "rank 1, 2)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Launcher, EachLauncherGivesItsJobAnIdentity) {
+  const auto id = [](std::map<std::string, std::string> env) {
+    env["RANK"] = "0";
+    env["WORLD_SIZE"] = "1";
+    const auto job = job_from_environment([&](const char* name) -> const char* {
+      const auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+    return job->identity;
+  };
+  EXPECT_EQ(id({{"TORCHELASTIC_RUN_ID", "abc"}}), "torchrun:abc");
+  EXPECT_EQ(id({{"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "2"}}), "slurm:77.2");
+  EXPECT_EQ(id({{"SHARDSCOPE_JOB_ID", "f00d"}, {"TORCHELASTIC_RUN_ID", "x"}}), "shardscope:f00d");
+  EXPECT_EQ(id({}), "");
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ struct Membership {
   int size = 1;
 };
 Membership membership(const Communicator& comm, int world_size, int rank);
+/// The inverse: the rank at `position` of `instance`.
+int rank_at(const Communicator& comm, int world_size, int instance, int position);
 
 struct HostWorldLayout {
   int world_size = 1;

@@ -6,7 +6,7 @@
 // MASTER_ADDR), in that order of precedence; MASTER_PORT defaults to 29500 as torchrun's does.
 //
 // Rank 0 serves a rendezvous over TCP: every rank connects (retrying until the timeout), says who
-// it is, and the job then exchanges short messages through rank 0: gather (rank 0 receives one
+// it is (its rank and the job's identity: a rank of another job is refused), and the job then exchanges short messages through rank 0: gather (rank 0 receives one
 // message per rank) and broadcast (every rank receives rank 0's). The run uses it to check that
 // every rank runs the same schedule (its hash) in the same world, to hand out the bootstrap blob
 // (the shared-memory name here; NCCL's unique id with the CUDA backend), and to collect results.
@@ -16,9 +16,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardscope/core/schedule.hpp"
+
+struct sockaddr_in;  // <netinet/in.h>
 
 namespace shardscope::exec {
 
@@ -30,7 +33,17 @@ struct JobEnv {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  /// What every rank of one job shares and another job does not: the launcher's id of the run
+  /// (--nproc-per-node's random SHARDSCOPE_JOB_ID, torchrun's TORCHELASTIC_RUN_ID, Slurm's job
+  /// and step, Open MPI's job), to which the caller may add (the command line's hash). The
+  /// rendezvous refuses a peer whose identity differs: two jobs given one MASTER_PORT do not mix.
+  std::string identity;
+  std::string run_id;  // the launcher's id alone (SHARDSCOPE_JOB_ID under --nproc-per-node)
 };
+
+/// The shared-memory object of a --nproc-per-node run: named by its run id, so that the launcher
+/// removes it even when a rank was killed before it could.
+std::string launched_run_shared_memory(const std::string& run_id);
 
 using GetEnv = std::function<const char*(const char*)>;
 
@@ -58,14 +71,21 @@ class Rendezvous {
   Rendezvous(const Rendezvous&) = delete;
   Rendezvous& operator=(const Rendezvous&) = delete;
 
-  /// Rank 0 gets every rank's message, by rank; the others get an empty list.
-  std::vector<std::string> gather(const std::string& mine);
+  /// Rank 0 gets every rank's message, by rank; the others get an empty list. `what` names the
+  /// exchange in a timeout's message ("the ranks' results").
+  std::vector<std::string> gather(const std::string& mine, std::string_view what = "a message");
   /// Every rank gets rank 0's `message` (ignored on the others).
-  std::string broadcast(const std::string& message);
+  std::string broadcast(const std::string& message, std::string_view what = "a message");
 
  private:
+  using Clock = std::chrono::steady_clock;
+  void accept_ranks(Clock::time_point deadline);
+  void join(const ::sockaddr_in& addr, Clock::time_point deadline);
   void send(int fd, const std::string& message);
   std::string receive(int fd);
+  std::string receive_until(int fd, Clock::time_point deadline);
+  /// receive() from `peer`, a timeout or a closed connection named with the exchange and rank.
+  std::string receive_from(int peer, std::string_view what);
 
   JobEnv job_;
   std::chrono::milliseconds timeout_;
@@ -76,10 +96,13 @@ class Rendezvous {
 /// A free TCP port on the loopback interface (for --nproc-per-node).
 int free_loopback_port();
 
-/// Runs `argv` as `processes` local ranks (fork + exec, each with torchrun's variables set) and
-/// waits for them. The first to fail stops the others; returns its exit status (0 if none
-/// failed). `on_exit(rank, status)` is told about each.
+/// Runs `argv` as `processes` local ranks (fork + exec, each with torchrun's variables set and a
+/// random SHARDSCOPE_JOB_ID) and waits for them. Each rank dies with the launcher (parent-death
+/// signal). The first to fail stops the others (SIGTERM, and SIGKILL after `grace` for a rank
+/// that does not stop); returns its exit status (0 if none failed). `on_exit(rank, status)` is
+/// told about each.
 int spawn_local_ranks(const std::vector<std::string>& argv, int processes,
-                      const std::function<void(int rank, int status)>& on_exit);
+                      const std::function<void(int rank, int status)>& on_exit,
+                      std::chrono::milliseconds grace = std::chrono::milliseconds(5'000));
 
 }  // namespace shardscope::exec
