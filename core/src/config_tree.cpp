@@ -254,6 +254,12 @@ std::string config_to_yaml(const ConfigTree& tree) {
 }
 
 ConfigTree load_config_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw ValidationError({Problem{path.string(), "", "cannot read the file",
+                                   "an existing .yaml, .yml or .json file"}});
+  }
+  require_regular_file(path);  // a FIFO or a device before its name: what it is matters more
   const auto ext = path.extension().string();
   if (ext == ".gz") {
     throw ValidationError(
@@ -264,11 +270,6 @@ ConfigTree load_config_file(const std::filesystem::path& path) {
   if (ext != ".yaml" && ext != ".yml" && ext != ".json") {
     throw ValidationError({Problem{path.string(), "", fmt::format("unknown file type '{}'", ext),
                                    "a .yaml, .yml or .json file"}});
-  }
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw ValidationError({Problem{path.string(), "", "cannot read the file",
-                                   "an existing .yaml, .yml or .json file"}});
   }
   ConfigTree tree = parse_config_text(read_text_file(path, kMaxDocumentBytes), path.string());
   if (!tree.is_object()) {

@@ -496,6 +496,17 @@ ImportedTrace Importer::finish(const json& top) {
     return std::max(0, static_cast<int>(after - steps.begin()) - 1);
   };
 
+  // A trace of a GPU run with no GPU event lost its device work (the profiler was not given
+  // ProfilerActivity.CUDA): its CPU ranges are no step time.
+  if (const auto it = top.find("deviceProperties");
+      gpu_.empty() && it != top.end() && it->is_array() && !it->empty()) {
+    throw ValidationError(
+        {Problem{report.file, "traceEvents",
+                 fmt::format("has no GPU event (kernel, copy or set) though deviceProperties names "
+                             "{} GPU{}: the profiler recorded CPU activity only",
+                             it->size(), it->size() == 1 ? "" : "s"),
+                 "a trace profiled with ProfilerActivity.CUDA as well as ProfilerActivity.CPU"}});
+  }
   // A CPU-only trace: the CPU is the device (host_device_work.hpp).
   if (gpu_.empty() && !cpu_ops_.empty()) {
     report.cpu_device = true;

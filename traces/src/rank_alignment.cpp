@@ -60,6 +60,16 @@ std::vector<RankAlignment> align_ranks(std::vector<Timeline>& ranks,
                                ranks[i].facts.world_size, names[0], ranks[0].facts.world_size),
                    "traces of the ranks of one run"}});
     }
+    // One run's ranks ran on one kind of GPU.
+    const auto& device = ranks[i].provenance.device;
+    const auto& first = ranks[0].provenance.device;
+    if (!device.empty() && !first.empty() && device != first) {
+      throw ValidationError(
+          {Problem{names[i], "deviceProperties[0].name",
+                   fmt::format("is '{}', where {} says '{}': traces of two different runs", device,
+                               names[0], first),
+                   "traces of the ranks of one run"}});
+    }
   }
   std::map<int, std::size_t> by_rank;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
