@@ -2,6 +2,8 @@
 // writes the fitted parameters for `simulate --calibration` (sim/calibrate.hpp).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "shardscope/core/calibration.hpp"
 #include "shardscope/core/lower.hpp"
@@ -12,6 +14,19 @@
 #include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
+
+namespace {
+
+// Whether two timelines record the same ops at the same times: one run, read twice.
+bool same_ops(const Timeline& a, const Timeline& b) {
+  return std::equal(a.ops.begin(), a.ops.end(), b.ops.begin(), b.ops.end(),
+                    [](const TimelineOp& x, const TimelineOp& y) {
+                      return x.kind == y.kind && x.stream == y.stream && x.start == y.start &&
+                             x.end == y.end;
+                    });
+}
+
+}  // namespace
 
 int run_calibrate(const CalibrateArgs& args) {
   std::vector<std::filesystem::path> inputs(args.measured.begin(), args.measured.end());
@@ -35,6 +50,17 @@ int run_calibrate(const CalibrateArgs& args) {
   for (const auto& path : args.measured) {
     fmt::print(stderr, "reading {}\n", path);
     measured.push_back(traces::read_timeline_or_trace(path));
+    // A copy under another name is the same run too: every op at the same nanosecond.
+    for (std::size_t j = 0; j + 1 < measured.size(); ++j) {
+      if (same_ops(measured.back(), measured[j])) {
+        throw ValidationError(
+            {Problem{path, "",
+                     fmt::format("is the same run as {} (every op at the same time): a copy is "
+                                 "no new data",
+                                 args.measured[j]),
+                     "each measured run once"}});
+      }
+    }
   }
   // The scenario's own run, as far as a timeline of it would say: the job every measured run
   // must be of for the fit to mean anything.

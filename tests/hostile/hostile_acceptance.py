@@ -245,6 +245,13 @@ def degenerate_run_cases(inp):
     cases.append(Case("degenerate-calibrate-same-run-twice", "degenerate runs",
                       ["calibrate", "--scenario", inp.default, inp.slow, inp.slow],
                       pattern=r"is given twice", inputs=[inp.slow]))
+    copies = []
+    for k in range(3):
+        copies.append(inp.path(f"slow-copy-{k}.json"))
+        shutil.copy(inp.slow, copies[-1])
+    cases.append(Case("degenerate-calibrate-copies-of-one-run", "degenerate runs",
+                      ["calibrate", "--scenario", inp.default, inp.slow, *copies],
+                      pattern=r"slow-copy-0.json: is the same run as .*slow.json", inputs=copies))
     return cases
 
 

@@ -89,5 +89,39 @@ TEST(RankAlignment, RefusesTracesOfDifferentWorlds) {
   }
 }
 
+TEST(RankAlignment, RefusesTracesOfDifferentGpus) {
+  const std::string other_gpu =
+      replaced(rank_one(), "\"name\": \"NVIDIA H100 80GB HBM3\"", "\"name\": \"NVIDIA A100\"");
+  std::vector<Timeline> ranks{import_kineto_text(tiny_trace(), "r0.json").timeline,
+                              import_kineto_text(other_gpu, "r1.json").timeline};
+  try {
+    (void)align_ranks(ranks, {"r0.json", "r1.json"});
+    ADD_FAILURE() << "aligned ranks of two GPU kinds";
+  } catch (const ValidationError& e) {
+    const auto& p = e.problems().at(0);
+    EXPECT_EQ(p.key, "deviceProperties[0].name");
+    EXPECT_EQ(p.message,
+              "is 'NVIDIA A100', where r0.json says 'NVIDIA H100 80GB HBM3': traces of two "
+              "different runs");
+  }
+}
+
+TEST(KinetoImport, AGpuRunsTraceWithNoGpuEventIsRefused) {
+  // The profiler given only ProfilerActivity.CPU: the CPU ranges are no step time.
+  std::string t = tiny_trace();
+  for (const char* cat : {"\"cat\": \"kernel\"", "\"cat\": \"gpu_memcpy\"",
+                          "\"cat\": \"gpu_memset\""}) {
+    for (auto at = t.find(cat); at != std::string::npos; at = t.find(cat))
+      t.replace(at, std::string(cat).size(), "\"cat\": \"cpu_op\"");
+  }
+  try {
+    (void)import_kineto_text(t, "cpu-only.json");
+    ADD_FAILURE() << "imported a GPU run's trace without its GPU work";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(e.problems().at(0).key, "traceEvents");
+    EXPECT_NE(e.problems().at(0).message.find("has no GPU event"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope::traces
