@@ -70,7 +70,8 @@ int run_breakdown(const BreakdownArgs& args) {
   const std::vector<std::pair<std::string, std::string>> outputs{{"--json", args.json_path}};
   check_output_paths(outputs, inputs);
   std::vector<analysis::TimeBreakdown> runs;
-  for (const auto& path : args.runs) runs.push_back(analysis::time_breakdown(traces::read_timeline_or_trace(path)));
+  for (const auto& path : args.runs)
+    runs.push_back(analysis::time_breakdown(traces::read_timeline_or_trace(path)));
   fmt::print("{}", analysis::time_breakdown_table(runs));
   if (!args.json_path.empty()) write_output(args.json_path, analysis::time_breakdown_json(runs));
   return kExitOk;

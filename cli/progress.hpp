@@ -33,7 +33,8 @@ class Progress {
                    0.0, 1.0);
     const int pct = static_cast<int>(100 * share);
     const auto now = Clock::now();
-    const std::string counts = fmt::format("{}/{} configurations{}", done, total_, left(share, now));
+    const std::string counts =
+        fmt::format("{}/{} configurations{}", done, total_, left(share, now));
     if (tty_) {
       const int filled = pct * 30 / 100;
       fmt::print(stderr, "\r[{:<30}] {:>3} % ({})\x1b[K",

@@ -785,10 +785,10 @@ void refuse_if_not_a_scenario(const ConfigTree& tree, const std::string& file) {
   }
   for (const auto key : kTraceKeys) {
     if (tree.contains(std::string(key))) {
-      throw ValidationError({Problem{
-          file, std::string(key), "is a PyTorch profiler trace, not a scenario",
-          "summarize, compare, import and calibrate read traces; a scenario has model, "
-          "cluster, training, fsdp"}});
+      throw ValidationError(
+          {Problem{file, std::string(key), "is a PyTorch profiler trace, not a scenario",
+                   "summarize, compare, import and calibrate read traces; a scenario has model, "
+                   "cluster, training, fsdp"}});
     }
   }
 }
@@ -820,21 +820,42 @@ std::vector<Problem> key_value_problems(std::string_view assignment) {
   if (!key) return {{"", path, "not a scenario key", "see shardscope keys"}};
   ConfigReader r(tree, "");
   switch (key->type) {
-    case KeyType::integer: read_int(r, path); break;
-    case KeyType::number: read_number(r, path); break;
-    case KeyType::boolean: r.get_bool(path); break;
-    case KeyType::text: r.get_string(path); break;
-    case KeyType::choice: r.get_enum(path, split_choices(key->choices)); break;
-    case KeyType::dtype: r.get_dtype(path); break;
-    case KeyType::bytes: read_bytes(r, path); break;
-    case KeyType::duration: read_duration(r, path); break;
-    case KeyType::bandwidth: read_bandwidth(r, path); break;
-    case KeyType::flops_rate: read_flops_rate(r, path); break;
+    case KeyType::integer:
+      read_int(r, path);
+      break;
+    case KeyType::number:
+      read_number(r, path);
+      break;
+    case KeyType::boolean:
+      r.get_bool(path);
+      break;
+    case KeyType::text:
+      r.get_string(path);
+      break;
+    case KeyType::choice:
+      r.get_enum(path, split_choices(key->choices));
+      break;
+    case KeyType::dtype:
+      r.get_dtype(path);
+      break;
+    case KeyType::bytes:
+      read_bytes(r, path);
+      break;
+    case KeyType::duration:
+      read_duration(r, path);
+      break;
+    case KeyType::bandwidth:
+      read_bandwidth(r, path);
+      break;
+    case KeyType::flops_rate:
+      read_flops_rate(r, path);
+      break;
     // A section, a list and reshard_after_forward's two types are read with their context.
     case KeyType::section:
     case KeyType::list:
     case KeyType::bool_or_int:
-    case KeyType::rejected: break;
+    case KeyType::rejected:
+      break;
   }
   return r.take_problems();
 }

@@ -145,7 +145,8 @@ HostJobResult run_host_process(const Schedule& s, const JobEnv& job,
   }
   Rendezvous rdv(job, options.rendezvous_timeout);
   const auto hash = schedule_hash(s);
-  const auto hellos = rdv.gather(fmt::format("{:016x} {}", hash, job.world_size), "the schedule check");
+  const auto hellos =
+      rdv.gather(fmt::format("{:016x} {}", hash, job.world_size), "the schedule check");
   const HostWorldLayout layout = layout_for(s, options);
   std::optional<SharedMemory> shm;
   std::string verdict;

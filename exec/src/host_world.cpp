@@ -25,7 +25,7 @@ struct Published {
   std::int32_t dtype;
   std::int32_t unused;
   std::int64_t elements;
-  std::int64_t arrival_ns;  // steady clock: one clock for every process of a machine
+  std::int64_t arrival_ns;      // steady clock: one clock for every process of a machine
   std::uint64_t read_plus_one;  // the last collective this position has read the peers' data of
 };
 
@@ -173,9 +173,10 @@ HostWorld::Clock::time_point HostWorld::run(int rank, const CollectiveCall& call
             missing += fmt::format("{}{}", missing.empty() ? "" : ", ", peer);
           }
         }
-        throw CollectiveError(fmt::format(
-            "{}: timed out {}: {} of {} ranks arrived{}", what, stage, load(*s.arrived) - (all - static_cast<std::uint64_t>(me.size)), me.size,
-            missing.empty() ? "" : fmt::format(" (not yet: rank {})", missing)));
+        throw CollectiveError(
+            fmt::format("{}: timed out {}: {} of {} ranks arrived{}", what, stage,
+                        load(*s.arrived) - (all - static_cast<std::uint64_t>(me.size)), me.size,
+                        missing.empty() ? "" : fmt::format(" (not yet: rank {})", missing)));
       }
       if (spin < 64) {
         std::this_thread::yield();

@@ -254,8 +254,7 @@ Rendezvous::Rendezvous(const JobEnv& job, std::chrono::milliseconds timeout)
       ::close(listen_fd_);
       listen_fd_ = -1;
       throw Error(fmt::format(
-          "rendezvous: rank 0 cannot listen on {} (MASTER_PORT; another job on this port?)",
-          why));
+          "rendezvous: rank 0 cannot listen on {} (MASTER_PORT; another job on this port?)", why));
     }
     accept_ranks(deadline);
     return;
@@ -271,20 +270,22 @@ void Rendezvous::accept_ranks(Clock::time_point deadline) {
   std::string refused;  // the last stranger, for the timeout message
   for (int joined = 1; joined < job_.world_size;) {
     pollfd p{listen_fd_, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
       std::string missing;
       for (int r = 1; r < job_.world_size; ++r) {
         if (peers_[static_cast<std::size_t>(r)] < 0)
           missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
       }
-      throw Error(fmt::format("rendezvous: only {} of {} ranks joined within {} ms (not joined: "
-                              "rank {}){}",
-                              joined, job_.world_size, timeout_.count(), missing,
-                              refused.empty() ? "" : "; refused: " + refused));
+      throw Error(
+          fmt::format("rendezvous: only {} of {} ranks joined within {} ms (not joined: "
+                      "rank {}){}",
+                      joined, job_.world_size, timeout_.count(), missing,
+                      refused.empty() ? "" : "; refused: " + refused));
     }
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the peer gave up between poll and accept
+    if (fd < 0) continue;   // the peer gave up between poll and accept
     const int nodelay = 1;  // small messages: Nagle plus delayed ACKs would add 40 ms to each
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
     std::optional<std::pair<int, std::string>> hello;
@@ -305,8 +306,8 @@ void Rendezvous::accept_ranks(Clock::time_point deadline) {
     }
     if (!why.empty()) {
       try {
-        send(fd, "refused: rank 0 at " + job_.master_addr + ":" +
-                     std::to_string(job_.master_port) + " refused " + why);
+        send(fd, "refused: rank 0 at " + job_.master_addr + ":" + std::to_string(job_.master_port) +
+                     " refused " + why);
       } catch (const Error&) {
       }
       ::close(fd);
@@ -332,11 +333,11 @@ void Rendezvous::join(const sockaddr_in& addr, Clock::time_point deadline) {
       const std::string answer = receive_until(fd, deadline);
       if (answer == "ok") return;
       // Two jobs on one port: bad input, as a wrong variable is.
-      throw ValidationError({Problem{
-          "", "MASTER_PORT",
-          fmt::format("rank {}: {}", job_.rank,
-                      answer.starts_with("refused: ") ? answer.substr(9) : answer),
-          "a MASTER_PORT of its own for each job"}});
+      throw ValidationError(
+          {Problem{"", "MASTER_PORT",
+                   fmt::format("rank {}: {}", job_.rank,
+                               answer.starts_with("refused: ") ? answer.substr(9) : answer),
+                   "a MASTER_PORT of its own for each job"}});
     }
     ::close(fd);
     if (Clock::now() > deadline) {
@@ -380,9 +381,10 @@ std::string Rendezvous::receive_from(int peer, std::string_view what) {
   try {
     return receive(peers_[static_cast<std::size_t>(peer)]);  // a rank other than 0 has [rank 0]
   } catch (const Error& e) {
-    throw Error(fmt::format("rank {}, waiting for {} from rank {}: {} (--timeout {} ms; is rank "
-                            "{} stopped, stuck or gone?)",
-                            job_.rank, what, peer, e.what(), timeout_.count(), peer));
+    throw Error(
+        fmt::format("rank {}, waiting for {} from rank {}: {} (--timeout {} ms; is rank "
+                    "{} stopped, stuck or gone?)",
+                    job_.rank, what, peer, e.what(), timeout_.count(), peer));
   }
 }
 

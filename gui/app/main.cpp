@@ -90,8 +90,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of host memory: the input describes more than this machine "
-                         "can hold\n");
+    std::fprintf(stderr,
+                 "error: out of host memory: the input describes more than this machine "
+                 "can hold\n");
     return 3;  // as the CLI: the meaning is "does not fit"
   }
   if (parser.isSet(zoom)) {

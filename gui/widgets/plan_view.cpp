@@ -215,7 +215,9 @@ void PlanView::start_plan() {
     QString error;
     try {
       result = sim::plan(prepared.tree, prepared.file, prepared.space, prepared.options);
+      sim::throw_if_none_valid(prepared.space, *result);  // why, rather than "nothing fits"
     } catch (const std::exception& e) {
+      result.reset();
       error = QString::fromUtf8(e.what());
     }
     QMetaObject::invokeMethod(

@@ -136,22 +136,19 @@ TEST(Launcher, ARankOfAnotherJobOnThePortIsRefusedAndTheJobWaitsForItsOwn) {
   const int port = free_loopback_port();
   std::string a0_got, a1_got, stranger_error;
   std::thread a0([&] {
-    Rendezvous rdv(loopback_job(0, 2, port, "job-a"),
-                   std::chrono::milliseconds(10'000));
+    Rendezvous rdv(loopback_job(0, 2, port, "job-a"), std::chrono::milliseconds(10'000));
     a0_got = rdv.broadcast("for job a")[0] == 'f' ? "ran" : "wrong";
   });
   std::thread b1([&] {
     try {
-      Rendezvous rdv(loopback_job(1, 2, port, "job-b"),
-                     std::chrono::milliseconds(10'000));
+      Rendezvous rdv(loopback_job(1, 2, port, "job-b"), std::chrono::milliseconds(10'000));
     } catch (const Error& e) {
       stranger_error = e.what();
     }
   });
   b1.join();
   std::thread a1([&] {
-    Rendezvous rdv(loopback_job(1, 2, port, "job-a"),
-                   std::chrono::milliseconds(10'000));
+    Rendezvous rdv(loopback_job(1, 2, port, "job-a"), std::chrono::milliseconds(10'000));
     a1_got = rdv.broadcast("");
   });
   a0.join();
@@ -166,9 +163,8 @@ TEST(Launcher, ARankOfAnotherJobOnThePortIsRefusedAndTheJobWaitsForItsOwn) {
 TEST(Launcher, TheTimeoutNamesTheRanksThatDidNotJoin) {
   const int port = free_loopback_port();
   try {
-    Rendezvous(loopback_job(0, 3, port, "job-a"),
-               std::chrono::milliseconds(300));
-    FAIL();
+    const Rendezvous rdv(loopback_job(0, 3, port, "job-a"), std::chrono::milliseconds(300));
+    FAIL() << "rank 0 of 3 started alone";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("only 1 of 3 ranks joined within 300 ms (not joined: "
                                          "rank 1, 2)"),

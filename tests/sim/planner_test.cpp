@@ -255,8 +255,8 @@ TEST(Planner, TheWorkIsKnownBeforeTheSearchAndTheProgressEndsAtIt) {
   // × 8 micro-batches at most × 34 groups × 24 ops (estimated_schedule_ops).
   EXPECT_EQ(work->largest_schedule, 2 * 8 * (32 + 2) * 24);
   EXPECT_GT(work->ops, static_cast<std::int64_t>(space.size() + work->classes));
-  EXPECT_LE(work->ops, static_cast<std::int64_t>(space.size() + work->classes) *
-                           work->largest_schedule);
+  EXPECT_LE(work->ops,
+            static_cast<std::int64_t>(space.size() + work->classes) * work->largest_schedule);
   ASSERT_FALSE(reports.empty());
   for (std::size_t i = 1; i < reports.size(); ++i) {
     EXPECT_GE(reports[i].work_done, reports[i - 1].work_done);

@@ -109,8 +109,8 @@ TEST(RankAlignment, RefusesTracesOfDifferentGpus) {
 TEST(KinetoImport, AGpuRunsTraceWithNoGpuEventIsRefused) {
   // The profiler given only ProfilerActivity.CPU: the CPU ranges are no step time.
   std::string t = tiny_trace();
-  for (const char* cat : {"\"cat\": \"kernel\"", "\"cat\": \"gpu_memcpy\"",
-                          "\"cat\": \"gpu_memset\""}) {
+  for (const char* cat :
+       {"\"cat\": \"kernel\"", "\"cat\": \"gpu_memcpy\"", "\"cat\": \"gpu_memset\""}) {
     for (auto at = t.find(cat); at != std::string::npos; at = t.find(cat))
       t.replace(at, std::string(cat).size(), "\"cat\": \"cpu_op\"");
   }

@@ -48,7 +48,8 @@ class GzReader {
     end_ = n > 0 ? static_cast<std::size_t>(n) : 0;
     total_ += end_;
     if (total_ > kMaxTraceJsonBytes) {
-      refuse(fmt::format("expands to more than {} of JSON", format_bytes(static_cast<Bytes>(kMaxTraceJsonBytes))));
+      refuse(fmt::format("expands to more than {} of JSON",
+                         format_bytes(static_cast<Bytes>(kMaxTraceJsonBytes))));
     } else if (total_ > kExpansionFreeBytes && total_ / kMaxGzipExpansion > file_bytes_) {
       refuse(fmt::format("expands more than {} times its {} on disk (a gzip bomb?)",
                          kMaxGzipExpansion, format_bytes(static_cast<Bytes>(file_bytes_))));

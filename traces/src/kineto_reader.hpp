@@ -19,7 +19,7 @@ using EventCallback = std::function<void(const nlohmann::json& event)>;
 /// exhausting memory. The largest real traces are a few GiB of JSON; gzip compresses the shipped
 /// ones (tests/data/traces) 13 to 19 times, while a gzip bomb expands a thousand times or more.
 inline constexpr std::uint64_t kMaxTraceJsonBytes = std::uint64_t{8} << 30;
-inline constexpr std::uint64_t kMaxGzipExpansion = 200;         // past the first 64 MiB
+inline constexpr std::uint64_t kMaxGzipExpansion = 200;  // past the first 64 MiB
 inline constexpr std::uint64_t kExpansionFreeBytes = std::uint64_t{64} << 20;
 inline constexpr std::size_t kMaxTraceNesting = 64;  // Kineto's own events nest 3 levels deep
 

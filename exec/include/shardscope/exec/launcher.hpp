@@ -6,10 +6,11 @@
 // MASTER_ADDR), in that order of precedence; MASTER_PORT defaults to 29500 as torchrun's does.
 //
 // Rank 0 serves a rendezvous over TCP: every rank connects (retrying until the timeout), says who
-// it is (its rank and the job's identity: a rank of another job is refused), and the job then exchanges short messages through rank 0: gather (rank 0 receives one
-// message per rank) and broadcast (every rank receives rank 0's). The run uses it to check that
-// every rank runs the same schedule (its hash) in the same world, to hand out the bootstrap blob
-// (the shared-memory name here; NCCL's unique id with the CUDA backend), and to collect results.
+// it is (its rank and the job's identity: a rank of another job is refused), and the job then
+// exchanges short messages through rank 0: gather (rank 0 receives one message per rank) and
+// broadcast (every rank receives rank 0's). The run uses it to check that every rank runs the same
+// schedule (its hash) in the same world, to hand out the bootstrap blob (the shared-memory name
+// here; NCCL's unique id with the CUDA backend), and to collect results.
 
 #include <chrono>
 #include <cstdint>
