@@ -121,6 +121,12 @@ TEST(KinetoImport, AGpuRunsTraceWithNoGpuEventIsRefused) {
     EXPECT_EQ(e.problems().at(0).key, "traceEvents");
     EXPECT_NE(e.problems().at(0).message.find("has no GPU event"), std::string::npos);
   }
+  // A gloo run on the CPU of a GPU machine lists the GPUs too: it is the CPU run it is.
+  std::string gloo = replaced(t, "\"backend\": \"nccl\"", "\"backend\": \"gloo\"");
+  for (auto at = gloo.find("\"cuda_runtime\""); at != std::string::npos;
+       at = gloo.find("\"cuda_runtime\""))
+    gloo.replace(at, std::string("\"cuda_runtime\"").size(), "\"cpu_op\"");
+  EXPECT_NO_THROW((void)import_kineto_text(gloo, "gloo.json"));
 }
 
 }  // namespace

@@ -497,15 +497,21 @@ ImportedTrace Importer::finish(const json& top) {
   };
 
   // A trace of a GPU run with no GPU event lost its device work (the profiler was not given
-  // ProfilerActivity.CUDA): its CPU ranges are no step time.
-  if (const auto it = top.find("deviceProperties");
-      gpu_.empty() && it != top.end() && it->is_array() && !it->empty()) {
-    throw ValidationError(
-        {Problem{report.file, "traceEvents",
-                 fmt::format("has no GPU event (kernel, copy or set) though deviceProperties names "
-                             "{} GPU{}: the profiler recorded CPU activity only",
-                             it->size(), it->size() == 1 ? "" : "s"),
-                 "a trace profiled with ProfilerActivity.CUDA as well as ProfilerActivity.CPU"}});
+  // ProfilerActivity.CUDA): its CPU ranges are no step time. A GPU run shows in kernel launch
+  // calls or an NCCL process group; deviceProperties alone does not tell (Kineto lists the
+  // machine's GPUs for a CPU run with gloo too).
+  const auto info = top.find("distributedInfo");
+  const bool nccl = info != top.end() && info->is_object() && info->contains("backend") &&
+                    (*info)["backend"] == "nccl";
+  if (gpu_.empty() && (nccl || !launch_calls_.empty())) {
+    throw ValidationError({Problem{
+        report.file, "traceEvents",
+        fmt::format("has no GPU event (kernel, copy or set) though {}: the profiler "
+                    "recorded CPU activity only",
+                    !launch_calls_.empty() ? fmt::format("the CPU launched {} kernels and copies",
+                                                         launch_calls_.size())
+                                           : std::string("the run used NCCL")),
+        "a trace profiled with ProfilerActivity.CUDA as well as ProfilerActivity.CPU"}});
   }
   // A CPU-only trace: the CPU is the device (host_device_work.hpp).
   if (gpu_.empty() && !cpu_ops_.empty()) {
