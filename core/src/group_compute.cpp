@@ -74,8 +74,10 @@ ComputePart embed_part(const detail::BlockShape& shape, KernelSetTable& kernels)
 
 // The output head and the loss, in the order PyTorch runs their kernels (docs/semantics.md,
 // "Loss recipes"), each part one op, so each tensor lives exactly as long as it does there.
+// `logits`: the dtype the loss receives the logits in, the compute dtype unless FSDP2 casts the
+// root's output (root_output_cast); the cast itself is the lowerer's, in the root's post-forward.
 std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const TrainingSpec& training,
-                                    KernelSetTable& kernels) {
+                                    DType logits, KernelSetTable& kernels) {
   const TransformerConfig& c = shape.config;
   const detail::LossShape loss{training.loss, training.loss == LossRecipe::chunked
                                                   ? loss_chunk_tokens(c, training)
@@ -97,19 +99,21 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
     const Bytes from = bytes_per_element(*shape.cast_from);
     head.saved_bytes = t * h * from + t * h * e + vocab * h * e;
   }
+  // The loss reads the logits in their (possibly cast) dtype.
+  const detail::BlockShape loss_shape{c, shape.micro_batch, shape.seq_len, logits, shape.cast_from};
   ComputePart lossp;
   lossp.label = "loss";
   lossp.position = ComputePosition::after_root;
-  lossp.forward = kernels.pass(detail::loss_forward_kernels(shape, loss));
-  lossp.backward = kernels.pass(detail::loss_backward_kernels(shape, loss));
+  lossp.forward = kernels.pass(detail::loss_forward_kernels(loss_shape, loss));
+  lossp.backward = kernels.pass(detail::loss_backward_kernels(loss_shape, loss));
   lossp.param_numel = 0;
   lossp.saved_category = BufferCategory::logits;
   const Bytes lse = t * 4;  // fp32 log-sum-exp per token
+  head.forward_output = t * vocab * e;
   switch (training.loss) {
     case LossRecipe::upcast_fp32: {
-      if (e == 4) {
+      if (logits == DType::fp32) {
         // fp32 logits: .float() is the tensor itself, no copy and no cast back.
-        head.forward_output = t * vocab * e;
         lossp.saved_bytes = t * vocab * 4;
         lossp.backward_workspace = {t * vocab * 4};
         lossp.backward_output = t * vocab * 4;
@@ -121,16 +125,15 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
       // Backward: nll_loss_backward writes a dense fp32 gradient,
       // _log_softmax_backward_data another (then both the first and the saved output go),
       // ToCopyBackward casts it back (then it goes), and the head's GEMMs read that.
-      head.forward_output = t * vocab * e;
       ComputePart upcast;
       upcast.label = "logits.float";
       upcast.position = ComputePosition::after_root;
-      upcast.forward = kernels.pass(detail::upcast_kernels(shape, false));
-      upcast.backward = kernels.pass(detail::upcast_kernels(shape, true));
+      upcast.forward = kernels.pass(detail::upcast_kernels(loss_shape, false));
+      upcast.backward = kernels.pass(detail::upcast_kernels(loss_shape, true));
       upcast.param_numel = 0;
       upcast.forward_output = t * vocab * 4;
       upcast.passes_input_on = true;
-      upcast.backward_output = t * vocab * e;
+      upcast.backward_output = t * vocab * bytes_per_element(logits);
       lossp.saved_bytes = t * vocab * 4;
       lossp.backward_workspace = {t * vocab * 4};
       lossp.backward_output = t * vocab * 4;
@@ -139,7 +142,6 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
     case LossRecipe::fused:
       // One kernel reads the logits for the loss and the per-token log-sum-exp; the logits are
       // kept and overwritten with their gradient, which the head's GEMMs read.
-      head.forward_output = t * vocab * e;
       lossp.input_becomes_grad = true;
       lossp.saved_bytes = lse;
       return {std::move(head), std::move(lossp)};
@@ -150,6 +152,7 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
       // chunks' in autograd's input buffer, out of place: the sum so far, the new chunk's and
       // their sum at once; the input gradient likewise, a zero-padded slice per chunk.
       const std::int64_t chunk = loss.chunk_tokens;
+      head.forward_output = 0;  // no full logits: the loss applies the head
       lossp.saved_bytes = lse;
       lossp.forward_workspace = {chunk * vocab * 4, chunk * vocab * 4};
       lossp.backward_workspace = {chunk * vocab * 4, chunk * vocab * 4, chunk * vocab * 4};
@@ -214,6 +217,15 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
 
 DType compute_dtype(const Scenario& s) {
   return s.training.autocast.value_or(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+}
+
+std::optional<DType> root_output_cast(const Scenario& s) {
+  const auto& mp = s.fsdp.mixed_precision;
+  if (s.fsdp.api != FsdpApi::fsdp2 || s.model.family != ModelFamily::transformer ||
+      !mp.output_dtype || s.training.loss == LossRecipe::chunked)
+    return std::nullopt;
+  if (*mp.output_dtype == compute_dtype(s)) return std::nullopt;  // _cast_fp_tensor: no copy
+  return mp.output_dtype;
 }
 
 std::optional<DType> autocast_cast_source(const Scenario& s) {
@@ -374,7 +386,9 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     const auto& g = groups[i];
     if (g.is_root) {
       add_part(i, embed_part(shape, kernels));
-      for (ComputePart& part : head_parts(shape, s.training, kernels)) add_part(i, std::move(part));
+      for (ComputePart& part :
+           head_parts(shape, s.training, root_output_cast(s).value_or(shape.dtype), kernels))
+        add_part(i, std::move(part));
       continue;
     }
     ComputePart part;

@@ -66,4 +66,13 @@ std::string_view to_string(StateDictType type) {
   return choice_name("fsdp.checkpoint.state_dict_type", type);
 }
 
+std::string_view to_string(OutputCastModules modules) {
+  return choice_name("fsdp.mixed_precision.output_dtype_modules", modules);
+}
+
+bool casts_forward_inputs(const MixedPrecision& mp, FsdpApi api) {
+  // MixedPrecisionPolicy.cast_forward_inputs defaults to True, MixedPrecision's to False.
+  return mp.cast_forward_inputs.value_or(api == FsdpApi::fsdp2);
+}
+
 }  // namespace shardscope

@@ -560,6 +560,17 @@ struct FsdpRead {
   std::optional<std::int64_t> mesh_shard;
 };
 
+// "_BatchNorm, SyncBatchNorm" as its names; empty entries dropped.
+std::vector<std::string> split_class_names(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view name : split_choices(text)) {
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (!name.empty()) out.emplace_back(name);
+  }
+  return out;
+}
+
 FsdpRead read_fsdp(ConfigReader& r) {
   FsdpRead out;
   FsdpPolicy& f = out.policy;
@@ -599,6 +610,15 @@ FsdpRead read_fsdp(ConfigReader& r) {
   if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;
   if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.reduce_dtype")) mp.reduce_dtype = d;
   set_if(r.get_bool("fsdp.mixed_precision.keep_low_precision_grads"), mp.keep_low_precision_grads);
+  if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.output_dtype")) mp.output_dtype = d;
+  set_if(read_choice<OutputCastModules>(r, "fsdp.mixed_precision.output_dtype_modules"),
+         mp.output_dtype_modules);
+  if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.buffer_dtype")) mp.buffer_dtype = d;
+  if (auto cast = r.get_bool("fsdp.mixed_precision.cast_forward_inputs"))
+    mp.cast_forward_inputs = cast;
+  set_if(r.get_bool("fsdp.mixed_precision.cast_root_forward_inputs"), mp.cast_root_forward_inputs);
+  if (auto classes = r.get_string("fsdp.mixed_precision.module_classes_to_ignore"))
+    mp.module_classes_to_ignore = split_class_names(*classes);
   set_if(r.get_bool("fsdp.cpu_offload.params"), f.cpu_offload.params);
   set_if(r.get_bool("fsdp.cpu_offload.pin_memory"), f.cpu_offload.pin_memory);
   set_if(read_int(r, "fsdp.wrap.blocks_per_group"), f.blocks_per_group);
@@ -681,6 +701,76 @@ void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
   }
 }
 
+// MixedPrecision's fields in combination: what PyTorch itself refuses, with its reason, and the
+// two combinations shardscope does not model (docs/semantics.md, "Mixed-precision casts").
+void check_mixed_precision(ConfigReader& r, const Scenario& s) {
+  const auto& mp = s.fsdp.mixed_precision;
+  // FSDP1's auto-wrap gives every module of these classes its own unit without mixed precision
+  // (_wrap_utils.py, _override_module_mixed_precision). Batch norms are the default and no
+  // modelled architecture has one; of any other class shardscope cannot say which modules are.
+  if (s.fsdp.api == FsdpApi::fsdp1) {
+    static constexpr std::array<std::string_view, 6> kBatchNorms{
+        "_BatchNorm", "_NormBase", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"};
+    for (const std::string& name : mp.module_classes_to_ignore) {
+      if (std::find(kBatchNorms.begin(), kBatchNorms.end(), name) != kBatchNorms.end()) continue;
+      r.add_problem("fsdp.mixed_precision.module_classes_to_ignore",
+                    fmt::format("not modelled: '{}' is not a batch-norm class, and shardscope "
+                                "cannot tell which of the model's modules FSDP1 would wrap in "
+                                "their own full-precision unit",
+                                name),
+                    "batch-norm classes (_BatchNorm, BatchNorm1d/2d/3d, SyncBatchNorm)");
+    }
+  }
+  if (s.fsdp.api != FsdpApi::fsdp2 || !mp.output_dtype) return;
+  const std::string_view key = "fsdp.mixed_precision.output_dtype";
+  if (s.model.family != ModelFamily::transformer) {
+    r.add_problem(key, "not modelled for a custom model: its groups give no output shapes",
+                  "remove it, or describe the model as a transformer");
+    return;
+  }
+  const DType out = *mp.output_dtype;
+  // Between blocks the residual stream is in the parameters' dtype (under autocast too: the
+  // residual adds run in their inputs' dtype), and so is a chunked loss's input.
+  const DType residual = mp.param_dtype.value_or(DType::fp32);
+  if (out == residual) return;  // _cast_fp_tensor returns a tensor already in the dtype
+  const std::string allowed = fmt::format("{}, or output_dtype_modules: root", to_string(residual));
+  // Every block's output cast to `out` reaches modules that cast no input: the root's final
+  // norm and output head run inside the root module, whose pre-forward cast only the model's
+  // inputs (token ids) see.
+  if (mp.output_dtype_modules == OutputCastModules::every_module) {
+    if (!s.training.autocast) {
+      r.add_problem(key,
+                    fmt::format("PyTorch refuses this: every block's output is cast to {}, the "
+                                "root's output head (inside the root module, which casts none "
+                                "of its own layers' inputs) multiplies it by {} weights, and "
+                                "F.linear raises \"expected m1 and m2 to have the same dtype\" "
+                                "(mat1 and mat2 on CUDA)",
+                                to_string(out), to_string(residual)),
+                    allowed);
+    } else {
+      r.add_problem(key,
+                    fmt::format("not modelled: under autocast every block's output cast to {} "
+                                "would run the root's final norm and the next blocks' residual "
+                                "stream in {}",
+                                to_string(out), to_string(out)),
+                    allowed);
+    }
+    return;
+  }
+  if (s.training.loss == LossRecipe::chunked) {
+    r.add_problem(
+        key,
+        fmt::format("with training.loss: chunked the root returns hidden states, which "
+                    "the chunked loss multiplies by the output head's {} weight: cast "
+                    "to {} they are {}",
+                    to_string(residual), to_string(out),
+                    s.training.autocast
+                        ? "not modelled (autocast would cast them back)"
+                        : "refused by PyTorch (\"expected m1 and m2 to have the same dtype\")"),
+        fmt::format("{}, or training.loss: upcast_fp32 or fused", to_string(residual)));
+  }
+}
+
 }  // namespace
 
 Scenario read_scenario(const ConfigTree& tree, const std::string& file,
@@ -727,6 +817,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                               to_string(grad_dtype), to_string(s.training.optimizer)),
                   "false, or training.optimizer: sgd");
   }
+  check_mixed_precision(r, s);
   // The chunked loss applies the output head after the root's forward (group_compute.cpp,
   // ComputePosition::after_root), where a resharded root has only the weight's shard.
   if (s.fsdp.api == FsdpApi::fsdp2 && s.fsdp.reshard_root_after_forward &&

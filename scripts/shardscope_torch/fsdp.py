@@ -35,6 +35,12 @@ class FsdpSettings:
     param_dtype: str = ""  # "": the parameters' own dtype (fp32)
     reduce_dtype: str = ""  # "": param_dtype
     keep_low_precision_grads: bool = False
+    output_dtype: str = ""
+    output_dtype_modules: str = "every_module"
+    buffer_dtype: str = ""
+    cast_forward_inputs: str = ""  # "": the API's default
+    cast_root_forward_inputs: bool = True
+    module_classes_to_ignore: str = "_BatchNorm"
     cpu_offload: bool = False
     pin_memory: bool = True
     blocks_per_group: int = 1
@@ -70,6 +76,13 @@ class FsdpSettings:
             param_dtype=get("fsdp.mixed_precision.param_dtype", ""),
             reduce_dtype=get("fsdp.mixed_precision.reduce_dtype", ""),
             keep_low_precision_grads=flag("fsdp.mixed_precision.keep_low_precision_grads", False),
+            output_dtype=get("fsdp.mixed_precision.output_dtype", ""),
+            output_dtype_modules=get("fsdp.mixed_precision.output_dtype_modules", "every_module"),
+            buffer_dtype=get("fsdp.mixed_precision.buffer_dtype", ""),
+            cast_forward_inputs=get("fsdp.mixed_precision.cast_forward_inputs", ""),
+            cast_root_forward_inputs=flag("fsdp.mixed_precision.cast_root_forward_inputs", True),
+            module_classes_to_ignore=get("fsdp.mixed_precision.module_classes_to_ignore",
+                                         "_BatchNorm"),
             cpu_offload=flag("fsdp.cpu_offload.params", False),
             pin_memory=flag("fsdp.cpu_offload.pin_memory", True),
             blocks_per_group=int(get("fsdp.wrap.blocks_per_group", "1")),
@@ -138,8 +151,14 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
                                         fully_shard)
 
     mesh = mesh or device_mesh(s, device_type)
-    mp = MixedPrecisionPolicy(param_dtype=DTYPES.get(s.param_dtype),
-                              reduce_dtype=DTYPES.get(s.reduce_dtype))
+    cast_inputs = {} if not s.cast_forward_inputs else {
+        "cast_forward_inputs": s.cast_forward_inputs == "true"}
+    root_mp = MixedPrecisionPolicy(param_dtype=DTYPES.get(s.param_dtype),
+                                   reduce_dtype=DTYPES.get(s.reduce_dtype),
+                                   output_dtype=DTYPES.get(s.output_dtype), **cast_inputs)
+    mp = root_mp if s.output_dtype_modules == "every_module" else MixedPrecisionPolicy(
+        param_dtype=DTYPES.get(s.param_dtype), reduce_dtype=DTYPES.get(s.reduce_dtype),
+        **cast_inputs)
     offload = CPUOffloadPolicy(pin_memory=s.pin_memory) if s.cpu_offload else OffloadPolicy()
     groups = [list(blocks[i : i + s.blocks_per_group])
               for i in range(0, len(blocks), s.blocks_per_group)]
@@ -150,7 +169,7 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
     root_reshard = False
     if s.reshard_root_after_forward:
         root_reshard = s.reshard_literal()
-    fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload,
+    fully_shard(model, mesh=mesh, mp_policy=root_mp, offload_policy=offload,
                 reshard_after_forward=root_reshard)
     heads = [group[0] for group in groups]
     for i, head in enumerate(heads):
@@ -164,6 +183,13 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
     return model
 
 
+def _module_class(name: str) -> type:
+    """A batch-norm class by its torch.nn name (the only ones the scenario accepts)."""
+    import torch.nn.modules.batchnorm as batchnorm
+
+    return getattr(batchnorm, name.strip())
+
+
 def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: torch.device,
                 mesh=None):
     from torch.distributed.fsdp import (BackwardPrefetch, CPUOffload, MixedPrecision,
@@ -174,9 +200,15 @@ def apply_fsdp1(model: nn.Module, block_class: type, s: FsdpSettings, device: to
     param = DTYPES.get(s.param_dtype)
     reduce = DTYPES.get(s.reduce_dtype) or param
     mp = None
-    if param is not None or reduce is not None:
+    if param is not None or reduce is not None or s.buffer_dtype:
+        classes = tuple(_module_class(name) for name in s.module_classes_to_ignore.split(",")
+                        if name.strip())
         mp = MixedPrecision(param_dtype=param, reduce_dtype=reduce,
-                            keep_low_precision_grads=s.keep_low_precision_grads)
+                            buffer_dtype=DTYPES.get(s.buffer_dtype),
+                            keep_low_precision_grads=s.keep_low_precision_grads,
+                            cast_forward_inputs=s.cast_forward_inputs == "true",
+                            cast_root_forward_inputs=s.cast_root_forward_inputs,
+                            _module_classes_to_ignore=classes)
     prefetch = None if s.backward_prefetch == "none" else getattr(BackwardPrefetch,
                                                                    s.backward_prefetch)
     kwargs = {}

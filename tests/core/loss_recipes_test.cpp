@@ -16,7 +16,8 @@ namespace {
 using testing::first_op;
 
 // Llama 3.1 8B, 2 layers, bf16 compute, 8 GPUs, 2 × 2048 tokens per micro-batch.
-Scenario llama(const std::string& loss, const std::string& extra = "") {
+Scenario llama(const std::string& loss, const std::string& extra = "",
+               const std::vector<std::string>& overrides = {}) {
   return scenario_from_text(
       "model: {preset: llama3.1-8b, layers: 2}\n"
       "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
@@ -24,7 +25,7 @@ Scenario llama(const std::string& loss, const std::string& extra = "") {
           loss + extra +
           "}\n"
           "fsdp: {api: fsdp2, mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n",
-      {});
+      overrides);
 }
 
 TEST(LossRecipes, ChunksFollowLigersDefaultUnlessGiven) {
@@ -129,6 +130,67 @@ TEST(LossRecipes, EachTensorLivesAsLongAsInPyTorch) {
     EXPECT_EQ(bwd[1].allocs,
               (std::vector<Bytes>{head_grad, v * h * e, v * h * e, t * h * e, t * h * e}));
   }
+}
+
+// MixedPrecisionPolicy(output_dtype=fp32) on the root (docs/semantics.md, "Mixed-precision
+// casts"): its post-forward casts the logits and frees the model's own; the loss reads fp32
+// logits; the gradient is cast back before the root's pre-backward. The same tensors as
+// PyTorch's memory trackers see (tests/pytorch/memory_oracle.py, "output fp32 root" rows).
+TEST(LossRecipes, AnFp32OutputCastOnTheRootReplacesTheLossUpcast) {
+  const std::vector<std::string> root_fp32{"fsdp.mixed_precision.output_dtype=fp32",
+                                           "fsdp.mixed_precision.output_dtype_modules=root"};
+  const Scenario up = llama("upcast_fp32", "", root_fp32);
+  ASSERT_EQ(root_output_cast(up), DType::fp32);
+  const TransformerConfig& c = up.model.transformer;
+  const std::int64_t t = 4096, v = c.vocab, h = c.hidden, e = 2, norm = 2 * t * h * e;
+  const Bytes logits = t * v * e, fp32 = t * v * 4, head_grad = v * h * e + h * e;
+  {
+    const Schedule s = lower(up);
+    EXPECT_TRUE(check_schedule(s).empty());
+    const auto fwd = root_ops(s, Phase::forward);
+    ASSERT_EQ(fwd.size(), 3U);
+    EXPECT_EQ(fwd[0].label, "head");
+    EXPECT_EQ(fwd[0].allocs, (std::vector<Bytes>{norm, logits}));
+    // The cast's copy replaces the model's logits, which nothing else holds.
+    EXPECT_EQ(fwd[1].label, "cast_forward_outputs");
+    EXPECT_EQ(fwd[1].allocs, (std::vector<Bytes>{fp32}));
+    EXPECT_EQ(fwd[1].frees, (std::vector<Bytes>{logits}));
+    EXPECT_EQ(first_op(s, OpKind::forward, "cast_forward_outputs").bytes, t * v * (e + 4));
+    // .float() of fp32 logits is the tensor itself: no copy, log_softmax beside it
+    EXPECT_EQ(fwd[2].label, "loss");
+    EXPECT_EQ(fwd[2].allocs, (std::vector<Bytes>{fp32}));
+    EXPECT_EQ(fwd[2].frees, (std::vector<Bytes>{fp32}));
+    const auto bwd = root_ops(s, Phase::backward);
+    ASSERT_EQ(bwd.size(), 3U);
+    EXPECT_EQ(bwd[0].label, "loss");
+    EXPECT_EQ(bwd[1].label, "cast_forward_outputs.backward");
+    EXPECT_EQ(bwd[1].allocs, (std::vector<Bytes>{logits}));
+    EXPECT_EQ(bwd[1].frees, (std::vector<Bytes>{fp32}));
+    EXPECT_EQ(bwd[2].label, "head");
+    EXPECT_EQ(bwd[2].frees, (std::vector<Bytes>{norm, logits}));
+    // The cast back runs before the root's pre-backward all-gather is waited for: the gradient
+    // reaches the hook on the uncast logits after ToCopyBackward.
+    const Op& back = first_op(s, OpKind::backward, "cast_forward_outputs.backward");
+    const Op& head = first_op(s, OpKind::backward, "head");
+    EXPECT_LT(&back, &head);
+    EXPECT_EQ(back.bytes, t * v * (e + 4));
+  }
+  {
+    // fused: the kept logits, and the gradient written into them, are fp32.
+    const Schedule s = lower(llama("fused", "", root_fp32));
+    const auto fwd = root_ops(s, Phase::forward);
+    ASSERT_EQ(fwd.size(), 3U);
+    EXPECT_EQ(fwd[1].frees, (std::vector<Bytes>{logits}));
+    EXPECT_TRUE(fwd[2].frees.empty());  // kept
+    const auto bwd = root_ops(s, Phase::backward);
+    ASSERT_EQ(bwd.size(), 3U);
+    EXPECT_EQ(bwd[1].frees, (std::vector<Bytes>{fp32}));
+    EXPECT_EQ(bwd[1].allocs, (std::vector<Bytes>{logits}));
+  }
+  // Logits already fp32 (fp32 compute) are not copied: PyTorch's _cast_fp_tensor returns them.
+  EXPECT_EQ(root_output_cast(scenario_from_text(
+                "model: {preset: tiny}\nfsdp: {mixed_precision: {output_dtype: fp32}}\n", {})),
+            std::nullopt);
 }
 
 TEST(LossRecipes, KernelsCountTheRecomputedHeadAndTheTraffic) {

@@ -88,6 +88,22 @@ def grid() -> list[dict]:
         rows.append(row(f"{model} fsdp2 micro-batch 4", model, training__micro_batch=4, **BF16))
         rows.append(row(f"{model} fsdp2 reshard false", model,
                         fsdp__reshard_after_forward=False, **BF16))
+    # MixedPrecisionPolicy.output_dtype and the input casts (docs/semantics.md, "Mixed-precision
+    # casts"): the root's logits cast to fp32 in its post-forward, with each loss that reads them;
+    # under autocast with fp32 parameters the same policy on every module (the blocks' outputs
+    # are already fp32); FSDP1's input casts and buffer dtype, which change nothing here.
+    for loss in ("upcast_fp32", "fused"):
+        rows.append(row(f"llama fsdp2 output fp32 root {loss}", training__loss=loss,
+                        fsdp__mixed_precision__output_dtype="fp32",
+                        fsdp__mixed_precision__output_dtype_modules="root", **BF16))
+    rows.append(row("llama fsdp2 autocast output fp32", fsdp__mixed_precision__output_dtype="fp32",
+                    **AUTOCAST))
+    rows.append(row("llama fsdp2 no input cast", fsdp__mixed_precision__cast_forward_inputs=False,
+                    **BF16))
+    rows.append(row("llama fsdp1 input casts buffer bf16", fsdp__api="fsdp1",
+                    fsdp__mixed_precision__cast_forward_inputs=True,
+                    fsdp__mixed_precision__cast_root_forward_inputs=False,
+                    fsdp__mixed_precision__buffer_dtype="bf16", **BF16))
     for world in (16, 32, 64):
         rows.append(row(f"llama fsdp2 world {world}", world=world, **BF16))
     for model, api in itertools.product(["llama", "gpt"], ["fsdp2", "fsdp1"]):

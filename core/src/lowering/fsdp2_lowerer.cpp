@@ -225,8 +225,13 @@ class Fsdp2Lowerer final : public Lowerer {
 
   void post_forward(int g) override {
     if (has_params(g) && reshards_after_forward(g)) reshard(g);
-    if (is_root(g))
-      free_deferred_all_gather("free last all-gather output");  // FSDPState._post_forward
+    if (!is_root(g)) return;
+    free_deferred_all_gather("free last all-gather output");  // FSDPState._post_forward
+    // MixedPrecisionPolicy.output_dtype: the root's output, the logits, cast last in
+    // FSDPState._post_forward ("FSDP::cast_forward_outputs"). Every other module's output is
+    // already in output_dtype where the scenario reader accepts one (docs/semantics.md).
+    if (const auto to = root_output_cast(s_))
+      cast_handed_on(g, compute_dtype(s_), *to, "cast_forward_outputs");
   }
 
   // comm_ctx.all_gather_state: the all-gather streams wait on the kept copy-out, then its output is
@@ -240,6 +245,12 @@ class Fsdp2Lowerer final : public Lowerer {
   }
 
   void pre_backward(int g) override {
+    // The output's gradient passes the output cast's ToCopyBackward before it reaches the hook
+    // FSDPState._register_pre_backward_hook put on the uncast output.
+    if (is_root(g)) {
+      if (const auto from = root_output_cast(s_))
+        cast_handed_on(g, *from, compute_dtype(s_), "cast_forward_outputs.backward");
+    }
     if (!has_params(g)) return;
     unshard(g, false);
     wait_for_unshard(g);

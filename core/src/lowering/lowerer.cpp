@@ -303,6 +303,28 @@ void Lowerer::hand_on(int g, std::size_t p, Bytes output, BufferCategory categor
   handed_on_.push_back(out);
 }
 
+void Lowerer::cast_handed_on(int g, DType from, DType to, std::string_view label) {
+  if (handed_on_.empty()) return;
+  Bytes input = 0;
+  for (BufferId b : handed_on_) input += b_.schedule().buffers[static_cast<std::size_t>(b)].size;
+  const std::int64_t numel = input / bytes_per_element(from);
+  const bool forward = b_.phase() == Phase::forward;
+  Op& op = b_.add_op(forward ? OpKind::forward : OpKind::backward, compute_stream_, gid(g));
+  op.label = b_.op_label(label);
+  // aten::_to_copy: one element-wise kernel reading `from` and writing `to` per element.
+  const KernelSet cast{{std::string(label), 1,
+                        MemoryBound{numel * (bytes_per_element(from) + bytes_per_element(to)), 0}}};
+  op.bytes = kernel_set_totals(cast).memory_bytes;
+  op.kernels = b_.kernel_set(cast);
+  op.frees = std::move(handed_on_);
+  handed_on_ = {};
+  const BufferId out =
+      b_.add_buffer(buffer_name(forward ? "output_cast" : "output_cast.grad"), elems(numel, to), to,
+                    forward ? BufferCategory::logits : BufferCategory::workspace, gid(g));
+  op.allocs.push_back(out);
+  handed_on_.push_back(out);
+}
+
 void Lowerer::clear_autocast_cache() {
   if (autocast_cache_.empty()) return;
   // The loss is the last op inside the autocast region (forward and loss run under it).

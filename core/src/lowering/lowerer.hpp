@@ -77,6 +77,10 @@ class Lowerer {
   /// hands it on further: ComputePart) and hands on `output` bytes from `op` to the next part.
   enum class Input { free, keep, pass_on };
   void hand_on(int g, std::size_t p, Bytes output, BufferCategory category, Input input, Op& op);
+  /// A dtype cast of what the previous op handed on (a compute op of group `g`: forward in the
+  /// forward phase, backward in backward): reads it, frees it, and hands on its copy in `to`.
+  /// Nothing is emitted when nothing was handed on.
+  void cast_handed_on(int g, DType from, DType to, std::string_view label);
   /// The sharded gradient of `g`, allocated on first use in an iteration.
   BufferId sharded_grad(int g, Op& op);
   /// The cuBLAS workspace of the thread that runs `op` (forward: the Python thread; backward and

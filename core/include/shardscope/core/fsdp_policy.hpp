@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "shardscope/core/units.hpp"
 
@@ -20,6 +22,9 @@ enum class ShardingStrategy {
 enum class BackwardPrefetch { backward_pre, backward_post, none };
 enum class SyncSchedule { every_microbatch, last_microbatch };
 enum class StateDictType { full, sharded, local };
+/// Which fully_shard calls get MixedPrecisionPolicy.output_dtype: the one policy passed to every
+/// call (PyTorch casts each module's outputs), or a policy that sets it on the root's call only.
+enum class OutputCastModules { every_module, root };
 
 /// fully_shard(reshard_after_forward=...): true, false, or an int world size to reshard to.
 struct ReshardAfterForward {
@@ -30,14 +35,26 @@ struct ReshardAfterForward {
   bool operator==(const ReshardAfterForward&) const = default;
 };
 
+/// FSDP2's MixedPrecisionPolicy and FSDP1's MixedPrecision, every field (docs/semantics.md,
+/// "Mixed-precision casts").
 struct MixedPrecision {
   std::optional<DType> param_dtype;   // all-gather and compute dtype; unset: the original dtype
   std::optional<DType> reduce_dtype;  // gradient reduction dtype; unset: param_dtype
-  std::optional<DType> output_dtype;
-  std::optional<DType> buffer_dtype;
-  bool cast_forward_inputs = true;
+  std::optional<DType> output_dtype;  // FSDP2: floating-point forward outputs cast to it
+  OutputCastModules output_dtype_modules = OutputCastModules::every_module;
+  std::optional<DType> buffer_dtype;  // FSDP1: module buffers cast to it; unset: param_dtype
+  // Floating-point forward inputs cast to param_dtype in each module's pre-forward; unset: the
+  // API's default (FSDP2 true, FSDP1 false).
+  std::optional<bool> cast_forward_inputs;
+  bool cast_root_forward_inputs = true;   // FSDP1: the root's inputs cast (its default)
   bool keep_low_precision_grads = false;  // FSDP1
+  // FSDP1's _module_classes_to_ignore: module classes the auto-wrap policy wraps in their own
+  // full-precision FSDP unit. The default is (_BatchNorm,).
+  std::vector<std::string> module_classes_to_ignore{"_BatchNorm"};
 };
+
+/// Whether `mp` casts forward inputs under `api` (its default when the scenario does not say).
+bool casts_forward_inputs(const MixedPrecision& mp, FsdpApi api);
 
 struct CpuOffload {
   bool params = false;  // sharded parameters, gradients and optimizer step on the CPU
@@ -83,5 +100,6 @@ std::string_view to_string(ShardingStrategy strategy);  // PyTorch's spelling: F
 std::string_view to_string(BackwardPrefetch prefetch);
 std::string_view to_string(SyncSchedule schedule);
 std::string_view to_string(StateDictType type);
+std::string_view to_string(OutputCastModules modules);
 
 }  // namespace shardscope

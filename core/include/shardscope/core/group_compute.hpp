@@ -118,6 +118,13 @@ DType compute_dtype(const Scenario& scenario);
 /// training.autocast is set to another dtype; unset when nothing is cast.
 std::optional<DType> autocast_cast_source(const Scenario& scenario);
 
+/// The dtype FSDP2's root post-forward casts the logits to (MixedPrecisionPolicy.output_dtype,
+/// _fsdp_state.py FSDPState._post_forward), or unset when no copy is made: not FSDP2, no
+/// output_dtype, or the logits already in it. A chunked loss's root returns hidden states, not
+/// logits; the scenario reader refuses a cast of those (docs/semantics.md, "Mixed-precision
+/// casts").
+std::optional<DType> root_output_cast(const Scenario& scenario);
+
 /// One entry per group of `param_groups(scenario)`, same order.
 ModelCompute group_compute(const Scenario& scenario, const std::vector<GroupLayout>& groups);
 
