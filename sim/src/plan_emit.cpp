@@ -119,6 +119,14 @@ void check_torchtitan(const Scenario& s) {
   const DType param = f.mixed_precision.param_dtype.value_or(DType::fp32);
   need(param == DType::bf16 || param == DType::fp32, "fsdp.mixed_precision.param_dtype",
        std::string(to_string(param)), "torchtitan offers bfloat16 or float32", "bf16 or fp32");
+  // torchtitan's apply_fsdp builds MixedPrecisionPolicy(param_dtype, reduce_dtype) only.
+  need(
+      !f.mixed_precision.output_dtype, "fsdp.mixed_precision.output_dtype",
+      f.mixed_precision.output_dtype ? std::string(to_string(*f.mixed_precision.output_dtype)) : "",
+      "torchtitan's MixedPrecisionPolicy sets no output_dtype", "none (remove it)");
+  need(casts_forward_inputs(f.mixed_precision, FsdpApi::fsdp2),
+       "fsdp.mixed_precision.cast_forward_inputs", "false",
+       "torchtitan's MixedPrecisionPolicy keeps cast_forward_inputs=True", "true");
   need(s.training.optimizer != Optimizer::sgd, "training.optimizer", "sgd",
        "torchtitan builds Adam or AdamW", "adamw or adam");
   need(!s.training.autocast, "training.autocast", "set",

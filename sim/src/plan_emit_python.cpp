@@ -358,8 +358,22 @@ std::string apply_fsdp2(const Scenario& s) {
       "    \"\"\"Checkpoint and shard `model` in place; `blocks` is its nn.ModuleList of "
       "blocks.\"\"\"\n"
       "    mesh = build_mesh()\n";
-  out += fmt::format("    mp_policy = MixedPrecisionPolicy(param_dtype={}, reduce_dtype={})\n",
-                     torch_dtype(param), torch_dtype(reduce));
+  // MixedPrecisionPolicy's other fields only where they differ from its defaults; with
+  // output_dtype on the root only, the blocks' policy lacks it (docs/semantics.md,
+  // "Mixed-precision casts").
+  const std::string policy_args =
+      fmt::format("param_dtype={}, reduce_dtype={}{}", torch_dtype(param), torch_dtype(reduce),
+                  casts_forward_inputs(mp, FsdpApi::fsdp2) ? "" : ", cast_forward_inputs=False");
+  const std::string output =
+      mp.output_dtype ? fmt::format(", output_dtype={}", torch_dtype(*mp.output_dtype)) : "";
+  const bool root_only = mp.output_dtype && mp.output_dtype_modules == OutputCastModules::root;
+  out += fmt::format("    mp_policy = MixedPrecisionPolicy({}{})\n", policy_args,
+                     root_only ? "" : output);
+  out += root_only ? fmt::format(
+                         "    # output_dtype on the root's call only: the logits the loss reads.\n"
+                         "    root_mp_policy = MixedPrecisionPolicy({}{})\n",
+                         policy_args, output)
+                   : "    root_mp_policy = mp_policy\n";
   out += f.cpu_offload.params
              ? fmt::format(
                    "    # Sharded parameters, gradients and the optimizer step on the CPU.\n"
@@ -391,7 +405,7 @@ std::string apply_fsdp2(const Scenario& s) {
       "    fully_shard(\n"
       "        model,\n"
       "        mesh=mesh,\n"
-      "        mp_policy=mp_policy,\n"
+      "        mp_policy=root_mp_policy,\n"
       "        offload_policy=offload_policy,\n"
       "        reshard_after_forward={},\n"
       "    )\n",
@@ -439,8 +453,21 @@ std::string apply_fsdp1(const Scenario& s) {
   out += fmt::format(
       "        mixed_precision=MixedPrecision(\n"
       "            param_dtype={},\n            reduce_dtype={},\n"
-      "            keep_low_precision_grads={},\n        ),\n",
+      "            keep_low_precision_grads={},\n",
       torch_dtype(param), torch_dtype(reduce), py_bool(mp.keep_low_precision_grads));
+  // MixedPrecision's other fields only where they differ from its defaults.
+  if (mp.buffer_dtype)
+    out += fmt::format("            buffer_dtype={},\n", torch_dtype(*mp.buffer_dtype));
+  if (casts_forward_inputs(mp, FsdpApi::fsdp1)) out += "            cast_forward_inputs=True,\n";
+  if (!mp.cast_root_forward_inputs) out += "            cast_root_forward_inputs=False,\n";
+  if (mp.module_classes_to_ignore != MixedPrecision{}.module_classes_to_ignore) {
+    std::string classes;
+    for (const std::string& name : mp.module_classes_to_ignore)
+      classes += fmt::format("torch.nn.modules.batchnorm.{}, ", name);
+    out += fmt::format("            _module_classes_to_ignore=({}),\n",
+                       classes.empty() ? "" : classes.substr(0, classes.size() - 1));
+  }
+  out += "        ),\n";
   out += fmt::format("        cpu_offload=CPUOffload(offload_params={}),\n",
                      py_bool(f.cpu_offload.params));
   out += f.backward_prefetch == BackwardPrefetch::none

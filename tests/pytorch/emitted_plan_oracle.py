@@ -85,7 +85,10 @@ def all_cases() -> list[dict]:
         case("fsdp2-int-reshard", "fsdp2", 2, 2, *one,
              "--fix", "fsdp.mesh.shard=4", "--fix", "fsdp.reshard_after_forward=2", "--fix", "training.activation_checkpointing=full",
              "--fix", "training.loss=upcast_fp32", "--fix", "fsdp.mixed_precision.reduce_dtype=fp32",
-             "--set", "training.optimizer=adam"),
+             "--set", "training.optimizer=adam",
+             "--set", "fsdp.mixed_precision.output_dtype=fp32",
+             "--set", "fsdp.mixed_precision.output_dtype_modules=root",
+             "--set", "fsdp.mixed_precision.cast_forward_inputs=false"),
         case("fsdp2-separate-rs", "fsdp2", 1, 2, "--fix", "fsdp.separate_reduce_scatter_group=true",
              refused="pytorch#186335"),
         case("fsdp1-best", "fsdp1", 1, 2),
@@ -97,7 +100,11 @@ def all_cases() -> list[dict]:
              "--fix", "fsdp.mixed_precision.reduce_dtype=bf16",
              "--set", "fsdp.api=fsdp1", "--set", "fsdp.mixed_precision.keep_low_precision_grads=true",
              "--set", "training.optimizer=sgd",
-             "--set", "fsdp.requires_gradient_sync=last_microbatch"),
+             "--set", "fsdp.requires_gradient_sync=last_microbatch",
+             "--set", "fsdp.mixed_precision.buffer_dtype=bf16",
+             "--set", "fsdp.mixed_precision.cast_forward_inputs=true",
+             "--set", "fsdp.mixed_precision.cast_root_forward_inputs=false",
+             "--set", "fsdp.mixed_precision.module_classes_to_ignore=_BatchNorm,SyncBatchNorm"),
         case("fsdp1-hybrid-chunked-offload", "fsdp1", 2, 2,
              "--fix", "fsdp.sharding_strategy=HYBRID_SHARD", "--fix", "fsdp.backward_prefetch=BACKWARD_POST",
              "--fix", "training.loss=chunked", "--fix", "fsdp.cpu_offload.params=true",
@@ -296,6 +303,13 @@ def fsdp2_settings(model) -> dict[str, str]:
         out[key] = values.pop() if len(values) == 1 else f"differs by group: {sorted(values)}"
     if isinstance(first.offload_policy, CPUOffloadPolicy):
         out["fsdp.cpu_offload.pin_memory"] = str(first.offload_policy.pin_memory).lower()
+    output = root._mp_policy.output_dtype
+    out["fsdp.mixed_precision.output_dtype"] = "none" if output is None else dtype_key(output)
+    out["fsdp.mixed_precision.output_dtype_modules"] = (
+        "every_module" if all(s._mp_policy.output_dtype == output for s in blocks) else "root")
+    casts = {str(s._mp_policy.cast_forward_inputs).lower() for s in states}
+    out["fsdp.mixed_precision.cast_forward_inputs"] = (
+        casts.pop() if len(casts) == 1 else f"differs by group: {sorted(casts)}")
     last = reshard_value(blocks[-1]._fsdp_param_group)
     out["fsdp.reshard_last_after_forward"] = str(last == out["fsdp.reshard_after_forward"]).lower()
     out["fsdp.reshard_root_after_forward"] = str(
@@ -337,6 +351,13 @@ def fsdp1_settings(model, world: int) -> dict[str, str]:
     out["fsdp.mixed_precision.param_dtype"] = dtype_key(mp.param_dtype)
     out["fsdp.mixed_precision.reduce_dtype"] = dtype_key(mp.reduce_dtype or mp.param_dtype)
     out["fsdp.mixed_precision.keep_low_precision_grads"] = str(mp.keep_low_precision_grads).lower()
+    if mp.buffer_dtype is not None:
+        out["fsdp.mixed_precision.buffer_dtype"] = dtype_key(mp.buffer_dtype)
+    out["fsdp.mixed_precision.cast_forward_inputs"] = str(mp.cast_forward_inputs).lower()
+    out["fsdp.mixed_precision.cast_root_forward_inputs"] = str(
+        mp.cast_root_forward_inputs).lower()
+    out["fsdp.mixed_precision.module_classes_to_ignore"] = ",".join(
+        c.__name__ for c in mp._module_classes_to_ignore)
     out["fsdp.cpu_offload.params"] = str(model.cpu_offload.offload_params).lower()
     prefetch = model.backward_prefetch
     out["fsdp.backward_prefetch"] = "none" if prefetch is None else prefetch.name
