@@ -431,6 +431,16 @@ constexpr std::array kKeys{
         .value_of =
             [](const Scenario& s) { return std::to_string(s.fsdp.backward_prefetch_modules); },
         .search = {"0, 1, 2", false, false}},
+    ScenarioKey{.path = "fsdp.unshard_ahead",
+                .type = K::integer,
+                .max = 1'000,
+                .unit = "groups",
+                .default_value = "0 (never)",
+                .models = "fsdp2: the training step calls unshard(async_op=True) on the first N "
+                          "block groups before each forward: copy-in on the default stream, the "
+                          "all-gathers ahead of the root's",
+                .api = FsdpApi::fsdp2,
+                .instead = "FSDP1 has no public unshard; use fsdp.forward_prefetch"},
     ScenarioKey{
         .path = "fsdp.separate_reduce_scatter_group",
         .type = K::boolean,

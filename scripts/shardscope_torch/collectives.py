@@ -219,7 +219,8 @@ def _wrap(owner, name: str, recorder: CollectiveRecorder, group_of=None, hook: s
 @contextlib.contextmanager
 def tag_fsdp_calls(recorder: CollectiveRecorder, fsdp1_module_names: dict[int, str] | None = None):
     """While active, collectives are tagged with the FSDP group and hook that issued them.
-    ``fsdp1_module_names`` maps id(module) to its path, for FSDP1's handles."""
+    ``fsdp1_module_names`` maps id(module) to its path, for FSDP1's handles (and FSDP2 groups
+    not yet lazily initialised)."""
     from torch.distributed.fsdp import _runtime_utils as rt
     from torch.distributed.fsdp import fully_sharded_data_parallel as fsdp1_module
     from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
@@ -228,6 +229,10 @@ def tag_fsdp_calls(recorder: CollectiveRecorder, fsdp1_module_names: dict[int, s
     names = fsdp1_module_names or {}
 
     def fsdp2_group(self, *args, **kwargs):
+        # Before the root's lazy init (an explicit unshard() ahead of the first forward) the
+        # group has no FQN yet: its modules' paths say the same.
+        if self._module_fqn is None and all(id(m) in names for m in self.modules):
+            return group_name(", ".join(names[id(m)] for m in self.modules))
         return group_name(self._module_fqn)
 
     def fsdp1_handle_group(handle):

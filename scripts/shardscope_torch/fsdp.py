@@ -28,6 +28,7 @@ class FsdpSettings:
     reshard_root_after_forward: bool = False
     reshard_last_after_forward: bool = True
     forward_prefetch_modules: int = 0
+    unshard_ahead: int = 0
     backward_prefetch_modules: int = 0
     backward_prefetch: str = "BACKWARD_PRE"
     forward_prefetch: bool = False
@@ -69,6 +70,7 @@ class FsdpSettings:
             reshard_root_after_forward=flag("fsdp.reshard_root_after_forward", False),
             reshard_last_after_forward=flag("fsdp.reshard_last_after_forward", True),
             forward_prefetch_modules=int(get("fsdp.forward_prefetch_modules", "0")),
+            unshard_ahead=int(get("fsdp.unshard_ahead", "0")),
             backward_prefetch_modules=int(get("fsdp.backward_prefetch_modules", "0")),
             backward_prefetch=get("fsdp.backward_prefetch", "BACKWARD_PRE"),
             forward_prefetch=flag("fsdp.forward_prefetch", False),

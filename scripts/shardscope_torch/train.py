@@ -76,6 +76,12 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
             inner = getattr(model, "module", model)  # FSDP1 wraps the model
             with context:
                 phases("forward", it, mb)
+                if fsdp.api == "fsdp2" and fsdp.unshard_ahead > 0:
+                    # fsdp.unshard_ahead: FSDPModule.unshard(async_op=True) on the first N block
+                    # groups; FSDP waits on each in its pre-forward.
+                    groups = inner.layers[::fsdp.blocks_per_group]
+                    for group in groups[: fsdp.unshard_ahead]:
+                        group.unshard(async_op=True)
                 with autocast:
                     if inner.loss_in_forward:
                         loss = model(tokens, labels) / t.grad_accum

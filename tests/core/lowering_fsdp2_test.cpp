@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/lowering_test_util.hpp"
 #include "shardscope/core/schedule_check.hpp"
 
@@ -55,6 +57,36 @@ TEST(Fsdp2Counts, TheLastBlockCanKeepItsParametersForBackward) {
 
 TEST(Fsdp2Order, ForwardThreeBlocks) {
   EXPECT_EQ(events(lower_text(transformer(3)), Phase::forward, 0, "U"),
+            split("U root, U0, U1, U2"));
+}
+
+// FSDPModule.unshard(async_op=True) on the first two blocks before the forward: their
+// all-gathers are issued before the root's (the order real PyTorch issues them in,
+// tests/pytorch/collective_oracle.py "unshard ahead"), their copy-ins run on the default stream
+// (get_all_gather_streams with async_op), and each output is freed after its own copy-out.
+TEST(Fsdp2Order, UnshardAheadGathersTheFirstBlocksBeforeTheRoot) {
+  const Schedule s = lower_text(transformer(3), {"fsdp.unshard_ahead=2"});
+  EXPECT_TRUE(check_schedule(s).empty());
+  EXPECT_EQ(events(s, Phase::forward, 0, "U"), split("U0, U1, U root, U2"));
+  EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward), 4);
+  int async_copy_ins = 0;
+  for (const Op& op : s.ops) {
+    if (op.iteration != 0 || op.phase != Phase::forward) continue;
+    const std::string_view stream = s.streams[static_cast<std::size_t>(op.stream)].name;
+    if (op.kind == OpKind::copy_in && stream == "compute") ++async_copy_ins;
+    if (op.kind == OpKind::copy_out &&
+        op_label(s, s.ops[static_cast<std::size_t>(op.deps[0])]) == "unshard(async_op=True)") {
+      // The copy-out frees its own all-gather output.
+      EXPECT_TRUE(std::any_of(op.frees.begin(), op.frees.end(), [&](BufferId b) {
+        return s.buffers[static_cast<std::size_t>(b)].category ==
+                   BufferCategory::all_gather_output &&
+               s.buffers[static_cast<std::size_t>(b)].group == op.group;
+      }));
+    }
+  }
+  EXPECT_EQ(async_copy_ins, 2);
+  // Without it, nothing changes: the default is no explicit unshard.
+  EXPECT_EQ(events(lower_text(transformer(3), {"fsdp.unshard_ahead=0"}), Phase::forward, 0, "U"),
             split("U root, U0, U1, U2"));
 }
 

@@ -52,6 +52,7 @@ def fsdp2_cases() -> list[dict]:
         case("fsdp2 keep last", 2, fsdp__reshard_last_after_forward=False),
         case("fsdp2 forward prefetch 1", 2, fsdp__forward_prefetch_modules=1),
         case("fsdp2 forward prefetch 2", 2, fsdp__forward_prefetch_modules=2),
+        case("fsdp2 unshard ahead 2", 2, fsdp__unshard_ahead=2),
         case("fsdp2 backward prefetch 1", 2, fsdp__backward_prefetch_modules=1),
         case("fsdp2 backward prefetch 2", 2, fsdp__backward_prefetch_modules=2),
         case("fsdp2 bf16 fp32", 2, fsdp__mixed_precision__param_dtype="bf16",

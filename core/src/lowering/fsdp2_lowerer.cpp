@@ -35,6 +35,7 @@ class Fsdp2Lowerer final : public Lowerer {
     BufferId partial_reduce = kNone;  // HSDP: reduce-scatter output kept when not all-reducing
     OpId post_reduce = kNone;
     OpId grad_offload = kNone;
+    bool async_op = false;  // the pending all-gather came from unshard(async_op=True)
   };
 
   // ---- setup
@@ -76,8 +77,11 @@ class Fsdp2Lowerer final : public Lowerer {
   }
   bool to_smaller_mesh() const { return post_forward_ != kNone; }
 
-  // ---- FSDPParamGroup.unshard
-  void unshard(int g, bool prefetch) {
+  // ---- FSDPParamGroup.unshard. `async_op`: FSDPModule.unshard(async_op=True) from the training
+  // step, whose copy-in runs on the current (default) stream (FSDPCommContext.
+  // get_all_gather_streams) and whose collective is async on the process group's NCCL stream,
+  // the one the all_gather stream stands for.
+  void unshard(int g, bool prefetch, bool async_op = false) {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (!has_params(g) || st.ag_op != kNone || st.state == Sharded::unsharded) return;
     if (st.reshard_event != kNone) {
@@ -93,7 +97,7 @@ class Fsdp2Lowerer final : public Lowerer {
     BufferId staging = kNone;
     if (offload_ && !post_forward) {
       // CPUOffloadPolicy: the sharded parameters are copied host → device on the copy-in stream.
-      Op h2d = make_op(OpKind::h2d, copy_in_, gid(g));
+      Op h2d = make_op(OpKind::h2d, async_op ? compute_stream_ : copy_in_, gid(g));
       h2d.bytes = elems(per_rank, orig_dtype_);
       h2d.label = b_.op_label(s_.fsdp.cpu_offload.pin_memory ? "pinned" : "pageable");
       staging = b_.add_buffer(buffer_name("h2d_params"), h2d.bytes, orig_dtype_,
@@ -104,7 +108,7 @@ class Fsdp2Lowerer final : public Lowerer {
       h2d.output = b_.whole(staging);
       b_.emit(std::move(h2d));
     }
-    Op& copy_in = b_.add_op(OpKind::copy_in, copy_in_, gid(g));
+    Op& copy_in = b_.add_op(OpKind::copy_in, async_op ? compute_stream_ : copy_in_, gid(g));
     copy_in.bytes = elems(per_rank, param_dtype_);
     const BufferId source = post_forward       ? st.post_forward_shard
                             : staging != kNone ? staging
@@ -128,7 +132,9 @@ class Fsdp2Lowerer final : public Lowerer {
     ag.output = b_.whole(st.ag_output);
     ag.fixed_time = compute_.groups[static_cast<std::size_t>(g)].all_gather_time;
     if (prefetch) ag.label = b_.op_label("prefetch");
+    if (async_op) ag.label = b_.op_label("unshard(async_op=True)");
     st.ag_op = b_.last_op();
+    st.async_op = async_op;
   }
 
   // ---- FSDPParamGroup.wait_for_unshard
@@ -162,8 +168,14 @@ class Fsdp2Lowerer final : public Lowerer {
       st.post_forward_shard = kNone;
     }
     if (previous != kNone) copy_out.frees.push_back(previous);
+    // An async unshard's output is freed right after its copy-out, on the stream it was
+    // allocated on (wait_for_unshard defers only a forward's synchronous all-gather).
+    if (st.async_op) copy_out.frees.push_back(st.ag_output);
     const OpId copy_out_id = b_.last_op();
-    if (forward) {
+    if (st.async_op) {
+      stream_wait(copy_in_, copy_out_id);
+      stream_wait(all_gather_, copy_out_id);
+    } else if (forward) {
       deferred_ag_output_ = st.ag_output;
       deferred_copy_out_ = copy_out_id;
     } else {
@@ -172,6 +184,7 @@ class Fsdp2Lowerer final : public Lowerer {
     }
     st.ag_output = kNone;
     st.ag_op = kNone;
+    st.async_op = false;
     st.state = Sharded::unsharded;
   }
 
@@ -202,6 +215,14 @@ class Fsdp2Lowerer final : public Lowerer {
 
   // ---- hooks
   void root_pre_forward() override {
+    // fsdp.unshard_ahead: the training step's unshard(async_op=True) calls come before the
+    // model's forward, so before the root's pre-forward and its all-gather.
+    std::int64_t ahead = s_.fsdp.unshard_ahead;
+    for (auto it = children_.begin(); it != children_.end() && ahead > 0; ++it) {
+      if (!has_params(*it)) continue;
+      unshard(*it, false, true);
+      --ahead;
+    }
     // Wait for the optimizer before the all-gathers: on the post-optimizer event when set,
     // otherwise on everything the default stream has so far.
     const OpId event = post_optim_event_ != kNone ? post_optim_event_ : b_.last_on(compute_stream_);

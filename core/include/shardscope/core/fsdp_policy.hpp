@@ -81,7 +81,10 @@ struct FsdpPolicy {
   bool forward_prefetch = false;                                        // FSDP1
   std::int64_t forward_prefetch_modules = 0;   // FSDP2 explicit prefetch of the next k; 0: none
   std::int64_t backward_prefetch_modules = 0;  // FSDP2 explicit prefetch; 0: implicit (one group)
-  bool limit_all_gathers = true;               // FSDP1 rate limiter
+  // FSDP2: the training step calls FSDPModule.unshard(async_op=True) on the first N block groups
+  // before each forward; 0: never.
+  std::int64_t unshard_ahead = 0;
+  bool limit_all_gathers = true;  // FSDP1 rate limiter
   MixedPrecision mixed_precision;
   CpuOffload cpu_offload;
   std::int64_t blocks_per_group = 1;
