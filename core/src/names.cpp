@@ -70,6 +70,10 @@ std::string_view to_string(OutputCastModules modules) {
   return choice_name("fsdp.mixed_precision.output_dtype_modules", modules);
 }
 
+std::string_view to_string(AllGatherBuffer buffer) {
+  return choice_name("fsdp.all_gather_buffer", buffer);
+}
+
 bool casts_forward_inputs(const MixedPrecision& mp, FsdpApi api) {
   // MixedPrecisionPolicy.cast_forward_inputs defaults to True, MixedPrecision's to False.
   return mp.cast_forward_inputs.value_or(api == FsdpApi::fsdp2);

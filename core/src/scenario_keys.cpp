@@ -441,6 +441,15 @@ constexpr std::array kKeys{
                           "all-gathers ahead of the root's",
                 .api = FsdpApi::fsdp2,
                 .instead = "FSDP1 has no public unshard; use fsdp.forward_prefetch"},
+    ScenarioKey{.path = "fsdp.all_gather_buffer",
+                .type = K::choice,
+                .choices = "caching_allocator, persistent",
+                .default_value = "caching_allocator",
+                .models = "fsdp2: where all-gather outputs live: the caching allocator, or one "
+                          "buffer per group that a custom AllGather (set_custom_all_gather) "
+                          "allocates on first use and keeps",
+                .api = FsdpApi::fsdp2,
+                .instead = "FSDP1 has no custom all-gather"},
     ScenarioKey{
         .path = "fsdp.separate_reduce_scatter_group",
         .type = K::boolean,

@@ -606,6 +606,7 @@ FsdpRead read_fsdp(ConfigReader& r) {
   set_if(read_int(r, "fsdp.forward_prefetch_modules"), f.forward_prefetch_modules);
   set_if(read_int(r, "fsdp.backward_prefetch_modules"), f.backward_prefetch_modules);
   set_if(read_int(r, "fsdp.unshard_ahead"), f.unshard_ahead);
+  set_if(read_choice<AllGatherBuffer>(r, "fsdp.all_gather_buffer"), f.all_gather_buffer);
   set_if(r.get_bool("fsdp.limit_all_gathers"), f.limit_all_gathers);
   auto& mp = f.mixed_precision;
   if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+from torch.distributed.fsdp._fully_shard._fsdp_api import AllGather
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -29,6 +30,7 @@ class FsdpSettings:
     reshard_last_after_forward: bool = True
     forward_prefetch_modules: int = 0
     unshard_ahead: int = 0
+    all_gather_buffer: str = "caching_allocator"
     backward_prefetch_modules: int = 0
     backward_prefetch: str = "BACKWARD_PRE"
     forward_prefetch: bool = False
@@ -71,6 +73,7 @@ class FsdpSettings:
             reshard_last_after_forward=flag("fsdp.reshard_last_after_forward", True),
             forward_prefetch_modules=int(get("fsdp.forward_prefetch_modules", "0")),
             unshard_ahead=int(get("fsdp.unshard_ahead", "0")),
+            all_gather_buffer=get("fsdp.all_gather_buffer", "caching_allocator"),
             backward_prefetch_modules=int(get("fsdp.backward_prefetch_modules", "0")),
             backward_prefetch=get("fsdp.backward_prefetch", "BACKWARD_PRE"),
             forward_prefetch=flag("fsdp.forward_prefetch", False),
@@ -182,7 +185,28 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
             head.set_modules_to_backward_prefetch(list(reversed(ahead)))
     if not s.reshard_after_backward:
         model.set_reshard_after_backward(False)
+    if s.all_gather_buffer == "persistent":
+        for module in [*heads, model]:
+            module.set_custom_all_gather(PersistentAllGather())
     return model
+
+
+class PersistentAllGather(AllGather):
+    """fsdp.all_gather_buffer: persistent. One all-gather output per FSDP group, allocated by the
+    first allocate() and returned by every later one (a group's size never changes); the
+    collective is the default one."""
+
+    def __init__(self):
+        self.buffer = None
+
+    def allocate(self, size, *, dtype, device):
+        if self.buffer is None:
+            self.buffer = torch.empty(*size, dtype=dtype, device=device)
+        return self.buffer
+
+    def __call__(self, output_tensor, input_tensor, group, async_op=False):
+        return torch.distributed.all_gather_into_tensor(output_tensor, input_tensor, group=group,
+                                                        async_op=async_op)
 
 
 def _module_class(name: str) -> type:

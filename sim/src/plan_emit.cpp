@@ -127,6 +127,8 @@ void check_torchtitan(const Scenario& s) {
   need(casts_forward_inputs(f.mixed_precision, FsdpApi::fsdp2),
        "fsdp.mixed_precision.cast_forward_inputs", "false",
        "torchtitan's MixedPrecisionPolicy keeps cast_forward_inputs=True", "true");
+  need(f.all_gather_buffer == AllGatherBuffer::caching_allocator, "fsdp.all_gather_buffer",
+       "persistent", "torchtitan has no key for a custom all-gather", "caching_allocator");
   need(s.training.optimizer != Optimizer::sgd, "training.optimizer", "sgd",
        "torchtitan builds Adam or AdamW", "adamw or adam");
   need(!s.training.autocast, "training.autocast", "set",

@@ -427,6 +427,28 @@ std::string apply_fsdp2(const Scenario& s) {
       "            )\n"
       "        model.set_separate_reduce_scatter_group(True)\n";
   if (!f.reshard_after_backward) out += "    model.set_reshard_after_backward(False)\n";
+  if (f.all_gather_buffer == AllGatherBuffer::persistent)
+    out +=
+        "    # fsdp.all_gather_buffer: persistent. One all-gather output per group, allocated by\n"
+        "    # the first all-gather and kept (more memory, no allocator churn).\n"
+        "    from torch.distributed.fsdp._fully_shard._fsdp_api import AllGather\n"
+        "\n"
+        "    class PersistentAllGather(AllGather):\n"
+        "        def __init__(self):\n"
+        "            self.buffer = None\n"
+        "\n"
+        "        def allocate(self, size, *, dtype, device):\n"
+        "            if self.buffer is None:\n"
+        "                self.buffer = torch.empty(*size, dtype=dtype, device=device)\n"
+        "            return self.buffer\n"
+        "\n"
+        "        def __call__(self, output_tensor, input_tensor, group, async_op=False):\n"
+        "            return torch.distributed.all_gather_into_tensor(\n"
+        "                output_tensor, input_tensor, group=group, async_op=async_op\n"
+        "            )\n"
+        "\n"
+        "    for module in [*heads, model]:\n"
+        "        module.set_custom_all_gather(PersistentAllGather())\n";
   return out + "    return model\n\n\n";
 }
 

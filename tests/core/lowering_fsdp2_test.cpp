@@ -90,6 +90,36 @@ TEST(Fsdp2Order, UnshardAheadGathersTheFirstBlocksBeforeTheRoot) {
             split("U root, U0, U1, U2"));
 }
 
+// fsdp.all_gather_buffer: persistent (a custom AllGather whose allocate() keeps one buffer per
+// group): each group's all-gather output is allocated once, reused by every later all-gather of
+// the group, forward and backward, in every iteration, and never freed; nothing else changes.
+TEST(Fsdp2Memory, PersistentAllGatherBuffersAreAllocatedOncePerGroupAndKept) {
+  const std::string scenario =
+      "model: {preset: tiny, layers: 3}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
+      "training: {seq_len: 64, iterations: 2}\n";
+  const Schedule kept = lower_text(scenario, {"fsdp.all_gather_buffer=persistent"});
+  const Schedule plain = lower_text(scenario);
+  EXPECT_TRUE(check_schedule(kept).empty());
+  const auto all_gather_outputs = [](const Schedule& s) {
+    std::vector<Bytes> sizes;
+    for (const Buffer& b : s.buffers)
+      if (b.category == BufferCategory::all_gather_output) sizes.push_back(b.size);
+    return sizes;
+  };
+  // One per group (root and three blocks), against one per all-gather: 4 forward + 3 backward
+  // per iteration.
+  EXPECT_EQ(all_gather_outputs(kept).size(), 4U);
+  EXPECT_EQ(all_gather_outputs(plain).size(), 2U * 7U);
+  for (const Op& op : kept.ops) {
+    for (BufferId b : op.frees)
+      EXPECT_NE(kept.buffers[static_cast<std::size_t>(b)].category,
+                BufferCategory::all_gather_output);
+  }
+  EXPECT_EQ(count(kept, OpKind::all_gather, Phase::forward, 1),
+            count(plain, OpKind::all_gather, Phase::forward, 1));
+  EXPECT_EQ(events(kept, Phase::backward, 1), events(plain, Phase::backward, 1));
+}
+
 TEST(Fsdp2Order, BackwardThreeBlocksImplicitPrefetch) {
   const auto expected = split("U2, U1, PB2, U0, PB1, PB0, PB root");
   EXPECT_EQ(events(lower_text(transformer(3)), Phase::backward, 0, "U PB"), expected);

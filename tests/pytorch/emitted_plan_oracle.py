@@ -88,7 +88,8 @@ def all_cases() -> list[dict]:
              "--set", "training.optimizer=adam",
              "--set", "fsdp.mixed_precision.output_dtype=fp32",
              "--set", "fsdp.mixed_precision.output_dtype_modules=root",
-             "--set", "fsdp.mixed_precision.cast_forward_inputs=false"),
+             "--set", "fsdp.mixed_precision.cast_forward_inputs=false",
+             "--set", "fsdp.all_gather_buffer=persistent"),
         case("fsdp2-separate-rs", "fsdp2", 1, 2, "--fix", "fsdp.separate_reduce_scatter_group=true",
              refused="pytorch#186335"),
         case("fsdp1-best", "fsdp1", 1, 2),
@@ -303,6 +304,10 @@ def fsdp2_settings(model) -> dict[str, str]:
         out[key] = values.pop() if len(values) == 1 else f"differs by group: {sorted(values)}"
     if isinstance(first.offload_policy, CPUOffloadPolicy):
         out["fsdp.cpu_offload.pin_memory"] = str(first.offload_policy.pin_memory).lower()
+    comms = {type(g._all_gather_comm).__name__ for g in groups}
+    out["fsdp.all_gather_buffer"] = ("persistent" if comms == {"PersistentAllGather"}
+                                     else "caching_allocator" if comms == {"DefaultAllGather"}
+                                     else f"differs by group: {sorted(comms)}")
     output = root._mp_policy.output_dtype
     out["fsdp.mixed_precision.output_dtype"] = "none" if output is None else dtype_key(output)
     out["fsdp.mixed_precision.output_dtype_modules"] = (

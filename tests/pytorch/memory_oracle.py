@@ -104,6 +104,12 @@ def grid() -> list[dict]:
                     fsdp__mixed_precision__cast_forward_inputs=True,
                     fsdp__mixed_precision__cast_root_forward_inputs=False,
                     fsdp__mixed_precision__buffer_dtype="bf16", **BF16))
+    # A custom AllGather that keeps one output buffer per group (fsdp.all_gather_buffer).
+    rows.append(row("llama fsdp2 persistent all-gather buffers",
+                    fsdp__all_gather_buffer="persistent", **BF16))
+    rows.append(row("llama fsdp2 persistent all-gather buffers full",
+                    fsdp__all_gather_buffer="persistent",
+                    training__activation_checkpointing="full", **BF16))
     for world in (16, 32, 64):
         rows.append(row(f"llama fsdp2 world {world}", world=world, **BF16))
     for model, api in itertools.product(["llama", "gpt"], ["fsdp2", "fsdp1"]):

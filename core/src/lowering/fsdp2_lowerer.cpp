@@ -35,8 +35,19 @@ class Fsdp2Lowerer final : public Lowerer {
     BufferId partial_reduce = kNone;  // HSDP: reduce-scatter output kept when not all-reducing
     OpId post_reduce = kNone;
     OpId grad_offload = kNone;
-    bool async_op = false;  // the pending all-gather came from unshard(async_op=True)
+    bool async_op = false;           // the pending all-gather came from unshard(async_op=True)
+    BufferId persistent_ag = kNone;  // fsdp.all_gather_buffer: persistent
   };
+
+  bool persistent_all_gather() const {
+    return s_.fsdp.all_gather_buffer == AllGatherBuffer::persistent;
+  }
+  /// What dropping FSDP's reference to all-gather output `b` frees: nothing when the custom
+  /// AllGather keeps it, or when there is none.
+  IdList freed(BufferId b) const {
+    if (b == kNone || persistent_all_gather()) return {};
+    return {b};
+  }
 
   // ---- setup
   void setup_streams_and_comms() override {
@@ -116,9 +127,23 @@ class Fsdp2Lowerer final : public Lowerer {
     copy_in.uses.push_back(source);
     // The all-gather input is a view into the output (all_gather_copy_in allocates only the
     // output).
-    st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
-                                 param_dtype_, BufferCategory::all_gather_output, gid(g));
-    copy_in.allocs.push_back(st.ag_output);
+    if (persistent_all_gather()) {
+      // A custom AllGather whose allocate() returns one buffer per group, made on its first
+      // call and kept (FSDPModule.set_custom_all_gather): the copy-in writes into it.
+      if (st.persistent_ag == kNone) {
+        st.persistent_ag = b_.add_buffer(BufferName{b_.label("all_gather_output.persistent"), true},
+                                         elems(padded, param_dtype_), param_dtype_,
+                                         BufferCategory::all_gather_output, gid(g));
+        copy_in.allocs.push_back(st.persistent_ag);
+      } else {
+        copy_in.uses.push_back(st.persistent_ag);
+      }
+      st.ag_output = st.persistent_ag;
+    } else {
+      st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
+                                   param_dtype_, BufferCategory::all_gather_output, gid(g));
+      copy_in.allocs.push_back(st.ag_output);
+    }
     if (staging != kNone) copy_in.frees.push_back(staging);
     copy_in.input = b_.first(source, per_rank);
     copy_in.output = b_.rank_chunk(st.ag_output, per_rank);
@@ -167,10 +192,11 @@ class Fsdp2Lowerer final : public Lowerer {
       copy_out.frees.push_back(st.post_forward_shard);
       st.post_forward_shard = kNone;
     }
-    if (previous != kNone) copy_out.frees.push_back(previous);
+    for (BufferId b : freed(previous)) copy_out.frees.push_back(b);
     // An async unshard's output is freed right after its copy-out, on the stream it was
     // allocated on (wait_for_unshard defers only a forward's synchronous all-gather).
-    if (st.async_op) copy_out.frees.push_back(st.ag_output);
+    if (st.async_op)
+      for (BufferId b : freed(st.ag_output)) copy_out.frees.push_back(b);
     const OpId copy_out_id = b_.last_op();
     if (st.async_op) {
       stream_wait(copy_in_, copy_out_id);
@@ -180,7 +206,7 @@ class Fsdp2Lowerer final : public Lowerer {
       deferred_copy_out_ = copy_out_id;
     } else {
       stream_wait(copy_in_, copy_out_id);
-      stream_wait(all_gather_, copy_out_id, {st.ag_output}, "free all-gather output");
+      stream_wait(all_gather_, copy_out_id, freed(st.ag_output), "free all-gather output");
     }
     st.ag_output = kNone;
     st.ag_op = kNone;
@@ -260,7 +286,7 @@ class Fsdp2Lowerer final : public Lowerer {
   void free_deferred_all_gather(std::string_view label) {
     if (deferred_ag_output_ == kNone) return;
     stream_wait(copy_in_, deferred_copy_out_);
-    stream_wait(all_gather_, deferred_copy_out_, {deferred_ag_output_}, label);
+    stream_wait(all_gather_, deferred_copy_out_, freed(deferred_ag_output_), label);
     deferred_ag_output_ = kNone;
     deferred_copy_out_ = kNone;
   }

@@ -25,6 +25,9 @@ enum class StateDictType { full, sharded, local };
 /// Which fully_shard calls get MixedPrecisionPolicy.output_dtype: the one policy passed to every
 /// call (PyTorch casts each module's outputs), or a policy that sets it on the root's call only.
 enum class OutputCastModules { every_module, root };
+/// Where FSDP2's all-gather outputs live: the caching allocator (DefaultAllGather), or a custom
+/// AllGather's buffer per group, allocated by its first allocate() and kept.
+enum class AllGatherBuffer { caching_allocator, persistent };
 
 /// fully_shard(reshard_after_forward=...): true, false, or an int world size to reshard to.
 struct ReshardAfterForward {
@@ -84,7 +87,8 @@ struct FsdpPolicy {
   // FSDP2: the training step calls FSDPModule.unshard(async_op=True) on the first N block groups
   // before each forward; 0: never.
   std::int64_t unshard_ahead = 0;
-  bool limit_all_gathers = true;  // FSDP1 rate limiter
+  AllGatherBuffer all_gather_buffer = AllGatherBuffer::caching_allocator;  // FSDP2
+  bool limit_all_gathers = true;                                           // FSDP1 rate limiter
   MixedPrecision mixed_precision;
   CpuOffload cpu_offload;
   std::int64_t blocks_per_group = 1;
@@ -104,5 +108,6 @@ std::string_view to_string(BackwardPrefetch prefetch);
 std::string_view to_string(SyncSchedule schedule);
 std::string_view to_string(StateDictType type);
 std::string_view to_string(OutputCastModules modules);
+std::string_view to_string(AllGatherBuffer buffer);
 
 }  // namespace shardscope
