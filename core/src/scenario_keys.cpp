@@ -584,6 +584,15 @@ constexpr std::array kKeys{
                 .models = "fsdp2 HSDP: all-reduce every micro-batch or only the last",
                 .api = FsdpApi::fsdp2,
                 .instead = "under fsdp1 no_sync skips both reductions"},
+    ScenarioKey{.path = "fsdp.is_last_backward",
+                .type = K::choice,
+                .choices = "every_microbatch, last_microbatch",
+                .default_value = "every_microbatch",
+                .models = "fsdp2: set_is_last_backward(True) on every backward, or only the last "
+                          "micro-batch's: the others skip finalize_backward and leave the last "
+                          "reduce-scatter pending into the next forward",
+                .api = FsdpApi::fsdp2,
+                .instead = "FSDP1 finalizes every backward"},
     ScenarioKey{.path = "fsdp.reshard_after_backward",
                 .type = K::boolean,
                 .default_value = "true",

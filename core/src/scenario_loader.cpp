@@ -626,6 +626,7 @@ FsdpRead read_fsdp(ConfigReader& r) {
   set_if(read_int(r, "fsdp.wrap.blocks_per_group"), f.blocks_per_group);
   set_if(read_choice<SyncSchedule>(r, "fsdp.requires_gradient_sync"), f.requires_gradient_sync);
   set_if(read_choice<SyncSchedule>(r, "fsdp.requires_all_reduce"), f.requires_all_reduce);
+  set_if(read_choice<SyncSchedule>(r, "fsdp.is_last_backward"), f.is_last_backward);
   set_if(r.get_bool("fsdp.reshard_after_backward"), f.reshard_after_backward);
   set_if(r.get_bool("fsdp.separate_reduce_scatter_group"), f.separate_reduce_scatter_group);
   set_if(r.get_bool("fsdp.post_optim_event"), f.post_optim_event);

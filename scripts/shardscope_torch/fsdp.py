@@ -49,6 +49,7 @@ class FsdpSettings:
     blocks_per_group: int = 1
     requires_gradient_sync: str = "every_microbatch"
     requires_all_reduce: str = "every_microbatch"
+    is_last_backward: str = "every_microbatch"
     reshard_after_backward: bool = True
     gpus_per_node: int = 0
 
@@ -93,6 +94,7 @@ class FsdpSettings:
             blocks_per_group=int(get("fsdp.wrap.blocks_per_group", "1")),
             requires_gradient_sync=get("fsdp.requires_gradient_sync", "every_microbatch"),
             requires_all_reduce=get("fsdp.requires_all_reduce", "every_microbatch"),
+            is_last_backward=get("fsdp.is_last_backward", "every_microbatch"),
             reshard_after_backward=flag("fsdp.reshard_after_backward", True),
         )
 

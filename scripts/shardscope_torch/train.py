@@ -66,6 +66,8 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
             context = contextlib.nullcontext()
             if fsdp.api == "fsdp2":
                 model.set_requires_gradient_sync(sync)
+                if fsdp.is_last_backward == "last_microbatch":
+                    model.set_is_last_backward(last)
                 if fsdp.mesh_shape()[0] > 1:
                     model.set_requires_all_reduce(
                         fsdp.requires_all_reduce == "every_microbatch" or last)

@@ -134,7 +134,8 @@ void check_torchtitan(const Scenario& s) {
   need(!s.training.autocast, "training.autocast", "set",
        "torchtitan uses autocast only without FSDP sharding", "none");
   need(f.requires_gradient_sync == SyncSchedule::every_microbatch &&
-           f.requires_all_reduce == SyncSchedule::every_microbatch,
+           f.requires_all_reduce == SyncSchedule::every_microbatch &&
+           f.is_last_backward == SyncSchedule::every_microbatch,
        "fsdp.requires_gradient_sync", "last_microbatch",
        "torchtitan reduces gradients every micro-batch", "every_microbatch");
   need(s.allocator.expandable_segments, "allocator.expandable_segments", "false",

@@ -315,6 +315,8 @@ std::string train_step(EmitTarget target, const Scenario& s) {
         "        model.set_requires_gradient_sync(GRADIENT_SYNC == \"every_microbatch\" or last)\n";
     if (f.is_hybrid())
       out += "        model.set_requires_all_reduce(ALL_REDUCE == \"every_microbatch\" or last)\n";
+    if (f.is_last_backward == SyncSchedule::last_microbatch)
+      out += "        model.set_is_last_backward(last)  # fsdp.is_last_backward: last_microbatch\n";
     body = "        loss = compute_loss(model, batch) / GRAD_ACCUM\n";
     if (t.autocast) body = fmt::format("        with {}:\n    {}", autocast, body);
     out += body + "        loss.backward()\n";

@@ -120,6 +120,35 @@ TEST(Fsdp2Memory, PersistentAllGatherBuffersAreAllocatedOncePerGroupAndKept) {
   EXPECT_EQ(events(kept, Phase::backward, 1), events(plain, Phase::backward, 1));
 }
 
+// set_is_last_backward(False) on every micro-batch but the last: its final callback skips
+// finalize_backward and the wait on the last reduce-scatter, so that reduce-scatter's input stays
+// allocated until the next backward's first reduce waits on it (PyTorch's memory tracker sees the
+// same: tests/pytorch/memory_oracle.py, "is_last_backward" rows).
+TEST(Fsdp2GradAccumulation, ANonLastBackwardLeavesTheLastReduceScatterPending) {
+  const auto waits = [](const Schedule& s, int microbatch, std::string_view label) {
+    int n = 0;
+    for (const Op& op : s.ops)
+      n += op.kind == OpKind::stream_wait && op.microbatch == microbatch &&
+           op.phase == Phase::backward && op_label(s, op) == label;
+    return n;
+  };
+  const Schedule every = lower_text(transformer(2), {"training.grad_accum=3"});
+  const Schedule last = lower_text(
+      transformer(2), {"training.grad_accum=3", "fsdp.is_last_backward=last_microbatch"});
+  EXPECT_TRUE(check_schedule(last).empty());
+  for (int mb = 0; mb < 3; ++mb) {
+    EXPECT_EQ(waits(every, mb, "last reduce-scatter"), 1) << mb;
+    EXPECT_EQ(waits(last, mb, "last reduce-scatter"), mb == 2 ? 1 : 0) << mb;
+    // The next micro-batch's first reduce frees the one left pending.
+    EXPECT_EQ(waits(last, mb, "previous reduce-scatter"),
+              waits(every, mb, "previous reduce-scatter") + (mb > 0 ? 1 : 0))
+        << mb;
+  }
+  // The collectives are the same.
+  EXPECT_EQ(count(last, OpKind::reduce_scatter, Phase::backward, 0, -1),
+            count(every, OpKind::reduce_scatter, Phase::backward, 0, -1));
+}
+
 TEST(Fsdp2Order, BackwardThreeBlocksImplicitPrefetch) {
   const auto expected = split("U2, U1, PB2, U0, PB1, PB0, PB root");
   EXPECT_EQ(events(lower_text(transformer(3)), Phase::backward, 0, "U PB"), expected);

@@ -79,6 +79,7 @@ def all_cases() -> list[dict]:
              "--fix", "training.activation_checkpointing=every_2",
              "--fix", "fsdp.mixed_precision.param_dtype=bf16", "--fix", "training.loss=fused",
              "--fix", "training.micro_batch=1", "--set", "training.autocast=bf16",
+             "--set", "fsdp.is_last_backward=last_microbatch",
              "--set", "fsdp.reshard_root_after_forward=true",
              "--set", "fsdp.requires_all_reduce=last_microbatch",
              "--set", "fsdp.cpu_offload.pin_memory=false"),
@@ -401,7 +402,7 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
     model.register_forward_pre_hook(lambda m, args: autocast.add(
         str(torch.get_autocast_dtype(device.type)) if torch.is_autocast_enabled(device.type)
         else "none"))
-    losses, syncs, all_reduces, post_optim_events = [], [], [], []
+    losses, syncs, all_reduces, post_optim_events, last_backwards = [], [], [], [], []
     original_loss = module.compute_loss
 
     def compute_loss(model, batch):
@@ -417,7 +418,8 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
             # is read from the call: on the CPU a stream records no event (torch.cpu.Stream).
             for name, record in (("set_requires_gradient_sync", syncs),
                                  ("set_requires_all_reduce", all_reduces),
-                                 ("set_post_optim_event", post_optim_events)):
+                                 ("set_post_optim_event", post_optim_events),
+                                 ("set_is_last_backward", last_backwards)):
                 method = getattr(model, name)
                 setattr(model, name, lambda arg, method=method, record=record: (
                     record.append(arg), method(arg))[1])
@@ -464,8 +466,11 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
     settings["allocator.expandable_segments"] = str(expandable).lower()
     if c["target"] == "fsdp2":
         settings["fsdp.post_optim_event"] = str(len(post_optim_events) == STEPS).lower()
+    if c["target"] == "fsdp2" and not last_backwards:
+        settings["fsdp.is_last_backward"] = "every_microbatch"  # PyTorch's default, never called
     for key, calls in (("fsdp.requires_gradient_sync", syncs),
-                       ("fsdp.requires_all_reduce", all_reduces)):
+                       ("fsdp.requires_all_reduce", all_reduces),
+                       ("fsdp.is_last_backward", last_backwards)):
         schedule = sync_schedule(calls, module.GRAD_ACCUM) if calls else None
         if schedule is not None:
             settings[key] = schedule

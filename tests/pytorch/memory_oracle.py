@@ -110,6 +110,10 @@ def grid() -> list[dict]:
     rows.append(row("llama fsdp2 persistent all-gather buffers full",
                     fsdp__all_gather_buffer="persistent",
                     training__activation_checkpointing="full", **BF16))
+    # Two micro-batches, finalizing every backward or only the last (set_is_last_backward).
+    for last in ("every_microbatch", "last_microbatch"):
+        rows.append(row(f"llama fsdp2 grad_accum 2 is_last_backward {last}",
+                        training__grad_accum=2, fsdp__is_last_backward=last, **BF16))
     for world in (16, 32, 64):
         rows.append(row(f"llama fsdp2 world {world}", world=world, **BF16))
     for model, api in itertools.product(["llama", "gpt"], ["fsdp2", "fsdp1"]):

@@ -475,7 +475,10 @@ class Fsdp2Lowerer final : public Lowerer {
   }
 
   void finalize_backward() override {
-    // _root_post_backward_final_callback → FSDPParamGroup.finalize_backward for every group.
+    // _root_post_backward_final_callback → FSDPParamGroup.finalize_backward for every group,
+    // and the wait on the last reduce-scatter, only when is_last_backward (set_is_last_backward):
+    // otherwise both stay pending, and the next backward's first reduce waits on them.
+    if (s_.fsdp.is_last_backward == SyncSchedule::last_microbatch && !last_microbatch()) return;
     Op wait = make_op(OpKind::stream_wait, compute_stream_, kNone);
     wait.label = b_.op_label("post-reduce events");
     Op cpu = make_op(OpKind::cpu_wait, cpu_, kNone);

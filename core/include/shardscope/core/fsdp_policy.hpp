@@ -94,6 +94,9 @@ struct FsdpPolicy {
   std::int64_t blocks_per_group = 1;
   SyncSchedule requires_gradient_sync = SyncSchedule::every_microbatch;
   SyncSchedule requires_all_reduce = SyncSchedule::every_microbatch;  // HSDP
+  // FSDP2's set_is_last_backward: true on every backward (PyTorch's default), or only on the last
+  // micro-batch's, when the root's final callback finalizes the backward.
+  SyncSchedule is_last_backward = SyncSchedule::every_microbatch;
   bool reshard_after_backward = true;
   bool separate_reduce_scatter_group = false;
   bool post_optim_event = false;
