@@ -167,6 +167,7 @@ TEST(LossRecipes, AnFp32OutputCastOnTheRootReplacesTheLossUpcast) {
     EXPECT_EQ(bwd[1].allocs, (std::vector<Bytes>{logits}));
     EXPECT_EQ(bwd[1].frees, (std::vector<Bytes>{fp32}));
     EXPECT_EQ(bwd[2].label, "head");
+    EXPECT_EQ(bwd[2].allocs, (std::vector<Bytes>{head_grad}));
     EXPECT_EQ(bwd[2].frees, (std::vector<Bytes>{norm, logits}));
     // The cast back runs before the root's pre-backward all-gather is waited for: the gradient
     // reaches the hook on the uncast logits after ToCopyBackward.
