@@ -216,7 +216,7 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
 }  // namespace
 
 DType compute_dtype(const Scenario& s) {
-  return s.training.autocast.value_or(s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32));
+  return s.training.autocast.value_or(param_dtype(s.fsdp.mixed_precision));
 }
 
 std::optional<DType> root_output_cast(const Scenario& s) {
@@ -229,7 +229,7 @@ std::optional<DType> root_output_cast(const Scenario& s) {
 }
 
 std::optional<DType> autocast_cast_source(const Scenario& s) {
-  const DType weights = s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+  const DType weights = param_dtype(s.fsdp.mixed_precision);
   if (!s.training.autocast || *s.training.autocast == weights) return std::nullopt;
   return weights;
 }

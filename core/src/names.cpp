@@ -74,6 +74,10 @@ std::string_view to_string(AllGatherBuffer buffer) {
   return choice_name("fsdp.all_gather_buffer", buffer);
 }
 
+DType param_dtype(const MixedPrecision& mp) {
+  return mp.param_dtype.value_or(DType::fp32);
+}
+
 bool casts_forward_inputs(const MixedPrecision& mp, FsdpApi api) {
   // MixedPrecisionPolicy.cast_forward_inputs defaults to True, MixedPrecision's to False.
   return mp.cast_forward_inputs.value_or(api == FsdpApi::fsdp2);

@@ -35,7 +35,7 @@ std::string reshard_text(const ReshardAfterForward& r) {
 
 // FSDP's param_dtype, unset: the parameters' own dtype, fp32.
 DType param_dtype(const Scenario& s) {
-  return s.fsdp.mixed_precision.param_dtype.value_or(DType::fp32);
+  return param_dtype(s.fsdp.mixed_precision);
 }
 
 constexpr std::array kKeys{

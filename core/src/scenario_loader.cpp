@@ -734,7 +734,7 @@ void check_mixed_precision(ConfigReader& r, const Scenario& s) {
   const DType out = *mp.output_dtype;
   // Between blocks the residual stream is in the parameters' dtype (under autocast too: the
   // residual adds run in their inputs' dtype), and so is a chunked loss's input.
-  const DType residual = mp.param_dtype.value_or(DType::fp32);
+  const DType residual = param_dtype(mp);
   if (out == residual) return;  // _cast_fp_tensor returns a tensor already in the dtype
   const std::string allowed = fmt::format("{}, or output_dtype_modules: root", to_string(residual));
   // Every block's output cast to `out` reaches modules that cast no input: the root's final
@@ -811,7 +811,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
   // on the same device and the same dtype"; the single-tensor path fails in lerp_): FSDP1's
   // keep_low_precision_grads leaves reduce-dtype gradients on parameters of another dtype.
   const auto& mp = s.fsdp.mixed_precision;
-  const DType grad_dtype = mp.reduce_dtype.value_or(mp.param_dtype.value_or(DType::fp32));
+  const DType grad_dtype = mp.reduce_dtype.value_or(param_dtype(mp));
   if (s.fsdp.api == FsdpApi::fsdp1 && mp.keep_low_precision_grads && grad_dtype != DType::fp32 &&
       s.training.optimizer != Optimizer::sgd) {
     r.add_problem("fsdp.mixed_precision.keep_low_precision_grads",

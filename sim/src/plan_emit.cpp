@@ -116,7 +116,7 @@ void check_torchtitan(const Scenario& s) {
   need(f.mixed_precision.reduce_dtype.value_or(DType::fp32) == DType::fp32,
        "fsdp.mixed_precision.reduce_dtype", "not fp32", "torchtitan reduces in float32 only",
        "fp32");
-  const DType param = f.mixed_precision.param_dtype.value_or(DType::fp32);
+  const DType param = param_dtype(f.mixed_precision);
   need(param == DType::bf16 || param == DType::fp32, "fsdp.mixed_precision.param_dtype",
        std::string(to_string(param)), "torchtitan offers bfloat16 or float32", "bf16 or fp32");
   // torchtitan's apply_fsdp builds MixedPrecisionPolicy(param_dtype, reduce_dtype) only.
@@ -185,7 +185,7 @@ std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
       "it;\n"
       "# the plan's memory assumes it).\n\n",
       world);
-  const DType param = f.mixed_precision.param_dtype.value_or(DType::fp32);
+  const DType param = param_dtype(f.mixed_precision);
   out += fmt::format(
       "[training]\n"
       "local_batch_size = {}  # sequences per GPU per micro-batch\n"

@@ -353,7 +353,7 @@ std::string train_step(EmitTarget target, const Scenario& s) {
 std::string apply_fsdp2(const Scenario& s) {
   const auto& f = s.fsdp;
   const auto& mp = f.mixed_precision;
-  const DType param = mp.param_dtype.value_or(DType::fp32);
+  const DType param = param_dtype(mp);
   const DType reduce = mp.reduce_dtype.value_or(param);
   std::string out =
       "def apply_fsdp(model, blocks):\n"
@@ -461,7 +461,7 @@ std::string apply_fsdp1(const Scenario& s) {
     throw ValidationError({{"fsdp.wrap.blocks_per_group", std::to_string(f.blocks_per_group),
                             "FSDP1 wraps one module per unit: grouping blocks needs a model change",
                             "1 (plan --emit fsdp1 searches only that)"}});
-  const DType param = mp.param_dtype.value_or(DType::fp32);
+  const DType param = param_dtype(mp);
   const DType reduce = mp.reduce_dtype.value_or(param);
   const bool hybrid = f.sharding_strategy == ShardingStrategy::hybrid_shard ||
                       f.sharding_strategy == ShardingStrategy::hybrid_shard_zero2;

@@ -56,6 +56,8 @@ struct MixedPrecision {
   std::vector<std::string> module_classes_to_ignore{"_BatchNorm"};
 };
 
+/// The dtype FSDP all-gathers and computes in: param_dtype, unset: the parameters' own, fp32.
+DType param_dtype(const MixedPrecision& mp);
 /// Whether `mp` casts forward inputs under `api` (its default when the scenario does not say).
 bool casts_forward_inputs(const MixedPrecision& mp, FsdpApi api);
 
