@@ -53,12 +53,13 @@ Bytes CachingAllocator::segment_size(Bytes rounded) {
   return round_up(rounded, kRoundLarge);
 }
 
-int CachingAllocator::add_pool(StreamId stream, bool small) {
-  const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
+int CachingAllocator::add_pool(StreamId stream, bool small, bool kept) {
+  const auto key = pool_key(stream, small, kept);
   if (key >= pool_index_.size()) pool_index_.resize(key + 1, -1);
   const int pool = free_.add_pool();
   pool_index_[key] = pool;
   small_pool_.push_back(small ? 1 : 0);
+  kept_pool_.push_back(kept ? 1 : 0);
   expandable_segment_.push_back(-1);
   return pool;
 }
@@ -390,11 +391,14 @@ int CachingAllocator::find_free(int pool, Bytes rounded) const {
   return b;
 }
 
-bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
+bool CachingAllocator::allocate(BufferId id, Bytes size, StreamId stream, MemoryPool from) {
   const Bytes rounded = round_size(size, params_.roundup_power2_divisions);
   const bool small = rounded <= kSmallSize;
-  const bool expandable = params_.expandable_segments && !small;
-  const int pool = pool_of(stream, small);
+  const bool kept = from == MemoryPool::process_group;
+  // A private pool never uses expandable segments (get_allocated_block skips them for pools with
+  // an owner_PrivatePool).
+  const bool expandable = params_.expandable_segments && !small && !kept;
+  const int pool = pool_of(stream, small, kept);
   if (!small) ++large_searches_;
   // `b` stays listed until take(): map_block and release_cached work on listed free blocks.
   int b = find_free(pool, rounded);
@@ -445,7 +449,9 @@ bool CachingAllocator::free(BufferId id) {
   b = join_free_neighbours(b);
   insert_free(b);
   blk = &blocks_[static_cast<std::size_t>(b)];
-  if (spans_segment(*blk) &&
+  // Only an emptied segment of a default pool becomes a candidate for release: the process
+  // group's pool stays in use while the process group lives.
+  if (spans_segment(*blk) && kept_pool_[static_cast<std::size_t>(blk->pool)] == 0 &&
       expandable_segment_[static_cast<std::size_t>(blk->pool)] != blk->segment) {
     whole_free_segments_.push_back(blk->segment);
     segments_[static_cast<std::size_t>(blk->segment)].freed_at = large_searches_;

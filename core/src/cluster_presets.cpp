@@ -62,6 +62,7 @@ ClusterSpec h100() {
   c.network = {50e9, 5 * kNsPerUs};
   c.pcie = {50e9, 20e9, 10 * kNsPerUs};
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 10e9};
+  c.gpu.multicast = true;  // sm90 on NVSwitch (NVLink SHARP)
   return c;
 }
 

@@ -74,6 +74,10 @@ std::string_view to_string(AllGatherBuffer buffer) {
   return choice_name("fsdp.all_gather_buffer", buffer);
 }
 
+std::string_view to_string(CommBufferPool pool) {
+  return choice_name("fsdp.comm_buffer_pool", pool);
+}
+
 DType param_dtype(const MixedPrecision& mp) {
   return mp.param_dtype.value_or(DType::fp32);
 }

@@ -171,6 +171,9 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.gpu.sm_count", K::rejected, 0, 0, "", "", "",
                 "not modelled: communication kernels slow compute by a fitted interference factor, "
                 "not per SM"},
+    ScenarioKey{"cluster.gpu.multicast", K::boolean, 0, 0, "", "", "from the preset",
+                "the GPU supports multicast (H100/H200 SXM on NVSwitch: true; A100: false): "
+                "only then does fsdp.comm_buffer_pool: process_group use NCCL's pool"},
     ScenarioKey{"cluster.gpu.tdp_w", K::number, 1, 10'000, "W", "", "from the preset",
                 "the board power limit that power_cap_w is compared with"},
     ScenarioKey{"cluster.gpu.power_cap_w", K::number, 1, 10'000, "W", "", "none",
@@ -450,6 +453,17 @@ constexpr std::array kKeys{
                           "allocates on first use and keeps",
                 .api = FsdpApi::fsdp2,
                 .instead = "FSDP1 has no custom all-gather"},
+    ScenarioKey{.path = "fsdp.comm_buffer_pool",
+                .type = K::choice,
+                .choices = "caching_allocator, process_group",
+                .default_value = "caching_allocator",
+                .models = "fsdp2: where all-gather outputs and reduce-scatter inputs and outputs "
+                          "are allocated: the caching allocator, or the process group's pool "
+                          "(set_allocate_memory_from_process_group_for_comm: NCCL's registered "
+                          "memory on GPUs with multicast, kept reserved; elsewhere PyTorch falls "
+                          "back to the caching allocator)",
+                .api = FsdpApi::fsdp2,
+                .instead = "FSDP1 allocates its communication buffers itself"},
     ScenarioKey{
         .path = "fsdp.separate_reduce_scatter_group",
         .type = K::boolean,

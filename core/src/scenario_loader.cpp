@@ -439,6 +439,7 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp8"), c.gpu.peak_flops.fp8);
   set_if(read_bandwidth(r, "cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
   set_if(read_number(r, "cluster.gpu.tdp_w"), c.gpu.tdp_w);
+  set_if(r.get_bool("cluster.gpu.multicast"), c.gpu.multicast);
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
@@ -607,6 +608,7 @@ FsdpRead read_fsdp(ConfigReader& r) {
   set_if(read_int(r, "fsdp.backward_prefetch_modules"), f.backward_prefetch_modules);
   set_if(read_int(r, "fsdp.unshard_ahead"), f.unshard_ahead);
   set_if(read_choice<AllGatherBuffer>(r, "fsdp.all_gather_buffer"), f.all_gather_buffer);
+  set_if(read_choice<CommBufferPool>(r, "fsdp.comm_buffer_pool"), f.comm_buffer_pool);
   set_if(r.get_bool("fsdp.limit_all_gathers"), f.limit_all_gathers);
   auto& mp = f.mixed_precision;
   if (auto d = read_mp_dtype(r, "fsdp.mixed_precision.param_dtype")) mp.param_dtype = d;
@@ -697,6 +699,14 @@ void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
                       f.mesh_shard, f.mesh_shard),
           "true, false, or such a divisor");
     }
+  }
+  if (f.comm_buffer_pool == CommBufferPool::process_group &&
+      f.all_gather_buffer != AllGatherBuffer::caching_allocator) {
+    // FSDPParamGroup.set_allocate_memory_from_process_group's AssertionError.
+    r.add_problem("fsdp.comm_buffer_pool",
+                  "cannot call set_allocate_memory_from_process_group() when all gather comm is "
+                  "custom (PyTorch refuses it with fsdp.all_gather_buffer: persistent)",
+                  "caching_allocator, or fsdp.all_gather_buffer: caching_allocator");
   }
   if (f.checkpoint.rank0_only && f.checkpoint.state_dict_type != StateDictType::full) {
     r.add_problem("fsdp.checkpoint.rank0_only", "only applies to FULL_STATE_DICT",

@@ -271,6 +271,8 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
     if (!buf.live_at_start && alloc_count[b] == 0)
       add(key, "is never allocated", "allocate it in an op or mark live_at_start");
     if (alloc_count[b] > 1) add(key, fmt::format("is allocated {} times", alloc_count[b]), "once");
+    if (buf.pool == MemoryPool::process_group && buf.location != Location::gpu)
+      add(key, "is in the process group's pool but not on the GPU", "location gpu");
     if (free_count[b] > 1)
       add(key, fmt::format("is freed {} times", free_count[b]), "at most once");
     if (free_at[b] >= 0 && alloc_at[b] > free_at[b])

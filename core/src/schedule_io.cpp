@@ -132,6 +132,7 @@ std::string schedule_to_json(const Schedule& s) {
         j["group"] = x.group;
         j["location"] = to_string(x.location);
         j["live_at_start"] = x.live_at_start;
+        j["pool"] = to_string(x.pool);
         return j;
       },
       false);
@@ -211,6 +212,8 @@ Schedule schedule_from_json(std::string_view text, const std::string& origin) {
     b.location =
         f.enumeration(buffers[i], p, "location", parse_location, Location::gpu, "gpu, host");
     b.live_at_start = f.boolean(buffers[i], p, "live_at_start");
+    b.pool = f.enumeration(buffers[i], p, "pool", parse_memory_pool, MemoryPool::caching_allocator,
+                           "caching_allocator, process_group");
     s.buffers.push_back(b);
   }
   const auto& kernel_sets = f.array(root, "kernel_sets");

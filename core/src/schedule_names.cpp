@@ -70,6 +70,9 @@ constexpr EnumNames<BufferCategory, 13> kCategories{
       {BufferCategory::workspace, "workspace"}}}};
 
 constexpr EnumNames<Location, 2> kLocations{{{{Location::gpu, "gpu"}, {Location::host, "host"}}}};
+constexpr EnumNames<MemoryPool, 2> kMemoryPools{
+    {{{MemoryPool::caching_allocator, "caching_allocator"},
+      {MemoryPool::process_group, "process_group"}}}};
 
 template <typename E, std::size_t N>
 constexpr std::array<E, N> values_of(const EnumNames<E, N>& names) {
@@ -99,6 +102,9 @@ std::string_view to_string(BufferCategory category) {
 std::string_view to_string(Location location) {
   return kLocations.name(location);
 }
+std::string_view to_string(MemoryPool pool) {
+  return kMemoryPools.name(pool);
+}
 std::optional<StreamKind> parse_stream_kind(std::string_view text) {
   return kStreamKinds.parse(text);
 }
@@ -113,6 +119,9 @@ std::optional<BufferCategory> parse_buffer_category(std::string_view text) {
 }
 std::optional<Location> parse_location(std::string_view text) {
   return kLocations.parse(text);
+}
+std::optional<MemoryPool> parse_memory_pool(std::string_view text) {
+  return kMemoryPools.parse(text);
 }
 
 std::span<const OpKind> all_op_kinds() {

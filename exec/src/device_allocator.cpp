@@ -146,8 +146,8 @@ bool DeviceAllocator::mirror_segments() {
   return take_new();
 }
 
-std::byte* DeviceAllocator::allocate(BufferId id, Bytes size, StreamId stream) {
-  const bool fits = policy_.allocate(id, size, stream);
+std::byte* DeviceAllocator::allocate(BufferId id, Bytes size, StreamId stream, MemoryPool pool) {
+  const bool fits = policy_.allocate(id, size, stream, pool);
   if (!mirror_segments()) {
     throw OutOfMemory(id, size, policy_.allocated(), policy_.reserved(), policy_.capacity(), true);
   }

@@ -84,7 +84,7 @@ void HostBackend::begin(const Schedule& schedule) {
 
 void HostBackend::allocate(BufferId id, const Buffer& buffer, StreamId stream) {
   throw_if_failed();
-  if (buffer.location == Location::gpu) allocator_->allocate(id, buffer.size, stream);
+  if (buffer.location == Location::gpu) allocator_->allocate(id, buffer.size, stream, buffer.pool);
 }
 
 void HostBackend::free(BufferId id, const Buffer& buffer) {

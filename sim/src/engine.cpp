@@ -221,7 +221,7 @@ class Engine {
   [[gnu::always_inline]] void allocate_buffer(BufferId b, StreamId stream, OpId op, Phase phase) {
     const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
     if (buf.location != Location::gpu) return;
-    if (!allocator_.allocate(b, buf.size, stream)) {
+    if (!allocator_.allocate(b, buf.size, stream, buf.pool)) {
       if (!out_of_memory_) {
         out_of_memory_ =
             OutOfMemoryEvent{op, buffer_name(s_, b), buf.category, buf.size, allocator_.reserved()};

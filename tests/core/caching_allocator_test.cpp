@@ -62,6 +62,31 @@ TEST(CachingAllocator, ReleasesCachedSegmentsBeforeReportingOutOfMemory) {
   EXPECT_EQ(a.allocated(), 70 * kMiB);  // a failed allocation changes nothing
 }
 
+// The process group's MemPool: its own segments, reused only by its own buffers, never released
+// while it lives, never expandable.
+TEST(CachingAllocator, TheProcessGroupPoolKeepsItsSegmentsToItself) {
+  AllocatorParams expandable;
+  expandable.expandable_segments = true;
+  CachingAllocator a(100 * kMiB, expandable);
+  ASSERT_TRUE(a.allocate(1, 30 * kMiB, 0, MemoryPool::process_group));
+  EXPECT_EQ(a.segments(), 1);
+  EXPECT_FALSE(a.segment_expandable(0));
+  a.free(1);
+  // A default-pool buffer of the same stream does not reuse the free pooled block...
+  ASSERT_TRUE(a.allocate(2, 30 * kMiB, 0));
+  EXPECT_EQ(a.reserved(), 60 * kMiB);
+  // ...a pooled one does.
+  ASSERT_TRUE(a.allocate(3, 30 * kMiB, 0, MemoryPool::process_group));
+  EXPECT_EQ(a.placement(3).segment, 0);
+  a.free(3);
+  a.free(2);
+  // Running short releases the default pool's cached memory, never the pool's 30 MiB.
+  EXPECT_FALSE(a.allocate(4, 72 * kMiB, 0));
+  ASSERT_TRUE(a.allocate(5, 70 * kMiB, 0));
+  EXPECT_EQ(a.reserved(), 100 * kMiB);
+  EXPECT_TRUE(a.segment_live(0));
+}
+
 TEST(CachingAllocator, ReleasesOnlySegmentsThatAreFreeWhenMemoryRunsShort) {
   // Segment A empties, then is used again: the retry must keep it. Segment B empties twice.
   CachingAllocator a(100 * kMiB);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/lowering_test_util.hpp"
 #include "shardscope/core/schedule_check.hpp"
@@ -118,6 +119,46 @@ TEST(Fsdp2Memory, PersistentAllGatherBuffersAreAllocatedOncePerGroupAndKept) {
   EXPECT_EQ(count(kept, OpKind::all_gather, Phase::forward, 1),
             count(plain, OpKind::all_gather, Phase::forward, 1));
   EXPECT_EQ(events(kept, Phase::backward, 1), events(plain, Phase::backward, 1));
+}
+
+// fsdp.comm_buffer_pool: process_group (set_allocate_memory_from_process_group_for_comm): every
+// buffer foreach_all_gather and foreach_reduce get from allocate() comes from the process group's
+// pool (all-gather outputs, reduce-scatter inputs and outputs, the latter being the fp32 sharded
+// gradient here), nothing else does, and nothing else changes; on a GPU without multicast
+// PyTorch falls back to torch.empty, so no buffer moves.
+TEST(Fsdp2Memory, CommBuffersComeFromTheProcessGroupPoolWhereTheGpuHasMulticast) {
+  const std::string scenario =
+      "model: {preset: tiny, layers: 3}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
+      "training: {seq_len: 64, iterations: 2}\n"
+      "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}\n";
+  const Schedule pooled = lower_text(scenario, {"fsdp.comm_buffer_pool=process_group"});
+  const Schedule plain = lower_text(scenario);
+  const Schedule no_multicast =
+      lower_text(scenario, {"fsdp.comm_buffer_pool=process_group", "cluster.gpu.multicast=false"});
+  EXPECT_TRUE(check_schedule(pooled).empty());
+  ASSERT_EQ(pooled.buffers.size(), plain.buffers.size());
+  std::map<BufferCategory, int> in_pool;
+  for (std::size_t b = 0; b < pooled.buffers.size(); ++b) {
+    const Buffer& x = pooled.buffers[b];
+    EXPECT_EQ(x.size, plain.buffers[b].size);
+    EXPECT_EQ(plain.buffers[b].pool, MemoryPool::caching_allocator);
+    EXPECT_EQ(no_multicast.buffers[b].pool, MemoryPool::caching_allocator);
+    if (x.pool == MemoryPool::process_group) ++in_pool[x.category];
+  }
+  // Per iteration: 4 forward + 3 backward all-gathers (the root's output is kept unsharded for
+  // backward), 4 reductions, each with an input and an output.
+  EXPECT_EQ(in_pool[BufferCategory::all_gather_output], 2 * 7);
+  EXPECT_EQ(in_pool[BufferCategory::reduce_scatter_input], 2 * 4);
+  EXPECT_EQ(in_pool[BufferCategory::sharded_grads] + in_pool[BufferCategory::reduce_scatter_output],
+            2 * 4);
+  for (const auto& [category, n] : in_pool) {
+    EXPECT_TRUE(category == BufferCategory::all_gather_output ||
+                category == BufferCategory::reduce_scatter_input ||
+                category == BufferCategory::reduce_scatter_output ||
+                category == BufferCategory::sharded_grads)
+        << to_string(category);
+  }
+  EXPECT_EQ(events(pooled, Phase::backward, 1), events(plain, Phase::backward, 1));
 }
 
 // set_is_last_backward(False) on every micro-batch but the last: its final callback skips

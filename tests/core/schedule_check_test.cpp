@@ -52,7 +52,10 @@ TEST(ScheduleCheck, BufferLifetimeViolations) {
   s.buffers.push_back({BufferName{static_cast<std::int32_t>(s.buffer_labels.size() - 1)}, 8,
                        DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
   s.ops[0].uses.push_back(2);  // all-gather output used before it exists
+  s.buffers[0].location = Location::host;  // a host buffer cannot come from the NCCL pool
+  s.buffers[0].pool = MemoryPool::process_group;
   const auto p = check_schedule(s);
+  EXPECT_TRUE(mentions(p, "is in the process group's pool but not on the GPU"));
   EXPECT_TRUE(mentions(p, "after op 4 freed it"));
   EXPECT_TRUE(mentions(p, "is freed 2 times"));
   EXPECT_TRUE(mentions(p, "is live at start and allocated again"));

@@ -42,6 +42,15 @@ class Fsdp2Lowerer final : public Lowerer {
   bool persistent_all_gather() const {
     return s_.fsdp.all_gather_buffer == AllGatherBuffer::persistent;
   }
+  /// fsdp.comm_buffer_pool: process_group. FSDP's communication buffers come from
+  /// ProcessGroupAllocMixin.allocate: the process group's pool where the GPU supports multicast
+  /// (ProcessGroupNCCL::supportsTensorAlloc), otherwise torch.empty, the caching allocator.
+  BufferId comm_buffer(BufferId b) {
+    if (s_.fsdp.comm_buffer_pool == CommBufferPool::process_group && s_.cluster.gpu.multicast)
+      b_.schedule().buffers[static_cast<std::size_t>(b)].pool = MemoryPool::process_group;
+    return b;
+  }
+
   /// What dropping FSDP's reference to all-gather output `b` frees: nothing when the custom
   /// AllGather keeps it, or when there is none.
   IdList freed(BufferId b) const {
@@ -140,8 +149,9 @@ class Fsdp2Lowerer final : public Lowerer {
       }
       st.ag_output = st.persistent_ag;
     } else {
-      st.ag_output = b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
-                                   param_dtype_, BufferCategory::all_gather_output, gid(g));
+      st.ag_output =
+          comm_buffer(b_.add_buffer(buffer_name("all_gather_output"), elems(padded, param_dtype_),
+                                    param_dtype_, BufferCategory::all_gather_output, gid(g)));
       copy_in.allocs.push_back(st.ag_output);
     }
     if (staging != kNone) copy_in.frees.push_back(staging);
@@ -368,8 +378,8 @@ class Fsdp2Lowerer final : public Lowerer {
     Op& copy_in = b_.add_op(OpKind::reduce_copy_in, compute_stream_, gid(g));
     copy_in.bytes = elems(padded, reduce_dtype_);
     const BufferId rs_input =
-        b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
-                      BufferCategory::reduce_scatter_input, gid(g));
+        comm_buffer(b_.add_buffer(buffer_name("reduce_scatter_input"), copy_in.bytes, reduce_dtype_,
+                                  BufferCategory::reduce_scatter_input, gid(g)));
     copy_in.allocs.push_back(rs_input);
     copy_in.output = b_.whole(rs_input);
     // One gradient to copy in (the accumulated one, or a group's single parameter's) is named;
@@ -395,11 +405,13 @@ class Fsdp2Lowerer final : public Lowerer {
     const bool becomes_grad = reduce_dtype_ == orig_dtype_ &&
                               sharded_grads_[static_cast<std::size_t>(g)] == kNone && !offload_ &&
                               !s_.fsdp.is_hybrid();
-    const BufferId rs_output = b_.add_buffer(
+    // foreach_reduce allocates the output with the same allocate() as the input; when it is the
+    // gradient's own dtype it becomes the sharded .grad, which then lives in that pool too.
+    const BufferId rs_output = comm_buffer(b_.add_buffer(
         buffer_name(becomes_grad ? "sharded_grad" : "reduce_scatter_output"),
         elems(layout(g).sharded_numel, reduce_dtype_), reduce_dtype_,
         becomes_grad ? BufferCategory::sharded_grads : BufferCategory::reduce_scatter_output,
-        gid(g));
+        gid(g)));
     rs.allocs.push_back(rs_output);
     rs.input = b_.whole(rs_input);
     rs.output = b_.whole(rs_output);

@@ -5,6 +5,10 @@
 //   * a new segment is 2 MiB (small), 20 MiB (large requests < 10 MiB) or the request rounded up
 //     to 2 MiB; with expandable_segments each (stream, pool) has one segment that grows in 2 MiB
 //     pages;
+//   * a buffer of the process group's MemPool (MemoryPool::process_group) comes from that private
+//     pool's own segments, never from the default pools' (and the other way round); a private
+//     pool has no expandable segments, and its cached segments are not released while the pool
+//     lives (the allocator frees only pools whose use count dropped to zero);
 //   * free blocks are cached per (stream, pool) and reused only by that stream: best fit, split
 //     when the rest is ≥ 512 B (small) or > 1 MiB (large), coalesced with free neighbours on free;
 //   * when a new segment does not fit in the GPU, every fully free cached segment is released
@@ -34,8 +38,10 @@ class CachingAllocator {
   void reserve_buffers(std::size_t n) {
     if (live_.size() < n) live_.resize(n, -1);
   }
-  /// Allocates `size` bytes for `stream`; returns false (and changes nothing) when out of memory.
-  bool allocate(BufferId id, Bytes size, StreamId stream);
+  /// Allocates `size` bytes for `stream` from `pool`; returns false (and changes nothing) when out
+  /// of memory.
+  bool allocate(BufferId id, Bytes size, StreamId stream,
+                MemoryPool pool = MemoryPool::caching_allocator);
   /// Frees `id`'s block; false (and nothing changes) when `id` holds none.
   bool free(BufferId id);
   bool owns(BufferId id) const {
@@ -118,12 +124,16 @@ class CachingAllocator {
   // The block is its segment's only block (so, when free, the segment can be released).
   static bool spans_segment(const Block& b) { return b.prev < 0 && b.next < 0; }
 
-  int pool_of(StreamId stream, bool small) {
-    const auto key = static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0);
-    return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key]
-                                                             : add_pool(stream, small);
+  static std::size_t pool_key(StreamId stream, bool small, bool kept) {
+    return (static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0)) * 2 + (kept ? 1 : 0);
   }
-  int add_pool(StreamId stream, bool small);
+  // `kept`: the process group's private pool, whose segments are never released.
+  int pool_of(StreamId stream, bool small, bool kept) {
+    const auto key = pool_key(stream, small, kept);
+    return key < pool_index_.size() && pool_index_[key] >= 0 ? pool_index_[key]
+                                                             : add_pool(stream, small, kept);
+  }
+  int add_pool(StreamId stream, bool small, bool kept);
   int take(int block, Bytes size, bool small);
   int split_tail(int block, Bytes head_size, bool tail_mapped);
   void merge_with_next(int block);
@@ -153,6 +163,7 @@ class CachingAllocator {
   std::vector<int> dead_blocks_;          // slots of coalesced blocks, reused by splits
   std::vector<int> expandable_segment_;   // per pool, -1 if none
   std::vector<std::uint8_t> small_pool_;  // per pool, 1 for a small pool
+  std::vector<std::uint8_t> kept_pool_;   // per pool, 1 for the process group's private pool
   std::vector<int> segment_tail_;         // per segment, its last block
   std::vector<int> live_;                 // buffer → block, -1 when not allocated
   std::vector<int> whole_free_segments_;  // segments that emptied since the last release

@@ -41,6 +41,10 @@ struct GpuSpec {
   // The cuBLAS workspace PyTorch allocates per (handle, stream) through its caching allocator:
   // CUBLAS_WORKSPACE_CONFIG's default, 32 MiB on sm90 (CublasHandlePool.cpp).
   Bytes cublas_workspace = 32 * kMiB;
+  // The device supports multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: Hopper and
+  // later on NVSwitch). PyTorch's NCCL process group allocates tensors from its registered pool
+  // only then (ProcessGroupNCCL::supportsTensorAlloc → c10d::cuda::deviceSupportsMulticast).
+  bool multicast = false;
 };
 
 /// One direction of a link as one GPU sees it.

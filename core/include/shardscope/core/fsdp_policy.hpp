@@ -28,6 +28,10 @@ enum class OutputCastModules { every_module, root };
 /// Where FSDP2's all-gather outputs live: the caching allocator (DefaultAllGather), or a custom
 /// AllGather's buffer per group, allocated by its first allocate() and kept.
 enum class AllGatherBuffer { caching_allocator, persistent };
+/// Where FSDP2's communication buffers (all-gather outputs, reduce-scatter inputs and outputs)
+/// are allocated: the caching allocator's default pools (torch.empty), or the process group's
+/// own pool (FSDPModule.set_allocate_memory_from_process_group_for_comm(True)).
+enum class CommBufferPool { caching_allocator, process_group };
 
 /// fully_shard(reshard_after_forward=...): true, false, or an int world size to reshard to.
 struct ReshardAfterForward {
@@ -90,6 +94,7 @@ struct FsdpPolicy {
   // before each forward; 0: never.
   std::int64_t unshard_ahead = 0;
   AllGatherBuffer all_gather_buffer = AllGatherBuffer::caching_allocator;  // FSDP2
+  CommBufferPool comm_buffer_pool = CommBufferPool::caching_allocator;     // FSDP2
   bool limit_all_gathers = true;                                           // FSDP1 rate limiter
   MixedPrecision mixed_precision;
   CpuOffload cpu_offload;
@@ -114,5 +119,6 @@ std::string_view to_string(SyncSchedule schedule);
 std::string_view to_string(StateDictType type);
 std::string_view to_string(OutputCastModules modules);
 std::string_view to_string(AllGatherBuffer buffer);
+std::string_view to_string(CommBufferPool pool);
 
 }  // namespace shardscope

@@ -77,6 +77,12 @@ enum class BufferCategory {
 
 enum class Location { gpu, host };
 
+/// Which pool of PyTorch's caching allocator a GPU buffer comes from: the default pools, or the
+/// private MemPool a ProcessGroup allocates communication buffers from
+/// (ProcessGroupNCCL::allocateTensor: ncclMemAlloc'd segments registered with NCCL), whose
+/// segments stay reserved while the process group lives.
+enum class MemoryPool { caching_allocator, process_group };
+
 struct Stream {
   std::string name;  // e.g. "compute", "all_gather", "reduce_scatter", "cpu"
   StreamKind kind = StreamKind::compute;
@@ -172,6 +178,7 @@ struct Buffer {
   GroupId group = kNone;
   Location location = Location::gpu;
   bool live_at_start = false;  // exists before the first op (sharded params, optimizer states)
+  MemoryPool pool = MemoryPool::caching_allocator;
 };
 
 struct Schedule {
@@ -220,11 +227,13 @@ std::string_view to_string(OpKind kind);
 std::string_view to_string(Phase phase);
 std::string_view to_string(BufferCategory category);
 std::string_view to_string(Location location);
+std::string_view to_string(MemoryPool pool);
 std::optional<StreamKind> parse_stream_kind(std::string_view text);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);
 std::optional<Location> parse_location(std::string_view text);
+std::optional<MemoryPool> parse_memory_pool(std::string_view text);
 
 /// All values of an enum in declaration order (for tables, tests and legends).
 std::span<const OpKind> all_op_kinds();

@@ -83,8 +83,10 @@ class DeviceAllocator {
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
 
-  /// The buffer's memory, allocated for `stream`; throws OutOfMemory.
-  std::byte* allocate(BufferId id, Bytes size, StreamId stream);
+  /// The buffer's memory, allocated for `stream` from `pool`; throws OutOfMemory. The process
+  /// group's pool is placed like any other (its segments are not registered with NCCL here).
+  std::byte* allocate(BufferId id, Bytes size, StreamId stream,
+                      MemoryPool pool = MemoryPool::caching_allocator);
   void free(BufferId id);
   std::byte* address(BufferId id) const;
 
