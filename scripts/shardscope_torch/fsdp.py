@@ -31,6 +31,7 @@ class FsdpSettings:
     forward_prefetch_modules: int = 0
     unshard_ahead: int = 0
     all_gather_buffer: str = "caching_allocator"
+    comm_buffer_pool: str = "caching_allocator"
     backward_prefetch_modules: int = 0
     backward_prefetch: str = "BACKWARD_PRE"
     forward_prefetch: bool = False
@@ -75,6 +76,7 @@ class FsdpSettings:
             forward_prefetch_modules=int(get("fsdp.forward_prefetch_modules", "0")),
             unshard_ahead=int(get("fsdp.unshard_ahead", "0")),
             all_gather_buffer=get("fsdp.all_gather_buffer", "caching_allocator"),
+            comm_buffer_pool=get("fsdp.comm_buffer_pool", "caching_allocator"),
             backward_prefetch_modules=int(get("fsdp.backward_prefetch_modules", "0")),
             backward_prefetch=get("fsdp.backward_prefetch", "BACKWARD_PRE"),
             forward_prefetch=flag("fsdp.forward_prefetch", False),
@@ -190,6 +192,9 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
     if s.all_gather_buffer == "persistent":
         for module in [*heads, model]:
             module.set_custom_all_gather(PersistentAllGather())
+    if s.comm_buffer_pool == "process_group":
+        for module in [*heads, model]:
+            module.set_allocate_memory_from_process_group_for_comm(True)
     return model
 
 

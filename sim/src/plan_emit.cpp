@@ -129,6 +129,9 @@ void check_torchtitan(const Scenario& s) {
        "torchtitan's MixedPrecisionPolicy keeps cast_forward_inputs=True", "true");
   need(f.all_gather_buffer == AllGatherBuffer::caching_allocator, "fsdp.all_gather_buffer",
        "persistent", "torchtitan has no key for a custom all-gather", "caching_allocator");
+  need(f.comm_buffer_pool == CommBufferPool::caching_allocator, "fsdp.comm_buffer_pool",
+       "process_group", "torchtitan has no key for set_allocate_memory_from_process_group_for_comm",
+       "caching_allocator");
   need(s.training.optimizer != Optimizer::sgd, "training.optimizer", "sgd",
        "torchtitan builds Adam or AdamW", "adamw or adam");
   need(!s.training.autocast, "training.autocast", "set",

@@ -72,7 +72,8 @@ def all_cases() -> list[dict]:
              "--fix", "fsdp.reshard_last_after_forward=true",
              "--fix", "allocator.expandable_segments=true", "--fix", "training.micro_batch=2",
              "--set", "fsdp.requires_gradient_sync=last_microbatch",
-             "--set", "fsdp.post_optim_event=true", "--set", "fsdp.reshard_after_backward=false"),
+             "--set", "fsdp.post_optim_event=true", "--set", "fsdp.reshard_after_backward=false",
+             "--set", "fsdp.comm_buffer_pool=process_group"),
         case("fsdp2-hsdp-groups-offload-autocast", "fsdp2", 2, 2, *one,
              "--fix", "fsdp.mesh.shard=2", "--fix", "fsdp.cpu_offload.params=true",
              "--fix", "fsdp.wrap.blocks_per_group=2",
@@ -306,9 +307,16 @@ def fsdp2_settings(model) -> dict[str, str]:
     if isinstance(first.offload_policy, CPUOffloadPolicy):
         out["fsdp.cpu_offload.pin_memory"] = str(first.offload_policy.pin_memory).lower()
     comms = {type(g._all_gather_comm).__name__ for g in groups}
-    out["fsdp.all_gather_buffer"] = ("persistent" if comms == {"PersistentAllGather"}
-                                     else "caching_allocator" if comms == {"DefaultAllGather"}
+    comms |= {type(g._reduce_scatter_comm).__name__ for g in groups}
+    pooled = {"ProcessGroupAllocAllGather", "ProcessGroupAllocReduceScatter"}
+    default = {"DefaultAllGather", "DefaultReduceScatter"}
+    out["fsdp.all_gather_buffer"] = ("persistent" if comms == {"PersistentAllGather",
+                                                               "DefaultReduceScatter"}
+                                     else "caching_allocator" if comms in (default, pooled)
                                      else f"differs by group: {sorted(comms)}")
+    out["fsdp.comm_buffer_pool"] = ("process_group" if comms == pooled
+                                    else "caching_allocator" if not comms & pooled
+                                    else f"differs by group: {sorted(comms)}")
     output = root._mp_policy.output_dtype
     out["fsdp.mixed_precision.output_dtype"] = "none" if output is None else dtype_key(output)
     out["fsdp.mixed_precision.output_dtype_modules"] = (
