@@ -453,8 +453,10 @@ std::string apply_fsdp2(const Scenario& s) {
         "        module.set_custom_all_gather(PersistentAllGather())\n";
   if (f.comm_buffer_pool == CommBufferPool::process_group)
     out +=
-        "    # fsdp.comm_buffer_pool: process_group. All-gather outputs and reduce-scatter buffers\n"
-        "    # from the process group's pool (NCCL's registered memory where the GPU has multicast).\n"
+        "    # fsdp.comm_buffer_pool: process_group. All-gather outputs and reduce-scatter "
+        "buffers\n"
+        "    # from the process group's pool (NCCL's registered memory where the GPU has "
+        "multicast).\n"
         "    for module in [*heads, model]:\n"
         "        module.set_allocate_memory_from_process_group_for_comm(True)\n";
   return out + "    return model\n\n\n";

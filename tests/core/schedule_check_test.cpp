@@ -51,7 +51,7 @@ TEST(ScheduleCheck, BufferLifetimeViolations) {
   s.buffer_labels.push_back("orphan");
   s.buffers.push_back({BufferName{static_cast<std::int32_t>(s.buffer_labels.size() - 1)}, 8,
                        DType::fp32, BufferCategory::workspace, kNone, Location::gpu, false});
-  s.ops[0].uses.push_back(2);  // all-gather output used before it exists
+  s.ops[0].uses.push_back(2);              // all-gather output used before it exists
   s.buffers[0].location = Location::host;  // a host buffer cannot come from the NCCL pool
   s.buffers[0].pool = MemoryPool::process_group;
   const auto p = check_schedule(s);

@@ -106,7 +106,8 @@ class CudaBackend final : public Backend {
   }
 
   void allocate(BufferId id, const Buffer& buffer, StreamId stream) override {
-    if (buffer.location == Location::gpu) allocator_->allocate(id, buffer.size, stream, buffer.pool);
+    if (buffer.location == Location::gpu)
+      allocator_->allocate(id, buffer.size, stream, buffer.pool);
   }
   void free(BufferId id, const Buffer& buffer) override {
     if (buffer.location == Location::gpu) allocator_->free(id);
