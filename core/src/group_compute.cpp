@@ -298,6 +298,15 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
   return 0;
 }
 
+Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
+                                Bytes cast_from) {
+  const Bytes residual_elem = cast_from > 0 ? cast_from : elem;
+  const bool swiglu = c.mlp == MlpKind::swiglu;
+  return tokens * c.hidden * residual_elem * (swiglu ? 2 : 1) +
+         tokens * c.ffn_hidden * elem * (swiglu ? 3 : 2) +
+         (cast_from > 0 ? tokens * c.hidden * elem * (swiglu ? 2 : 1) : 0);
+}
+
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
   return detail::block_projection_params(c) * elem;
 }
@@ -374,14 +383,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   }
   // A block whose forward keeps less than everything still makes every tensor while it runs:
   // the MLP's intermediates are its largest moment (real PyTorch's forward peak under
-  // checkpointing). SwiGLU: the residual stream and the FFN norm's output (read by w1 and w3),
-  // silu's output, w3's output and their product; GELU: the residual stream, the fc's output
-  // and GELU's; under autocast also the projections' cast inputs.
-  const Bytes residual_elem = from > 0 ? from : elem;
-  const bool swiglu = c.mlp == MlpKind::swiglu;
-  const Bytes mlp_transient = t * c.hidden * residual_elem * (swiglu ? 2 : 1) +
-                              t * c.ffn_hidden * elem * (swiglu ? 3 : 2) +
-                              (from > 0 ? t * c.hidden * elem * (swiglu ? 2 : 1) : 0);
+  // checkpointing).
+  const Bytes mlp_transient = block_mlp_transient_bytes(c, t, elem, from);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {

@@ -59,6 +59,23 @@ struct MemoryBytesOf {
   }
 };
 
+// What a GEMM or an attention must move through HBM at least once: its operands and its result
+// (forward only: the attention backward runs in training, compute-bound).
+struct OperandBytesOf {
+  Bytes operator()(const Gemm& g) const {
+    return g.batch * ((g.m * g.k + g.k * g.n) * bytes_per_element(g.input) +
+                      g.m * g.n * bytes_per_element(g.output));
+  }
+  Bytes operator()(const Attention& a) const {
+    // q and the output at every head, k and v at the kv heads.
+    return a.batch * a.head_dim * bytes_per_element(a.dtype) *
+           (2 * a.heads * a.q_len + 2 * a.kv_heads * a.kv_len) * (a.backward ? 2 : 1);
+  }
+  Bytes operator()(const MemoryBound&) const { return 0; }
+  Bytes operator()(const CrossEntropy&) const { return 0; }
+  Bytes operator()(const OptimizerUpdate&) const { return 0; }
+};
+
 constexpr std::array<std::string_view, 5> kKindNames{"gemm", "attention", "memory", "loss",
                                                      "optimizer"};
 
@@ -72,6 +89,10 @@ Bytes kernel_memory_bytes(const Kernel& kernel) {
   return kernel.repeat * std::visit(MemoryBytesOf{}, kernel.shape);
 }
 
+Bytes kernel_operand_bytes(const Kernel& kernel) {
+  return kernel.repeat * std::visit(OperandBytesOf{}, kernel.shape);
+}
+
 KernelTotals kernel_set_totals(std::span<const Kernel> kernels) {
   KernelTotals t;
   for (const Kernel& k : kernels) {
@@ -81,6 +102,12 @@ KernelTotals kernel_set_totals(std::span<const Kernel> kernels) {
     t.memory_bytes += kernel_memory_bytes(k);
   }
   return t;
+}
+
+Bytes kernel_set_operand_bytes(std::span<const Kernel> kernels) {
+  Bytes bytes = 0;
+  for (const Kernel& k : kernels) bytes += kernel_operand_bytes(k);
+  return bytes;
 }
 
 std::string_view to_string(KernelKind kind) {

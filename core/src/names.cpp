@@ -42,6 +42,10 @@ std::optional<LossRecipe> parse_loss_recipe(std::string_view text) {
   return parse_choice<LossRecipe>("training.loss", text);
 }
 
+std::string_view to_string(KvCache cache) {
+  return choice_name("training.generation.kv_cache", cache);
+}
+
 int optimizer_states_per_param(Optimizer optimizer) {
   return optimizer == Optimizer::sgd ? 1 : 2;
 }

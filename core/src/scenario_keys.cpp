@@ -321,6 +321,65 @@ constexpr std::array kKeys{
             [](const Scenario& s) {
               return s.training.autocast ? std::string(to_string(*s.training.autocast)) : "none";
             }},
+    ScenarioKey{.path = "training.generation",
+                .type = K::section,
+                .models = "calls of a method registered with register_fsdp_forward_method "
+                          "(generate) before each step's first micro-batch, under no_grad: RL "
+                          "rollouts; docs/semantics.md, \"Generation\"",
+                .api = FsdpApi::fsdp2,
+                .instead = "FSDP1 generates under summon_full_params, not modelled; use fsdp.api: "
+                           "fsdp2"},
+    ScenarioKey{
+        .path = "training.generation.calls",
+        .type = K::integer,
+        .max = 1'000,
+        .unit = "calls",
+        .default_value = "0 (no generation)",
+        .models = "calls of the registered method per optimizer step",
+    },
+    ScenarioKey{
+        .path = "training.generation.batch",
+        .type = K::integer,
+        .min = 1,
+        .max = 65'536,
+        .unit = "sequences",
+        .default_value = "1",
+        .models = "sequences per call per GPU",
+    },
+    ScenarioKey{
+        .path = "training.generation.prompt_tokens",
+        .type = K::integer,
+        .min = 1,
+        .max = 1'048'576,
+        .unit = "tokens",
+        .default_value = "512",
+        .models = "prompt tokens per sequence: one prefill forward of batch × prompt tokens",
+    },
+    ScenarioKey{
+        .path = "training.generation.new_tokens",
+        .type = K::integer,
+        .min = 1,
+        .max = 65'536,
+        .unit = "tokens",
+        .default_value = "128",
+        .models = "tokens generated per sequence: the prefill makes the first, one decode "
+                  "forward each of the rest",
+    },
+    ScenarioKey{
+        .path = "training.generation.keep_unsharded",
+        .type = K::boolean,
+        .default_value = "false",
+        .models = "true: set_reshard_after_forward(False) for the call, reshard() after "
+                  "it (each group all-gathered once per call, not once per forward)",
+    },
+    ScenarioKey{
+        .path = "training.generation.kv_cache",
+        .type = K::choice,
+        .choices = "dynamic, preallocated",
+        .default_value = "dynamic",
+        .models = "Hugging Face's DynamicCache (torch.cat per step) or a preallocated "
+                  "StaticCache of prompt + new tokens",
+    },
     // ---------------------------------------------------------------- fsdp
     ScenarioKey{"fsdp", K::section, 0, 0, "", "", "", "the FSDP configuration"},
     ScenarioKey{.path = "fsdp.api",

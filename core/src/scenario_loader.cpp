@@ -519,6 +519,13 @@ TrainingSpec read_training(ConfigReader& r) {
     if (*autocast == "bf16") t.autocast = DType::bf16;
     if (*autocast == "fp16") t.autocast = DType::fp16;
   }
+  GenerationSpec& g = t.generation;
+  set_if(read_int(r, "training.generation.calls"), g.calls);
+  set_if(read_int(r, "training.generation.batch"), g.batch);
+  set_if(read_int(r, "training.generation.prompt_tokens"), g.prompt_tokens);
+  set_if(read_int(r, "training.generation.new_tokens"), g.new_tokens);
+  set_if(r.get_bool("training.generation.keep_unsharded"), g.keep_unsharded);
+  set_if(read_choice<KvCache>(r, "training.generation.kv_cache"), g.kv_cache);
   return t;
 }
 
@@ -784,6 +791,62 @@ void check_mixed_precision(ConfigReader& r, const Scenario& s) {
   }
 }
 
+// Generation runs the model's own blocks on its prompts: it needs a transformer's shapes, and the
+// same integer bounds as a training micro-batch.
+void check_generation(ConfigReader& r, const Scenario& s) {
+  const GenerationSpec& g = s.training.generation;
+  if (!r.has("training.generation")) return;
+  if (s.model.family != ModelFamily::transformer) {
+    r.add_problem("training.generation",
+                  "generates with a transformer's blocks and KV cache; model.family custom has "
+                  "no attention shapes",
+                  "a transformer model, or remove training.generation");
+    return;
+  }
+  // keep_unsharded restores each module's setting with set_reshard_after_forward, which takes
+  // only a bool (FSDPModule.set_reshard_after_forward raises on an int).
+  if (g.keep_unsharded && s.fsdp.api == FsdpApi::fsdp2 &&
+      s.fsdp.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
+    r.add_problem("training.generation.keep_unsharded",
+                  fmt::format("cannot give the blocks back reshard_after_forward: {} after the "
+                              "call: PyTorch's set_reshard_after_forward refuses it "
+                              "(\"reshard_after_forward should be a bool, got <class 'int'>\")",
+                              s.fsdp.reshard_after_forward.size),
+                  "false, or fsdp.reshard_after_forward: true or false");
+  }
+  constexpr std::int64_t kMaxTokens = std::int64_t{1} << 27;
+  const std::int64_t positions = g.prompt_tokens + g.new_tokens;
+  if (g.batch * positions > kMaxTokens) {
+    r.add_problem("training.generation.batch",
+                  fmt::format("batch {} × (prompt {} + new {} tokens) = {} cached positions",
+                              format_count(g.batch), format_count(g.prompt_tokens),
+                              format_count(g.new_tokens), format_count(g.batch * positions)),
+                  fmt::format("at most {} positions per call", format_count(kMaxTokens)));
+  }
+  const auto& c = s.model.transformer;
+  // Every forward of every call is lowered op by op (a few ops per block): bound the total so a
+  // scenario cannot ask for billions of ops.
+  constexpr double kMaxBlockForwards = 2e6;
+  const double block_forwards = static_cast<double>(s.training.iterations) *
+                                static_cast<double>(g.calls) * static_cast<double>(g.new_tokens) *
+                                static_cast<double>(c.layers);
+  if (block_forwards > kMaxBlockForwards) {
+    r.add_problem(
+        "training.generation.new_tokens",
+        fmt::format("iterations {} × calls {} × new tokens {} × {} blocks = {:.3g} block "
+                    "forwards to simulate",
+                    s.training.iterations, g.calls, g.new_tokens, c.layers, block_forwards),
+        "at most 2,000,000: fewer new_tokens, calls or training.iterations");
+  }
+  if (c.pos_emb == PosEmbedding::learned && c.max_seq > 0 && positions > c.max_seq) {
+    r.add_problem("training.generation.new_tokens",
+                  fmt::format("prompt {} + new {} tokens is longer than the learned position "
+                              "table ({} positions)",
+                              g.prompt_tokens, g.new_tokens, c.max_seq),
+                  fmt::format("prompt_tokens + new_tokens at most model.max_seq = {}", c.max_seq));
+  }
+}
+
 }  // namespace
 
 Scenario read_scenario(const ConfigTree& tree, const std::string& file,
@@ -839,6 +902,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                   "reshards the output head the chunked loss applies after forward",
                   "false, or training.loss: upcast_fp32 or fused");
   }
+  check_generation(r, s);
   // Each factor is bounded by the key table; their product must also stay within what lowering's
   // integer arithmetic (tokens × hidden × bytes per element) holds.
   constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;

@@ -49,10 +49,11 @@ constexpr EnumNames<OpKind, 19> kOpKinds{{{{OpKind::copy_in, "copy_in"},
                                            {OpKind::state_dict, "state_dict"},
                                            {OpKind::other, "other"}}}};
 
-constexpr EnumNames<Phase, 4> kPhases{{{{Phase::forward, "forward"},
-                                        {Phase::backward, "backward"},
-                                        {Phase::optimizer, "optimizer"},
-                                        {Phase::checkpoint, "checkpoint"}}}};
+constexpr EnumNames<Phase, kPhaseCount> kPhases{{{{Phase::forward, "forward"},
+                                                  {Phase::backward, "backward"},
+                                                  {Phase::optimizer, "optimizer"},
+                                                  {Phase::checkpoint, "checkpoint"},
+                                                  {Phase::generation, "generation"}}}};
 
 constexpr EnumNames<BufferCategory, 13> kCategories{
     {{{BufferCategory::sharded_params, "sharded_params"},

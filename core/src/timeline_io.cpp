@@ -52,7 +52,7 @@ void sort_timeline_ops(std::vector<TimelineOp>& ops) {
 
 MemoryPeaks peaks_from_samples(const Timeline& t) {
   MemoryPeaks peaks;
-  peaks.allocated_by_phase.assign(4, 0);
+  peaks.allocated_by_phase.assign(kPhaseCount, 0);
   std::unordered_map<OpId, Phase> phase_of;  // by schedule op id
   for (const auto& op : t.ops) {
     if (op.op >= 0) phase_of[op.op] = op.phase;
@@ -308,9 +308,12 @@ class TimelineReader {
       t_.peaks.allocated = peak("allocated");
       t_.peaks.reserved = peak("reserved");
       t_.peaks.allocated_by_phase = json_integers<Bytes>(p.at("allocated_by_phase"));
-      if (t_.peaks.allocated_by_phase.size() != 4)
+      // Timelines written before the generation phase have four entries: it was 0 there.
+      if (t_.peaks.allocated_by_phase.size() == kPhaseCount - 1)
+        t_.peaks.allocated_by_phase.push_back(0);
+      if (t_.peaks.allocated_by_phase.size() != kPhaseCount)
         problem("peaks.allocated_by_phase", "needs one entry per phase",
-                "forward, backward, optimizer, checkpoint");
+                "forward, backward, optimizer, checkpoint, generation");
     });
   }
 

@@ -66,18 +66,19 @@ Bytes dropout_bytes(const BlockShape& b, std::int64_t sites, std::int64_t elemen
 // gradient, dQ = dS·k, dK = dSᵀ·q.
 void math_attention(KernelSet& out, const BlockShape& b, bool backward) {
   const TransformerConfig& c = b.config;
-  const std::int64_t s = b.seq_len, d = c.head_dim(), heads = b.micro_batch * c.heads;
-  const std::int64_t probs = heads * s * s;
+  const std::int64_t s = b.seq_len, kv = b.keys(), d = c.head_dim(),
+                     heads = b.micro_batch * c.heads;
+  const std::int64_t probs = heads * s * kv;
   const Bytes e = bytes_per_element(b.dtype);
   const auto gemm = [&](const char* label, std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
                         bool tb) {
     out.push_back({label, 1, Gemm{m, n, k, heads, ta, tb, b.dtype, b.dtype}});
   };
   if (!backward) {
-    gemm("attention.scores", s, s, d, false, true);
+    gemm("attention.scores", s, kv, d, false, true);
     out.push_back(
         {"attention.mask+softmax", 1, MemoryBound{probs * 4 * e + dropout_bytes(b, 1, probs), 0}});
-    gemm("attention.pv", s, d, s, false, false);
+    gemm("attention.pv", s, d, kv, false, false);
     return;
   }
   gemm("attention.pv.dgrad", s, s, d, false, true);
@@ -91,8 +92,8 @@ void math_attention(KernelSet& out, const BlockShape& b, bool backward) {
 Kernel attention(const BlockShape& b, bool backward) {
   const TransformerConfig& c = b.config;
   return {backward ? "attention.backward" : "attention", 1,
-          Attention{b.micro_batch, c.heads, c.kv_heads, b.seq_len, b.seq_len, c.head_dim(), true,
-                    backward, b.dtype}};
+          Attention{b.micro_batch, c.heads, c.kv_heads, b.seq_len, b.keys(), c.head_dim(),
+                    b.causal(), backward, b.dtype}};
 }
 
 // The MLP activation's forward traffic: SwiGLU's silu and product (5 accesses per element), a

@@ -21,8 +21,13 @@ struct BlockShape {
   // Under autocast, the dtype the weights are cast from (per use in forward, the weight gradient
   // back to it in backward); unset when the weights are already in `dtype`.
   std::optional<DType> cast_from;
+  // The positions each token attends to: 0 for seq_len (training, prefill); a decode step's one
+  // token (seq_len 1) attends to the whole KV cache, unmasked.
+  std::int64_t kv_len = 0;
 
   std::int64_t tokens() const { return micro_batch * seq_len; }
+  std::int64_t keys() const { return kv_len > 0 ? kv_len : seq_len; }
+  bool causal() const { return keys() == seq_len; }
 };
 
 /// Projections that read a norm's output (each casts its own copy under autocast): Llama-style

@@ -154,6 +154,22 @@ def device_mesh(settings: FsdpSettings, device_type: str):
     return init_device_mesh(device_type, (shard,), mesh_dim_names=("shard",))
 
 
+def root_reshard_literal(s: FsdpSettings):
+    """The root's reshard_after_forward: False (torchtitan's, and FSDP2's own choice for the
+    root) unless fsdp.reshard_root_after_forward."""
+    return s.reshard_literal() if s.reshard_root_after_forward else False
+
+
+def restore_reshard_after_forward(model: nn.Module, s: FsdpSettings) -> None:
+    """Each FSDP module's reshard_after_forward as apply_fsdp2 set it, after a
+    set_reshard_after_forward(False) (training.generation.keep_unsharded)."""
+    inner = getattr(model, "module", model)
+    heads = list(inner.layers[:: s.blocks_per_group])
+    for i, head in enumerate(heads):
+        head.set_reshard_after_forward(s.reshard_literal(last=i == len(heads) - 1), recurse=False)
+    model.set_reshard_after_forward(root_reshard_literal(s), recurse=False)
+
+
 def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device_type: str,
                 mesh=None):
     from torch.distributed.fsdp import (CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy,
@@ -175,11 +191,8 @@ def apply_fsdp2(model: nn.Module, blocks: nn.ModuleList, s: FsdpSettings, device
         fully_shard(group if len(group) > 1 else group[0], mesh=mesh, mp_policy=mp,
                     offload_policy=offload,
                     reshard_after_forward=s.reshard_literal(last=i == len(groups) - 1))
-    root_reshard = False
-    if s.reshard_root_after_forward:
-        root_reshard = s.reshard_literal()
     fully_shard(model, mesh=mesh, mp_policy=root_mp, offload_policy=offload,
-                reshard_after_forward=root_reshard)
+                reshard_after_forward=root_reshard_literal(s))
     heads = [group[0] for group in groups]
     for i, head in enumerate(heads):
         if s.forward_prefetch_modules > 0:

@@ -132,8 +132,10 @@ class Block(nn.Module):
             self.fc2 = nn.Linear(f, h, bias=bias)
         self.attention = attention
 
-    def attend(self, x, freqs_cis):
-        """torchtitan 0.2.2's Attention.forward (sdpa): GQA through enable_gqa, no repeat."""
+    def attend(self, x, freqs_cis, cache=None):
+        """torchtitan 0.2.2's Attention.forward (sdpa): GQA through enable_gqa, no repeat. With
+        a KV cache (generation), this forward's keys and values join the cached ones and the
+        queries attend to all of them (unmasked for a single decode position)."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         b, s, _ = x.shape
@@ -145,8 +147,10 @@ class Block(nn.Module):
         if self.rotary:
             q, k = apply_rope(q, k, freqs_cis)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if cache is not None:
+            k, v = cache.update(k, v)
         with sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[self.attention])):
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=q.shape[2] == k.shape[2],
                                                enable_gqa=self.kv_heads != self.heads)
         return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
 
@@ -155,9 +159,34 @@ class Block(nn.Module):
             return self.w2(F.silu(self.w1(x)) * self.w3(x))
         return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
 
-    def forward(self, x, freqs_cis=None):
-        x = x + self.attend(self.attention_norm(x), freqs_cis)
+    def forward(self, x, freqs_cis=None, cache=None):
+        x = x + self.attend(self.attention_norm(x), freqs_cis, cache)
         return x + self.mlp(self.ffn_norm(x))
+
+
+class KVCache:
+    """One block's keys and values: Hugging Face's DynamicCache (torch.cat per forward) or a
+    StaticCache preallocated for `positions` (training.generation.kv_cache)."""
+
+    def __init__(self, kind: str = "dynamic", positions: int = 0):
+        self.kind, self.positions = kind, positions
+        self.k = self.v = None
+        self.length = 0
+
+    def update(self, k, v):
+        s = k.shape[2]
+        if self.kind == "dynamic":
+            self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
+            self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
+        else:
+            if self.k is None:
+                shape = (k.shape[0], k.shape[1], self.positions, k.shape[3])
+                self.k = k.new_zeros(shape)
+                self.v = v.new_zeros(shape)
+            self.k[:, :, self.length : self.length + s] = k
+            self.v[:, :, self.length : self.length + s] = v
+        self.length += s
+        return self.k[:, :, : self.length], self.v[:, :, : self.length]
 
 
 class Transformer(nn.Module):
@@ -196,22 +225,48 @@ class Transformer(nn.Module):
     def head_weight(self):
         return self.tok_embeddings.weight if self.output is None else self.output.weight
 
-    def forward(self, tokens, labels=None):
+    def forward(self, tokens, labels=None, caches=None):
         """The logits, as torchtitan's model returns them; under a chunked loss the final
         hidden states (the loss applies the head per chunk, as Liger's does); with
-        loss_in_forward, the loss of `labels`."""
+        loss_in_forward, the loss of `labels`. With `caches` (generation, one KVCache per
+        block), the tokens follow the cached positions and only the last position's logits are
+        made (Hugging Face's logits_to_keep=1)."""
         x = self.tok_embeddings(tokens)
+        start = caches[0].length if caches else 0
+        end = start + tokens.shape[1]
         freqs_cis = None
         if self.shape.pos_emb == "learned":
-            x = x + self.pos_embeddings(torch.arange(tokens.shape[1], device=tokens.device))
+            x = x + self.pos_embeddings(torch.arange(start, end, device=tokens.device))
         else:  # torchtitan keeps the table as a buffer; computed here, shared by the blocks
-            freqs_cis = rope_frequencies(self.shape.hidden // self.shape.heads, tokens.shape[1],
-                                         tokens.device)
-        for layer in self.layers:
-            x = layer(x, freqs_cis)
+            freqs_cis = rope_frequencies(self.shape.hidden // self.shape.heads, end,
+                                         tokens.device)[start:]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, freqs_cis) if caches is None else layer(x, freqs_cis, cache=caches[i])
+        if caches is not None:
+            x = x[:, -1:]
         x = self.norm(x)
-        out = x if self.loss == "chunked" else F.linear(x, self.head_weight())
+        # A chunked loss applies the head itself; generation always makes the logits.
+        chunked = self.loss == "chunked" and caches is None
+        out = x if chunked else F.linear(x, self.head_weight())
         return self.compute_loss(out, labels) if self.loss_in_forward else out
+
+    def generate(self, input_ids, max_new_tokens: int, min_new_tokens: int | None = None,
+                 cache_implementation: str | None = None):
+        """Greedy generation as Hugging Face's generate runs it, with its call signature: a
+        prefill of the prompts, then one forward per further new token (every sequence runs all
+        max_new_tokens: no end-of-sequence token), each through the model's forward, so FSDP's
+        hooks run per forward; register_fsdp_forward_method(model, "generate") wraps the whole
+        call in the root's hooks. cache_implementation "static" preallocates the KV cache
+        (StaticCache); otherwise it grows per forward (DynamicCache)."""
+        positions = input_ids.shape[1] + max_new_tokens
+        kind = "preallocated" if cache_implementation == "static" else "dynamic"
+        caches = [KVCache(kind, positions) for _ in self.layers]
+        tokens, out = input_ids, []
+        for _ in range(max_new_tokens):
+            logits = self(tokens, caches=caches)
+            tokens = logits[:, -1, :].float().argmax(-1, keepdim=True)
+            out.append(tokens)
+        return torch.cat(out, dim=1)
 
     def compute_loss(self, out, labels):
         """The loss of forward's output, outside forward as torchtitan's train step runs it: the

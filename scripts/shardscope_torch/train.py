@@ -24,6 +24,13 @@ class TrainingSettings:
     autocast: str = ""  # "" or a dtype name
     loss: str = "upcast_fp32"
     activation_checkpointing: str = "none"
+    # training.generation: calls of the registered generate before each step (FSDP2)
+    generation_calls: int = 0
+    generation_batch: int = 1
+    prompt_tokens: int = 512
+    new_tokens: int = 128
+    keep_unsharded: bool = False
+    kv_cache: str = "dynamic"
 
     @staticmethod
     def from_keys(keys: dict[str, str]) -> "TrainingSettings":
@@ -37,6 +44,12 @@ class TrainingSettings:
             else keys["training.autocast"],
             loss=keys.get("training.loss", "upcast_fp32"),
             activation_checkpointing=keys.get("training.activation_checkpointing", "none"),
+            generation_calls=int(keys.get("training.generation.calls", 0)),
+            generation_batch=int(keys.get("training.generation.batch", 1)),
+            prompt_tokens=int(keys.get("training.generation.prompt_tokens", 512)),
+            new_tokens=int(keys.get("training.generation.new_tokens", 128)),
+            keep_unsharded=keys.get("training.generation.keep_unsharded", "false") == "true",
+            kv_cache=keys.get("training.generation.kv_cache", "dynamic"),
         )
 
 
@@ -45,6 +58,37 @@ def build_optimizer(model, name: str):
         return torch.optim.SGD(model.parameters(), lr=1e-2)
     cls = torch.optim.Adam if name == "adam" else torch.optim.AdamW
     return cls(model.parameters(), lr=1e-3, foreach=True)
+
+
+def generate(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: torch.device,
+             gen: torch.Generator) -> None:
+    """training.generation: t.generation_calls calls of the model's generate, registered with
+    register_fsdp_forward_method, under no_grad and the step's autocast (an RL rollout before
+    the step). keep_unsharded:
+    set_reshard_after_forward(False) for the call, then reshard() on every FSDP module and the
+    settings the model was sharded with back."""
+    from torch.distributed.fsdp import FSDPModule, register_fsdp_forward_method
+
+    from .fsdp import restore_reshard_after_forward
+
+    if not getattr(model, "_generate_registered", False):  # once: a second wrap nests the hooks
+        register_fsdp_forward_method(model, "generate")
+        model._generate_registered = True
+    for _ in range(t.generation_calls):
+        prompts = torch.randint(0, vocab, (t.generation_batch, t.prompt_tokens),
+                                generator=gen).to(device)
+        if t.keep_unsharded:
+            model.set_reshard_after_forward(False)
+        autocast = (torch.autocast(device.type, dtype=DTYPES[t.autocast]) if t.autocast
+                    else contextlib.nullcontext())
+        with torch.no_grad(), autocast:  # under the step's autocast, as shardscope prices it
+            model.generate(prompts, max_new_tokens=t.new_tokens, min_new_tokens=t.new_tokens,
+                           cache_implementation="static" if t.kv_cache == "preallocated" else None)
+        if t.keep_unsharded:
+            for module in model.modules():
+                if isinstance(module, FSDPModule):
+                    module.reshard()
+            restore_reshard_after_forward(model, fsdp)
 
 
 def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: torch.device,
@@ -58,6 +102,9 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
     losses = []
     for it in range(t.iterations):
         total = 0.0
+        if t.generation_calls > 0:
+            phases("generation", it, 0)
+            generate(model, fsdp, t, vocab, device, gen)
         for mb in range(t.grad_accum):
             last = mb == t.grad_accum - 1
             tokens = torch.randint(0, vocab, (t.micro_batch, t.seq_len), generator=gen).to(device)

@@ -166,7 +166,7 @@ std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& sched
     bool priced = true;
     for (OpId id : s.ops) {
       const auto terms = costs.compute_terms(schedule, schedule.ops[static_cast<std::size_t>(id)]);
-      if (!terms) {
+      if (!terms || costs.bandwidth_bound(*terms)) {  // the fit is of the compute-bound terms
         priced = false;
         break;
       }

@@ -71,7 +71,7 @@ void CostModel::apply(const Calibration& c) {
   }
 }
 
-TimeNs CostModel::time_of(const ComputeTerms& t) const {
+double CostModel::flop_seconds(const ComputeTerms& t) const {
   double seconds = 0;
   const double size = compute_.half_efficiency_flops;
   if (t.matmul > 0) {
@@ -81,6 +81,20 @@ TimeNs CostModel::time_of(const ComputeTerms& t) const {
     seconds += t.attention /
                (peak_ * cluster_.gpu.attention_efficiency * t.attention / (t.attention + size));
   }
+  return seconds;
+}
+
+double CostModel::operand_seconds(const ComputeTerms& t) const {
+  return static_cast<double>(t.operand_bytes) /
+         (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
+}
+
+bool CostModel::bandwidth_bound(const ComputeTerms& t) const {
+  return operand_seconds(t) > flop_seconds(t);
+}
+
+TimeNs CostModel::time_of(const ComputeTerms& t) const {
+  double seconds = std::max(flop_seconds(t), operand_seconds(t));
   if (t.memory_bytes > 0) {
     seconds += static_cast<double>(t.memory_bytes) /
                (cluster_.gpu.hbm_bandwidth * compute_.hbm_efficiency);
@@ -108,6 +122,9 @@ ComputeTerms CostModel::profiled_terms(const Schedule& s, const Op& op) const {
     t.memory_bytes += rest.memory_bytes;
   }
   t.matmul = std::max(0.0, rest_flops - t.attention);
+  for (const Kernel& k : op_kernels(s, op)) {
+    if (!measured_time(*profile_, k)) t.operand_bytes += kernel_operand_bytes(k);
+  }
   if (rest_flops > 0 || t.memory_bytes > 0) t.fixed += compute_.kernel_floor;
   return t;
 }
@@ -123,7 +140,8 @@ std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op
     case OpKind::recompute:
       if (profile_ && op.kernels != kNone) return profiled_terms(s, op);
       return ComputeTerms{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
-                          op.attention_flops, op.bytes};
+                          op.attention_flops, op.bytes,
+                          op.kernels == kNone ? 0 : kernel_set_operand_bytes(op_kernels(s, op))};
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:

@@ -132,6 +132,9 @@ void check_torchtitan(const Scenario& s) {
   need(f.comm_buffer_pool == CommBufferPool::caching_allocator, "fsdp.comm_buffer_pool",
        "process_group", "torchtitan has no key for set_allocate_memory_from_process_group_for_comm",
        "caching_allocator");
+  need(s.training.generation.calls == 0, "training.generation.calls",
+       std::to_string(s.training.generation.calls), "torchtitan's trainer has no generation step",
+       "0");
   need(s.training.optimizer != Optimizer::sgd, "training.optimizer", "sgd",
        "torchtitan builds Adam or AdamW", "adamw or adam");
   need(!s.training.autocast, "training.autocast", "set",

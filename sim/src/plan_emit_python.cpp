@@ -67,10 +67,16 @@ std::string preamble(EmitTarget target, const Scenario& s, const EmitContext& c)
       "    model = apply_fsdp(model, {})\n"
       "    optimizer = build_optimizer(model)\n"
       "    for micro_batches in loader:  # GRAD_ACCUM micro-batches of MICRO_BATCH sequences\n"
+      "{}"
       "        train_step(model, optimizer, micro_batches)\n"
       "{}Each micro-batch is a dict of \"input_ids\" and \"labels\" of shape (MICRO_BATCH, "
       "SEQ_LEN);\nthe model returns {}.\n\"\"\"\n",
       s.cluster.world_size(), is_fsdp2(target) ? "model.layers" : "MyBlock",
+      s.training.generation.calls > 0
+          ? "        for _ in range(GENERATION_CALLS):  # prompts: (GENERATION_BATCH, "
+            "PROMPT_TOKENS)\n"
+            "            rollout(model, next(prompts))\n"
+          : "",
       is_fsdp2(target) ? "`model.layers` is the nn.ModuleList of transformer blocks in forward "
                          "order.\n"
                        : "`MyBlock` is the transformer block class.\n",
@@ -99,9 +105,12 @@ std::string imports(EmitTarget target, const Scenario& s, bool mesh) {
                "    apply_activation_checkpointing,\n    checkpoint_wrapper,\n)\n";
   if (mesh) out += "from torch.distributed.device_mesh import init_device_mesh\n";
   if (is_fsdp2(target)) {
-    out +=
-        "from torch.distributed.fsdp import (\n    CPUOffloadPolicy,\n    MixedPrecisionPolicy,\n"
-        "    OffloadPolicy,\n    fully_shard,\n)\n";
+    const bool generating = s.training.generation.calls > 0;
+    out += fmt::format(
+        "from torch.distributed.fsdp import (\n    CPUOffloadPolicy,\n{}    MixedPrecisionPolicy,\n"
+        "    OffloadPolicy,\n    fully_shard,\n{})\n",
+        generating ? "    FSDPModule,\n" : "",
+        generating ? "    register_fsdp_forward_method,\n" : "");
   } else {
     out +=
         "from torch.distributed.fsdp import (\n    BackwardPrefetch,\n    CPUOffload,\n"
@@ -162,6 +171,14 @@ std::string constants(EmitTarget target, const Scenario& s) {
     out +=
         fmt::format("ALL_REDUCE = \"{}\"  # HSDP all-reduce every_microbatch or last_microbatch\n",
                     to_string(f.requires_all_reduce));
+  if (const auto& g = t.generation; g.calls > 0) {
+    out += fmt::format(
+        "GENERATION_CALLS = {}  # rollout(model, prompts) calls before each train_step\n"
+        "GENERATION_BATCH = {}  # prompts per call per GPU\n"
+        "PROMPT_TOKENS = {}  # tokens per prompt\n"
+        "NEW_TOKENS = {}  # tokens generated per prompt (the plan prices all: no early stop)\n",
+        g.calls, g.batch, g.prompt_tokens, g.new_tokens);
+  }
   return out + "\n\n";
 }
 
@@ -294,6 +311,49 @@ std::string optimizer_function(const Scenario& s) {
       "    # {}: the optimizer states the plan's memory counts.\n"
       "    return {}\n\n\n",
       to_string(s.training.optimizer), make);
+}
+
+// training.generation: one call of the registered generate, as the plan prices it.
+std::string rollout_function(const Scenario& s) {
+  const auto& g = s.training.generation;
+  if (g.calls == 0) return {};
+  std::string out =
+      "def rollout(model, prompts):\n"
+      "    \"\"\"One generation call (GENERATION_CALLS before each train_step): the model's "
+      "generate\n"
+      "    (Hugging Face's), registered in apply_fsdp, under no_grad. Returns the new "
+      "tokens.\"\"\"\n"
+      "    assert prompts.shape == (GENERATION_BATCH, PROMPT_TOKENS)\n";
+  if (g.keep_unsharded)
+    out += "    model.set_reshard_after_forward(False)  # each group gathered once per call\n";
+  // Under the training step's autocast, as the plan prices it.
+  const std::string autocast =
+      s.training.autocast
+          ? fmt::format(", torch.autocast(DEVICE, dtype={})", torch_dtype(*s.training.autocast))
+          : "";
+  out += fmt::format(
+      "    with torch.no_grad(){}:\n"
+      "        tokens = model.generate(\n"
+      "            prompts, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS{}\n"
+      "        )\n",
+      autocast, g.kv_cache == KvCache::preallocated ? ", cache_implementation=\"static\"" : "");
+  if (g.keep_unsharded) {
+    out += fmt::format(
+        "    for module in model.modules():\n"
+        "        if isinstance(module, FSDPModule):\n"
+        "            module.reshard()\n"
+        "    # The plan's settings back for training.\n"
+        "    blocks = [m for m in model.modules() if isinstance(m, FSDPModule) and m is not "
+        "model]\n"
+        "    last = (len(blocks) - 1) // BLOCKS_PER_GROUP\n"
+        "    for i, block in enumerate(blocks):\n"
+        "        keep = RESHARD_LAST_AFTER_FORWARD if i // BLOCKS_PER_GROUP == last else "
+        "RESHARD_AFTER_FORWARD\n"
+        "        block.set_reshard_after_forward(keep, recurse=False)\n"
+        "    model.set_reshard_after_forward({}, recurse=False)\n",
+        root_reshard_literal(s.fsdp));
+  }
+  return out + "    return tokens\n\n\n";
 }
 
 std::string train_step(EmitTarget target, const Scenario& s) {
@@ -451,6 +511,10 @@ std::string apply_fsdp2(const Scenario& s) {
         "\n"
         "    for module in [*heads, model]:\n"
         "        module.set_custom_all_gather(PersistentAllGather())\n";
+  if (s.training.generation.calls > 0)
+    out +=
+        "    # training.generation: generate runs FSDP's root hooks around the whole call.\n"
+        "    register_fsdp_forward_method(model, \"generate\")\n";
   if (f.comm_buffer_pool == CommBufferPool::process_group)
     out +=
         "    # fsdp.comm_buffer_pool: process_group. All-gather outputs and reduce-scatter "
@@ -539,6 +603,7 @@ std::string emit_python(EmitTarget target, const Scenario& s, const EmitContext&
   out += fsdp2 ? apply_fsdp2(s) : apply_fsdp1(s);
   out += loss_function(target, s);
   out += optimizer_function(s);
+  if (fsdp2) out += rollout_function(s);
   out += train_step(target, s);
   return out;
 }

@@ -60,6 +60,11 @@ def case(name: str, target: str, nodes: int, gpus_per_node: int, *plan_args: str
             "world": nodes * gpus_per_node, "args": list(plan_args), "refused": refused}
 
 
+def generation(**keys) -> list[str]:
+    """--set arguments of training.generation.<key>=<value>."""
+    return [a for k, v in keys.items() for a in ("--set", f"training.generation.{k}={v}")]
+
+
 def all_cases() -> list[dict]:
     one = "--fix fsdp.separate_reduce_scatter_group=false".split()  # see fsdp2-separate-rs
     return [
@@ -73,7 +78,8 @@ def all_cases() -> list[dict]:
              "--fix", "allocator.expandable_segments=true", "--fix", "training.micro_batch=2",
              "--set", "fsdp.requires_gradient_sync=last_microbatch",
              "--set", "fsdp.post_optim_event=true", "--set", "fsdp.reshard_after_backward=false",
-             "--set", "fsdp.comm_buffer_pool=process_group"),
+             "--set", "fsdp.comm_buffer_pool=process_group",
+             *generation(calls=2, batch=2, prompt_tokens=4, new_tokens=3)),
         case("fsdp2-hsdp-groups-offload-autocast", "fsdp2", 2, 2, *one,
              "--fix", "fsdp.mesh.shard=2", "--fix", "fsdp.cpu_offload.params=true",
              "--fix", "fsdp.wrap.blocks_per_group=2",
@@ -83,7 +89,9 @@ def all_cases() -> list[dict]:
              "--set", "fsdp.is_last_backward=last_microbatch",
              "--set", "fsdp.reshard_root_after_forward=true",
              "--set", "fsdp.requires_all_reduce=last_microbatch",
-             "--set", "fsdp.cpu_offload.pin_memory=false"),
+             "--set", "fsdp.cpu_offload.pin_memory=false",
+             *generation(calls=1, batch=1, prompt_tokens=5, new_tokens=2, keep_unsharded="true",
+                         kv_cache="preallocated")),
         case("fsdp2-int-reshard", "fsdp2", 2, 2, *one,
              "--fix", "fsdp.mesh.shard=4", "--fix", "fsdp.reshard_after_forward=2", "--fix", "training.activation_checkpointing=full",
              "--fix", "training.loss=upcast_fp32", "--fix", "fsdp.mixed_precision.reduce_dtype=fp32",
@@ -220,8 +228,8 @@ def build_model(module, chunked: bool):
     from shardscope_torch.model import Transformer
 
     class Model(Transformer):
-        def forward(self, tokens, labels=None):
-            out = super().forward(tokens)
+        def forward(self, tokens, labels=None, caches=None):  # caches: the rollout's generate
+            out = super().forward(tokens, caches=caches)
             return out if labels is None else module.chunked_loss(self.head_weight(), out, labels)
 
     return Model(TINY_LLAMA, loss="chunked" if chunked else "upcast_fp32")
@@ -449,7 +457,13 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
         optimizer = module.build_optimizer(model)
         before = local_parameters(model)
         gen = torch.Generator().manual_seed(1)
+        generated, reshard_settings, registered = record_generation(module, model)
         for _ in range(STEPS):
+            for _ in range(getattr(module, "GENERATION_CALLS", 0)):
+                prompts = torch.randint(0, TINY_LLAMA.vocab,
+                                        (module.GENERATION_BATCH, module.PROMPT_TOKENS),
+                                        generator=gen).to(device)
+                module.rollout(model, prompts)
             batches = [{k: torch.randint(0, TINY_LLAMA.vocab, (module.MICRO_BATCH, module.SEQ_LEN),
                                          generator=gen).to(device)
                         for k in ("input_ids", "labels")}
@@ -471,6 +485,7 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
         "none" if autocast == {"none"} else dtype_key(autocast.pop()) if len(autocast) == 1
         else str(autocast))
     settings["training.optimizer"] = type(optimizer).__name__.lower()
+    settings.update(generation_settings(generated, reshard_settings, registered))
     settings["allocator.expandable_segments"] = str(expandable).lower()
     if c["target"] == "fsdp2":
         settings["fsdp.post_optim_event"] = str(len(post_optim_events) == STEPS).lower()
@@ -483,6 +498,48 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
         if schedule is not None:
             settings[key] = schedule
     return {"losses": losses, "unchanged": unchanged, "settings": settings}
+
+
+def record_generation(module, model) -> tuple[list, list, bool]:
+    """Records the emitted rollout's calls of model.generate (prompt and output shapes, the cache
+    asked for) and of set_reshard_after_forward; whether apply_fsdp registered generate with
+    register_fsdp_forward_method (its wrapper keeps the original as __wrapped__)."""
+    generated, reshard_settings = [], []
+    if not hasattr(module, "rollout"):
+        return generated, reshard_settings, False
+    registered = getattr(model.generate, "__wrapped__", None) is not None
+    generate, set_reshard = model.generate, model.set_reshard_after_forward
+
+    def recording_generate(prompts, **kwargs):
+        out = generate(prompts, **kwargs)
+        generated.append((list(prompts.shape), list(out.shape),
+                          kwargs.get("cache_implementation")))
+        return out
+
+    def recording_set_reshard(value, recurse=True):
+        reshard_settings.append(value)
+        return set_reshard(value, recurse=recurse)
+
+    model.generate = recording_generate
+    model.set_reshard_after_forward = recording_set_reshard
+    return generated, reshard_settings, registered
+
+
+def generation_settings(generated: list, reshard_settings: list, registered: bool) -> dict:
+    """training.generation.* as the live run did it (nothing when the plan does not generate)."""
+    if not generated:
+        return {}
+    (batch, prompt), (_, new), cache = generated[0]
+    return {
+        "training.generation.calls": str(len(generated) // STEPS) if registered
+        else "generate not registered with register_fsdp_forward_method",
+        "training.generation.batch": str(batch),
+        "training.generation.prompt_tokens": str(prompt),
+        "training.generation.new_tokens": str(new),
+        "training.generation.keep_unsharded": str(bool(reshard_settings)
+                                                  and reshard_settings[0] is False).lower(),
+        "training.generation.kv_cache": "preallocated" if cache == "static" else "dynamic",
+    }
 
 
 def run_rank(rank: int, world: int, port: int, cases: list[dict], paths: dict[str, str],

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/error.hpp"
 #include "shardscope/core/output_file.hpp"
 #include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/pipeline.hpp"
@@ -56,6 +57,40 @@ TEST(PlanEmit, EverySearchedKnobChangesTheEmittedCode) {
         EXPECT_NE(files[i], files[0]) << values[i] << " and " << values[0] << " emit the same code";
     }
     EXPECT_GT(knobs, 0);
+  }
+}
+
+// training.generation is written where PyTorch can say it: the fsdp2 module registers generate
+// and gives a rollout() of the plan's shapes (the emitted-plan oracle runs it); torchtitan's
+// trainer has no generation step, so that target refuses it.
+TEST(PlanEmit, GenerationIsEmittedForFsdp2AndRefusedByTorchtitan) {
+  const std::string generating =
+      "training.generation.calls=3,training.generation.batch=4,"
+      "training.generation.prompt_tokens=16,training.generation.new_tokens=8,"
+      "training.generation.keep_unsharded=true,training.generation.kv_cache=preallocated";
+  std::vector<std::string> overrides;
+  for (std::string_view rest = generating; !rest.empty();) {
+    const auto comma = rest.find(',');
+    overrides.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  const Scenario s =
+      scenario_from_text("model: {preset: tiny}\ntraining: {seq_len: 256}\n", overrides);
+  const std::string code = emit_plan(EmitTarget::fsdp2, s, {});
+  for (const char* line : {"GENERATION_CALLS = 3", "GENERATION_BATCH = 4", "PROMPT_TOKENS = 16",
+                           "NEW_TOKENS = 8", "register_fsdp_forward_method(model, \"generate\")",
+                           "def rollout(model, prompts):", "model.set_reshard_after_forward(False)",
+                           "cache_implementation=\"static\"", "module.reshard()"})
+    EXPECT_NE(code.find(line), std::string::npos) << line;
+  const std::string plain =
+      emit_plan(EmitTarget::fsdp2, scenario_from_text("model: {preset: tiny}\n"), {});
+  EXPECT_EQ(plain.find("rollout"), std::string::npos);
+  EXPECT_EQ(plain.find("register_fsdp_forward_method"), std::string::npos);
+  try {
+    (void)emit_plan(EmitTarget::torchtitan, s, {});
+    ADD_FAILURE() << "torchtitan emitted a generation step";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.generation.calls"), std::string::npos);
   }
 }
 

@@ -164,6 +164,7 @@ Comparison compare(const Timeline& a, const Timeline& b) {
       {"forward", "s", s(c.a.forward_time), s(c.b.forward_time)},
       {"backward", "s", s(c.a.backward_time), s(c.b.backward_time)},
       {"optimizer", "s", s(c.a.optimizer_time), s(c.b.optimizer_time)},
+      {"generation", "s", s(c.a.generation_time), s(c.b.generation_time)},
       {"communication", "s", s(c.a.comm_total), s(c.b.comm_total)},
       {"exposed communication", "s", s(c.a.comm_exposed), s(c.b.comm_exposed)},
       {"overlap", "%", percent(c.a.overlap_fraction), percent(c.b.overlap_fraction)},

@@ -11,7 +11,7 @@
 namespace shardscope::analysis {
 namespace {
 
-constexpr std::size_t kPhases = 4;
+constexpr std::size_t kPhases = kPhaseCount;
 
 // Time per phase within the step window, each instant counted once: where spans overlap (the next
 // micro-batch's forward starting while a backward drains, an optimizer overlapping the last
@@ -118,6 +118,7 @@ void summarize_step(const Timeline& t, const Window& w, Summary& out) {
   out.forward_time = phase_times[static_cast<std::size_t>(Phase::forward)];
   out.backward_time = phase_times[static_cast<std::size_t>(Phase::backward)];
   out.optimizer_time = phase_times[static_cast<std::size_t>(Phase::optimizer)];
+  out.generation_time = phase_times[static_cast<std::size_t>(Phase::generation)];
   const auto comm_union = merge_intervals(std::move(comm));
   out.comm_total = total_length(comm_union);
   out.comm_exposed = uncovered_length(comm_union, merge_intervals(std::move(compute)));

@@ -62,7 +62,8 @@ std::string summary_to_json(const Summary& m) {
   j["hfu"] = json_or_null(m.hfu);
   j["phase_time_s"] = {{"forward", ns_to_s(m.forward_time)},
                        {"backward", ns_to_s(m.backward_time)},
-                       {"optimizer", ns_to_s(m.optimizer_time)}};
+                       {"optimizer", ns_to_s(m.optimizer_time)},
+                       {"generation", ns_to_s(m.generation_time)}};
   nlohmann::ordered_json cats = nlohmann::ordered_json::object();
   for (auto c : all_buffer_categories())
     cats[std::string(to_string(c))] = m.peak_by_category[static_cast<std::size_t>(c)];
@@ -74,9 +75,11 @@ std::string summary_to_json(const Summary& m) {
                       {"tight", m.tight},
                       {"at", m.peak_op},
                       {"by_category", cats}};
-  j["peak_allocated_by_phase_bytes"] = {{"forward", m.peak_allocated_by_phase[0]},
-                                        {"backward", m.peak_allocated_by_phase[1]},
-                                        {"optimizer", m.peak_allocated_by_phase[2]}};
+  j["peak_allocated_by_phase_bytes"] = {
+      {"forward", m.peak_allocated_by_phase[0]},
+      {"backward", m.peak_allocated_by_phase[1]},
+      {"optimizer", m.peak_allocated_by_phase[2]},
+      {"generation", m.peak_allocated_by_phase[static_cast<std::size_t>(Phase::generation)]}};
   j["comm"] = {{"total_s", ns_to_s(m.comm_total)},
                {"exposed_s", ns_to_s(m.comm_exposed)},
                {"overlap_fraction", json_or_null(m.overlap_fraction)}};
@@ -114,6 +117,10 @@ std::string summary_table(const Summary& m) {
   row("forward / backward / optim",
       fmt::format("{} / {} / {}", format_duration(m.forward_time), format_duration(m.backward_time),
                   format_duration(m.optimizer_time)));
+  if (m.generation_time > 0) {
+    row("generation", fmt::format("{} (registered-method calls before the step)",
+                                  format_duration(m.generation_time)));
+  }
   row("communication",
       m.overlap_fraction
           ? fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
@@ -139,10 +146,13 @@ std::string summary_table(const Summary& m) {
         fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
                     *m.allocator_retries));
   }
-  row("peak allocated by phase", fmt::format("forward {}, backward {}, optimizer {}",
-                                             format_bytes(m.peak_allocated_by_phase[0]),
-                                             format_bytes(m.peak_allocated_by_phase[1]),
-                                             format_bytes(m.peak_allocated_by_phase[2])));
+  const Bytes generation_peak =
+      m.peak_allocated_by_phase[static_cast<std::size_t>(Phase::generation)];
+  row("peak allocated by phase",
+      fmt::format(
+          "forward {}, backward {}, optimizer {}{}", format_bytes(m.peak_allocated_by_phase[0]),
+          format_bytes(m.peak_allocated_by_phase[1]), format_bytes(m.peak_allocated_by_phase[2]),
+          generation_peak > 0 ? ", generation " + format_bytes(generation_peak) : ""));
   std::string busy;
   for (const auto& [name, t] : m.stream_busy)
     busy += fmt::format("{}{} {}", busy.empty() ? "" : ", ", name,

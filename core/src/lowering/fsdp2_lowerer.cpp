@@ -90,6 +90,8 @@ class Fsdp2Lowerer final : public Lowerer {
   }
 
   bool reshards_after_forward(int g) const {
+    // generation.keep_unsharded: set_reshard_after_forward(False) on every module for the call.
+    if (generating() && s_.training.generation.keep_unsharded) return false;
     if (is_root(g)) return s_.fsdp.reshard_root_after_forward;
     // torchtitan: reshard_after_forward = layer_id < n_layers - 1 (its apply_fsdp).
     if (g == last_group_ && !s_.fsdp.reshard_last_after_forward) return false;
@@ -176,7 +178,7 @@ class Fsdp2Lowerer final : public Lowerer {
   void wait_for_unshard(int g) {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.ag_op == kNone) return;
-    const bool forward = b_.phase() == Phase::forward;
+    const bool forward = forward_phase();
     // The previous group's all-gather output, kept to overlap its copy-out with this
     // all-gather: the all-gather streams wait for that copy-out now, but the output is freed
     // after this copy-out, when wait_for_unshard returns (it binds the state to a local,
@@ -224,11 +226,12 @@ class Fsdp2Lowerer final : public Lowerer {
     st.state = Sharded::unsharded;
   }
 
-  // ---- FSDPParamGroup.reshard (forward: post_forward; backward: post_backward)
-  void reshard(int g) {
+  // ---- FSDPParamGroup.reshard (forward: post_forward; backward: post_backward; `explicit_call`:
+  // FSDPModule.reshard() from the training step, which frees to the full shard: _to_sharded)
+  void reshard(int g, bool explicit_call = false) {
     auto& st = st_[static_cast<std::size_t>(g)];
     if (st.state != Sharded::unsharded) return;
-    const bool forward = b_.phase() == Phase::forward;
+    const bool forward = forward_phase() && !explicit_call;
     Op& op = b_.add_op(OpKind::reshard, compute_stream_, gid(g));
     op.frees.push_back(st.unsharded);
     if (forward && to_smaller_mesh() && !is_root(g)) {
@@ -253,7 +256,7 @@ class Fsdp2Lowerer final : public Lowerer {
   void root_pre_forward() override {
     // fsdp.unshard_ahead: the training step's unshard(async_op=True) calls come before the
     // model's forward, so before the root's pre-forward and its all-gather.
-    std::int64_t ahead = s_.fsdp.unshard_ahead;
+    std::int64_t ahead = generating() ? 0 : s_.fsdp.unshard_ahead;
     for (auto it = children_.begin(); it != children_.end() && ahead > 0; ++it) {
       if (!has_params(*it)) continue;
       unshard(*it, false, true);
@@ -507,6 +510,18 @@ class Fsdp2Lowerer final : public Lowerer {
       rs_state_input_ = kNone;
       rs_state_event_ = kNone;
     }
+  }
+
+  void after_generation_call() override {
+    // generation.keep_unsharded: the step calls reshard() on every module after generating.
+    if (s_.training.generation.keep_unsharded) {
+      for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) reshard(g, true);
+      return;
+    }
+    // The registered method's post-forward hook runs after the model's own forward nested in it
+    // has left the root's group IDLE, so FSDPParamGroup.reshard frees it fully (_to_sharded):
+    // the root kept unsharded through the call is resharded when generate returns.
+    reshard(root_, true);
   }
 
   void after_optimizer_step(OpId step) override {

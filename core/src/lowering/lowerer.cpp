@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <charconv>
 
+#include "../generation_compute.hpp"
+#include "../transformer_kernels.hpp"
+
 namespace shardscope::lowering {
 namespace {
 
@@ -144,6 +147,11 @@ Schedule Lowerer::run() {
   sched.iterations = static_cast<int>(s_.training.iterations);
   sched.tokens_per_iteration = s_.training.tokens_per_microbatch() * s_.training.grad_accum;
   for (int it = 0; it < s_.training.iterations; ++it) {
+    if (s_.training.generation.calls > 0) {
+      b_.set_step(it, 0);
+      b_.set_phase(Phase::generation);
+      for (std::int64_t call = 0; call < s_.training.generation.calls; ++call) generation_call();
+    }
     for (int mb = 0; mb < s_.training.grad_accum; ++mb) {
       b_.set_step(it, mb);
       b_.set_phase(Phase::forward);
@@ -192,6 +200,82 @@ void Lowerer::forward_pass() {
       forward_part(root_, p);
   }
   clear_autocast_cache();  // the autocast region holds the model and the loss
+}
+
+void Lowerer::generation_call() {
+  const GenerationSpec& gen = s_.training.generation;
+  kv_caches_.assign(layouts_.size(), kNone);
+  for (std::int64_t step = 0; step < gen.forwards_per_call(); ++step) {
+    const GenerationForward f = generation_forward(s_, step);
+    // Each forward is a root forward (the registered method's hooks wrap the first, the model's
+    // own forward hooks every later one): FSDPState._root_pre_forward, then the groups' hooks.
+    root_pre_forward();
+    pre_forward(root_);
+    generation_op(root_, f.embed, "embed", f.hidden, BufferCategory::activations);
+    for (int c : children_) {
+      if (has_params(c)) pre_forward(c);
+      const std::int64_t blocks = layout(c).block_count;
+      if (blocks > 0) {
+        Op& op =
+            generation_op(c, detail::repeated(f.block, blocks), step == 0 ? "prefill" : "decode",
+                          f.hidden, BufferCategory::activations);
+        // Its intermediates, freed as it goes (no_grad): held at most one block at a time.
+        const BufferId transient =
+            b_.add_buffer(buffer_name("generation_workspace"), f.block_transient, param_dtype_,
+                          BufferCategory::workspace, gid(c));
+        op.allocs.push_back(transient);
+        op.frees.push_back(transient);
+        // The KV cache: made by the prefill; a DynamicCache's grows by a new tensor per step
+        // (torch.cat), a StaticCache is made once for every position.
+        BufferId& cache = kv_caches_[static_cast<std::size_t>(c)];
+        const std::int64_t positions =
+            gen.kv_cache == KvCache::preallocated ? gen.prompt_tokens + gen.new_tokens : f.keys;
+        if (cache == kNone || gen.kv_cache == KvCache::dynamic) {
+          if (cache != kNone) op.frees.push_back(cache);
+          cache = b_.add_buffer(buffer_name("kv_cache"), blocks * kv_cache_bytes(s_, positions),
+                                param_dtype_, BufferCategory::activations, gid(c));
+          op.allocs.push_back(cache);
+        } else {
+          op.uses.push_back(cache);
+        }
+      }
+      if (has_params(c)) post_forward(c);
+    }
+    generation_op(root_, f.head, "head", f.logits, BufferCategory::logits);
+    post_forward(root_);
+    Op& sampling = generation_op(root_, f.sampling, "sampling", 0, BufferCategory::logits);
+    if (step + 1 == gen.forwards_per_call()) {
+      // generate returns: its KV cache goes with it.
+      for (BufferId& cache : kv_caches_) {
+        if (cache != kNone) sampling.frees.push_back(cache);
+        cache = kNone;
+      }
+    }
+  }
+  after_generation_call();
+}
+
+Op& Lowerer::generation_op(int g, const KernelSet& kernels, std::string_view label, Bytes output,
+                           BufferCategory category) {
+  const KernelTotals totals = kernel_set_totals(kernels);
+  const std::int32_t set = b_.kernel_set(kernels);
+  Op& op = b_.add_op(OpKind::forward, compute_stream_, gid(g));
+  op.flops = totals.flops;
+  op.attention_flops = totals.attention_flops;
+  op.bytes = totals.memory_bytes;
+  op.kernels = set;
+  op.label = b_.op_label(label);
+  if (BufferId params = unsharded_params(g); params != kNone) op.uses.push_back(params);
+  for (BufferId b : handed_on_) op.frees.push_back(b);
+  handed_on_ = {};
+  if (output > 0) {
+    const BufferId out = b_.add_buffer(buffer_name(fmt::format("{}.output", label)), output,
+                                       param_dtype_, category, gid(g));
+    op.allocs.push_back(out);
+    handed_on_.push_back(out);
+  }
+  add_cublas_workspace(op);
+  return op;
 }
 
 void Lowerer::backward_pass() {
@@ -308,7 +392,7 @@ void Lowerer::cast_handed_on(int g, DType from, DType to, std::string_view label
   Bytes input = 0;
   for (BufferId b : handed_on_) input += b_.schedule().buffers[static_cast<std::size_t>(b)].size;
   const std::int64_t numel = input / bytes_per_element(from);
-  const bool forward = b_.phase() == Phase::forward;
+  const bool forward = forward_phase();
   Op& op = b_.add_op(forward ? OpKind::forward : OpKind::backward, compute_stream_, gid(g));
   op.label = b_.op_label(label);
   // aten::_to_copy: one element-wise kernel reading `from` and writing `to` per element.

@@ -32,6 +32,8 @@ class Lowerer {
   virtual void post_backward(int g) = 0;
   virtual void finalize_backward() = 0;
   virtual void after_optimizer_step(OpId /*step*/) {}
+  /// After each call of the registered generation method (training.generation).
+  virtual void after_generation_call() {}
   /// The unsharded parameters compute reads, or kNone.
   virtual BufferId unsharded_params(int g) const = 0;
   /// Lets the API allocate (or reuse) the unsharded gradient a backward op writes: part `p` of
@@ -48,6 +50,11 @@ class Lowerer {
   /// Whether gradients are reduced on the current micro-batch.
   bool sync_gradients() const;
   bool last_microbatch() const { return b_.microbatch() + 1 == s_.training.grad_accum; }
+  /// Whether the ops issued now run a forward: the training forward or generation's.
+  bool forward_phase() const {
+    return b_.phase() == Phase::forward || b_.phase() == Phase::generation;
+  }
+  bool generating() const { return b_.phase() == Phase::generation; }
 
   // ---- shared pieces
   bool has_params(int g) const { return layouts_[static_cast<std::size_t>(g)].numel > 0; }
@@ -136,9 +143,17 @@ class Lowerer {
   BufferId kept_input_ = kNone;      // a forward input kept as the gradient it becomes
   BufferId cublas_forward_ = kNone;  // the cuBLAS workspace of each thread running GEMMs
   BufferId cublas_backward_ = kNone;
+  std::vector<BufferId> kv_caches_;  // per group, during a generation call
 
  private:
   void forward_pass();
+  /// One call of the registered generation method: a prefill and a decode per further token,
+  /// each a full forward through the FSDP hooks, no_grad (nothing saved), a KV cache per block.
+  void generation_call();
+  /// A generation forward's op for group `g` running `kernels`; it reads and frees what the
+  /// previous op handed on and hands on `output` bytes (none when 0).
+  Op& generation_op(int g, const KernelSet& kernels, std::string_view label, Bytes output,
+                    BufferCategory category);
   void backward_pass();
   void optimizer_step();
   void checkpoint_state_dict();

@@ -45,6 +45,9 @@ std::vector<std::pair<QString, QString>> metric_rows(const analysis::Summary& m)
                : m.fit == analysis::Fit::does_not_fit ? QString("NO")
                                                       : QString("unknown")},
   };
+  if (m.generation_time > 0) {  // training.generation's calls, after the optimizer's row
+    rows.insert(rows.begin() + 6, {"generation", q(format_duration(m.generation_time))});
+  }
   if (!m.out_of_memory.empty()) rows.emplace_back("out of memory", q(m.out_of_memory));
   return rows;
 }

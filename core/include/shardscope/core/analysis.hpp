@@ -56,6 +56,7 @@ struct Summary {
   TimeNs forward_time = 0;
   TimeNs backward_time = 0;
   TimeNs optimizer_time = 0;
+  TimeNs generation_time = 0;  // training.generation's calls of a registered forward method
   TimeNs comm_total = 0;
   TimeNs comm_exposed = 0;
   std::optional<double> overlap_fraction;  // nullopt: no communication to overlap

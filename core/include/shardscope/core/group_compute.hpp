@@ -137,6 +137,12 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
                         Bytes elem, ActivationCheckpointing ac, Bytes cast_from = 0);
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from = 0);
+/// What a block's forward holds at once at its largest moment, the MLP's intermediates: SwiGLU's
+/// residual stream and FFN norm output (read by w1 and w3), silu's output, w3's output and their
+/// product; GELU's residual stream, fc output and GELU's; under autocast (`cast_from` > 0) also
+/// the projections' cast inputs.
+Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
+                                Bytes cast_from = 0);
 /// Autocast's copies of one block's projection weights and biases in the `elem`-sized dtype.
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem);
 

@@ -112,6 +112,12 @@ Flops kernel_flops(const Kernel& kernel);
 /// and attention, whose time their FLOPs set.
 Bytes kernel_memory_bytes(const Kernel& kernel);
 
+/// The HBM bytes a GEMM or a (forward) attention moves at least once: operands and result, so
+/// that a thin GEMM (a decode step's: m = sequences) or a decode attention over a KV cache is
+/// priced by its bandwidth where that exceeds its FLOPs' time. 0 for the memory-bound kinds.
+Bytes kernel_operand_bytes(const Kernel& kernel);
+Bytes kernel_set_operand_bytes(std::span<const Kernel> kernels);
+
 /// What an op with these kernels carries: Op::flops, Op::attention_flops, Op::bytes.
 struct KernelTotals {
   Flops flops = 0;

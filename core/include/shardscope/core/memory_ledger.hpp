@@ -16,7 +16,7 @@ namespace shardscope {
 class MemoryLedger {
  public:
   MemoryLedger() : by_category_(all_buffer_categories().size(), 0) {
-    peaks_.allocated_by_phase.assign(static_cast<std::size_t>(Phase::checkpoint) + 1, 0);
+    peaks_.allocated_by_phase.assign(kPhaseCount, 0);
     peaks_.allocated.by_category = by_category_;
     peaks_.reserved.by_category = by_category_;
   }

@@ -57,7 +57,10 @@ enum class OpKind {
 };
 inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::other) + 1;
 
-enum class Phase { forward, backward, optimizer, checkpoint };
+// generation: the calls of a registered forward method before a step's first micro-batch
+// (training.generation), forward-only, under no_grad.
+enum class Phase { forward, backward, optimizer, checkpoint, generation };
+inline constexpr std::size_t kPhaseCount = 5;
 
 enum class BufferCategory {
   sharded_params,

@@ -29,6 +29,27 @@ enum class LossRecipe {
 /// Where the training loop makes the CPU wait for the GPU (torch.cuda.synchronize(), loss.item()).
 enum class Synchronize { none, after_forward, after_step };
 
+/// How a generation's KV cache holds keys and values: Hugging Face's DynamicCache concatenates
+/// each step's onto a new tensor (torch.cat), StaticCache preallocates prompt + new tokens.
+enum class KvCache { dynamic, preallocated };
+
+/// Calls of a method registered with register_fsdp_forward_method ("generate") that each
+/// training step makes before its first micro-batch, under torch.no_grad (RL rollouts): per call a
+/// prefill of the prompts, then one forward per further new token, attending to a KV cache
+/// (docs/semantics.md, "Generation").
+struct GenerationSpec {
+  std::int64_t calls = 0;  // 0: no generation
+  std::int64_t batch = 1;  // sequences per call per GPU
+  std::int64_t prompt_tokens = 512;
+  std::int64_t new_tokens = 128;
+  // true: set_reshard_after_forward(False) for the call and reshard() after it, so every group
+  // is all-gathered once per call instead of once per forward.
+  bool keep_unsharded = false;
+  KvCache kv_cache = KvCache::dynamic;
+
+  std::int64_t forwards_per_call() const { return new_tokens; }  // prefill + new_tokens - 1
+};
+
 struct TrainingSpec {
   std::int64_t seq_len = 4096;
   std::int64_t micro_batch = 1;  // sequences per micro-batch per GPU
@@ -43,6 +64,7 @@ struct TrainingSpec {
   // torch.autocast over the forward and the loss (docs/semantics.md, "Autocast"): matmuls run in
   // this dtype, casting weights kept in another dtype per use. Unset: no autocast.
   std::optional<DType> autocast;
+  GenerationSpec generation;
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
 };
@@ -53,6 +75,7 @@ std::optional<Optimizer> parse_optimizer(std::string_view text);
 std::string_view to_string(Synchronize synchronize);
 std::string_view to_string(LossRecipe loss);
 std::optional<LossRecipe> parse_loss_recipe(std::string_view text);
+std::string_view to_string(KvCache cache);
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
 int optimizer_states_per_param(Optimizer optimizer);
 

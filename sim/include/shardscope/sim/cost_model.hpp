@@ -6,6 +6,9 @@
 //   time = matmul / (peak · clock · eff(f, matmul_eff)) + attention / (peak · clock · eff(f,
 //   attention_eff))
 //          + hbm_bytes / (hbm_bw · hbm_efficiency) + floor
+//   where the GEMMs and attentions of the op would take less than moving their operands once,
+//   operand_bytes / (hbm_bw · hbm_efficiency), that replaces their two terms (a roofline over
+//   the op: decode steps' thin GEMMs and KV-cache reads are bandwidth-bound)
 //   eff(f, e) = e · f / (f + half_efficiency_flops)   (small kernels run far below peak)
 //   matmul_eff, attention_eff: cluster.gpu.matmul_efficiency / attention_efficiency
 //   clock = min(1, power_cap / tdp)^power_exponent                   (f ∝ P^(1/3) when V ∝ f)
@@ -44,10 +47,11 @@ struct InterferenceParams {
 
 /// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
 struct ComputeTerms {
-  TimeNs fixed = 0;        // the kernel floor, plus kernels a device profile measured
-  Flops matmul = 0;        // GEMM FLOPs left on the roofline
-  Flops attention = 0;     // attention FLOPs left on the roofline
-  Bytes memory_bytes = 0;  // HBM traffic of memory-bound kernels (read + write)
+  TimeNs fixed = 0;         // the kernel floor, plus kernels a device profile measured
+  Flops matmul = 0;         // GEMM FLOPs left on the roofline
+  Flops attention = 0;      // attention FLOPs left on the roofline
+  Bytes memory_bytes = 0;   // HBM traffic of memory-bound kernels (read + write)
+  Bytes operand_bytes = 0;  // what the roofline's GEMMs and attentions read and write at least
 };
 
 struct OpCost {
@@ -73,6 +77,9 @@ class CostModel {
   std::optional<ComputeTerms> compute_terms(const Schedule& schedule, const Op& op) const;
   /// compute_time of the terms: fixed + matmul/(peak·e_m·f/(f+h)) + attention/(…) + bytes/(…).
   TimeNs time_of(const ComputeTerms& terms) const;
+  /// Whether moving the GEMMs' and attentions' operands takes longer than their FLOPs: their
+  /// time is then HBM bandwidth's, not the efficiencies' (a calibration cannot fit those there).
+  bool bandwidth_bound(const ComputeTerms& terms) const;
   FlopsPerSecond effective_peak() const { return peak_; }
   /// The facts a timeline of `schedule` carries for throughput and MFU (analysis::run_facts).
   RunFacts run_facts(const Schedule& schedule) const;
@@ -94,6 +101,10 @@ class CostModel {
   std::shared_ptr<const DeviceProfile> profile_;
 
   ComputeTerms profiled_terms(const Schedule& schedule, const Op& op) const;
+  /// Seconds of the terms' GEMMs and attentions at their FLOPs (the efficiencies), and of
+  /// moving their operands once.
+  double flop_seconds(const ComputeTerms& terms) const;
+  double operand_seconds(const ComputeTerms& terms) const;
   void apply(const Calibration& calibration);
 };
 
