@@ -13,6 +13,15 @@ Bytes kv_cache_bytes(const Scenario& s, std::int64_t positions) {
          bytes_per_element(compute_dtype(s));
 }
 
+Bytes prefill_cache_bytes(const Scenario& s) {
+  const auto& c = s.model.transformer;
+  const GenerationSpec& g = s.training.generation;
+  if (g.kv_cache == KvCache::preallocated) return kv_cache_bytes(s, g.prompt_tokens + g.new_tokens);
+  if (detail::projection_inputs(c) == 5) return kv_cache_bytes(s, g.prompt_tokens);
+  return g.batch * g.prompt_tokens * (c.hidden + 2 * c.kv_dim()) *
+         bytes_per_element(compute_dtype(s));
+}
+
 GenerationForward generation_forward(const Scenario& s, std::int64_t step) {
   const auto& c = s.model.transformer;
   const GenerationSpec& g = s.training.generation;
@@ -48,12 +57,17 @@ GenerationForward generation_forward(const Scenario& s, std::int64_t step) {
   f.hidden = f.tokens * c.hidden * e;
   f.logits = rows * e;
   // Attention's inputs (q, k, v) and, under math attention, its scores twice (the masked copy);
-  // the MLP's intermediates: whichever is larger.
+  // the MLP's intermediates: whichever is larger. The block op holds its input and its output
+  // besides, so the MLP's moment counts one residual-stream tensor less than a training
+  // forward's (block_mlp_transient_bytes): the caller's input, the residual after attention and
+  // the MLP's tensors are what is live there.
   const Bytes from = cast_from ? bytes_per_element(*cast_from) : 0;
   Bytes attention = f.tokens * e * (c.hidden + 2 * c.kv_dim());
   if (c.attention == AttentionKind::math)
     attention += 2 * g.batch * c.heads * q_len * shape.keys() * std::max<Bytes>(e, 4);
-  f.block_transient = std::max(attention, block_mlp_transient_bytes(c, f.tokens, e, from));
+  const Bytes mlp =
+      block_mlp_transient_bytes(c, f.tokens, e, from) - f.tokens * c.hidden * (from > 0 ? from : e);
+  f.block_transient = std::max(attention, mlp);
   return f;
 }
 

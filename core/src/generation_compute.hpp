@@ -32,4 +32,11 @@ GenerationForward generation_forward(const Scenario& s, std::int64_t step);
 /// in the compute dtype.
 Bytes kv_cache_bytes(const Scenario& s, std::int64_t positions);
 
+/// What one block's cache keeps alive after the prefill. A DynamicCache stores the prefill's keys
+/// and values as given: views of their projection's output, so a fused qkv projection (GPT-style
+/// blocks: GPT-2's c_attn) keeps the whole q, k, v output until the first decode step's torch.cat
+/// replaces it; separate projections (Llama-style) keep exactly the keys and values. A StaticCache
+/// copies them into its own tensors.
+Bytes prefill_cache_bytes(const Scenario& s);
+
 }  // namespace shardscope

@@ -18,11 +18,28 @@ std::int64_t estimated_schedule_ops(const Scenario& scenario) {
       m.family == ModelFamily::transformer
           ? m.transformer.layers / std::max<std::int64_t>(1, scenario.fsdp.blocks_per_group) + 2
           : static_cast<std::int64_t>(m.groups.size());
-  return scenario.training.iterations * scenario.training.grad_accum * groups * kOpsPerGroupStep;
+  // Generation: per group and forward at most ~10 ops (all-gather, copies, the forward, its
+  // waits, reshard), calls × new tokens forwards per iteration (key bounds: < 2^63 too).
+  constexpr std::int64_t kOpsPerGroupForward = 10;
+  const auto& g = scenario.training.generation;
+  const std::int64_t forwards = g.calls * g.new_tokens;
+  return scenario.training.iterations * groups *
+         (scenario.training.grad_accum * kOpsPerGroupStep + forwards * kOpsPerGroupForward);
 }
 
 Schedule lower(const Scenario& scenario) {
   if (const auto ops = estimated_schedule_ops(scenario); ops > kMaxScheduleOps) {
+    if (const auto& g = scenario.training.generation; g.calls > 0) {
+      throw ValidationError({Problem{
+          scenario.source, "training.generation.new_tokens",
+          fmt::format("the schedule would have about {} ops ({} iterations × ({} "
+                      "micro-batches + {} calls × {} generated tokens) × the model's "
+                      "groups), more than the {} shardscope simulates",
+                      format_count(ops), scenario.training.iterations, scenario.training.grad_accum,
+                      g.calls, g.new_tokens, format_count(kMaxScheduleOps)),
+          "fewer new_tokens or calls (every forward is simulated), or fewer "
+          "training.iterations (2 give the steady state)"}});
+    }
     throw ValidationError(
         {Problem{scenario.source, "training.grad_accum",
                  fmt::format("the schedule would have about {} ops ({} iterations × {} "

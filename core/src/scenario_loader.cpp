@@ -824,20 +824,6 @@ void check_generation(ConfigReader& r, const Scenario& s) {
                   fmt::format("at most {} positions per call", format_count(kMaxTokens)));
   }
   const auto& c = s.model.transformer;
-  // Every forward of every call is lowered op by op (a few ops per block): bound the total so a
-  // scenario cannot ask for billions of ops.
-  constexpr double kMaxBlockForwards = 2e6;
-  const double block_forwards = static_cast<double>(s.training.iterations) *
-                                static_cast<double>(g.calls) * static_cast<double>(g.new_tokens) *
-                                static_cast<double>(c.layers);
-  if (block_forwards > kMaxBlockForwards) {
-    r.add_problem(
-        "training.generation.new_tokens",
-        fmt::format("iterations {} × calls {} × new tokens {} × {} blocks = {:.3g} block "
-                    "forwards to simulate",
-                    s.training.iterations, g.calls, g.new_tokens, c.layers, block_forwards),
-        "at most 2,000,000: fewer new_tokens, calls or training.iterations");
-  }
   if (c.pos_emb == PosEmbedding::learned && c.max_seq > 0 && positions > c.max_seq) {
     r.add_problem("training.generation.new_tokens",
                   fmt::format("prompt {} + new {} tokens is longer than the learned position "

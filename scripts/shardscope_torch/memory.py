@@ -17,7 +17,7 @@ import math
 
 import torch
 
-PHASES = ("forward", "backward", "optimizer")
+PHASES = ("forward", "backward", "optimizer", "generation")
 
 
 @contextlib.contextmanager
@@ -128,11 +128,21 @@ def phase_tracker_class(base):
             self.phase, self.iteration = phase, iteration
             self.transitions.append((phase, iteration, sum(
                 snap.get("Total", 0) for snap in self._curr_mem_snap.values())))
-            if phase == "forward" and (iteration > 0 or microbatch > 0):
+            if phase in ("forward", "generation"):
                 # The trackers keep module snapshots for one forward; the phase peaks here are
-                # kept across forwards (torchtitan's estimator resets the same way).
+                # kept across forwards (torchtitan's estimator resets the same way). Before the
+                # first forward there are none to reset.
                 self.reset_mod_stats()
             self._note()
+
+        def track_generation(self, model) -> None:
+            """Generation runs the root's forward once per token: FSDPMemTracker refuses a
+            second root forward in one iteration, so its module snapshots are reset before each
+            (the phase peaks here do not depend on them). Call it inside the tracker's context:
+            the hook must run before the FSDP hooks the tracker installs there (prepend)."""
+            model.register_forward_pre_hook(
+                lambda module, args: self.reset_mod_stats() if self.phase == "generation"
+                else None, prepend=True)
 
         def _note(self) -> None:
             for snap in self._curr_mem_snap.values():

@@ -123,6 +123,17 @@ TEST(Generation, KvCacheSizesAndLifetimes) {
   for (int positions = 10; positions <= 14; ++positions)
     expected.push_back(2 * 4 * positions * 128 * 2);
   EXPECT_EQ(caches(grown), expected);
+  // A fused qkv projection (GPT-style): the prefill's keys and values are views of its output, so
+  // the DynamicCache keeps all of it (q too: hidden 256 + 2 × kv 256) until the first decode
+  // step's torch.cat (real PyTorch: tests/pytorch/memory_oracle.py "gpt fsdp2 generate").
+  const Schedule fused = lower_text(
+      "model: {family: transformer, hidden: 256, layers: 1, heads: 4, kv_heads: 4, "
+      "ffn_hidden: 1024, vocab: 1024, mlp: gelu, norm: layernorm, pos_emb: learned, "
+      "max_seq: 512}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
+      "training: {seq_len: 64, iterations: 1, generation: {batch: 4, prompt_tokens: 10, "
+      "new_tokens: 3, calls: 1}}\nfsdp: {mixed_precision: {param_dtype: bf16}}\n");
+  EXPECT_EQ(caches(fused), (std::vector<Bytes>{4 * 10 * (256 + 2 * 256) * 2, 2 * 4 * 11 * 256 * 2,
+                                               2 * 4 * 12 * 256 * 2}));
 }
 
 TEST(Generation, RefusedWhereItCannotRun) {
@@ -152,10 +163,16 @@ TEST(Generation, RefusedWhereItCannotRun) {
                     "fsdp: {reshard_after_forward: 2}\n")
                 .find("should be a bool"),
             std::string::npos);
-  EXPECT_NE(problem("model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
-                    "training: {iterations: 1000, generation: {calls: 1000, new_tokens: 10}}\n")
-                .find("block forwards to simulate"),
-            std::string::npos);
+  // Every forward is lowered op by op: lower() refuses a schedule past kMaxScheduleOps before
+  // building it, naming the generation.
+  try {
+    (void)lower_text(
+        "model: {preset: tiny}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
+        "training: {iterations: 1000, generation: {calls: 1000, new_tokens: 10}}\n");
+    ADD_FAILURE() << "lowered";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.generation.new_tokens"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -35,6 +35,32 @@ TEST(OpTableModel, PassesQtModelTesterAndShowsUnits) {
   EXPECT_EQ(model.rowCount(), 0);
 }
 
+// training.generation: its ops are in the timeline (the op table's phase column) and its time
+// is a metric row after the optimizer's; a run without generation has neither.
+TEST(MetricsModel, GenerationHasItsRowAndItsOps) {
+  ConfigTree tree = load_config_file(kExamples + "/llama3-8b-h100x8.yaml");
+  tree["training"]["generation"] = ConfigTree::object();
+  tree["training"]["generation"]["calls"] = 1;
+  tree["training"]["generation"]["new_tokens"] = 2;
+  tree["training"]["generation"]["prompt_tokens"] = 64;
+  const auto run = run_scenario(tree, kExamples + "/llama3-8b-h100x8.yaml");
+  const auto rows = metric_rows(run->summary);
+  ASSERT_GT(rows.size(), 6u);
+  EXPECT_EQ(rows[5].first, "optimizer");
+  EXPECT_EQ(rows[6].first, "generation");
+  EXPECT_TRUE(rows[6].second.endsWith("ms")) << rows[6].second.toStdString();
+  OpTableModel ops;
+  ops.set_timeline(&run->timeline);
+  int generation = 0;
+  for (int row = 0; row < ops.rowCount(); ++row)
+    generation += ops.data(ops.index(row, OpTableModel::kPhase)).toString() == "generation";
+  EXPECT_GT(generation, 0);
+  ops.set_timeline(nullptr);
+  const auto plain = run_scenario(load_config_file(kExamples + "/llama3-8b-h100x8.yaml"),
+                                  kExamples + "/llama3-8b-h100x8.yaml");
+  for (const auto& [name, value] : metric_rows(plain->summary)) EXPECT_NE(name, "generation");
+}
+
 TEST(MetricsModel, PassesQtModelTesterWithUnitsOnEveryValue) {
   const auto run = run_scenario(load_config_file(kExamples + "/fsdp2-overlap-oracle.yaml"),
                                 kExamples + "/fsdp2-overlap-oracle.yaml");

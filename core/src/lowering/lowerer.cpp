@@ -228,12 +228,11 @@ void Lowerer::generation_call() {
         // The KV cache: made by the prefill; a DynamicCache's grows by a new tensor per step
         // (torch.cat), a StaticCache is made once for every position.
         BufferId& cache = kv_caches_[static_cast<std::size_t>(c)];
-        const std::int64_t positions =
-            gen.kv_cache == KvCache::preallocated ? gen.prompt_tokens + gen.new_tokens : f.keys;
         if (cache == kNone || gen.kv_cache == KvCache::dynamic) {
           if (cache != kNone) op.frees.push_back(cache);
-          cache = b_.add_buffer(buffer_name("kv_cache"), blocks * kv_cache_bytes(s_, positions),
-                                param_dtype_, BufferCategory::activations, gid(c));
+          const Bytes size = step == 0 ? prefill_cache_bytes(s_) : kv_cache_bytes(s_, f.keys);
+          cache = b_.add_buffer(buffer_name("kv_cache"), blocks * size, param_dtype_,
+                                BufferCategory::activations, gid(c));
           op.allocs.push_back(cache);
         } else {
           op.uses.push_back(cache);
