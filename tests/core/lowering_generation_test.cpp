@@ -115,13 +115,14 @@ TEST(Generation, KvCacheSizesAndLifetimes) {
   const Schedule fixed = lower_text(generating(
       2, "batch: 4, prompt_tokens: 10, new_tokens: 5, kv_cache: preallocated, calls: 1"));
   EXPECT_TRUE(check_schedule(fixed).empty());
-  EXPECT_EQ(caches(fixed), (std::vector<Bytes>{2 * 4 * 15 * 128 * 2, 2 * 4 * 15 * 128 * 2}));
+  const Bytes whole = Bytes{2} * 4 * 15 * 128 * 2;
+  EXPECT_EQ(caches(fixed), (std::vector<Bytes>{whole, whole}));
   const Schedule grown =
       lower_text(generating(1, "batch: 4, prompt_tokens: 10, new_tokens: 5, calls: 1"));
   EXPECT_TRUE(check_schedule(grown).empty());
   std::vector<Bytes> expected;
-  for (int positions = 10; positions <= 14; ++positions)
-    expected.push_back(2 * 4 * positions * 128 * 2);
+  for (Bytes positions = 10; positions <= 14; ++positions)
+    expected.push_back(positions * 2 * 4 * 128 * 2);
   EXPECT_EQ(caches(grown), expected);
   // A fused qkv projection (GPT-style): the prefill's keys and values are views of its output, so
   // the DynamicCache keeps all of it (q too: hidden 256 + 2 × kv 256) until the first decode
@@ -132,8 +133,9 @@ TEST(Generation, KvCacheSizesAndLifetimes) {
       "max_seq: 512}\ncluster: {nodes: 1, gpus_per_node: 2}\n"
       "training: {seq_len: 64, iterations: 1, generation: {batch: 4, prompt_tokens: 10, "
       "new_tokens: 3, calls: 1}}\nfsdp: {mixed_precision: {param_dtype: bf16}}\n");
-  EXPECT_EQ(caches(fused), (std::vector<Bytes>{4 * 10 * (256 + 2 * 256) * 2, 2 * 4 * 11 * 256 * 2,
-                                               2 * 4 * 12 * 256 * 2}));
+  EXPECT_EQ(caches(fused),
+            (std::vector<Bytes>{Bytes{4} * 10 * (256 + 2 * 256) * 2, Bytes{2} * 4 * 11 * 256 * 2,
+                                Bytes{2} * 4 * 12 * 256 * 2}));
 }
 
 TEST(Generation, RefusedWhereItCannotRun) {
