@@ -17,7 +17,7 @@ Bytes prefill_cache_bytes(const Scenario& s) {
   const auto& c = s.model.transformer;
   const GenerationSpec& g = s.training.generation;
   if (g.kv_cache == KvCache::preallocated) return kv_cache_bytes(s, g.prompt_tokens + g.new_tokens);
-  if (detail::projection_inputs(c) == 5) return kv_cache_bytes(s, g.prompt_tokens);
+  if (!detail::fused_qkv(c)) return kv_cache_bytes(s, g.prompt_tokens);
   return g.batch * g.prompt_tokens * (c.hidden + 2 * c.kv_dim()) *
          bytes_per_element(compute_dtype(s));
 }

@@ -60,7 +60,8 @@ struct MemoryBytesOf {
 };
 
 // What a GEMM or an attention must move through HBM at least once: its operands and its result
-// (forward only: the attention backward runs in training, compute-bound).
+// (an attention backward reads q, k, v, the output and its gradient and writes three gradients:
+// twice its forward's).
 struct OperandBytesOf {
   Bytes operator()(const Gemm& g) const {
     return g.batch * ((g.m * g.k + g.k * g.n) * bytes_per_element(g.input) +

@@ -153,8 +153,12 @@ std::int64_t block_projection_params(const TransformerConfig& c) {
   return p.attention + p.mlp;
 }
 
+bool fused_qkv(const TransformerConfig& c) {
+  return c.mlp != MlpKind::swiglu;
+}
+
 std::int64_t projection_inputs(const TransformerConfig& c) {
-  return c.mlp == MlpKind::swiglu ? 5 : 2;
+  return fused_qkv(c) ? 2 : 5;
 }
 
 KernelSet block_forward_kernels(const BlockShape& b) {

@@ -30,6 +30,9 @@ struct BlockShape {
   bool causal() const { return keys() == seq_len; }
 };
 
+/// Whether q, k and v come from one fused projection (GPT-style blocks: GPT-2 c_attn, GPT-NeoX
+/// query_key_value, MPT Wqkv) rather than three (Llama-style SwiGLU blocks).
+bool fused_qkv(const TransformerConfig& c);
 /// Projections that read a norm's output (each casts its own copy under autocast): Llama-style
 /// SwiGLU blocks have separate q, k, v projections and w1, w3 (5); GPT-style GELU blocks one
 /// fused qkv projection (GPT-2 c_attn, GPT-NeoX query_key_value, MPT Wqkv) and one fc (2).

@@ -160,11 +160,17 @@ def root_reshard_literal(s: FsdpSettings):
     return s.reshard_literal() if s.reshard_root_after_forward else False
 
 
+def group_heads(model: nn.Module, s: FsdpSettings) -> list:
+    """The first block of each fully_shard group (apply_fsdp2's grouping): a group's modules
+    share one state, so the head stands for the group."""
+    inner = getattr(model, "module", model)
+    return list(inner.layers[:: s.blocks_per_group])
+
+
 def restore_reshard_after_forward(model: nn.Module, s: FsdpSettings) -> None:
     """Each FSDP module's reshard_after_forward as apply_fsdp2 set it, after a
     set_reshard_after_forward(False) (training.generation.keep_unsharded)."""
-    inner = getattr(model, "module", model)
-    heads = list(inner.layers[:: s.blocks_per_group])
+    heads = group_heads(model, s)
     for i, head in enumerate(heads):
         head.set_reshard_after_forward(s.reshard_literal(last=i == len(heads) - 1), recurse=False)
     model.set_reshard_after_forward(root_reshard_literal(s), recurse=False)

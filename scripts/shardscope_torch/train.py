@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from .fsdp import DTYPES, FsdpSettings
+from .fsdp import DTYPES, FsdpSettings, group_heads
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,12 @@ class TrainingSettings:
         )
 
 
+def autocast_context(t: TrainingSettings, device: torch.device):
+    """training.autocast over the forward (and the generation), or nothing."""
+    return (torch.autocast(device.type, dtype=DTYPES[t.autocast]) if t.autocast
+            else contextlib.nullcontext())
+
+
 def build_optimizer(model, name: str):
     if name == "sgd":
         return torch.optim.SGD(model.parameters(), lr=1e-2)
@@ -79,9 +85,8 @@ def generate(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device:
                                 generator=gen).to(device)
         if t.keep_unsharded:
             model.set_reshard_after_forward(False)
-        autocast = (torch.autocast(device.type, dtype=DTYPES[t.autocast]) if t.autocast
-                    else contextlib.nullcontext())
-        with torch.no_grad(), autocast:  # under the step's autocast, as shardscope prices it
+        # under the step's autocast, as shardscope prices it
+        with torch.no_grad(), autocast_context(t, device):
             model.generate(prompts, max_new_tokens=t.new_tokens, min_new_tokens=t.new_tokens,
                            cache_implementation="static" if t.kv_cache == "preallocated" else None)
         if t.keep_unsharded:
@@ -120,18 +125,15 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
                         fsdp.requires_all_reduce == "every_microbatch" or last)
             elif not sync:
                 context = model.no_sync()
-            autocast = (torch.autocast(device.type, dtype=DTYPES[t.autocast]) if t.autocast
-                        else contextlib.nullcontext())
             inner = getattr(model, "module", model)  # FSDP1 wraps the model
             with context:
                 phases("forward", it, mb)
                 if fsdp.api == "fsdp2" and fsdp.unshard_ahead > 0:
                     # fsdp.unshard_ahead: FSDPModule.unshard(async_op=True) on the first N block
                     # groups; FSDP waits on each in its pre-forward.
-                    groups = inner.layers[::fsdp.blocks_per_group]
-                    for group in groups[: fsdp.unshard_ahead]:
-                        group.unshard(async_op=True)
-                with autocast:
+                    for head in group_heads(model, fsdp)[: fsdp.unshard_ahead]:
+                        head.unshard(async_op=True)
+                with autocast_context(t, device):
                     if inner.loss_in_forward:
                         loss = model(tokens, labels) / t.grad_accum
                     else:

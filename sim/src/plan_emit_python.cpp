@@ -313,6 +313,12 @@ std::string optimizer_function(const Scenario& s) {
       to_string(s.training.optimizer), make);
 }
 
+// The emitted code's autocast context (training.autocast), or "" without autocast.
+std::string autocast_context(const Scenario& s) {
+  const auto& a = s.training.autocast;
+  return a ? fmt::format("torch.autocast(DEVICE, dtype={})", torch_dtype(*a)) : "";
+}
+
 // training.generation: one call of the registered generate, as the plan prices it.
 std::string rollout_function(const Scenario& s) {
   const auto& g = s.training.generation;
@@ -327,10 +333,7 @@ std::string rollout_function(const Scenario& s) {
   if (g.keep_unsharded)
     out += "    model.set_reshard_after_forward(False)  # each group gathered once per call\n";
   // Under the training step's autocast, as the plan prices it.
-  const std::string autocast =
-      s.training.autocast
-          ? fmt::format(", torch.autocast(DEVICE, dtype={})", torch_dtype(*s.training.autocast))
-          : "";
+  const std::string autocast = s.training.autocast ? ", " + autocast_context(s) : "";
   out += fmt::format(
       "    with torch.no_grad(){}:\n"
       "        tokens = model.generate(\n"
@@ -367,8 +370,7 @@ std::string train_step(EmitTarget target, const Scenario& s) {
       "        # The plan's memory and time are for this shape; re-plan before changing it.\n"
       "        assert batch[\"input_ids\"].shape == (MICRO_BATCH, SEQ_LEN)\n"
       "        last = i == GRAD_ACCUM - 1\n";
-  const std::string autocast =
-      t.autocast ? fmt::format("torch.autocast(DEVICE, dtype={})", torch_dtype(*t.autocast)) : "";
+  const std::string autocast = autocast_context(s);
   std::string body;
   if (is_fsdp2(target)) {
     out +=

@@ -204,7 +204,7 @@ void Lowerer::forward_pass() {
 
 void Lowerer::generation_call() {
   const GenerationSpec& gen = s_.training.generation;
-  kv_caches_.assign(layouts_.size(), kNone);
+  std::vector<BufferId> kv_caches(layouts_.size(), kNone);  // per group, for this call
   for (std::int64_t step = 0; step < gen.forwards_per_call(); ++step) {
     const GenerationForward f = generation_forward(s_, step);
     // Each forward is a root forward (the registered method's hooks wrap the first, the model's
@@ -227,7 +227,7 @@ void Lowerer::generation_call() {
         op.frees.push_back(transient);
         // The KV cache: made by the prefill; a DynamicCache's grows by a new tensor per step
         // (torch.cat), a StaticCache is made once for every position.
-        BufferId& cache = kv_caches_[static_cast<std::size_t>(c)];
+        BufferId& cache = kv_caches[static_cast<std::size_t>(c)];
         if (cache == kNone || gen.kv_cache == KvCache::dynamic) {
           if (cache != kNone) op.frees.push_back(cache);
           const Bytes size = step == 0 ? prefill_cache_bytes(s_) : kv_cache_bytes(s_, f.keys);
@@ -245,9 +245,8 @@ void Lowerer::generation_call() {
     Op& sampling = generation_op(root_, f.sampling, "sampling", 0, BufferCategory::logits);
     if (step + 1 == gen.forwards_per_call()) {
       // generate returns: its KV cache goes with it.
-      for (BufferId& cache : kv_caches_) {
+      for (BufferId cache : kv_caches) {
         if (cache != kNone) sampling.frees.push_back(cache);
-        cache = kNone;
       }
     }
   }

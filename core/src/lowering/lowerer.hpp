@@ -143,7 +143,6 @@ class Lowerer {
   BufferId kept_input_ = kNone;      // a forward input kept as the gradient it becomes
   BufferId cublas_forward_ = kNone;  // the cuBLAS workspace of each thread running GEMMs
   BufferId cublas_backward_ = kNone;
-  std::vector<BufferId> kv_caches_;  // per group, during a generation call
 
  private:
   void forward_pass();

@@ -112,7 +112,7 @@ Flops kernel_flops(const Kernel& kernel);
 /// and attention, whose time their FLOPs set.
 Bytes kernel_memory_bytes(const Kernel& kernel);
 
-/// The HBM bytes a GEMM or a (forward) attention moves at least once: operands and result, so
+/// The HBM bytes a GEMM or an attention moves at least once: operands and result, so
 /// that a thin GEMM (a decode step's: m = sequences) or a decode attention over a KV cache is
 /// priced by its bandwidth where that exceeds its FLOPs' time. 0 for the memory-bound kinds.
 Bytes kernel_operand_bytes(const Kernel& kernel);
