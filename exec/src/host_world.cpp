@@ -9,13 +9,9 @@
 #include "dtype_codec.hpp"
 
 namespace shardscope::exec {
-namespace {
 
-constexpr std::size_t kAlign = 64;
-
-std::size_t align_up(std::size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
-}
+// Named, not anonymous: HostWorld::Slot, a class the header declares, points at it.
+namespace host_region {
 
 // What a rank publishes for its collective: who it is and what it issued.
 struct Published {
@@ -28,6 +24,18 @@ struct Published {
   std::int64_t arrival_ns;      // steady clock: one clock for every process of a machine
   std::uint64_t read_plus_one;  // the last collective this position has read the peers' data of
 };
+
+}  // namespace host_region
+
+using host_region::Published;
+
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+std::size_t align_up(std::size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
 std::uint64_t load(const std::uint64_t& word) {
   return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(word))

@@ -17,7 +17,7 @@ namespace {
 using testing::first_op;
 
 // Llama 3.1 8B shapes, 2 layers, 2 × 1,024 tokens, bf16.
-Scenario llama(const std::string& model_keys) {
+Scenario llama_with_model_keys(const std::string& model_keys) {
   return scenario_from_text("model: {preset: llama3.1-8b, layers: 2" + model_keys +
                                 "}\n"
                                 "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
@@ -27,7 +27,7 @@ Scenario llama(const std::string& model_keys) {
 }
 
 TEST(AttentionAndDropout, SavedBytesInClosedForm) {
-  TransformerConfig c = llama("").model.transformer;
+  TransformerConfig c = llama_with_model_keys("").model.transformer;
   const std::int64_t t = 2048, s = 1024, e = 2, heads = c.heads, h = c.hidden, kv = c.kv_dim();
   const Bytes flash = block_activation_bytes(c, t, s, e);
   c.attention = AttentionKind::math;
@@ -46,13 +46,13 @@ TEST(AttentionAndDropout, SavedBytesInClosedForm) {
   EXPECT_EQ(block_activation_bytes(c, t, s, e) - flash, 2 * t * h);
   // Selective checkpointing recomputes the dropouts, keeps what the attention keeps.
   EXPECT_EQ(block_saved_bytes(c, t, s, e, ActivationCheckpointing::selective_op),
-            block_saved_bytes(llama("").model.transformer, t, s, e,
+            block_saved_bytes(llama_with_model_keys("").model.transformer, t, s, e,
                               ActivationCheckpointing::selective_op));
 }
 
 TEST(AttentionAndDropout, MathAttentionRunsTwoBatchedGemmsOverTheFullSquare) {
-  const Scenario flash_sc = llama("");
-  const Scenario math_sc = llama(", attention: math");
+  const Scenario flash_sc = llama_with_model_keys("");
+  const Scenario math_sc = llama_with_model_keys(", attention: math");
   const Schedule flash = lower(flash_sc);
   const Schedule math = lower(math_sc);
   EXPECT_TRUE(check_schedule(math).empty());
@@ -79,13 +79,13 @@ TEST(AttentionAndDropout, MathAttentionRunsTwoBatchedGemmsOverTheFullSquare) {
 
 TEST(AttentionAndDropout, KeysSayWhatIsAllowed) {
   try {
-    llama(", attention: efficient");
+    llama_with_model_keys(", attention: efficient");
     FAIL();
   } catch (const ValidationError& e) {
     EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("allowed: flash, math"), std::string::npos);
   }
-  EXPECT_THROW(llama(", dropout: 1.5"), ValidationError);
+  EXPECT_THROW(llama_with_model_keys(", dropout: 1.5"), ValidationError);
   // 2 × 32 × (4 Mi tokens)² probabilities: refused before any arithmetic could overflow.
   try {
     scenario_from_text(

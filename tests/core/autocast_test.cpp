@@ -21,7 +21,7 @@ namespace {
 using testing::first_op;
 
 // Llama 3.1 8B, 2 layers, 8 GPUs, 2 × 2048 tokens per micro-batch, fp32 parameters.
-Scenario llama(const std::string& training, const std::string& fsdp = "api: fsdp2") {
+Scenario llama_training(const std::string& training, const std::string& fsdp = "api: fsdp2") {
   return scenario_from_text(
       "model: {preset: llama3.1-8b, layers: 2}\n"
       "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
@@ -69,22 +69,22 @@ std::vector<CastLifetime> cast_buffers(const Schedule& s) {
 }
 
 TEST(Autocast, ComputesInTheAutocastDtypeAndCastsOnlyFromAnother) {
-  const Scenario over_fp32 = llama(", autocast: bf16");
+  const Scenario over_fp32 = llama_training(", autocast: bf16");
   EXPECT_EQ(compute_dtype(over_fp32), DType::bf16);
   EXPECT_EQ(autocast_cast_source(over_fp32), DType::fp32);
   // Lightning's bf16-mixed FSDP: MixedPrecision(param_dtype=bf16) and autocast bf16 — the
   // weights already are bf16, nothing is cast.
   const Scenario over_bf16 =
-      llama(", autocast: bf16", "api: fsdp2, mixed_precision: {param_dtype: bf16}");
+      llama_training(", autocast: bf16", "api: fsdp2, mixed_precision: {param_dtype: bf16}");
   EXPECT_EQ(compute_dtype(over_bf16), DType::bf16);
   EXPECT_FALSE(autocast_cast_source(over_bf16));
-  const Scenario none = llama("");
+  const Scenario none = llama_training("");
   EXPECT_EQ(compute_dtype(none), DType::fp32);
   EXPECT_FALSE(autocast_cast_source(none));
 }
 
 TEST(Autocast, BlockActivationsInClosedForm) {
-  const TransformerConfig& c = llama("").model.transformer;
+  const TransformerConfig& c = llama_training("").model.transformer;
   const std::int64_t t = 4096, s = 2048, h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
   // fp32 norm inputs (their fp32 outputs are only cast, not kept); bf16 q, k, v, attention
   // output, SwiGLU's four ffn-sized tensors and five cast inputs (wq, wk, wv read norm 1; w1,
@@ -111,8 +111,8 @@ TEST(Autocast, BlockActivationsInClosedForm) {
 }
 
 TEST(Autocast, CastKernelsMoveEveryProjectionWeightAndGradient) {
-  const Schedule s = lower(llama(", autocast: bf16"));
-  const TransformerConfig& c = llama("").model.transformer;
+  const Schedule s = lower(llama_training(", autocast: bf16"));
+  const TransformerConfig& c = llama_training("").model.transformer;
   const Op& fwd = first_op(s, OpKind::forward, "block");
   const Kernel* casts = find_kernel(s, fwd, "autocast.weight_casts");
   ASSERT_NE(casts, nullptr);
@@ -131,17 +131,18 @@ TEST(Autocast, CastKernelsMoveEveryProjectionWeightAndGradient) {
     for (const Op& op : sched.ops) total += op.kind == OpKind::all_gather ? op.bytes : 0;
     return total;
   };
-  const Schedule bf16 = lower(llama("", "api: fsdp2, mixed_precision: {param_dtype: bf16}"));
+  const Schedule bf16 =
+      lower(llama_training("", "api: fsdp2, mixed_precision: {param_dtype: bf16}"));
   EXPECT_GT(gathered(s), 0);
   EXPECT_EQ(gathered(s), 2 * gathered(bf16));
-  const Schedule plain = lower(llama(""));
+  const Schedule plain = lower(llama_training(""));
   EXPECT_EQ(gathered(s), gathered(plain));
   EXPECT_EQ(find_kernel(plain, first_op(plain, OpKind::forward, "block"), "autocast.weight_casts"),
             nullptr);
 }
 
 TEST(Autocast, BlocksThatKeepActivationsSaveTheirWeightCasts) {
-  const Scenario with = llama(", autocast: bf16");
+  const Scenario with = llama_training(", autocast: bf16");
   const Schedule s = lower(with);
   EXPECT_TRUE(cast_buffers(s).empty());  // nothing checkpointed: autograd saves the casts
   const TransformerConfig& c = with.model.transformer;
@@ -158,7 +159,7 @@ TEST(Autocast, BlocksThatKeepActivationsSaveTheirWeightCasts) {
 }
 
 TEST(Autocast, Fsdp2CachesCheckpointedBlocksCastsUntilTheForwardEnds) {
-  const Schedule s = lower(llama(", autocast: bf16, activation_checkpointing: full"));
+  const Schedule s = lower(llama_training(", autocast: bf16, activation_checkpointing: full"));
   EXPECT_TRUE(check_schedule(s).empty());
   const auto casts = cast_buffers(s);
   ASSERT_EQ(casts.size(), 2u);  // one per block, one micro-batch
@@ -167,13 +168,13 @@ TEST(Autocast, Fsdp2CachesCheckpointedBlocksCastsUntilTheForwardEnds) {
     EXPECT_EQ(s.ops[static_cast<std::size_t>(life.alloc)].kind, OpKind::forward);
     EXPECT_LT(life.alloc, loss);
     EXPECT_EQ(life.free, loss);
-    EXPECT_EQ(life.size, block_weight_cast_bytes(llama("").model.transformer, 2));
+    EXPECT_EQ(life.size, block_weight_cast_bytes(llama_training("").model.transformer, 2));
   }
 }
 
 TEST(Autocast, Fsdp1FreesCheckpointedBlocksCastsAfterUse) {
-  const Schedule s = lower(llama(", autocast: bf16, activation_checkpointing: full",
-                                 "api: fsdp1, sharding_strategy: FULL_SHARD"));
+  const Schedule s = lower(llama_training(", autocast: bf16, activation_checkpointing: full",
+                                          "api: fsdp1, sharding_strategy: FULL_SHARD"));
   EXPECT_TRUE(check_schedule(s).empty());
   const auto casts = cast_buffers(s);
   ASSERT_EQ(casts.size(), 2u);
@@ -184,8 +185,8 @@ TEST(Autocast, Fsdp1FreesCheckpointedBlocksCastsAfterUse) {
 }
 
 TEST(Autocast, TheHeadSavesItsCastWeightAndFp32NormTensors) {
-  const Scenario with = llama(", autocast: bf16");
-  const Scenario bf16 = llama("", "api: fsdp2, mixed_precision: {param_dtype: bf16}");
+  const Scenario with = llama_training(", autocast: bf16");
+  const Scenario bf16 = llama_training("", "api: fsdp2, mixed_precision: {param_dtype: bf16}");
   const TransformerConfig& c = with.model.transformer;
   const std::int64_t t = 4096, h = c.hidden;
   const auto head_saved = [](const Schedule& s) {

@@ -63,7 +63,7 @@ TEST(Kernels, KindNamesRoundTrip) {
 }
 
 // Llama 3.1 8B, 4 layers, bf16 compute, on 8 GPUs; `ac` is training.activation_checkpointing.
-Scenario llama(const std::string& ac, const std::string& mlp = "swiglu") {
+Scenario llama_checkpointed(const std::string& ac, const std::string& mlp = "swiglu") {
   return scenario_from_text(
       "model: {preset: llama3.1-8b, layers: 4, mlp: " + mlp +
           "}\n"
@@ -84,7 +84,7 @@ double block_weights(const TransformerConfig& c) {
 TEST(Kernels, ABlockMatchesTheTransformerFormulas) {
   for (const std::string mlp : {"swiglu", "gelu"}) {
     SCOPED_TRACE(mlp);
-    const Scenario sc = llama("none", mlp);
+    const Scenario sc = llama_checkpointed("none", mlp);
     const Schedule s = lower(sc);
     const TransformerConfig& c = sc.model.transformer;
     const double t = 2 * 2048, seq = 2048;
@@ -125,7 +125,7 @@ TEST(Kernels, ABlockMatchesTheTransformerFormulas) {
 }
 
 TEST(Kernels, TheHeadAndLossAndTheOptimizer) {
-  const Scenario sc = llama("none");
+  const Scenario sc = llama_checkpointed("none");
   const Schedule s = lower(sc);
   const TransformerConfig& c = sc.model.transformer;
   const double t = 4096, h = d(c.hidden), v = d(c.vocab);
@@ -149,27 +149,27 @@ TEST(Kernels, TheHeadAndLossAndTheOptimizer) {
 // runs 6 of a SwiGLU block's 7 matmuls and 5 of a GELU block's 6 in a fully checkpointed
 // recompute (tests/pytorch/collective_oracle.py --show, the checkpointing cases).
 TEST(Kernels, RecomputeRunsWhatTheCheckpointingPolicyDropped) {
-  const Scenario sc = llama("none");
+  const Scenario sc = llama_checkpointed("none");
   const TransformerConfig& c = sc.model.transformer;
   const double t = 4096, h = d(c.hidden), kv = d(c.kv_dim()), f = d(c.ffn_hidden);
   const Bytes residual_add = 4096 * c.hidden * 3 * 2;  // read two, write one, bf16
   const Schedule none = lower(sc);
   const Op& forward = first_op(none, OpKind::forward, "block");
   // full: the forward again, attention included, up to the MLP's output projection.
-  const Schedule full = lower(llama("full"));
+  const Schedule full = lower(llama_checkpointed("full"));
   const Op& re = first_op(full, OpKind::recompute, "block");
   EXPECT_DOUBLE_EQ(re.flops, forward.flops - 2 * t * f * h);
   EXPECT_DOUBLE_EQ(re.attention_flops, forward.attention_flops);
   EXPECT_EQ(re.bytes, forward.bytes - residual_add);
   // selective_op: every second matmul (wk, wo, w3) and the memory-bound kernels, no attention.
-  const Schedule sac = lower(llama("selective_op"));
+  const Schedule sac = lower(llama_checkpointed("selective_op"));
   const Op& sac_re = first_op(sac, OpKind::recompute, "block");
   EXPECT_DOUBLE_EQ(sac_re.flops, 2 * t * (h * kv + h * h + h * f));
   EXPECT_DOUBLE_EQ(sac_re.attention_flops, 0);
   EXPECT_EQ(sac_re.bytes, forward.bytes - residual_add);
   // GELU: wk, wo and fc2 are the unsaved matmuls; fc2, the last, is not recomputed.
-  const Schedule gelu = lower(llama("none", "gelu"));
-  const Schedule gelu_sac = lower(llama("selective_op", "gelu"));
+  const Schedule gelu = lower(llama_checkpointed("none", "gelu"));
+  const Schedule gelu_sac = lower(llama_checkpointed("selective_op", "gelu"));
   const Op& gelu_forward = first_op(gelu, OpKind::forward, "block");
   const Op& gelu_re = first_op(gelu_sac, OpKind::recompute, "block");
   EXPECT_DOUBLE_EQ(gelu_re.flops, 2 * t * (h * kv + h * h));
@@ -180,7 +180,7 @@ TEST(Kernels, RecomputeRunsWhatTheCheckpointingPolicyDropped) {
 // is recomputed and not counted (its _op_sac_save_list; real PyTorch recomputes 5 of a biased
 // GPT block's 6 linears, the last skipped by early stop).
 TEST(Kernels, SelectiveCheckpointingRecomputesEveryBiasedLinear) {
-  const TransformerConfig& c = llama("none").model.transformer;
+  const TransformerConfig& c = llama_checkpointed("none").model.transformer;
   const double t = 4096, h = d(c.hidden), kv = d(c.kv_dim()), f = d(c.ffn_hidden);
   const auto recompute_flops = [](const std::string& mlp, const std::string& biases) {
     const Scenario sc = scenario_from_text(
@@ -203,7 +203,7 @@ TEST(Kernels, SelectiveCheckpointingRecomputesEveryBiasedLinear) {
 TEST(Kernels, EveryOpCarriesItsKernelsSumsAndIdenticalBlocksShareOneSet) {
   for (const std::string ac : {"none", "full", "selective_op", "every_2"}) {
     SCOPED_TRACE(ac);
-    const Schedule s = lower(llama(ac));
+    const Schedule s = lower(llama_checkpointed(ac));
     EXPECT_TRUE(check_schedule(s).empty());  // includes: FLOPs and bytes equal the kernels' sums
     std::set<std::int32_t> used;
     for (const Op& op : s.ops) {

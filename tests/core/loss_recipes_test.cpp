@@ -16,8 +16,8 @@ namespace {
 using testing::first_op;
 
 // Llama 3.1 8B, 2 layers, bf16 compute, 8 GPUs, 2 × 2048 tokens per micro-batch.
-Scenario llama(const std::string& loss, const std::string& extra = "",
-               const std::vector<std::string>& overrides = {}) {
+Scenario llama_with_loss(const std::string& loss, const std::string& extra = "",
+                         const std::vector<std::string>& overrides = {}) {
   return scenario_from_text(
       "model: {preset: llama3.1-8b, layers: 2}\n"
       "cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}\n"
@@ -72,7 +72,7 @@ std::vector<RootOp> root_ops(const Schedule& s, Phase phase) {
 // Each recipe's tensors live as long as real PyTorch 2.11 keeps them when a training step like
 // torchtitan's computes the loss from the model's output (tests/pytorch/memory_oracle.py).
 TEST(LossRecipes, EachTensorLivesAsLongAsInPyTorch) {
-  const Scenario up = llama("upcast_fp32");
+  const Scenario up = llama_with_loss("upcast_fp32");
   const TransformerConfig& c = up.model.transformer;
   const std::int64_t t = 4096, v = c.vocab, h = c.hidden, e = 2, norm = 2 * t * h * e;
   const Bytes logits = t * v * e, fp32 = t * v * 4, head_grad = v * h * e + h * e;
@@ -106,7 +106,7 @@ TEST(LossRecipes, EachTensorLivesAsLongAsInPyTorch) {
     EXPECT_EQ(bwd[2].frees, (std::vector<Bytes>{norm, logits}));
   }
   {
-    const Schedule s = lower(llama("fused"));
+    const Schedule s = lower(llama_with_loss("fused"));
     const auto fwd = root_ops(s, Phase::forward);
     ASSERT_EQ(fwd.size(), 2U);
     EXPECT_EQ(fwd[0].allocs, (std::vector<Bytes>{norm, logits}));
@@ -118,7 +118,7 @@ TEST(LossRecipes, EachTensorLivesAsLongAsInPyTorch) {
     EXPECT_EQ(bwd[1].frees, (std::vector<Bytes>{norm, logits}));
   }
   {
-    const Schedule s = lower(llama("chunked"));
+    const Schedule s = lower(llama_with_loss("chunked"));
     const std::int64_t chunk = 128;  // 4,096 / ⌈128,256 / 4,096⌉ = 128
     const auto fwd = root_ops(s, Phase::forward);
     ASSERT_EQ(fwd.size(), 2U);
@@ -139,7 +139,7 @@ TEST(LossRecipes, EachTensorLivesAsLongAsInPyTorch) {
 TEST(LossRecipes, AnFp32OutputCastOnTheRootReplacesTheLossUpcast) {
   const std::vector<std::string> root_fp32{"fsdp.mixed_precision.output_dtype=fp32",
                                            "fsdp.mixed_precision.output_dtype_modules=root"};
-  const Scenario up = llama("upcast_fp32", "", root_fp32);
+  const Scenario up = llama_with_loss("upcast_fp32", "", root_fp32);
   ASSERT_EQ(root_output_cast(up), DType::fp32);
   const TransformerConfig& c = up.model.transformer;
   const std::int64_t t = 4096, v = c.vocab, h = c.hidden, e = 2, norm = 2 * t * h * e;
@@ -178,7 +178,7 @@ TEST(LossRecipes, AnFp32OutputCastOnTheRootReplacesTheLossUpcast) {
   }
   {
     // fused: the kept logits, and the gradient written into them, are fp32.
-    const Schedule s = lower(llama("fused", "", root_fp32));
+    const Schedule s = lower(llama_with_loss("fused", "", root_fp32));
     const auto fwd = root_ops(s, Phase::forward);
     ASSERT_EQ(fwd.size(), 3U);
     EXPECT_EQ(fwd[1].frees, (std::vector<Bytes>{logits}));
@@ -198,7 +198,7 @@ TEST(LossRecipes, KernelsCountTheRecomputedHeadAndTheTraffic) {
   const double t = 4096;
   for (const char* loss : {"upcast_fp32", "fused", "chunked"}) {
     SCOPED_TRACE(loss);
-    const Scenario sc = llama(loss);
+    const Scenario sc = llama_with_loss(loss);
     const Schedule s = lower(sc);
     EXPECT_TRUE(check_schedule(s).empty());  // op sums equal their kernels'
     const double h = static_cast<double>(sc.model.transformer.hidden);
@@ -241,7 +241,7 @@ TEST(LossRecipes, KernelsCountTheRecomputedHeadAndTheTraffic) {
 }
 
 TEST(LossRecipes, AShortLastChunkIsItsOwnKernel) {
-  const Scenario sc = llama("chunked", ", loss_chunk_tokens: 1000");
+  const Scenario sc = llama_with_loss("chunked", ", loss_chunk_tokens: 1000");
   const Schedule s = lower(sc);
   const auto k = op_kernels(s, first_op(s, OpKind::forward, "head"));
   ASSERT_GE(k.size(), 2U);
@@ -252,9 +252,9 @@ TEST(LossRecipes, AShortLastChunkIsItsOwnKernel) {
 }
 
 TEST(LossRecipes, ChunkTokensNeedAChunkedLoss) {
-  EXPECT_THROW(llama("fused", ", loss_chunk_tokens: 512"), ValidationError);
+  EXPECT_THROW(llama_with_loss("fused", ", loss_chunk_tokens: 512"), ValidationError);
   try {
-    llama("softmax");
+    llama_with_loss("softmax");
     FAIL();
   } catch (const ValidationError& e) {
     EXPECT_NE(std::string(e.what()).find("upcast_fp32, fused, chunked"), std::string::npos);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/scenario_test_util.hpp"
 #include "shardscope/core/model_presets.hpp"
 #include "shardscope/core/scenario.hpp"
 
@@ -20,14 +21,7 @@ namespace {
 
 const std::string kDocs = SHARDSCOPE_DOCS_DIR;
 
-std::vector<Problem> problems_of(std::string_view text, const std::vector<std::string>& overrides) {
-  try {
-    scenario_from_text(text, overrides);
-  } catch (const ValidationError& e) {
-    return e.problems();
-  }
-  return {};
-}
+using testing::problems_of;
 
 // A scenario in which `key` is read: custom groups for model.groups[], its API for an FSDP knob.
 std::string base_for(std::string_view key) {

@@ -4,27 +4,15 @@
 
 #include <algorithm>
 
+#include "core/scenario_test_util.hpp"
+
 namespace shardscope {
 namespace {
 
 const std::string kExamples = SHARDSCOPE_EXAMPLES_DIR;
 
-std::vector<Problem> problems_of(std::string_view text,
-                                 const std::vector<std::string>& overrides = {}) {
-  try {
-    scenario_from_text(text, overrides);
-  } catch (const ValidationError& e) {
-    return e.problems();
-  }
-  return {};
-}
-
-bool has_problem(const std::vector<Problem>& problems, std::string_view key,
-                 std::string_view fragment = {}) {
-  return std::any_of(problems.begin(), problems.end(), [&](const Problem& p) {
-    return p.key == key && (fragment.empty() || p.to_string().find(fragment) != std::string::npos);
-  });
-}
+using testing::has_problem;
+using testing::problems_of;
 
 TEST(Scenario, DefaultExampleLoads) {
   const auto s = load_scenario(kExamples + "/llama3-8b-h100x8.yaml");

@@ -22,7 +22,7 @@
 namespace shardscope::gui {
 namespace {
 
-const QString kExamples = SHARDSCOPE_EXAMPLES_DIR;
+const QString kExamplesDir = SHARDSCOPE_EXAMPLES_DIR;
 
 bool row_has_color(const QImage& img, int y, int x0, int x1, const QColor& c, int tolerance = 8) {
   for (int x = std::max(0, x0); x < std::min(img.width(), x1); ++x) {
@@ -57,7 +57,7 @@ double chart_x(MainWindow& w, MemoryChart* chart, TimeNs t) {
 }
 
 TEST(TimelineWidget, DrawsEveryLaneWithItsOpColours) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   TimelineWidget* tl = win.w.timeline();
   const QImage img = tl->grab().toImage();
   const auto& t = win.w.result()->timeline;
@@ -84,7 +84,7 @@ TEST(TimelineWidget, DrawsEveryLaneWithItsOpColours) {
 }
 
 TEST(TimelineWidget, ZoomingShowsOnlyTheVisibleRange) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   TimelineWidget* tl = win.w.timeline();
   tl->set_view(0, 9 * kNsPerMs);  // before the first forward: only the first all-gather
   QApplication::processEvents();
@@ -100,7 +100,7 @@ TEST(TimelineWidget, ZoomingShowsOnlyTheVisibleRange) {
 }
 
 TEST(MemoryChart, DrawsTheCurveAndMarksThePeakWhereItIs) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   MemoryChart* chart = win.w.memory_chart();
   const QImage img = chart->grab().toImage();
   const QRectF plot = chart->chart()->plotArea();
@@ -124,7 +124,7 @@ TEST(MemoryChart, DrawsTheCurveAndMarksThePeakWhereItIs) {
 // A run of a few MiB is drawn in MiB, over its own range: the 80 GB capacity line would flatten it
 // to nothing, so the legend gives the capacity instead of the axis drawing it.
 TEST(MemoryChart, AMiBScaleRunIsDrawnInMiBWithTheCapacityOffScale) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   MemoryChart* chart = win.w.memory_chart();
   EXPECT_EQ(chart->memory_unit(), "MiB");
   EXPECT_EQ(chart->memory_axis()->titleText(), "memory (MiB)");
@@ -139,7 +139,7 @@ TEST(MemoryChart, AMiBScaleRunIsDrawnInMiBWithTheCapacityOffScale) {
 
 // The view leaves room after the run, so its last ops end inside it, the memory chart alike.
 TEST(TimelineWidget, TheRunEndsInsideTheViewWithRoomAfterIt) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   TimelineWidget* tl = win.w.timeline();
   const TimeNs end = win.w.result()->timeline.end_time();
   const double end_x = TimelineWidget::kLabelWidth + tl->axis().to_px(end);
@@ -149,7 +149,7 @@ TEST(TimelineWidget, TheRunEndsInsideTheViewWithRoomAfterIt) {
 
 // A block of ops folded at this zoom says what it is when hovered.
 TEST(TimelineWidget, AFoldedBlockSaysWhatItHolds) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   TimelineWidget* tl = win.w.timeline();
   QString folded;
   for (int lane = 0; lane < 5 && folded.isEmpty(); ++lane) {
@@ -165,7 +165,7 @@ TEST(TimelineWidget, AFoldedBlockSaysWhatItHolds) {
 
 // Two stacked runs each say whether they fit: a baseline that does not is no baseline to beat.
 TEST(MainWindow, EachStackedRunSaysWhetherItFits) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   ASSERT_TRUE(win.w.settings()->set_value("training.activation_checkpointing", "none"));
   win.w.simulate_now();
   ASSERT_EQ(win.w.result()->summary.fit, analysis::Fit::does_not_fit);
@@ -179,7 +179,7 @@ TEST(MainWindow, EachStackedRunSaysWhetherItFits) {
 }
 
 TEST(MainWindow, KnobChangesResimulate) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   const TimeNs before = win.w.result()->summary.step_time;
   ASSERT_TRUE(win.w.settings()->set_value("fsdp.reshard_after_forward", "false"));
   win.w.simulate_now();
@@ -188,7 +188,7 @@ TEST(MainWindow, KnobChangesResimulate) {
 }
 
 TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   win.w.pin_baseline();
   ASSERT_TRUE(win.w.settings()->set_value("fsdp.reshard_after_forward", "false"));
   win.w.simulate_now();
@@ -200,7 +200,7 @@ TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {
 }
 
 TEST(MemoryChart, ItsTimeAxisLinesUpWithTheLanesToThePixel) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   TimelineWidget* tl = win.w.timeline();
   MemoryChart* chart = win.w.memory_chart();
   const TimeNs end = win.w.result()->timeline.end_time();
@@ -215,7 +215,7 @@ TEST(MemoryChart, ItsTimeAxisLinesUpWithTheLanesToThePixel) {
 }
 
 TEST(MemoryChart, TicksAreRoundAndInTheTimelinesUnit) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   TimelineWidget* tl = win.w.timeline();
   MemoryChart* chart = win.w.memory_chart();
   auto is_nice = [](double v) {
@@ -244,7 +244,7 @@ TEST(MemoryChart, TicksAreRoundAndInTheTimelinesUnit) {
 }
 
 TEST(MemoryChart, TheLegendShowsEveryLabelInFullAndWraps) {
-  Window win(kExamples + "/llama3-8b-h100x8.yaml");
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
   MemoryChart* chart = win.w.memory_chart();
   QStringList names;
   for (const auto& e : chart->legend_entries()) names << e.name;
@@ -275,7 +275,7 @@ QString write_measured_run(const QString& scenario, const QString& path) {
 // A Kineto trace opens on its own, gzipped or not: it names no scenario, so none is opened.
 TEST(MainWindow, AKinetoTraceOpensAlone) {
   MainWindow w;
-  w.open_timeline(kExamples + "/../traces/samples/fsdp2_rank0.json.gz");
+  w.open_timeline(kExamplesDir + "/../traces/samples/fsdp2_rank0.json.gz");
   QApplication::processEvents();
   EXPECT_EQ(w.result(), nullptr);  // nothing simulated
   EXPECT_FALSE(w.settings()->has_scenario());
@@ -312,7 +312,7 @@ TEST(MainWindow, ATraceLargerThanAnyScenarioOpens) {
 // A run made with --set overrides re-simulates with them: the scenario it names and the
 // overrides it records are its job, not the scenario file alone.
 TEST(MainWindow, AMeasuredRunReSimulatesWithTheOverridesItWasMadeWith) {
-  const QString scenario = kExamples + "/fsdp2-overlap-oracle.yaml";
+  const QString scenario = kExamplesDir + "/fsdp2-overlap-oracle.yaml";
   const QString path = write_measured_run(
       scenario, QString::fromStdString(testing::TempDir()) + "/measured_overrides.json");
   Timeline measured = timeline_from_json(read_text_file(path.toStdString()));
@@ -326,7 +326,7 @@ TEST(MainWindow, AMeasuredRunReSimulatesWithTheOverridesItWasMadeWith) {
 }
 
 TEST(MainWindow, AMeasuredRunOpensStackedAboveTheSimulationOfItsScenario) {
-  const QString scenario = kExamples + "/fsdp2-overlap-oracle.yaml";
+  const QString scenario = kExamplesDir + "/fsdp2-overlap-oracle.yaml";
   const QString path = write_measured_run(
       scenario, QString::fromStdString(testing::TempDir()) + "/measured_overlap.json");
   MainWindow w;
@@ -383,7 +383,7 @@ TEST(MainWindow, AMeasuredRunNeedsTheScenarioOpenFirst) {
 }
 
 TEST(MainWindow, AKinetoTraceStacksAboveTheSimulation) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   win.w.open_measured(QString(SHARDSCOPE_TEST_DATA_DIR) + "/traces/fsdp2_tiny.json");
   QApplication::processEvents();
   ASSERT_NE(win.w.comparison(), nullptr);
@@ -392,7 +392,7 @@ TEST(MainWindow, AKinetoTraceStacksAboveTheSimulation) {
 }
 
 TEST(MainWindow, ARunWithNoDeviceWorkIsRefusedAndATraceIsNotReadAsAScenario) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   const auto empty = std::filesystem::temp_directory_path() / "shardscope-gui-no-work.json";
   std::ofstream(empty) << R"({"traceEvents": []})";
   try {
@@ -415,11 +415,11 @@ TEST(MainWindow, ARunWithNoDeviceWorkIsRefusedAndATraceIsNotReadAsAScenario) {
 
 TEST(MainWindow, ATimelineWithoutItsScenarioHidesTheSettings) {
   auto run =
-      run_scenario(load_config_file((kExamples + "/fsdp2-overlap-oracle.yaml").toStdString()),
-                   (kExamples + "/fsdp2-overlap-oracle.yaml").toStdString());
+      run_scenario(load_config_file((kExamplesDir + "/fsdp2-overlap-oracle.yaml").toStdString()),
+                   (kExamplesDir + "/fsdp2-overlap-oracle.yaml").toStdString());
   const std::string path = testing::TempDir() + "/simulated_overlap.json";
   write_text_file_atomic(path, timeline_to_json(run->timeline));
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   EXPECT_TRUE(win.w.settings()->has_scenario());
   win.w.open_timeline(QString::fromStdString(path));
   EXPECT_FALSE(win.w.settings()->has_scenario());
@@ -428,7 +428,7 @@ TEST(MainWindow, ATimelineWithoutItsScenarioHidesTheSettings) {
 }
 
 TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
-  Window win(kExamples + "/fsdp2-overlap-oracle.yaml");
+  Window win(kExamplesDir + "/fsdp2-overlap-oracle.yaml");
   SweepView* view = win.w.sweep_view();
   view->set_grid("fsdp.reshard_after_forward=true,false\ntraining.optimizer=adamw,sgd", "1GiB");
   view->run_now();
@@ -460,7 +460,7 @@ TEST(SweepView, RunsTheGridMarksThePointsAndLoadsAClickedConfiguration) {
 }
 
 TEST(PlanView, PlansLoadsAChosenConfigurationExactlyAndRefusesBadInput) {
-  Window win(kExamples + "/plan-llama3-8b-2-nodes.yaml");
+  Window win(kExamplesDir + "/plan-llama3-8b-2-nodes.yaml");
   PlanView* view = win.w.plan_view();
   view->set_inputs("fsdp2",
                    "training.loss=fused\ntraining.activation_checkpointing=none,selective_op\n"

@@ -2,9 +2,9 @@
 """Every MixedPrecisionPolicy / MixedPrecision combination shardscope refuses is one real PyTorch
 refuses, for PyTorch's reason, and every one it accepts trains in PyTorch.
 
-Each case is a scenario (the memory oracle's tiny Llama, 8 ranks of the fake process group, real
-tensors: FakeTensorMode's meta kernels accept a matmul of mixed dtypes that the CPU kernel
-refuses) run for two steps by real FSDP; shardscope validates the same scenario. A case passes
+Each case is a scenario (the memory oracle's tiniest Llama at sequence length 64, 8 ranks of the
+fake process group, real tensors: FakeTensorMode's meta kernels accept a matmul of mixed dtypes
+that the CPU kernel refuses) run for two steps by real FSDP; shardscope validates the same scenario. A case passes
 when both accept it, or both refuse it and shardscope's message quotes PyTorch's error. Cases
 shardscope refuses as "not modelled" are listed with what PyTorch does, not compared.
 (docs/semantics.md, "Mixed-precision casts").
@@ -25,28 +25,34 @@ OUT_FP32 = {"fsdp__mixed_precision__output_dtype": "fp32"}
 ROOT = {"fsdp__mixed_precision__output_dtype_modules": "root"}
 
 
+def case(name: str, **keys) -> dict:
+    """Accepting or refusing a dtype does not depend on sizes: the smallest model that has every
+    module kind, at a short sequence (real tensors on the CPU)."""
+    return m.row(name, "llama-tiny", training__seq_len=64, **keys)
+
+
 def cases() -> list[dict]:
     return [
-        m.row("fsdp2 output fp32 on every module", **OUT_FP32, **m.BF16),
-        m.row("fsdp2 output fp32 on the root", **OUT_FP32, **ROOT, **m.BF16),
-        m.row("fsdp2 output fp32 on the root, fused loss", training__loss="fused", **OUT_FP32,
-              **ROOT, **m.BF16),
-        m.row("fsdp2 output fp32 on the root, chunked loss", training__loss="chunked",
-              **OUT_FP32, **ROOT, **m.BF16),
-        m.row("fsdp2 output bf16 on every module, bf16 params",
-              fsdp__mixed_precision__output_dtype="bf16", **m.BF16),
-        m.row("fsdp2 output fp32 on every module, autocast with fp32 params", **OUT_FP32,
-              **m.AUTOCAST),
-        m.row("fsdp2 output bf16 on every module, autocast with fp32 params",
-              fsdp__mixed_precision__output_dtype="bf16", **m.AUTOCAST),
-        m.row("fsdp2 no input casts", fsdp__mixed_precision__cast_forward_inputs=False, **m.BF16),
-        m.row("fsdp1 input casts, buffers bf16", fsdp__api="fsdp1",
-              fsdp__mixed_precision__cast_forward_inputs=True,
-              fsdp__mixed_precision__cast_root_forward_inputs=False,
-              fsdp__mixed_precision__buffer_dtype="bf16", **m.BF16),
-        m.row("fsdp1 module classes to ignore", fsdp__api="fsdp1",
-              fsdp__mixed_precision__module_classes_to_ignore="_BatchNorm, SyncBatchNorm",
-              **m.BF16),
+        case("fsdp2 output fp32 on every module", **OUT_FP32, **m.BF16),
+        case("fsdp2 output fp32 on the root", **OUT_FP32, **ROOT, **m.BF16),
+        case("fsdp2 output fp32 on the root, fused loss", training__loss="fused", **OUT_FP32,
+             **ROOT, **m.BF16),
+        case("fsdp2 output fp32 on the root, chunked loss", training__loss="chunked",
+             **OUT_FP32, **ROOT, **m.BF16),
+        case("fsdp2 output bf16 on every module, bf16 params",
+             fsdp__mixed_precision__output_dtype="bf16", **m.BF16),
+        case("fsdp2 output fp32 on every module, autocast with fp32 params", **OUT_FP32,
+             **m.AUTOCAST),
+        case("fsdp2 output bf16 on every module, autocast with fp32 params",
+             fsdp__mixed_precision__output_dtype="bf16", **m.AUTOCAST),
+        case("fsdp2 no input casts", fsdp__mixed_precision__cast_forward_inputs=False, **m.BF16),
+        case("fsdp1 input casts, buffers bf16", fsdp__api="fsdp1",
+             fsdp__mixed_precision__cast_forward_inputs=True,
+             fsdp__mixed_precision__cast_root_forward_inputs=False,
+             fsdp__mixed_precision__buffer_dtype="bf16", **m.BF16),
+        case("fsdp1 module classes to ignore", fsdp__api="fsdp1",
+             fsdp__mixed_precision__module_classes_to_ignore="_BatchNorm, SyncBatchNorm",
+             **m.BF16),
     ]
 
 

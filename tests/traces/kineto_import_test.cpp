@@ -151,8 +151,8 @@ TEST(KinetoImport, HostOverheadsAreTheLaunchCallsAndTheHooksLessTheirLaunches) {
 
 TEST(KinetoImport, TheTimelineRoundTripsThroughItsJson) {
   const auto t = import_kineto(kTiny).timeline;
-  const std::string json = timeline_to_json(t);
-  EXPECT_EQ(timeline_to_json(timeline_from_json(json, "round trip")), json);
+  const std::string text = timeline_to_json(t);
+  EXPECT_EQ(timeline_to_json(timeline_from_json(text, "round trip")), text);
 }
 
 TEST(KinetoImport, BadInputIsRefusedWithTheFileNamed) {
