@@ -1,7 +1,9 @@
 // The real traces under traces/samples/ (make_samples.py: FSDP2 and FSDP1 training a tiny Llama
-// on the CPU over gloo, two ranks, profiled by torch.profiler): every FSDP range is attributed to
-// a group, the collectives those PyTorch runs issued are the ones shardscope lowers for the same
-// scenario, the two ranks align by them, and compare meets each of the simulation's.
+// on the CPU over gloo, two ranks, profiled by torch.profiler; FSDP2 again generating before each
+// step): every FSDP range is attributed to a group, the collectives those PyTorch runs issued are
+// the ones shardscope lowers for the same scenario, in the same phases (a generate's forwards
+// imported as the generation phase), the two ranks align by them, and compare meets each of the
+// simulation's.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,8 +52,22 @@ Collectives collectives(const Schedule& s, int iteration, OpKind kind) {
   return out;
 }
 
-ImportedTrace rank_trace(const std::string& api, int rank) {
-  return import_kineto(kSamples / (api + "_rank" + std::to_string(rank) + ".json.gz"));
+ImportedTrace rank_trace(const std::string& sample, int rank) {
+  return import_kineto(kSamples / (sample + "_rank" + std::to_string(rank) + ".json.gz"));
+}
+
+bool generates(const std::string& sample) {
+  return sample == "fsdp2_generate";
+}
+
+// The collectives of one step: a training step's 5 forward and 4 backward all-gathers (the root
+// stays gathered) and 5 reduce-scatters; generating, 13 more all-gathers: the root's once, each
+// block's in each of the 3 forwards (prefill and two decode steps).
+std::size_t all_gathers_per_step(const std::string& sample) {
+  return generates(sample) ? 22 : 9;
+}
+std::size_t collectives_per_step(const std::string& sample) {
+  return all_gathers_per_step(sample) + 5;
 }
 
 class TraceSamples : public ::testing::TestWithParam<std::string> {};
@@ -66,6 +82,8 @@ TEST_P(TraceSamples, EveryFsdpRangeIsAttributedToAGroup) {
     EXPECT_EQ(report.unpaired_collective_issues, 0);
     EXPECT_EQ(report.iterations, 2);
     EXPECT_EQ(report.fsdp1_units, GetParam() == "fsdp1" ? 5 : 0);
+    // Only the generating run has root forwards that no backward follows.
+    EXPECT_EQ(report.no_grad_forwards > 0, generates(GetParam())) << report.no_grad_forwards;
     EXPECT_EQ(t.provenance.rank, rank);
     EXPECT_EQ(t.facts.world_size, kRanks);
     EXPECT_GT(t.peaks.allocated.bytes, 0);  // the CPU allocator's samples
@@ -81,7 +99,8 @@ TEST_P(TraceSamples, IssueTheCollectivesShardscopeLowers) {
       EXPECT_EQ(collectives(t, t.last_iteration(), kind), collectives(ir, last, kind))
           << GetParam() << " rank " << rank << " " << to_string(kind);
     }
-    EXPECT_EQ(collectives(t, t.last_iteration(), OpKind::all_gather).size(), 9U);  // 5 + 4
+    EXPECT_EQ(collectives(t, t.last_iteration(), OpKind::all_gather).size(),
+              all_gathers_per_step(GetParam()));
   }
 }
 
@@ -95,7 +114,8 @@ TEST_P(TraceSamples, RanksAlignByTheirCollectives) {
   const auto alignment = align_ranks(ranks, names);
   ASSERT_EQ(alignment.size(), 2U);
   for (const RankAlignment& a : alignment) {
-    EXPECT_EQ(a.matched, 28) << "rank " << a.rank;  // 14 collectives in each of 2 steps
+    EXPECT_EQ(a.matched, 2 * static_cast<int>(collectives_per_step(GetParam())))
+        << "rank " << a.rank;  // each of the 2 steps' collectives
     // gloo's ring ends together: well under 1 % of a step apart once shifted.
     EXPECT_LT(a.residual * 100, a.step_time) << "rank " << a.rank;
   }
@@ -113,10 +133,12 @@ TEST_P(TraceSamples, CompareMeetsEachCollectiveOfTheSimulation) {
   }
   int matched = 0;
   for (const auto& op : c.ops) matched += collective_kind(op.kind) ? 1 : 0;
-  EXPECT_EQ(matched, 28);  // the 14 collectives of each of the two steps, each met once
+  // The collectives of each of the two steps, each met once.
+  EXPECT_EQ(matched, 2 * static_cast<int>(collectives_per_step(GetParam())));
 }
 
-INSTANTIATE_TEST_SUITE_P(CpuGloo, TraceSamples, ::testing::Values("fsdp2", "fsdp1"));
+INSTANTIATE_TEST_SUITE_P(CpuGloo, TraceSamples,
+                         ::testing::Values("fsdp2", "fsdp1", "fsdp2_generate"));
 
 }  // namespace
 }  // namespace shardscope::traces

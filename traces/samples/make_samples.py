@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Writes the real Kineto traces under traces/samples/: FSDP2 and FSDP1 training a tiny Llama on
-the CPU over gloo, two ranks, profiled by torch.profiler with profile_memory and record_shapes.
+the CPU over gloo, two ranks, profiled by torch.profiler with profile_memory and record_shapes;
+and FSDP2 generating before each step (fsdp2_generate: a registered generate, one call of a
+2-sequence batch, 8 prompt tokens, 3 new, as an RL rollout does).
 
     build/pytorch-venv/bin/python traces/samples/make_samples.py [OUTDIR] [--check]
     python3 traces/samples/make_samples.py OUTDIR --device cuda --check   # on a GPU
 
 Each run trains three steps and profiles the last two (one warm-up step); each rank writes
-<api>_rank<r>.json.gz beside <api>.yaml, the scenario of the same job (its model, world, batch
+<sample>_rank<r>.json.gz beside <sample>.yaml, the scenario of the same job (its model, world, batch
 and wrapping) for `shardscope compare`. The traces are trimmed to what a reader of FSDP traces
 uses: flow events and the op args no reader of shardscope or HTA needs (Concrete Inputs, Input
 Strides, Ev Idx, Record function id, External id, Sequence number, Fwd thread id) are dropped;
@@ -39,7 +41,18 @@ DROPPED_ARGS = ("Concrete Inputs", "Input Strides", "Ev Idx", "Record function i
                 "Sequence number", "Fwd thread id")
 
 
-def scenario_keys(api: str, world: int = WORLD) -> dict[str, str]:
+# Each sample's scenario keys beyond the common ones.
+SAMPLES = {
+    "fsdp2": {"fsdp.api": "fsdp2"},
+    "fsdp1": {"fsdp.api": "fsdp1"},
+    "fsdp2_generate": {"fsdp.api": "fsdp2", "training.generation.calls": "1",
+                       "training.generation.batch": "2",
+                       "training.generation.prompt_tokens": "8",
+                       "training.generation.new_tokens": "3"},
+}
+
+
+def scenario_keys(sample: str, world: int = WORLD) -> dict[str, str]:
     keys = TINY_LLAMA.scenario_keys()
     keys.update({
         "cluster.preset": "h100-sxm-80gb",
@@ -48,12 +61,12 @@ def scenario_keys(api: str, world: int = WORLD) -> dict[str, str]:
         "training.seq_len": "16",
         "training.micro_batch": "2",
         "training.iterations": str(STEPS - 1),
-        "fsdp.api": api,
+        **SAMPLES[sample],
     })
     return keys
 
 
-def run_rank(rank: int, world: int, port: int, api: str, raw: str, device_type: str) -> None:
+def run_rank(rank: int, world: int, port: int, sample: str, raw: str, device_type: str) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -65,15 +78,15 @@ def run_rank(rank: int, world: int, port: int, api: str, raw: str, device_type: 
     torch.set_num_threads(1)
     cuda = device_type == "cuda"
     init_gloo(rank, world, port, backend="nccl" if cuda else "gloo")
-    keys = scenario_keys(api, world)
+    keys = scenario_keys(sample, world)
     keys["training.iterations"] = str(STEPS)
     fsdp = FsdpSettings.from_keys(keys, world, world)
     training = TrainingSettings.from_keys(keys)
     device = torch.device("cuda", rank) if cuda else torch.device("cpu")
     torch.manual_seed(0)
-    model = shard_model(Transformer.for_api(TINY_LLAMA, api, training.loss), fsdp,
+    model = shard_model(Transformer.for_api(TINY_LLAMA, fsdp.api, training.loss), fsdp,
                         training.activation_checkpointing, device)
-    path = f"{raw}/{api}_rank{rank}.json"
+    path = f"{raw}/{sample}_rank{rank}.json"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     prof = profile(activities=activities, profile_memory=True, record_shapes=True,
                    schedule=schedule(wait=0, warmup=1, active=STEPS - 1),
@@ -124,23 +137,25 @@ def main() -> int:
     p.add_argument("--check", action="store_true", help="import each trace and check the report")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: one rank on this machine's GPU over NCCL")
+    p.add_argument("--sample", choices=sorted(SAMPLES), action="append",
+                   help="only this sample (repeatable; default: every one)")
     args = p.parse_args()
     out = args.outdir
     world = 1 if args.device == "cuda" else WORLD
     written = []
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as raw:
-        for api in ("fsdp2", "fsdp1"):
-            print(f"{api}: {world} {args.device} ranks, {STEPS} steps", file=sys.stderr,
+        for sample in args.sample or SAMPLES:
+            print(f"{sample}: {world} {args.device} ranks, {STEPS} steps", file=sys.stderr,
                   flush=True)
-            spawn(run_rank, world, api, raw, args.device)
-            (out / f"{api}.yaml").write_text(
-                f"# The job {api}_rank*.json.gz ran (traces/samples/make_samples.py).\n"
-                + shardscope.scenario_yaml(scenario_keys(api, world)))
+            spawn(run_rank, world, sample, raw, args.device)
+            (out / f"{sample}.yaml").write_text(
+                f"# The job {sample}_rank*.json.gz ran (traces/samples/make_samples.py).\n"
+                + shardscope.scenario_yaml(scenario_keys(sample, world)))
             for rank in range(world):
-                trace = json.loads(Path(f"{raw}/{api}_rank{rank}.json").read_text())
+                trace = json.loads(Path(f"{raw}/{sample}_rank{rank}.json").read_text())
                 data = json.dumps(trimmed(trace), separators=(",", ":")).encode()
-                target = out / f"{api}_rank{rank}.json.gz"
+                target = out / f"{sample}_rank{rank}.json.gz"
                 with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0,
                                                             filename="") as z:
                     z.write(data)

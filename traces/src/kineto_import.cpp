@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -156,6 +157,26 @@ struct LaunchContext {
   std::optional<std::string> module;            // the innermost enclosing range naming one
   std::optional<std::string> last_hook_module;  // the last pre-forward/backward hook this step
 };
+
+// The phase work belongs to by where it was launched: the optimizer's ranges; a backward hook,
+// autograd's evaluate_function or a thread other than the steps' (autograd's device threads);
+// else forward.
+Phase launch_phase(const LaunchContext& context, const Launch& launch, int main_thread) {
+  if (context.in_optimizer) return Phase::optimizer;
+  if (context.in_backward_hook || context.in_backward_function ||
+      (main_thread >= 0 && launch.thread != main_thread))
+    return Phase::backward;
+  return Phase::forward;
+}
+
+// Time windows [first, second), sorted and disjoint.
+using Windows = std::vector<std::pair<TimeNs, TimeNs>>;
+
+bool in_windows(const Windows& windows, TimeNs time) {
+  const auto after = std::upper_bound(windows.begin(), windows.end(), time,
+                                      [](TimeNs x, const auto& w) { return x < w.first; });
+  return after != windows.begin() && time < std::prev(after)->second;
+}
 
 /// Everything read from the events, then turned into a Timeline.
 class Importer {
@@ -402,6 +423,38 @@ class Importer {
     return out;
   }
 
+  // The root forwards under no_grad: each FSDP2 root forward ("FSDP::root_pre_forward": the
+  // root's forward and every call of a registered method such as generate, and each forward
+  // that method makes) after which nothing of a backward launched before the next root forward
+  // or its step's end. From its root pre-forward to that point; none in a trace with no backward
+  // at all (an inference trace is forward work throughout).
+  Windows no_grad_forwards(const std::vector<const CpuRange*>& steps, int main_thread,
+                           const std::unordered_map<std::int64_t, LaunchContext>& contexts) const {
+    std::vector<TimeNs> backward;
+    for (const auto& [correlation, launch] : launches_) {
+      const auto it = contexts.find(correlation);
+      if (it != contexts.end() && launch_phase(it->second, launch, main_thread) == Phase::backward)
+        backward.push_back(launch.time);
+    }
+    if (backward.empty()) return {};
+    std::sort(backward.begin(), backward.end());
+    std::vector<TimeNs> roots;
+    for (const CpuRange& r : ranges_)
+      if (name_of(r.name).starts_with("FSDP::root_pre_forward")) roots.push_back(r.start);
+    std::sort(roots.begin(), roots.end());
+    Windows out;
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      TimeNs end = i + 1 < roots.size() ? roots[i + 1] : std::numeric_limits<TimeNs>::max();
+      const auto step = std::upper_bound(steps.begin(), steps.end(), roots[i],
+                                         [](TimeNs x, const CpuRange* r) { return x < r->start; });
+      if (step != steps.begin() && roots[i] < (*std::prev(step))->end)
+        end = std::min(end, (*std::prev(step))->end);
+      const auto next_backward = std::lower_bound(backward.begin(), backward.end(), roots[i]);
+      if (next_backward == backward.end() || *next_backward >= end) out.emplace_back(roots[i], end);
+    }
+    return out;
+  }
+
   ImportReport report_;
   json empty_ = json::object();
   std::unordered_map<std::string, int> threads_;
@@ -532,6 +585,8 @@ ImportedTrace Importer::finish(const json& top) {
   report.unmapped_fsdp_ranges = unmapped_fsdp_ranges(ranges_, names_);
 
   const auto contexts = launch_contexts(steps, iteration_at);
+  const Windows no_grad = no_grad_forwards(steps, main_thread, contexts);
+  report.no_grad_forwards = static_cast<std::int64_t>(no_grad.size());
 
   // Streams, communicators and groups are numbered in order of first use.
   std::unordered_map<std::string, StreamId> stream_ids;
@@ -593,13 +648,9 @@ ImportedTrace Importer::finish(const json& top) {
     if (context) {
       copy_kind = context->copy_kind;
       module = context->module;
-      if (context->in_backward_hook) phase = Phase::backward;
-      if (context->in_optimizer) {
-        phase = Phase::optimizer;
-      } else if (context->in_backward_function ||
-                 (main_thread >= 0 && launch->thread != main_thread)) {
-        phase = Phase::backward;
-      }
+      phase = launch_phase(*context, *launch, main_thread);
+      // A forward under no_grad before the step's (docs/traces.md, "Phases").
+      if (phase == Phase::forward && in_windows(no_grad, launch->time)) phase = Phase::generation;
       if (!module && phase != Phase::optimizer) module = context->last_hook_module;
     }
     op.phase = phase;
@@ -813,6 +864,11 @@ std::string import_report_text(const ImportReport& r) {
     std::int64_t unmapped = 0;
     for (const auto& [kind, n] : r.unmapped_fsdp_ranges) unmapped += n;
     row("unmapped FSDP ranges", fmt::format("{} ranges attributed to no group", unmapped));
+    row("no-grad root forwards",
+        r.no_grad_forwards == 0
+            ? std::string("none (every root forward ran a backward)")
+            : fmt::format("{} forwards with no backward after them: phase generation",
+                          r.no_grad_forwards));
     for (const auto& [kind, n] : r.unmapped_fsdp_ranges)
       row(fmt::format("  {}", kind), fmt::format("{} ranges", n));
   }

@@ -56,6 +56,9 @@ struct ImportReport {
   // by order), and the FSDP1 units named (0: no FSDP1 ranges).
   std::map<std::string, std::int64_t> unmapped_fsdp_ranges;
   int fsdp1_units = 0;
+  // FSDP2 root forwards after which no backward ran (a registered generate's, an evaluation's):
+  // their work is imported in Phase::generation.
+  std::int64_t no_grad_forwards = 0;
   // A CPU-only trace (a gloo run): its CPU ops are the device's work, gloo's collectives its
   // communication, each paired with the c10d op that issued it.
   bool cpu_device = false;
