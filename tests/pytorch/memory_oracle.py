@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from shardscope_torch.shapes import ModelShape  # noqa: E402  (no torch needed)
+from shardscope_torch.shapes import TINY_LLAMA, ModelShape  # noqa: E402  (no torch needed)
 
 PHASES = ("forward", "backward", "optimizer", "generation")
 TOLERANCE = 0.03
@@ -58,11 +58,10 @@ LLAMA_1B = ModelShape(hidden=2048, layers=16, heads=32, kv_heads=8, ffn_hidden=8
 GPT2_XL = ModelShape(hidden=1600, layers=48, heads=25, kv_heads=25, ffn_hidden=6400, vocab=50257,
                      mlp="gelu", norm="layernorm", pos_emb="learned", max_seq=2048, bias=True,
                      tie_embeddings=True)
-# For oracles that ask whether PyTorch trains a setting at all (mixed_precision_oracle.py), not how
-# much it allocates: real tensors at world 8 in seconds.
-LLAMA_TINY = ModelShape(hidden=128, layers=2, heads=4, kv_heads=2, ffn_hidden=384, vocab=512)
+# "tiny": for oracles that ask whether PyTorch trains a setting at all (mixed_precision_oracle.py),
+# not how much it allocates: real tensors at world 8 in seconds.
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
-          "llama-tiny": LLAMA_TINY}
+          "tiny": TINY_LLAMA}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:

@@ -2,10 +2,10 @@
 """Every MixedPrecisionPolicy / MixedPrecision combination shardscope refuses is one real PyTorch
 refuses, for PyTorch's reason, and every one it accepts trains in PyTorch.
 
-Each case is a scenario (the memory oracle's tiniest Llama at sequence length 64, 8 ranks of the
-fake process group, real tensors: FakeTensorMode's meta kernels accept a matmul of mixed dtypes
-that the CPU kernel refuses) run for two steps by real FSDP; shardscope validates the same scenario. A case passes
-when both accept it, or both refuse it and shardscope's message quotes PyTorch's error. Cases
+Each case is a scenario (the oracle suites' tiny Llama, shapes.TINY_LLAMA, at sequence length 64,
+8 ranks of the fake process group, real tensors: FakeTensorMode's meta kernels accept a matmul of
+mixed dtypes that the CPU kernel refuses) run for two steps by real FSDP; shardscope validates the
+same scenario. A case passes when both accept it, or both refuse it and shardscope's message quotes PyTorch's error. Cases
 shardscope refuses as "not modelled" are listed with what PyTorch does, not compared.
 (docs/semantics.md, "Mixed-precision casts").
 """
@@ -26,9 +26,9 @@ ROOT = {"fsdp__mixed_precision__output_dtype_modules": "root"}
 
 
 def case(name: str, **keys) -> dict:
-    """Accepting or refusing a dtype does not depend on sizes: the smallest model that has every
+    """Accepting or refusing a dtype does not depend on sizes: the tiny Llama, which has every
     module kind, at a short sequence (real tensors on the CPU)."""
-    return m.row(name, "llama-tiny", training__seq_len=64, **keys)
+    return m.row(name, "tiny", training__seq_len=64, **keys)
 
 
 def cases() -> list[dict]:

@@ -428,7 +428,9 @@ class Importer {
   // that method makes) after which nothing of a backward launched before the next root forward
   // or its step's end. From its root pre-forward to that point; none in a trace with no backward
   // at all (an inference trace is forward work throughout).
-  Windows no_grad_forwards(const std::vector<const CpuRange*>& steps, int main_thread,
+  template <typename IterationAt>
+  Windows no_grad_forwards(const std::vector<const CpuRange*>& steps,
+                           const IterationAt& iteration_at, int main_thread,
                            const std::unordered_map<std::int64_t, LaunchContext>& contexts) const {
     std::vector<TimeNs> backward;
     for (const auto& [correlation, launch] : launches_) {
@@ -445,10 +447,10 @@ class Importer {
     Windows out;
     for (std::size_t i = 0; i < roots.size(); ++i) {
       TimeNs end = i + 1 < roots.size() ? roots[i + 1] : std::numeric_limits<TimeNs>::max();
-      const auto step = std::upper_bound(steps.begin(), steps.end(), roots[i],
-                                         [](TimeNs x, const CpuRange* r) { return x < r->start; });
-      if (step != steps.begin() && roots[i] < (*std::prev(step))->end)
-        end = std::min(end, (*std::prev(step))->end);
+      if (!steps.empty()) {
+        const CpuRange& step = *steps[static_cast<std::size_t>(iteration_at(roots[i]))];
+        if (step.start <= roots[i] && roots[i] < step.end) end = std::min(end, step.end);
+      }
       const auto next_backward = std::lower_bound(backward.begin(), backward.end(), roots[i]);
       if (next_backward == backward.end() || *next_backward >= end) out.emplace_back(roots[i], end);
     }
@@ -585,7 +587,7 @@ ImportedTrace Importer::finish(const json& top) {
   report.unmapped_fsdp_ranges = unmapped_fsdp_ranges(ranges_, names_);
 
   const auto contexts = launch_contexts(steps, iteration_at);
-  const Windows no_grad = no_grad_forwards(steps, main_thread, contexts);
+  const Windows no_grad = no_grad_forwards(steps, iteration_at, main_thread, contexts);
   report.no_grad_forwards = static_cast<std::int64_t>(no_grad.size());
 
   // Streams, communicators and groups are numbered in order of first use.
@@ -649,7 +651,7 @@ ImportedTrace Importer::finish(const json& top) {
       copy_kind = context->copy_kind;
       module = context->module;
       phase = launch_phase(*context, *launch, main_thread);
-      // A forward under no_grad before the step's (docs/traces.md, "Phases").
+      // A forward under no_grad (docs/traces.md, FSDP2's root_pre_forward ranges).
       if (phase == Phase::forward && in_windows(no_grad, launch->time)) phase = Phase::generation;
       if (!module && phase != Phase::optimizer) module = context->last_hook_module;
     }
@@ -864,13 +866,13 @@ std::string import_report_text(const ImportReport& r) {
     std::int64_t unmapped = 0;
     for (const auto& [kind, n] : r.unmapped_fsdp_ranges) unmapped += n;
     row("unmapped FSDP ranges", fmt::format("{} ranges attributed to no group", unmapped));
-    row("no-grad root forwards",
-        r.no_grad_forwards == 0
-            ? std::string("none (every root forward ran a backward)")
-            : fmt::format("{} forwards with no backward after them: phase generation",
-                          r.no_grad_forwards));
     for (const auto& [kind, n] : r.unmapped_fsdp_ranges)
       row(fmt::format("  {}", kind), fmt::format("{} ranges", n));
+    row("no-grad root forwards",
+        r.no_grad_forwards == 0
+            ? std::string("none (FSDP2 root forwards with no backward after them)")
+            : fmt::format("{} forwards with no backward after them: phase generation",
+                          r.no_grad_forwards));
   }
   if (r.fsdp1_units > 0) {
     row("FSDP1 units", fmt::format("{} named by order (root, layers.0, ...): FSDP1's ranges name "
