@@ -693,6 +693,12 @@ void check_fsdp(ConfigReader& r, FsdpRead& in, const ClusterSpec& cluster) {
   } else if (f.api == FsdpApi::fsdp1 && f.sharding_strategy == ShardingStrategy::no_shard) {
     f.mesh_replicate = world;
     f.mesh_shard = 1;
+  } else if (f.api == FsdpApi::fsdp1 && world == 1) {
+    // FSDP1 runs NO_SHARD whatever strategy a world of one asks for (_init_core_state: "FSDP is
+    // switching to use NO_SHARD ... since the world size is 1"), so shardscope lowers what runs.
+    f.sharding_strategy = ShardingStrategy::no_shard;
+    f.mesh_replicate = 1;
+    f.mesh_shard = 1;
   } else {
     f.mesh_replicate = 1;
     f.mesh_shard = world;

@@ -99,6 +99,21 @@ def apply_rope(xq, xk, freqs_cis):
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
 
 
+def sdpa_backends(attention: str, q, gqa: bool) -> list:
+    """The SDPA kernels a scenario's model.attention allows. "flash" stands for SDPA's fused
+    kernels that keep no s × s probabilities. CUDA's flash kernel has no fp32 version; there
+    PyTorch's own dispatch takes the memory-efficient kernel (the same saved tensors: the output
+    and the fp32 log-sum-exp), and for grouped-query heads, which that kernel does not take, the
+    math path. So fp32 on a GPU allows those too; the memory oracle names math in such a row's
+    keys (memory_oracle.on_cuda), so its simulation keeps the s × s probabilities as well."""
+    from torch.nn.attention import SDPBackend
+
+    backends = [getattr(SDPBackend, SDPA_BACKENDS[attention])]
+    if attention == "flash" and q.is_cuda and q.dtype == torch.float32:
+        backends.append(SDPBackend.MATH if gqa else SDPBackend.EFFICIENT_ATTENTION)
+    return backends
+
+
 class Block(nn.Module):
     def __init__(self, shape: ModelShape, attention: str = "flash"):
         super().__init__()
@@ -149,7 +164,7 @@ class Block(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if cache is not None:
             k, v = cache.update(k, v)
-        with sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[self.attention])):
+        with sdpa_kernel(sdpa_backends(self.attention, q, self.kv_heads != self.heads)):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=q.shape[2] == k.shape[2],
                                                enable_gqa=self.kv_heads != self.heads)
         return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))

@@ -157,7 +157,9 @@ PlanDimension sharding_dimension(FsdpApi api, int world) {
     std::reverse(d.choices.begin(), d.choices.end());  // full sharding first
     return d;
   }
+  // A world of one runs NO_SHARD whatever it asks for (the loader clamps as FSDP1 does).
   for (const char* s : {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}) {
+    if (world == 1 && std::string_view(s) != "NO_SHARD") continue;
     d.choices.push_back({s, {{"fsdp.sharding_strategy", s}}});
   }
   for (const char* s : {"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"}) {

@@ -71,6 +71,21 @@ TEST(Fsdp1Counts, NoShardAllReducesFullGradients) {
   EXPECT_TRUE(check_schedule(s).empty());
 }
 
+// FSDP1 runs NO_SHARD in a world of one whatever strategy it is given (_init_core_state warns
+// "FSDP is switching to use NO_SHARD"; seen on the GPU campaign's one-GPU emitted plan).
+TEST(Fsdp1Counts, AWorldOfOneRunsNoShardWhateverTheStrategy) {
+  const auto no_shard = lower_text(fsdp1(3, "NO_SHARD"), {"cluster.gpus_per_node=1"});
+  for (const char* strategy : {"FULL_SHARD", "SHARD_GRAD_OP"}) {
+    const auto s = lower_text(fsdp1(3, strategy), {"cluster.gpus_per_node=1"});
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::forward), 0) << strategy;
+    EXPECT_EQ(count(s, OpKind::all_gather, Phase::backward), 0) << strategy;
+    EXPECT_EQ(count(s, OpKind::all_reduce, Phase::backward),
+              count(no_shard, OpKind::all_reduce, Phase::backward))
+        << strategy;
+    EXPECT_EQ(s.ops.size(), no_shard.ops.size()) << strategy;
+  }
+}
+
 // nn.Transformer with 6 encoder and 6 decoder layers, one FSDP unit per layer, 2 ranks.
 std::string twelve_units(const std::string& prefetch) {
   std::string groups = "    - {name: root, params: 4096, forward_flops: 1.0e6}\n";

@@ -166,6 +166,8 @@ def large_grid(quick: bool = False) -> list[dict]:
     shapes = [(2048, 1), (2048, 4), (4096, 2)]
     for model, api, (seq, mb), (ac, loss) in itertools.product(
             ["llama-1b", "gpt2-xl"], ["fsdp2", "fsdp1"], shapes, recipes):
+        if MODELS[model].max_seq and seq > MODELS[model].max_seq:
+            continue  # past the learned position table: shardscope refuses it, CUDA asserts
         rows.append(row(f"{model} {api} {seq}x{mb} {ac} {loss}", model, fsdp__api=api,
                         training__seq_len=seq, training__micro_batch=mb,
                         training__activation_checkpointing=ac, training__loss=loss, **BF16))
@@ -369,15 +371,26 @@ def measure(rows: list[dict]) -> dict[str, dict]:
     return results
 
 
+def fused_attention_on_cuda(r: dict) -> bool:
+    """Whether CUDA has a fused SDPA kernel for the row: fp32 attention (no mixed precision, no
+    autocast) has only the memory-efficient kernel there, which takes no grouped-query heads."""
+    keys = {**MODELS[r["model"]].scenario_keys(), **r["keys"]}
+    fp32 = ("fsdp.mixed_precision.param_dtype" not in keys and "training.autocast" not in keys)
+    return not (fp32 and keys["model.kv_heads"] != keys["model.heads"])
+
+
 def on_cuda(rows: list[dict]) -> list[dict]:
     """The fake-group rows as GPU rows, each with both allocator settings (real-tensor gloo rows
-    are the CPU's cross-check)."""
+    are the CPU's cross-check). A row CUDA has no fused attention kernel for runs SDPA's math
+    path, as PyTorch's own dispatch would, and says so in its keys."""
     out = []
     for r in rows:
         if not r["fake"]:
             continue
+        attention = {} if fused_attention_on_cuda(r) else {"model.attention": "math"}
         for segments in (False, True):
-            keys = {**r["keys"], "allocator.expandable_segments": str(segments).lower()}
+            keys = {**r["keys"], **attention,
+                    "allocator.expandable_segments": str(segments).lower()}
             out.append({**r, "name": r["name"] + (" expandable" if segments else ""),
                         "keys": keys, "device": "cuda"})
     return out
@@ -455,9 +468,58 @@ KNOWN_DIFFERENCES = [
 ]
 
 
+
+def on_gpu(r: dict) -> bool:
+    return r.get("device") == "cuda"
+
+
+def gpt_fsdp1(r: dict) -> bool:
+    return r["model"] == "gpt" and r["keys"].get("fsdp.api") == "fsdp1"
+
+
+# What the first GPU measurement (tests/data/measured/2026-11-27-h200, an H200) found beyond the
+# tolerance and shardscope does not explain yet: each held at the size it was measured at, so that
+# a change that makes it worse fails, until its cause is found and modelled (docs/validation.md,
+# "The first GPU campaign"). The CPU's rows of the same settings are within 3 %.
+OPEN_ON_GPU = [
+    {
+        "name": "math attention on CUDA",
+        "applies": lambda r: on_gpu(r) and r["keys"].get("model.attention") == "math"
+        and "fsdp.mixed_precision.param_dtype" in r["keys"],
+        "phases": ("forward", "backward", "optimizer"),
+        "bound": 0.40,
+        "cause": "bf16 with SDPA's math path: PyTorch allocates about 65 MiB more than shardscope "
+                 "from the forward on and keeps it through the optimizer step (-16 % forward, "
+                 "-37 % optimizer); not seen on the CPU, nor with fp32 (whose math rows match)",
+    },
+    {
+        "name": "FSDP1 GPT-2 on CUDA",
+        "applies": lambda r: on_gpu(r) and gpt_fsdp1(r),
+        "phases": ("forward", "optimizer"),
+        "bound": 0.05,
+        "cause": "FSDP1 with the tied-embedding GPT-2: 5.0 MiB more in the optimizer step with "
+                 "the default allocator settings (none with expandable segments) and 3-5 % more "
+                 "in the fused and chunked losses' forward; a cached block handed out whole "
+                 "(PyTorch counts a block's unsplit remainder as allocated) is the likely cause",
+    },
+    {
+        "name": "root fp32 output on CUDA",
+        "applies": lambda r: on_gpu(r) and r["keys"].get("fsdp.mixed_precision.output_dtype")
+        == "fp32" and r["keys"].get("training.loss") == "fused",
+        "phases": ("forward",),
+        "bound": 0.04,
+        "cause": "FSDP2's root fp32 output with the fused loss: PyTorch's forward peak is 3.0-3.2 % "
+                 "above shardscope's on CUDA, within 3 % on the CPU",
+    },
+]
+
+
 def tolerance(r: dict, phase: str) -> tuple[float, str]:
     for k in KNOWN_DIFFERENCES:
         if k["phase"] == phase and k["applies"](r):
+            return k["bound"], k["name"]
+    for k in OPEN_ON_GPU:
+        if phase in k["phases"] and k["applies"](r):
             return k["bound"], k["name"]
     return TOLERANCE, ""
 

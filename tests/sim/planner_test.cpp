@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/error.hpp"
 
@@ -68,6 +70,23 @@ TEST(PlanSpace, RejectsWhatCannotBePlanned) {
   inputs = {};
   inputs.fixed = {{"training.activation_checkpointing", "every_7"}};  // not a choice
   EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+}
+
+// FSDP1 runs NO_SHARD in a world of one whatever it is asked (the loader clamps the same way), so
+// a one-GPU plan offers that strategy alone rather than three names for one run.
+TEST(PlanSpace, FSDP1OnOneGpuOffersNoShardAlone) {
+  PlanInputs inputs;
+  inputs.api = "fsdp1";
+  inputs.global_batch_tokens = 8192 * 8;
+  const PlanSpace space =
+      default_plan_space(load_scenario(kDefault, {"cluster.gpus_per_node=1"}), inputs);
+  ASSERT_EQ(space.parts.size(), 1u);
+  const auto& dims = space.parts[0].dimensions;
+  const auto sharding = std::find_if(dims.begin(), dims.end(),
+                                     [](const PlanDimension& d) { return d.name == "sharding"; });
+  ASSERT_NE(sharding, dims.end());
+  ASSERT_EQ(sharding->choices.size(), 1u);
+  EXPECT_EQ(sharding->choices[0].label, "NO_SHARD");
 }
 
 PlanOptions options_with(Bytes budget, bool exhaustive) {

@@ -1,6 +1,7 @@
 #include "shardscope/exec/cuda_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -35,6 +36,15 @@ ncclDataType_t nccl_type(DType d) {
       return ncclFloat8e4m3;
   }
   return ncclFloat32;
+}
+
+// NCCL's error name and, where it recorded one, its own sentence about the failure (what
+// NCCL_DEBUG=WARN would print: which argument it refused and why), so a failed run says why.
+std::string nccl_reason(ncclResult_t r, ncclComm_t comm) {
+  const char* last = ncclGetLastError(comm);
+  std::string reason = ncclGetErrorString(r);
+  if (last != nullptr && *last != '\0') reason += fmt::format(" (NCCL: {})", last);
+  return reason;
 }
 
 bool runs_on_cpu(const Schedule& s, const Op& op) {
@@ -216,9 +226,9 @@ class CudaBackend final : public Backend {
         ncclResult_t async = ncclSuccess;
         SHARDSCOPE_CUDA(ncclCommGetAsyncError(c, &async));
         if (async != ncclSuccess && async != ncclInProgress) {
+          const std::string reason = nccl_reason(async, c);
           abort();
-          throw CudaError(fmt::format("NCCL reported {} while waiting for {}",
-                                      ncclGetErrorString(async), what));
+          throw CudaError(fmt::format("NCCL reported {} while waiting for {}", reason, what));
         }
       }
       if (Clock::now() > deadline) {
@@ -255,12 +265,35 @@ class CudaBackend final : public Backend {
     settle(world_comm_,
            ncclCommInitRankConfig(&world_comm_, options_.world, id, options_.rank, &config),
            "ncclCommInitRankConfig (the world communicator)");
+    // A non-blocking split writes the new communicator through the pointer it was given when
+    // its asynchronous job ends, not before it returns: each split gets its slot in comms_ for
+    // good (reserved, never moved), released with the others even if it does not settle.
+    comms_.reserve(s.communicators.size());
     for (const Communicator& c : s.communicators) {
       const Membership m = membership(c, s.world_size, options_.rank);
-      ncclComm_t comm = nullptr;
-      const ncclResult_t r = ncclCommSplit(world_comm_, m.instance, m.position, &comm, &config);
-      comms_.push_back(comm);  // released with the others, even if it does not settle
-      settle(comm, r, fmt::format("ncclCommSplit (communicator '{}')", c.name));
+      ncclComm_t& slot = comms_.emplace_back(nullptr);
+      const ncclResult_t r = ncclCommSplit(world_comm_, m.instance, m.position, &slot, &config);
+      const std::string what = fmt::format("ncclCommSplit (communicator '{}')", c.name);
+      settle(world_comm_, r, what);
+      settle(await_split(slot, what), ncclSuccess, what);
+    }
+  }
+
+  // The communicator a non-blocking split has written to `slot`, once it has; a split that
+  // fails reports on the parent, and one that never ends is a timeout.
+  ncclComm_t await_split(ncclComm_t& slot, const std::string& what) {
+    const auto deadline = Clock::now() + options_.timeout;
+    for (;;) {
+      ncclComm_t comm = std::atomic_ref<ncclComm_t>(slot).load();
+      if (comm != nullptr) return comm;
+      ncclResult_t state = ncclSuccess;
+      SHARDSCOPE_CUDA(ncclCommGetAsyncError(world_comm_, &state));
+      if (state != ncclSuccess && state != ncclInProgress)
+        throw CudaError(fmt::format("NCCL error {} in {}", nccl_reason(state, world_comm_), what));
+      if (Clock::now() > deadline)
+        throw CudaError(fmt::format("{} gave no communicator within {} s", what,
+                                    options_.timeout.count() / 1000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
@@ -268,7 +301,7 @@ class CudaBackend final : public Backend {
   // once ncclCommGetAsyncError stops saying so. Waits at most the timeout, then aborts it.
   void settle(ncclComm_t comm, ncclResult_t started, const std::string& what) {
     if (started != ncclSuccess && started != ncclInProgress)
-      throw CudaError(fmt::format("NCCL error {} in {}", ncclGetErrorString(started), what));
+      throw CudaError(fmt::format("NCCL error {} in {}", nccl_reason(started, comm), what));
     if (comm == nullptr) return;
     const auto deadline = Clock::now() + options_.timeout;
     for (;;) {
@@ -276,7 +309,7 @@ class CudaBackend final : public Backend {
       SHARDSCOPE_CUDA(ncclCommGetAsyncError(comm, &state));
       if (state == ncclSuccess) return;
       if (state != ncclInProgress)
-        throw CudaError(fmt::format("NCCL error {} in {}", ncclGetErrorString(state), what));
+        throw CudaError(fmt::format("NCCL error {} in {}", nccl_reason(state, comm), what));
       if (Clock::now() > deadline) {
         SHARDSCOPE_CUDA_LOG(ncclCommAbort(comm));
         std::replace(comms_.begin(), comms_.end(), comm, ncclComm_t{nullptr});
