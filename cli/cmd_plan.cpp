@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +25,32 @@ Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& 
     return budget.value_or(0);
   }
   return sim::budget_with_margin(capacity, args.margin, "--margin", problems);
+}
+
+// --group-within "P%,SIZE": the step-time fraction and the reserved bytes within which
+// configurations are one ranked entry ("0,0": identical predictions only).
+void read_group_within(PlanArgs& args, std::vector<Problem>& problems) {
+  const std::string& text = args.group_within;
+  const auto comma = text.find(',');
+  const std::string time = text.substr(0, comma);
+  const std::string memory = comma == std::string::npos ? "" : text.substr(comma + 1);
+  const auto refuse = [&](std::string why) {
+    problems.push_back({"--group-within", text, std::move(why),
+                        "a step-time percentage and a size: 0.5%,1GiB (0,0: identical "
+                        "predictions only)"});
+  };
+  double percent = 0;
+  bool time_ok = time == "0";
+  if (!time_ok && time.size() > 1 && time.back() == '%') {
+    const char* end = time.data() + time.size() - 1;
+    const auto [stop, ec] = std::from_chars(time.data(), end, percent);
+    time_ok = ec == std::errc() && stop == end && percent >= 0 && percent < 100;
+  }
+  if (!time_ok) return refuse(fmt::format("'{}' is not a percentage from 0 to below 100", time));
+  std::optional<Bytes> bytes = memory == "0" ? std::optional<Bytes>(0) : parse_bytes(memory);
+  if (memory.empty() || !bytes || *bytes < 0)
+    return refuse(fmt::format("'{}' is not a size", memory));
+  args.entries = {percent / 100, *bytes};
 }
 
 // The emit target and its constraints, checked against --api and --fix.
@@ -108,6 +135,7 @@ void plan_size(const PlanArgs& args, SizedPlan& p) {
   sim::PlanOptions options;
   options.memory_budget = p.budget;
   options.top = args.top;
+  options.entries = args.entries;
   options.threads = args.threads;
   Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world) : "plan",
                     p.space.size());
@@ -223,13 +251,15 @@ int run_plan(const PlanArgs& args) {
     }
   }
   const auto target = emit_target(args, inputs, problems);
+  PlanArgs read = args;
+  read_group_within(read, problems);
   throw_if_any(std::move(problems));
 
   std::vector<SizedPlan> sizes = prepare_sizes(args, tree, inputs);
   const bool several = sizes.size() > 1;
   std::vector<SizedPlan> plans;  // the sizes planned, in order (fewer after a Ctrl-C)
   for (auto& size : sizes) {
-    plan_size(args, size);
+    plan_size(read, size);
     const auto& p = plans.emplace_back(std::move(size));
     if (several)
       fmt::print("== {} nodes × {} GPUs ({} GPUs) ==\n", p.nodes, base.cluster.gpus_per_node,

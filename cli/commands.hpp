@@ -18,6 +18,7 @@
 #include "shardscope/exec/executor.hpp"
 #include "shardscope/exec/launcher.hpp"
 #include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/plan_entries.hpp"
 
 namespace shardscope::cli {
 
@@ -87,6 +88,8 @@ struct PlanArgs {
   std::size_t top = 5;
   std::string json_path;
   unsigned threads = 0;
+  std::string group_within = "0.5%,1GiB";  // --group-within: one entry's step time, reserved
+  sim::EntryTolerance entries;             // --group-within, read
 };
 
 struct SweepArgs {

@@ -252,6 +252,9 @@ int main(int argc, char** argv) {
       ->type_name("SIZE|PCT")
       ->excludes(budget);
   plan->add_option("--top", plan_args.top, "configurations to rank")->check(within(1, 100));
+  plan->add_option("--group-within", plan_args.group_within,
+                   "one ranked entry holds the configurations within this step time and peak "
+                   "reserved of its fastest (default 0.5%,1GiB; 0,0: identical predictions only)");
   plan->add_option("--json", plan_args.json_path, "write the ranking as JSON (shardscope.plan/1)")
       ->type_name("FILE");
   plan->add_option("--threads", plan_args.threads, "worker threads (default: all cores)")

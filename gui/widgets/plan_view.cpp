@@ -121,9 +121,7 @@ void PlanView::show_detail() {
   }
   const auto& p = result_->ranked[static_cast<std::size_t>(rank)];
   std::string text = fmt::format("#{}: {}", rank + 1, sim::configuration_text(space_, p.config));
-  if (p.members.size() > 1)
-    text += fmt::format(" (the same prediction for {} configurations: {})", p.members.size(),
-                        p.no_effect);
+  if (p.members.size() > 1) text += fmt::format(" ({})", sim::entry_text(*result_, p));
   detail_->setText(QString::fromStdString(text));
 }
 

@@ -205,13 +205,6 @@ bool faster(const Evaluated& a, const Evaluated& b) {
   return a.index < b.index;
 }
 
-// Configurations with the same prediction (step time and peak reserved) rank as one: the knobs
-// in which they differ have no effect on this model and cluster.
-bool same_prediction(const Evaluated& a, const Evaluated& b) {
-  return a.summary.step_time == b.summary.step_time &&
-         a.summary.peak_reserved == b.summary.peak_reserved;
-}
-
 // "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
 // prediction) take in each dimension where they differ.
 std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_t>& members) {
@@ -298,6 +291,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   PlanResult result;
   result.space = space.size();
   result.memory_budget = options.memory_budget;
+  result.entries = options.entries;
+  const EntryTolerance& tolerance = options.entries;
   auto classes = compute_classes(space);
   result.classes = classes.size();
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
@@ -337,12 +332,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
                    [](const ComputeClass& a, const ComputeClass& b) { return a.bound < b.bound; });
   std::vector<Evaluated> fitting;
   std::unordered_set<std::size_t> not_fitting;
-  // The distinct predictions found so far: the k-th best is the last step time that can rank.
+  // The distinct predictions found so far: they bound the step time that can still rank.
   std::set<std::pair<TimeNs, Bytes>> predictions;
-  auto kth_best = [&]() -> TimeNs {
-    if (predictions.size() < options.top) return std::numeric_limits<TimeNs>::max();
-    return std::next(predictions.begin(), static_cast<std::ptrdiff_t>(options.top - 1))->first;
-  };
 
   // Work left undone by a cancel marks the result incomplete; a cancel after the last
   // simulation does not.
@@ -352,7 +343,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       result.cancelled = true;
       break;
     }
-    if (!options.exhaustive && cls.bound > kth_best()) {
+    if (!options.exhaustive &&
+        static_cast<double>(cls.bound) >
+            top_entries_reach(predictions, cls.bound, options.top, tolerance)) {
       for (std::size_t rest = k; rest < classes.size(); ++rest)
         result.skipped_by_bound += classes[rest].members.size();
       progress.settled = result.space;
@@ -416,15 +409,20 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   }
   result.fitting = fitting.size();
   std::sort(fitting.begin(), fitting.end(), faster);
-  for (std::size_t i = 0; i < fitting.size() && result.ranked.size() < options.top;) {
-    const Evaluated& e = fitting[i];
-    std::vector<std::size_t> members;
-    for (; i < fitting.size() && same_prediction(fitting[i], e); ++i)
-      members.push_back(fitting[i].index);
+  std::vector<PlanMember> predicted;
+  predicted.reserve(fitting.size());
+  for (const Evaluated& e : fitting)
+    predicted.push_back({e.index, e.summary.step_time, e.summary.peak_reserved.value()});
+  for (const auto& entry : top_entries(predicted, options.top, tolerance)) {
+    const Evaluated& e = fitting[entry.front()];
     PlannedConfig p;
     p.index = e.index;
-    if (members.size() > 1) p.no_effect = no_effect_knobs(space, members);
-    p.members = std::move(members);
+    std::vector<std::size_t> indices;
+    for (std::size_t position : entry) {
+      p.members.push_back(predicted[position]);
+      indices.push_back(predicted[position].index);
+    }
+    if (indices.size() > 1) p.no_effect = no_effect_knobs(space, indices);
     p.config = decode(space, e.index);
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
@@ -453,6 +451,23 @@ void throw_if_none_valid(const PlanSpace& space, const PlanResult& r) {
   throw ValidationError(std::move(problems));
 }
 
+std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
+  if (p.members.size() < 2) return "";
+  if (r.entries.time == 0 && r.entries.memory == 0) {
+    return fmt::format(
+        "the same prediction for {} configurations; knobs that do not matter "
+        "here: {}",
+        p.members.size(), p.no_effect);
+  }
+  TimeNs slowest = 0;
+  for (const PlanMember& m : p.members) slowest = std::max(slowest, m.step_time);
+  return fmt::format(
+      "{} configurations within {:.1f} % step time and {} of it (the slowest "
+      "{}); knobs that do not matter here: {}",
+      p.members.size(), 100 * r.entries.time, format_bytes(r.entries.memory),
+      format_duration(slowest), p.no_effect);
+}
+
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   std::string out = fmt::format(
       "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
@@ -477,9 +492,7 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
     const auto& p = r.ranked[i];
     out += fmt::format("\n#{} {}: {}\n", i + 1, space.parts[p.config.part].api,
                        configuration_text(space, p.config));
-    if (p.members.size() > 1)
-      out += fmt::format("   the same prediction for {} configurations: {}\n", p.members.size(),
-                         p.no_effect);
+    if (p.members.size() > 1) out += fmt::format("   {}\n", entry_text(r, p));
     if (!p.change.empty()) out += fmt::format("   against #{}: {}\n", i + 2, p.change);
   }
   return out;
@@ -497,6 +510,8 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
   j["skipped_by_memory"] = r.skipped_by_memory;
   j["complete"] = !r.cancelled;
   j["memory_budget_bytes"] = r.memory_budget;
+  j["entry_step_time_tolerance"] = r.entries.time;
+  j["entry_reserved_tolerance_bytes"] = r.entries.memory;
   auto& ranked = j["ranked"] = nlohmann::ordered_json::array();
   for (const auto& p : r.ranked) {
     const auto& s = p.summary;
@@ -513,6 +528,24 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
     e["bottleneck"] = p.bottleneck;
     e["equivalent_configurations"] = p.members.size();
     e["no_effect"] = p.no_effect;
+    // Every configuration of the entry, with its prediction and the settings in which it
+    // differs from the entry's first.
+    auto& members = e["members"] = nlohmann::ordered_json::array();
+    for (const PlanMember& m : p.members) {
+      nlohmann::ordered_json member;
+      member["index"] = m.index;
+      member["step_time_s"] = ns_to_s(m.step_time);
+      member["peak_reserved_bytes"] = m.peak_reserved;
+      auto& differs = member["differs"] = nlohmann::ordered_json::object();
+      for (const Setting& setting : settings_of(space, decode(space, m.index))) {
+        const auto same =
+            std::find_if(p.settings.begin(), p.settings.end(),
+                         [&](const Setting& other) { return other.first == setting.first; });
+        if (same == p.settings.end() || same->second != setting.second)
+          differs[setting.first] = setting.second;
+      }
+      members.push_back(std::move(member));
+    }
     e["change_to_next"] = p.change;
     ranked.push_back(std::move(e));
   }

@@ -240,8 +240,22 @@ if grep -q '"schema": "shardscope.plan/1"' "$tmpdir/plan.json" && grep -q '"bott
 else
   echo "FAIL plan-json: $tmpdir/plan.json lacks the schema or a ranked configuration"; failed=$((failed + 1))
 fi
+# Every member of an entry is in the JSON, with its prediction and what it changes.
+if python3 - "$tmpdir/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for entry in plan["ranked"]:
+    members = entry["members"]
+    assert len(members) == entry["equivalent_configurations"], entry["index"]
+    assert members[0]["index"] == entry["index"] and members[0]["differs"] == {}
+    assert all(m["step_time_s"] <= entry["step_time_s"] * (1 + plan["entry_step_time_tolerance"]) + 1e-9
+               for m in members)
+PY
+then echo "ok   plan-json-members"; passed=$((passed + 1)); else echo "FAIL plan-json-members"; failed=$((failed + 1)); fi
 expect plan-margin-needs-unit 2 '--margin: 5: needs a unit: a percentage or a size' -- plan "$plan_example" --margin 5
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
+expect plan-group-within-no-percent 2 "--group-within: 5: '5' is not a percentage" -- plan "$plan_example" --group-within 5
+expect plan-group-within-no-size 2 "--group-within: 0.5%,lots: 'lots' is not a size" -- plan "$plan_example" --group-within 0.5%,lots
 expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
 # plan searches the scenario's own API unless asked (the example says fsdp2).
 expect plan-scenario-api 0 '^#1 fsdp2:' -- plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --fix fsdp.mixed_precision.param_dtype=bf16

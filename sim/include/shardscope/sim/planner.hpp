@@ -23,6 +23,7 @@
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/sim/plan_entries.hpp"
 #include "shardscope/sim/plan_space.hpp"
 
 namespace shardscope::sim {
@@ -52,6 +53,9 @@ struct PlanOptions {
   Bytes memory_budget = 0;  // peak reserved a configuration may use (> 0)
   unsigned threads = 0;     // 0: all hardware threads
   bool exhaustive = false;  // simulate every configuration (the reference the tests compare to)
+  /// One ranked entry holds the configurations within this of its fastest one's prediction:
+  /// one strategy for the user, whatever knobs they differ in.
+  EntryTolerance entries;
   /// Called once from the calling thread before the first lowering.
   std::function<void(const PlanWork&)> on_work;
   /// Called from the calling thread after each batch of class bounds and after each wave.
@@ -60,16 +64,17 @@ struct PlanOptions {
 };
 
 struct PlannedConfig {
-  std::size_t index = 0;  // in the space
+  std::size_t index = 0;  // in the space: the entry's fastest configuration
   PlanConfig config;
   std::vector<Setting> settings;
   analysis::Summary summary;  // with the critical path for the ranked ones
   std::string bottleneck;     // "compute", "exposed all-gather", ... with its share
   std::string change;         // what differs from the next ranked configuration
-  /// The configurations with this one's prediction (step time and peak reserved), ranked as
-  /// one: `index` first, then the others in space order. `no_effect` names the knobs they differ
-  /// in ("reduce dtype fp32, bf16").
-  std::vector<std::size_t> members;
+  /// The entry's configurations (within PlanOptions::entries of `index`'s prediction), ranked
+  /// as one: `index` first, then the others fastest first (leanest, then
+  /// space order, at equal times). `no_effect` names the knobs they differ in ("reduce dtype
+  /// fp32, bf16"): within the tolerance, those do not matter.
+  std::vector<PlanMember> members;
   std::string no_effect;
 };
 
@@ -93,6 +98,7 @@ struct PlanResult {
   std::optional<InvalidConfig> first_invalid;
   bool cancelled = false;
   Bytes memory_budget = 0;
+  EntryTolerance entries;  // what the entries were grouped with (PlanOptions)
 };
 
 /// What the caching allocator may reserve on one GPU of `scenario` (device memory less the CUDA
@@ -115,6 +121,10 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
 /// values that contradict the scenario or each other): "nothing fits the memory budget" would
 /// blame the wrong thing. The problems are those of the invalid configuration of smallest index.
 void throw_if_none_valid(const PlanSpace& space, const PlanResult& result);
+
+/// What an entry of several configurations holds: how many, within which tolerance, and the
+/// knobs that do not matter in it (empty for an entry of one).
+std::string entry_text(const PlanResult& result, const PlannedConfig& entry);
 
 /// The ranked table with units: step time, tokens/s/GPU, MFU, peak reserved and headroom,
 /// bottleneck, and what changed against the next.

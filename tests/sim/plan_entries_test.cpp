@@ -1,0 +1,122 @@
+// The planner's entries and the bound that keeps its pruned search exact (plan_entries.hpp), on
+// synthetic predictions: closed-form cases, then properties over random sets.
+#include "shardscope/sim/plan_entries.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+namespace shardscope::sim {
+namespace {
+
+const EntryTolerance kTolerance{0.005, kGiB};
+
+std::vector<PlanMember> sorted(std::vector<PlanMember> m) {
+  std::sort(m.begin(), m.end(), [](const PlanMember& a, const PlanMember& b) {
+    if (a.step_time != b.step_time) return a.step_time < b.step_time;
+    if (a.peak_reserved != b.peak_reserved) return a.peak_reserved < b.peak_reserved;
+    return a.index < b.index;
+  });
+  return m;
+}
+
+std::set<std::pair<TimeNs, Bytes>> predictions(const std::vector<PlanMember>& m) {
+  std::set<std::pair<TimeNs, Bytes>> out;
+  for (const PlanMember& p : m) out.emplace(p.step_time, p.peak_reserved);
+  return out;
+}
+
+// The entries as the configurations' indices.
+std::vector<std::vector<std::size_t>> entry_indices(const std::vector<PlanMember>& fitting,
+                                                    std::size_t top) {
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto& entry : top_entries(fitting, top, kTolerance)) {
+    auto& indices = out.emplace_back();
+    for (std::size_t position : entry) indices.push_back(fitting[position].index);
+  }
+  return out;
+}
+
+TEST(PlanEntries, OneStrategyIsOneEntryAndADifferentOneIsNot) {
+  // 1.000 s and 1.004 s at 60 GiB are one entry; 1.004 s at 62 GiB is 2 GiB away, so another;
+  // 1.006 s is beyond 0.5 % of the first but within the second's reach.
+  const auto fitting = sorted({{0, 1'000'000'000, 60 * kGiB},
+                               {1, 1'004'000'000, 60 * kGiB},
+                               {2, 1'004'000'000, 62 * kGiB},
+                               {3, 1'006'000'000, 62 * kGiB},
+                               {4, 1'020'000'000, 50 * kGiB}});
+  EXPECT_EQ(entry_indices(fitting, 5),
+            (std::vector<std::vector<std::size_t>>{{0, 1}, {2, 3}, {4}}));
+  EXPECT_EQ(entry_indices(fitting, 1), (std::vector<std::vector<std::size_t>>{{0, 1}}));
+  // No tolerance: identical predictions only.
+  EXPECT_EQ(top_entries(fitting, 5, {0, 0}).size(), 5u);
+}
+
+TEST(PlanEntries, TheReachIsTheKthLeadersOnceThePredictionsBeforeItAreFinal) {
+  const auto found = predictions({{0, 1'000'000'000, 60 * kGiB},
+                                  {1, 1'004'000'000, 60 * kGiB},
+                                  {2, 1'004'000'000, 62 * kGiB},
+                                  {3, 1'010'000'000, 60 * kGiB}});
+  constexpr TimeNs kLater = 2'000'000'000;  // nothing faster is still to come
+  // Leaders: 1.000 s; 1.004 s at 62 GiB (2 GiB from the first); 1.010 s (beyond 1.005 s).
+  EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 1, kTolerance), 1'005'000'000.0);
+  EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 2, kTolerance), 1'004'000'000.0 * 1.005);
+  EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 3, kTolerance), 1'010'000'000.0 * 1.005);
+  EXPECT_EQ(top_entries_reach(found, kLater, 4, kTolerance),
+            std::numeric_limits<double>::infinity());
+  // A prediction at 1.004 s may still come (at 61 GiB it would join the first entry and take the
+  // second's place): the second leader is not final yet.
+  EXPECT_EQ(top_entries_reach(found, 1'004'000'000, 2, kTolerance),
+            std::numeric_limits<double>::infinity());
+}
+
+// Random predictions clustered so that entries gather several and their tolerances overlap.
+std::vector<PlanMember> random_predictions(std::mt19937_64& rng, std::size_t n) {
+  std::uniform_int_distribution<TimeNs> time(1'000'000'000, 1'060'000'000);
+  std::uniform_int_distribution<Bytes> memory(40, 46);
+  std::vector<PlanMember> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back({i, time(rng), memory(rng) * kGiB / 2});
+  return out;
+}
+
+TEST(PlanEntries, ASearchThatStopsAtTheReachFindsTheTopEntriesWithEveryMember) {
+  // The planner's search on random predictions: configurations in classes, each class with a
+  // lower bound on its members' step times, visited in the order of their bounds; before a class
+  // the search stops if its bound is beyond the reach of what was found. The top entries of what
+  // it found, members included, are those of the whole set.
+  std::mt19937_64 rng(7);
+  int stopped_early = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto all = random_predictions(rng, 80);
+    const std::size_t top = 1 + static_cast<std::size_t>(trial % 6);
+    std::uniform_int_distribution<std::size_t> pick(0, 11);
+    std::uniform_int_distribution<TimeNs> slack(0, 3'000'000);
+    std::vector<std::vector<PlanMember>> classes(12);
+    for (const PlanMember& m : all) classes[pick(rng)].push_back(m);
+    std::vector<std::pair<TimeNs, std::size_t>> bounds;  // (lower bound, class)
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      if (classes[c].empty()) continue;
+      TimeNs fastest = std::numeric_limits<TimeNs>::max();
+      for (const PlanMember& m : classes[c]) fastest = std::min(fastest, m.step_time);
+      bounds.emplace_back(fastest - slack(rng), c);
+    }
+    std::sort(bounds.begin(), bounds.end());
+    std::vector<PlanMember> found;
+    for (const auto& [bound, c] : bounds) {
+      if (static_cast<double>(bound) >
+          top_entries_reach(predictions(found), bound, top, kTolerance)) {
+        ++stopped_early;
+        break;
+      }
+      found.insert(found.end(), classes[c].begin(), classes[c].end());
+    }
+    ASSERT_EQ(entry_indices(sorted(found), top), entry_indices(sorted(all), top))
+        << "trial " << trial << ", top " << top;
+  }
+  EXPECT_GT(stopped_early, 100);  // the reach does skip classes
+}
+
+}  // namespace
+}  // namespace shardscope::sim
