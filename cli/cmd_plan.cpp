@@ -11,6 +11,7 @@
 #include "interrupt.hpp"
 #include "progress.hpp"
 #include "shardscope/sim/plan_emit.hpp"
+#include "shardscope/sim/plan_entries.hpp"
 #include "shardscope/sim/planner.hpp"
 #include "shardscope/sim/sweep.hpp"
 
@@ -29,8 +30,7 @@ Bytes memory_budget(const PlanArgs& args, Bytes capacity, std::vector<Problem>& 
 
 // --group-within "P%,SIZE": the step-time fraction and the reserved bytes within which
 // configurations are one ranked entry ("0,0": identical predictions only).
-void read_group_within(PlanArgs& args, std::vector<Problem>& problems) {
-  const std::string& text = args.group_within;
+sim::EntryTolerance group_within(const std::string& text, std::vector<Problem>& problems) {
   const auto comma = text.find(',');
   const std::string time = text.substr(0, comma);
   const std::string memory = comma == std::string::npos ? "" : text.substr(comma + 1);
@@ -46,11 +46,16 @@ void read_group_within(PlanArgs& args, std::vector<Problem>& problems) {
     const auto [stop, ec] = std::from_chars(time.data(), end, percent);
     time_ok = ec == std::errc() && stop == end && percent >= 0 && percent < 100;
   }
-  if (!time_ok) return refuse(fmt::format("'{}' is not a percentage from 0 to below 100", time));
+  if (!time_ok) {
+    refuse(fmt::format("'{}' is not a percentage from 0 to below 100", time));
+    return {};
+  }
   std::optional<Bytes> bytes = memory == "0" ? std::optional<Bytes>(0) : parse_bytes(memory);
-  if (memory.empty() || !bytes || *bytes < 0)
-    return refuse(fmt::format("'{}' is not a size", memory));
-  args.entries = {percent / 100, *bytes};
+  if (memory.empty() || !bytes || *bytes < 0) {
+    refuse(fmt::format("'{}' is not a size", memory));
+    return {};
+  }
+  return {percent / 100, *bytes};
 }
 
 // The emit target and its constraints, checked against --api and --fix.
@@ -131,11 +136,11 @@ std::vector<SizedPlan> prepare_sizes(const PlanArgs& args, const ConfigTree& tre
 }
 
 // Plans one prepared cluster size, with progress and Ctrl-C.
-void plan_size(const PlanArgs& args, SizedPlan& p) {
+void plan_size(const PlanArgs& args, const sim::EntryTolerance& entries, SizedPlan& p) {
   sim::PlanOptions options;
   options.memory_budget = p.budget;
   options.top = args.top;
-  options.entries = args.entries;
+  options.entries = entries;
   options.threads = args.threads;
   Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world) : "plan",
                     p.space.size());
@@ -251,15 +256,14 @@ int run_plan(const PlanArgs& args) {
     }
   }
   const auto target = emit_target(args, inputs, problems);
-  PlanArgs read = args;
-  read_group_within(read, problems);
+  const sim::EntryTolerance entries = group_within(args.group_within, problems);
   throw_if_any(std::move(problems));
 
   std::vector<SizedPlan> sizes = prepare_sizes(args, tree, inputs);
   const bool several = sizes.size() > 1;
   std::vector<SizedPlan> plans;  // the sizes planned, in order (fewer after a Ctrl-C)
   for (auto& size : sizes) {
-    plan_size(read, size);
+    plan_size(args, entries, size);
     const auto& p = plans.emplace_back(std::move(size));
     if (several)
       fmt::print("== {} nodes × {} GPUs ({} GPUs) ==\n", p.nodes, base.cluster.gpus_per_node,

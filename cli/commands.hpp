@@ -18,7 +18,6 @@
 #include "shardscope/exec/executor.hpp"
 #include "shardscope/exec/launcher.hpp"
 #include "shardscope/sim/pipeline.hpp"
-#include "shardscope/sim/plan_entries.hpp"
 
 namespace shardscope::cli {
 
@@ -89,7 +88,6 @@ struct PlanArgs {
   std::string json_path;
   unsigned threads = 0;
   std::string group_within = "0.5%,1GiB";  // --group-within: one entry's step time, reserved
-  sim::EntryTolerance entries;             // --group-within, read
 };
 
 struct SweepArgs {

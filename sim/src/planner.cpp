@@ -292,7 +292,6 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   result.space = space.size();
   result.memory_budget = options.memory_budget;
   result.entries = options.entries;
-  const EntryTolerance& tolerance = options.entries;
   auto classes = compute_classes(space);
   result.classes = classes.size();
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
@@ -345,7 +344,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     }
     if (!options.exhaustive &&
         static_cast<double>(cls.bound) >
-            top_entries_reach(predictions, cls.bound, options.top, tolerance)) {
+            top_entries_reach(predictions, cls.bound, options.top, options.entries)) {
       for (std::size_t rest = k; rest < classes.size(); ++rest)
         result.skipped_by_bound += classes[rest].members.size();
       progress.settled = result.space;
@@ -413,7 +412,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   predicted.reserve(fitting.size());
   for (const Evaluated& e : fitting)
     predicted.push_back({e.index, e.summary.step_time, e.summary.peak_reserved.value()});
-  for (const auto& entry : top_entries(predicted, options.top, tolerance)) {
+  for (const auto& entry : top_entries(predicted, options.top, options.entries)) {
     const Evaluated& e = fitting[entry.front()];
     PlannedConfig p;
     p.index = e.index;
