@@ -21,7 +21,9 @@ On a GPU, `--device cuda` measures the fake-group rows with real tensors on the 
 caching allocator's per-phase peaks of allocated and reserved bytes (torch.cuda.max_memory_*) and
 the step time, each row once with the default allocator and once with expandable segments (each
 setting in its own process: PYTORCH_CUDA_ALLOC_CONF is read when CUDA starts). `--grid large`
-gives the GPU-sized rows (a 1B Llama and GPT-2 XL at 8 and 64 ranks; `large-quick`: 8 of them).
+gives the GPU-sized rows (a 1B Llama and GPT-2 XL at 8 and 64 ranks; `large-quick`: 8 of them),
+`--grid llama-8b` the default scenario's job (Llama 3.1 8B at 8,192 × 2 tokens, world 8) under each
+activation checkpointing: PyTorch's step time with free communication, and memory at 8B scale.
 
     tests/pytorch/memory_oracle.py --device cuda --measure --out fsdp_memory_cuda.csv
     tests/pytorch/memory_oracle.py --device cuda --grid large-quick --measure --out big.csv
@@ -58,10 +60,12 @@ LLAMA_1B = ModelShape(hidden=2048, layers=16, heads=32, kv_heads=8, ffn_hidden=8
 GPT2_XL = ModelShape(hidden=1600, layers=48, heads=25, kv_heads=25, ffn_hidden=6400, vocab=50257,
                      mlp="gelu", norm="layernorm", pos_emb="learned", max_seq=2048, bias=True,
                      tie_embeddings=True)
+# The default scenario's model (examples/llama3-8b-h100x8.yaml: Llama 3.1 8B), --grid llama-8b.
+LLAMA_8B = ModelShape(hidden=4096, layers=32, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
 # "tiny": for oracles that ask whether PyTorch trains a setting at all (mixed_precision_oracle.py),
 # not how much it allocates: real tensors at world 8 in seconds.
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
-          "tiny": TINY_LLAMA}
+          "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
@@ -182,8 +186,20 @@ def large_grid(quick: bool = False) -> list[dict]:
     return rows
 
 
+def llama_8b_grid() -> list[dict]:
+    """The default scenario's job as rank 0 runs it (world 8, 8,192 tokens × 2 per micro-batch)
+    under each activation checkpointing: PyTorch's step time with free communication beside the
+    simulation's compute, and its memory at 8B scale (one H200 holds the unsharded layers)."""
+    # The H200 that measured them: the H100 preset's 80 GB would not hold the row without
+    # checkpointing. Five steps, so that the median step time is a warm one.
+    return [row(f"llama-8b fsdp2 8192x2 {ac}", "llama-8b", cluster__preset="h200-sxm-141gb",
+                training__seq_len=8192, training__micro_batch=2, training__iterations=5,
+                training__activation_checkpointing=ac, **BF16)
+            for ac in ("selective_op", "full", "none")]
+
+
 GRIDS = {"oracle": grid, "pairwise": lambda: grid(pairwise=True), "large": large_grid,
-         "large-quick": lambda: large_grid(quick=True)}
+         "large-quick": lambda: large_grid(quick=True), "llama-8b": llama_8b_grid}
 
 
 def scenario_keys(r: dict, device: str | None = None) -> dict[str, str]:
@@ -592,7 +608,7 @@ def main() -> int:
                    help="cuda: real tensors on this machine's GPU, allocated and reserved bytes")
     p.add_argument("--grid", choices=sorted(GRIDS), default="oracle",
                    help="the rows: the oracle's (default), CI's share of them (pairwise) or\n"
-                        "GPU-sized ones (large, large-quick)")
+                        "GPU-sized ones (large, large-quick, llama-8b)")
     p.add_argument("--part", default="1/1", metavar="K/N",
                    help="only every N-th row from the K-th (to measure in N processes)")
     args = p.parse_args()

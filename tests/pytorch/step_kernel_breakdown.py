@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Where a real FSDP2 step's GPU time goes, by kernel class: what a per-shape kernel model must
+account for beyond GEMMs and attention.
+
+    tests/pytorch/step_kernel_breakdown.py --out BREAKDOWN.json [--grid G] [--row NAME]
+                                           [--device cuda|cpu]
+
+Runs one memory-oracle row (default: the default scenario's job, `--grid llama-8b`, its first row)
+on this process's GPU as rank 0 of the fake process group, as `memory_oracle.py --device cuda`
+does, for three steps, and profiles the third with torch.profiler. It writes the summed device
+time per kernel class (GEMM, attention, element-wise, reductions, copies, optimizer, other), the
+20 longest kernels by name, the step's wall time and the GPU's busy time, so the step time a
+simulation predicts can be taken apart the same way. --device cpu runs the row's CPU counterpart
+(a small row, CPU activity only): the dry run of the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import memory_oracle
+
+# A kernel's class from its name (CUDA kernel names as PyTorch 2.11's CUDA 13 build launches
+# them); the first class whose words match wins.
+CLASSES = (
+    ("attention", ("flash", "fmha", "cudnn", "attention")),
+    ("gemm", ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "sm100_", "cublas")),
+    ("optimizer", ("adam", "multi_tensor", "foreach")),
+    ("copy", ("memcpy", "memset", "copy", "cat", "split", "chunk")),
+    ("reduction", ("reduce", "softmax", "norm", "nll", "cross_entropy", "logsumexp")),
+    ("element-wise", ("elementwise", "vectorized", "unrolled", "pointwise", "silu", "mul", "add")),
+)
+
+
+def kernel_class(name: str) -> str:
+    low = name.lower()
+    for cls, words in CLASSES:
+        if any(w in low for w in words):
+            return cls
+    return "other"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--grid", default="llama-8b", choices=sorted(memory_oracle.GRIDS))
+    p.add_argument("--row", default="", help="a row's name (default: the grid's first)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    args = p.parse_args()
+    rows = memory_oracle.GRIDS[args.grid]()
+    chosen = [r for r in rows if not args.row or r["name"] == args.row]
+    if not chosen:
+        print(f"error: --row {args.row!r}: not in --grid {args.grid}", file=sys.stderr)
+        return 2
+    r = dict(chosen[0])
+    r["keys"] = dict(r["keys"], **{"training.iterations": "3"})
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from shardscope_torch.fsdp import FsdpSettings, device_mesh, materialize, shard_model
+    from shardscope_torch.model import Transformer
+    from shardscope_torch.train import TrainingSettings, build_optimizer, train
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA device is usable here", file=sys.stderr)
+        return 2
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=r["world"])
+    keys = memory_oracle.scenario_keys(r, args.device)
+    shape = memory_oracle.MODELS[r["model"]]
+    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
+    training = TrainingSettings.from_keys(keys)
+    device = torch.device(args.device)
+    mesh = device_mesh(fsdp, args.device) if fsdp.api == "fsdp2" or fsdp.hybrid else None
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = Transformer.for_api(shape, fsdp.api, training.loss,
+                                    keys.get("model.attention", "flash"))
+    model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
+    materialize(model, device)
+    optimizer = build_optimizer(model, training.optimizer)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda"
+                                           else [])
+    with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=1)) as prof:
+        train(model, fsdp, training, shape.vocab, device, optimizer=optimizer,
+              on_step=lambda iteration: prof.step())
+    # On the CPU (the dry run) the operators stand in for kernels, each by its own time.
+    on_gpu = args.device == "cuda"
+    # GPU user annotations (ProfilerStep#, Optimizer.step#...) span kernels; they are not ones.
+    events = [e for e in prof.events() if e.device_type.name == ("CUDA" if on_gpu else "CPU")
+              and not getattr(e, "is_user_annotation", False)
+              and not e.name.startswith("ProfilerStep")]
+    by_class: dict[str, float] = {}
+    by_name: dict[str, float] = {}
+    for e in events:
+        us = e.device_time_total if on_gpu else e.self_cpu_time_total
+        by_class[kernel_class(e.name)] = by_class.get(kernel_class(e.name), 0.0) + us
+        by_name[e.name] = by_name.get(e.name, 0.0) + us
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events)
+    busy, end = 0.0, float("-inf")
+    for start, stop in spans:  # the union of the kernels' intervals
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    step_us = (spans[-1][1] - spans[0][0]) if spans else 0.0
+    out = {
+        "row": r["name"], "keys": keys,
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "profiled_step_span_ms": round(step_us / 1e3, 3),
+        "gpu_busy_ms": round(busy / 1e3, 3),
+        "kernel_ms_by_class": {k: round(v / 1e3, 3) for k, v in sorted(by_class.items())},
+        "longest_kernels_ms": [[n, round(v / 1e3, 3)] for n, v in
+                               sorted(by_name.items(), key=lambda kv: -kv[1])[:20]],
+    }
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    classes = ", ".join(f"{k} {v:.1f}" for k, v in out["kernel_ms_by_class"].items())
+    print(f"wrote {args.out}: {r['name']}: step {out['profiled_step_span_ms']:.1f} ms, device busy "
+          f"{out['gpu_busy_ms']:.1f} ms; by class (ms): {classes}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
