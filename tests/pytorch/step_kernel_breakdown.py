@@ -8,9 +8,10 @@ account for beyond GEMMs and attention.
 Runs one memory-oracle row (default: the default scenario's job, `--grid llama-8b`, its first row)
 on this process's GPU as rank 0 of the fake process group, as `memory_oracle.py --device cuda`
 does, for three steps, and profiles the third with torch.profiler. It writes the summed device
-time per kernel class (GEMM, attention, element-wise, reductions, copies, optimizer, other), the
-20 longest kernels by name, the step's wall time and the GPU's busy time, so the step time a
-simulation predicts can be taken apart the same way. --device cpu runs the row's CPU counterpart
+time per phase (forward, backward, optimizer: each a profiler range) and kernel class (GEMM,
+attention, element-wise, reductions, copies, optimizer, other), every kernel's time by name and
+phase, the step's span and the GPU's busy time, so the step time a simulation predicts can be
+taken apart the same way. --device cpu runs the row's CPU counterpart
 (a small row, CPU activity only): the dry run of the script.
 """
 
@@ -41,6 +42,79 @@ def kernel_class(name: str) -> str:
         if any(w in low for w in words):
             return cls
     return "other"
+
+
+PHASE = "shardscope.phase."
+
+
+class PhaseRanges:
+    """train()'s phases callback: one profiler range per phase, the previous one closed."""
+
+    def __init__(self):
+        self._open = None
+
+    def enter(self, phase: str, iteration: int, microbatch: int) -> None:
+        import torch
+
+        self.close()
+        self._open = torch.profiler.record_function(PHASE + phase)
+        self._open.__enter__()
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.__exit__(None, None, None)
+            self._open = None
+
+
+def summarize(events, on_gpu: bool) -> dict:
+    """Device time per phase and kernel class, and per kernel name, of the profiled step. On the
+    CPU (the dry run) the operators stand in for kernels, each by its own time."""
+    device = "CUDA" if on_gpu else "CPU"
+    phases = sorted((e.time_range.start, e.time_range.end, e.name[len(PHASE):]) for e in events
+                    if e.device_type.name == device and e.name.startswith(PHASE))
+    # GPU user annotations (ProfilerStep#, Optimizer.step#, the phases) span kernels; they are
+    # not kernels.
+    kernels = [e for e in events if e.device_type.name == device
+               and not getattr(e, "is_user_annotation", False)
+               and not e.name.startswith(("ProfilerStep", PHASE))]
+
+    def phase_of(start: float) -> str:
+        for begin, end, name in phases:
+            if begin <= start <= end:
+                return name
+        return "outside"
+
+    by_phase: dict[str, dict[str, float]] = {}
+    by_name: dict[tuple[str, str], float] = {}
+    for e in kernels:
+        us = e.device_time_total if on_gpu else e.self_cpu_time_total
+        phase, cls = phase_of(e.time_range.start), kernel_class(e.name)
+        by_phase.setdefault(phase, {})
+        by_phase[phase][cls] = by_phase[phase].get(cls, 0.0) + us
+        by_name[(e.name[:200], phase)] = by_name.get((e.name[:200], phase), 0.0) + us
+    spans = sorted((e.time_range.start, e.time_range.end) for e in kernels)
+    busy, end = 0.0, float("-inf")
+    for start, stop in spans:  # the union of the kernels' intervals
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    by_class: dict[str, float] = {}
+    for classes in by_phase.values():
+        for cls, us in classes.items():
+            by_class[cls] = by_class.get(cls, 0.0) + us
+
+    def ms(us: float) -> float:
+        return round(us / 1e3, 3)
+    return {
+        "profiled_step_span_ms": ms(spans[-1][1] - spans[0][0]) if spans else 0.0,
+        "gpu_busy_ms": ms(busy),
+        "kernel_ms_by_class": {k: ms(v) for k, v in sorted(by_class.items())},
+        "kernel_ms_by_phase_and_class": {p: {k: ms(v) for k, v in sorted(c.items())}
+                                         for p, c in sorted(by_phase.items())},
+        # Every kernel name, longest first: [name, phase, ms].
+        "kernels_ms": [[n, p, ms(v)] for (n, p), v in
+                       sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))],
+    }
 
 
 def main() -> int:
@@ -86,38 +160,20 @@ def main() -> int:
     optimizer = build_optimizer(model, training.optimizer)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda"
                                            else [])
+    # Each phase of the loop (forward, backward, optimizer) is a profiler range, so that every
+    # kernel is attributed to the phase that launched it (the GPU sees the range as an
+    # annotation around the kernels launched inside it).
+    ranges = PhaseRanges()
     with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=1)) as prof:
-        train(model, fsdp, training, shape.vocab, device, optimizer=optimizer,
-              on_step=lambda iteration: prof.step())
-    # On the CPU (the dry run) the operators stand in for kernels, each by its own time.
-    on_gpu = args.device == "cuda"
-    # GPU user annotations (ProfilerStep#, Optimizer.step#...) span kernels; they are not ones.
-    events = [e for e in prof.events() if e.device_type.name == ("CUDA" if on_gpu else "CPU")
-              and not getattr(e, "is_user_annotation", False)
-              and not e.name.startswith("ProfilerStep")]
-    by_class: dict[str, float] = {}
-    by_name: dict[str, float] = {}
-    for e in events:
-        us = e.device_time_total if on_gpu else e.self_cpu_time_total
-        by_class[kernel_class(e.name)] = by_class.get(kernel_class(e.name), 0.0) + us
-        by_name[e.name] = by_name.get(e.name, 0.0) + us
-    spans = sorted((e.time_range.start, e.time_range.end) for e in events)
-    busy, end = 0.0, float("-inf")
-    for start, stop in spans:  # the union of the kernels' intervals
-        if stop > end:
-            busy += stop - max(start, end)
-            end = stop
-    step_us = (spans[-1][1] - spans[0][0]) if spans else 0.0
-    out = {
-        "row": r["name"], "keys": keys,
-        "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "profiled_step_span_ms": round(step_us / 1e3, 3),
-        "gpu_busy_ms": round(busy / 1e3, 3),
-        "kernel_ms_by_class": {k: round(v / 1e3, 3) for k, v in sorted(by_class.items())},
-        "longest_kernels_ms": [[n, round(v / 1e3, 3)] for n, v in
-                               sorted(by_name.items(), key=lambda kv: -kv[1])[:20]],
-    }
+        def step_done(iteration: int) -> None:
+            ranges.close()
+            prof.step()
+        train(model, fsdp, training, shape.vocab, device, ranges.enter, optimizer=optimizer,
+              on_step=step_done)
+    out = summarize(prof.events(), args.device == "cuda")
+    out = {"row": r["name"], "keys": keys,
+           "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+           "torch": torch.__version__, **out}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     classes = ", ".join(f"{k} {v:.1f}" for k, v in out["kernel_ms_by_class"].items())
     print(f"wrote {args.out}: {r['name']}: step {out['profiled_step_span_ms']:.1f} ms, device busy "
