@@ -173,6 +173,7 @@ struct KernelShapeJson {
     j["elements"] = o.elements;
     j["optimizer"] = to_string(o.optimizer);
     j["dtype"] = to_string(o.dtype);
+    j["impl"] = to_string(o.impl);
   }
 };
 

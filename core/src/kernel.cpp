@@ -3,6 +3,13 @@
 #include <array>
 
 namespace shardscope {
+std::int64_t optimizer_accesses_per_element(const OptimizerUpdate& o) {
+  if (o.optimizer == Optimizer::sgd) return 3;  // parameter and gradient read, parameter written
+  if (o.impl == OptimizerImpl::fused) return 3 + 2 * optimizer_states_per_param(o.optimizer);
+  // _multi_tensor_adam's passes (kernel.hpp); AdamW's weight decay is its own pass.
+  return o.optimizer == Optimizer::adamw ? 20 : 18;
+}
+
 namespace {
 
 double d(std::int64_t x) {
@@ -24,7 +31,7 @@ struct FlopsOf {
     return per_element * d(l.tokens) * d(l.vocab);
   }
   Flops operator()(const OptimizerUpdate& o) const {
-    return d(o.elements) * (optimizer_states_per_param(o.optimizer) == 2 ? 12.0 : 4.0);
+    return d(o.elements) * (optimizer_states_per_param(o.optimizer) == 2 ? 12.0 : 2.0);
   }
 };
 
@@ -54,8 +61,7 @@ struct MemoryBytesOf {
     return l.tokens * l.vocab * per_element;
   }
   Bytes operator()(const OptimizerUpdate& o) const {
-    const int states = optimizer_states_per_param(o.optimizer);
-    return o.elements * bytes_per_element(o.dtype) * (3 + 2 * states);
+    return o.elements * bytes_per_element(o.dtype) * optimizer_accesses_per_element(o);
   }
 };
 

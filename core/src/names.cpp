@@ -30,6 +30,14 @@ std::optional<Optimizer> parse_optimizer(std::string_view text) {
   return parse_choice<Optimizer>("training.optimizer", text);
 }
 
+std::string_view to_string(OptimizerImpl impl) {
+  return choice_name("training.optimizer_impl", impl);
+}
+
+std::optional<OptimizerImpl> parse_optimizer_impl(std::string_view text) {
+  return parse_choice<OptimizerImpl>("training.optimizer_impl", text);
+}
+
 std::string_view to_string(Synchronize synchronize) {
   return choice_name("training.synchronize", synchronize);
 }
@@ -47,7 +55,7 @@ std::string_view to_string(KvCache cache) {
 }
 
 int optimizer_states_per_param(Optimizer optimizer) {
-  return optimizer == Optimizer::sgd ? 1 : 2;
+  return optimizer == Optimizer::sgd ? 0 : 2;
 }
 
 std::string_view to_string(FsdpApi api) {

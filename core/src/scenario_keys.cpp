@@ -279,6 +279,17 @@ constexpr std::array kKeys{
         .models = "optimizer states per parameter (2, 2, 0)",
         .label = "optimizer",
         .value_of = [](const Scenario& s) { return std::string(to_string(s.training.optimizer)); }},
+    ScenarioKey{
+        .path = "training.optimizer_impl",
+        .type = K::choice,
+        .choices = "foreach, fused",
+        .default_value = "foreach",
+        .models = "torch.optim's kernels: foreach (PyTorch's default on CUDA; Adam(W) passes over "
+                  "parameters and states eight times and keeps an fp32 temporary) or fused "
+                  "(fused=True, torchtitan's default: one pass)",
+        .label = "optimizer implementation",
+        .value_of =
+            [](const Scenario& s) { return std::string(to_string(s.training.optimizer_impl)); }},
     ScenarioKey{"training.synchronize", K::choice, 0, 0, "", "none, after_forward, after_step",
                 "none", "a torch.cuda.synchronize() in the step"},
     ScenarioKey{

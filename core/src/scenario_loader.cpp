@@ -484,6 +484,7 @@ TrainingSpec read_training(ConfigReader& r) {
   set_if(read_int(r, "training.grad_accum"), t.grad_accum);
   set_if(read_int(r, "training.iterations"), t.iterations);
   set_if(read_choice<Optimizer>(r, "training.optimizer"), t.optimizer);
+  set_if(read_choice<OptimizerImpl>(r, "training.optimizer_impl"), t.optimizer_impl);
   set_if(read_choice<Synchronize>(r, "training.synchronize"), t.synchronize);
   if (auto ac = r.get_string("training.activation_checkpointing")) {
     const std::string_view v = *ac;

@@ -21,6 +21,7 @@ class TrainingSettings:
     grad_accum: int = 1
     iterations: int = 2
     optimizer: str = "adamw"
+    optimizer_impl: str = "foreach"  # foreach | fused
     autocast: str = ""  # "" or a dtype name
     loss: str = "upcast_fp32"
     activation_checkpointing: str = "none"
@@ -40,6 +41,7 @@ class TrainingSettings:
             grad_accum=int(keys.get("training.grad_accum", 1)),
             iterations=int(keys.get("training.iterations", 2)),
             optimizer=keys.get("training.optimizer", "adamw"),
+            optimizer_impl=keys.get("training.optimizer_impl", "foreach"),
             autocast="" if keys.get("training.autocast", "none") == "none"
             else keys["training.autocast"],
             loss=keys.get("training.loss", "upcast_fp32"),
@@ -59,11 +61,14 @@ def autocast_context(t: TrainingSettings, device: torch.device):
             else contextlib.nullcontext())
 
 
-def build_optimizer(model, name: str):
+def build_optimizer(model, name: str, impl: str = "foreach"):
+    """training.optimizer and training.optimizer_impl: foreach is asked for explicitly because
+    torch.optim picks it only on CUDA, and the oracles run on the CPU too."""
+    kind = {"foreach": True} if impl == "foreach" else {"fused": True}
     if name == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=1e-2)
+        return torch.optim.SGD(model.parameters(), lr=1e-2, **kind)
     cls = torch.optim.Adam if name == "adam" else torch.optim.AdamW
-    return cls(model.parameters(), lr=1e-3, foreach=True)
+    return cls(model.parameters(), lr=1e-3, **kind)
 
 
 def generate(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: torch.device,
@@ -100,9 +105,10 @@ def train(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: to
           phases=None, seed: int = 0, on_step=None, optimizer=None) -> list[float]:
     """Runs t.iterations optimizer steps; returns each step's loss (summed over micro-batches).
     ``phases(phase, iteration, microbatch)`` is told where the loop is (forward, backward,
-    optimizer); ``on_step(iteration)`` is called after each optimizer step."""
+    optimizer); ``on_step(iteration)`` is called after each optimizer step. ``optimizer``: the
+    one to step (a memory tracker's), else one built from t."""
     phases = phases or (lambda phase, iteration, microbatch: None)
-    optimizer = build_optimizer(model, t.optimizer)
+    optimizer = optimizer or build_optimizer(model, t.optimizer, t.optimizer_impl)
     gen = torch.Generator().manual_seed(seed)
     losses = []
     for it in range(t.iterations):

@@ -163,7 +163,7 @@ expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --s
 expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
 expect summarize 0 'custom \(2 GPUs\), measured' -- summarize "$tmpdir/m.json"
 "$bin" simulate "$oracle" --timeline "$tmpdir/s.json" >/dev/null
-expect compare-self 0 'step time +255.107 ms +255.107 ms +\+0 ns +0.0 %' -- compare "$tmpdir/s.json" "$tmpdir/s.json"
+expect compare-self 0 'step time +255.137 ms +255.137 ms +\+0 ns +0.0 %' -- compare "$tmpdir/s.json" "$tmpdir/s.json"
 expect compare-per-op 0 'matched ops: 58; only in A: 0; only in B: 0' -- compare "$tmpdir/s.json" "$tmpdir/m.json" --per-op --json "$tmpdir/c.json"
 trace="$data/traces/fsdp2_tiny.json"
 expect import-report 0 'GPU ops +11 ops \(2 with no CPU launch found\)' -- import "$trace"

@@ -41,12 +41,26 @@ TEST(Kernels, EachKindCountsItsWorkInClosedForm) {
   EXPECT_DOUBLE_EQ(kernel_flops(loss_back), 3.0 * 100 * 1000);
   EXPECT_EQ(kernel_memory_bytes(loss_back), 100 * 1000 * (3 * 4));
 
-  // AdamW reads param, grad, exp_avg, exp_avg_sq and writes param and both states.
-  const Kernel adam{"adamw", 1, OptimizerUpdate{1000, Optimizer::adamw, DType::fp32}};
+  // Fused AdamW reads param, grad, exp_avg, exp_avg_sq and writes param and both states.
+  const Kernel adam{"adamw", 1,
+                    OptimizerUpdate{1000, Optimizer::adamw, DType::fp32, OptimizerImpl::fused}};
   EXPECT_EQ(kernel_memory_bytes(adam), 1000 * 4 * 7);
   EXPECT_DOUBLE_EQ(kernel_flops(adam), 12.0 * 1000);
-  const Kernel sgd{"sgd", 2, OptimizerUpdate{1000, Optimizer::sgd, DType::bf16}};
-  EXPECT_EQ(kernel_memory_bytes(sgd), 2 * 1000 * 2 * 5);
+  // Foreach (_multi_tensor_adam): weight decay 2, lerp_ 3, mul_ 2, addcmul_ 3, sqrt 2, div_ 2,
+  // add_ 2, addcdiv_ 4 element accesses; Adam has no weight-decay pass by default.
+  const Kernel adamw_foreach{
+      "adamw", 1, OptimizerUpdate{1000, Optimizer::adamw, DType::fp32, OptimizerImpl::foreach}};
+  EXPECT_EQ(kernel_memory_bytes(adamw_foreach), 1000 * 4 * (2 + 3 + 2 + 3 + 2 + 2 + 2 + 4));
+  EXPECT_DOUBLE_EQ(kernel_flops(adamw_foreach), kernel_flops(adam));
+  const Kernel adam_foreach{
+      "adam", 1, OptimizerUpdate{1000, Optimizer::adam, DType::fp32, OptimizerImpl::foreach}};
+  EXPECT_EQ(kernel_memory_bytes(adam_foreach), 1000 * 4 * (3 + 2 + 3 + 2 + 2 + 2 + 4));
+  // SGD without momentum: p.add_(grad, alpha=-lr) in either implementation.
+  for (const OptimizerImpl impl : {OptimizerImpl::fused, OptimizerImpl::foreach}) {
+    const Kernel sgd{"sgd", 2, OptimizerUpdate{1000, Optimizer::sgd, DType::bf16, impl}};
+    EXPECT_EQ(kernel_memory_bytes(sgd), 2 * 1000 * 2 * 3);
+    EXPECT_DOUBLE_EQ(kernel_flops(sgd), 2 * 2.0 * 1000);
+  }
 
   const KernelTotals t = kernel_set_totals(std::vector<Kernel>{gemm, {"a", 1, a}, loss});
   EXPECT_DOUBLE_EQ(t.flops, kernel_flops(gemm) + kernel_flops({"a", 1, a}) + kernel_flops(loss));
@@ -133,15 +147,15 @@ TEST(Kernels, TheHeadAndLossAndTheOptimizer) {
   EXPECT_DOUBLE_EQ(first_op(s, OpKind::forward, "loss").flops, 5 * t * v);
   EXPECT_DOUBLE_EQ(first_op(s, OpKind::backward, "head").flops, 4 * t * h * v);
   EXPECT_DOUBLE_EQ(first_op(s, OpKind::backward, "loss").flops, 3 * t * v);
-  // One AdamW step over every sharded parameter, in fp32.
+  // One AdamW step over every sharded parameter, in fp32, foreach (PyTorch's default).
   std::int64_t shard = 0;
   for (const ParamGroup& g : s.groups) shard += g.sharded_numel;
   const Op& step = first_op(s, OpKind::optimizer_step, "adamw");
   const auto k = op_kernels(s, step);
   ASSERT_EQ(k.size(), 1u);
   EXPECT_EQ(std::get<OptimizerUpdate>(k[0].shape),
-            (OptimizerUpdate{shard, Optimizer::adamw, DType::fp32}));
-  EXPECT_EQ(step.bytes, shard * 4 * 7);
+            (OptimizerUpdate{shard, Optimizer::adamw, DType::fp32, OptimizerImpl::foreach}));
+  EXPECT_EQ(step.bytes, shard * 4 * 20);
 }
 
 // torch.utils.checkpoint stops a recompute after the last tensor backward needs (early stop), so

@@ -57,6 +57,36 @@ TEST(LoweringBuffers, Fsdp2MemoryTestModelHasExactParameterTerms) {
   EXPECT_FALSE(states[0]->live_at_start);
 }
 
+// torch.optim's implementations: foreach keeps sqrt(exp_avg_sq) of every parameter as one fp32
+// temporary through the step and passes over the states eight times (AdamW; Adam, with no
+// weight decay by default, seven); fused does neither. SGD without momentum keeps no state.
+TEST(LoweringBuffers, OptimizerImplementationsKeepAndMoveWhatPyTorchsDo) {
+  auto step_of = [](const Schedule& s) {
+    for (const auto& op : s.ops)
+      if (op.kind == OpKind::optimizer_step) return op;
+    return Op{};
+  };
+  auto temporaries = [](const Schedule& s) {
+    std::vector<Bytes> sizes;
+    for (std::size_t b = 0; b < s.buffers.size(); ++b)
+      if (buffer_name(s, static_cast<BufferId>(b)).starts_with("optimizer/foreach_temp"))
+        sizes.push_back(s.buffers[b].size);
+    return sizes;
+  };
+  const auto foreach = lower_text(kMemoryTestModel);
+  const auto fused = lower_text(kMemoryTestModel, {"training.optimizer_impl=fused"});
+  EXPECT_EQ(temporaries(foreach), std::vector<Bytes>{kS * 4});
+  EXPECT_TRUE(temporaries(fused).empty());
+  EXPECT_EQ(step_of(foreach).bytes, kS * 4 * 18);
+  EXPECT_EQ(step_of(fused).bytes, kS * 4 * 7);
+  const auto adamw = lower_text(kMemoryTestModel, {"training.optimizer=adamw"});
+  EXPECT_EQ(step_of(adamw).bytes, kS * 4 * 20);
+  const auto sgd = lower_text(kMemoryTestModel, {"training.optimizer=sgd"});
+  EXPECT_TRUE(buffers_of(sgd, BufferCategory::optimizer_states).empty());
+  EXPECT_TRUE(temporaries(sgd).empty());
+  EXPECT_EQ(step_of(sgd).bytes, kS * 4 * 3);
+}
+
 TEST(LoweringBuffers, MixedPrecisionGathersInParamDtypeAndReducesInReduceDtype) {
   const auto s = lower_text(kMemoryTestModel, {"fsdp.mixed_precision.param_dtype=bf16",
                                                "fsdp.mixed_precision.reduce_dtype=fp32"});

@@ -95,7 +95,7 @@ def all_cases() -> list[dict]:
         case("fsdp2-int-reshard", "fsdp2", 2, 2, *one,
              "--fix", "fsdp.mesh.shard=4", "--fix", "fsdp.reshard_after_forward=2", "--fix", "training.activation_checkpointing=full",
              "--fix", "training.loss=upcast_fp32", "--fix", "fsdp.mixed_precision.reduce_dtype=fp32",
-             "--set", "training.optimizer=adam",
+             "--set", "training.optimizer=adam", "--set", "training.optimizer_impl=fused",
              "--set", "fsdp.mixed_precision.output_dtype=fp32",
              "--set", "fsdp.mixed_precision.output_dtype_modules=root",
              "--set", "fsdp.mixed_precision.cast_forward_inputs=false",
@@ -485,6 +485,8 @@ def run_case(c: dict, path: Path, world: int, device: "torch.device") -> dict:
         "none" if autocast == {"none"} else dtype_key(autocast.pop()) if len(autocast) == 1
         else str(autocast))
     settings["training.optimizer"] = type(optimizer).__name__.lower()
+    # fused only when asked for; otherwise torch.optim picks foreach where it can (CUDA).
+    settings["training.optimizer_impl"] = "fused" if optimizer.defaults.get("fused") else "foreach"
     settings.update(generation_settings(generated, reshard_settings, registered))
     settings["allocator.expandable_segments"] = str(expandable).lower()
     if c["target"] == "fsdp2":
@@ -627,6 +629,7 @@ def check_torchtitan(path: Path, expected: dict[str, str]) -> list[str]:
     job = ConfigManager().parse_args(["--job.config_file", str(path)])
     live = {k: yaml_scalar(v) for k, v in torchtitan_keys(dataclasses.asdict(job)).items()}
     live["training.optimizer"] = job.optimizer.name.lower()
+    live["training.optimizer_impl"] = job.optimizer.implementation
     return differences(expected, live)
 
 

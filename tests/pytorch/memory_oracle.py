@@ -131,6 +131,8 @@ def grid(pairwise: bool = False) -> list[dict]:
                     fsdp__mixed_precision__cast_forward_inputs=True,
                     fsdp__mixed_precision__cast_root_forward_inputs=False,
                     fsdp__mixed_precision__buffer_dtype="bf16", **BF16))
+    # torch.optim's fused AdamW: no foreach temporary in the optimizer step.
+    rows.append(row("llama fsdp2 fused adamw", training__optimizer_impl="fused", **BF16))
     # A custom AllGather that keeps one output buffer per group (fsdp.all_gather_buffer).
     rows.append(row("llama fsdp2 persistent all-gather buffers",
                     fsdp__all_gather_buffer="persistent", **BF16))
@@ -253,7 +255,7 @@ def measure_row(r: dict) -> dict:
         model = Transformer.for_api(shape, fsdp.api, training.loss,
                                     keys.get("model.attention", "flash"))
         model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
-        optimizer = build_optimizer(model, training.optimizer)
+        optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
         if fsdp.api == "fsdp2":
             tracker = phase_tracker_class(FSDPMemTracker)(mod=model, optm=optimizer)
         else:
@@ -296,7 +298,7 @@ def measure_row_cuda(r: dict) -> dict:
                                         keys.get("model.attention", "flash"))
         model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
         materialize(model, device)
-        optimizer = build_optimizer(model, training.optimizer)
+        optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
         peaks = CudaPhasePeaks()
         train(model, fsdp, training, shape.vocab, device, peaks.set_phase, optimizer=optimizer,
               on_step=peaks.step_done)

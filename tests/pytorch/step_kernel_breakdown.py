@@ -157,7 +157,7 @@ def main() -> int:
                                     keys.get("model.attention", "flash"))
     model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
     materialize(model, device)
-    optimizer = build_optimizer(model, training.optimizer)
+    optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda"
                                            else [])
     # Each phase of the loop (forward, backward, optimizer) is a profiler range, so that every

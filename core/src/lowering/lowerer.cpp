@@ -502,8 +502,9 @@ BufferId Lowerer::sharded_grad(int g, Op& op) {
 }
 
 void Lowerer::optimizer_step() {
-  // torch.optim with foreach=True: one multi-tensor step over every sharded parameter; states are
-  // created lazily by the first step (Adam: exp_avg, exp_avg_sq; SGD: momentum buffer).
+  // torch.optim over every sharded parameter, foreach (multi-tensor kernels, PyTorch's default
+  // on CUDA) or fused; states are created lazily by the first step (Adam: exp_avg, exp_avg_sq;
+  // SGD without momentum has none).
   const int states = optimizer_states_per_param(s_.training.optimizer);
   const StreamId stream = offload_ ? cpu_ : compute_stream_;
   Op step = make_op(OpKind::optimizer_step, stream, kNone);
@@ -527,7 +528,10 @@ void Lowerer::optimizer_step() {
   } else {
     step.uses.insert(step.uses.end(), optimizer_states_.begin(), optimizer_states_.end());
   }
-  if (!offload_ && shard_numel > 0 && states == 2) {
+  // Offloaded, the step runs on the CPU, priced by cluster.cpu.optimizer_bandwidth over one
+  // pass's bytes whatever the implementation (PyTorch has no foreach kernels on the CPU).
+  const OptimizerImpl impl = offload_ ? OptimizerImpl::fused : s_.training.optimizer_impl;
+  if (!offload_ && shard_numel > 0 && states == 2 && impl == OptimizerImpl::foreach) {
     // _multi_tensor_adam keeps one fp32 temporary per parameter (sqrt of exp_avg_sq).
     const BufferId tmp = b_.add_buffer(
         BufferName{b_.label("optimizer/foreach_temp"), false, b_.iteration()},
@@ -535,10 +539,11 @@ void Lowerer::optimizer_step() {
     step.allocs.push_back(tmp);
     step.frees.push_back(tmp);
   }
-  // One kernel: parameter, gradient and states read, parameter and states written.
+  // One kernel set: the fused kernel, or the foreach passes (kernel.hpp).
   if (shard_numel > 0) {
-    const KernelSet update{{std::string(to_string(s_.training.optimizer)), 1,
-                            OptimizerUpdate{shard_numel, s_.training.optimizer, orig_dtype_}}};
+    const KernelSet update{
+        {std::string(to_string(s_.training.optimizer)), 1,
+         OptimizerUpdate{shard_numel, s_.training.optimizer, orig_dtype_, impl}}};
     const KernelTotals totals = kernel_set_totals(update);
     step.bytes = totals.memory_bytes;
     step.flops = totals.flops;

@@ -51,6 +51,13 @@ void KernelRunner::run(const Kernel& k, cudaStream_t st) {
         a.bf16 = o.dtype != DType::fp32;
         SHARDSCOPE_CUDA(adamw(a, st));
       }
+      // Foreach: the same update in several passes; the passes beyond the fused one move their
+      // bytes as bandwidth kernels.
+      OptimizerUpdate fused = o;
+      fused.impl = OptimizerImpl::fused;
+      const Bytes extra = o.elements * bytes_per_element(o.dtype) *
+                          (optimizer_accesses_per_element(o) - optimizer_accesses_per_element(fused));
+      if (extra > 0) move_traffic(extra, st);
       return;
     }
   }

@@ -24,9 +24,14 @@
 //              backward are memory kernels of e + 4 each, e the logits' element size), fused
 //              e / 2e (logits read; read and overwritten with the gradient), chunked e + 12 /
 //              2e + 28 (upcast_fp32's and its casts per chunk, the forward again in backward).
-//   optimizer  one multi-tensor step over `elements` sharded parameters of `dtype`: reads
-//              parameter, gradient and states, writes parameter and states; Adam(W) 12 FLOPs per
-//              element, SGD with momentum 4.
+//   optimizer  one optimizer step over `elements` sharded parameters of `dtype`, Adam(W) 12
+//              FLOPs per element, SGD 2. Fused: one pass that reads parameter, gradient and
+//              states and writes parameter and states. Foreach (torch/optim/adam.py,
+//              _multi_tensor_adam): one pass per operation: AdamW's decoupled weight decay
+//              (parameter read and written), lerp_ of exp_avg with the gradient (3), mul_ and
+//              addcmul_ of exp_avg_sq (2 + 3), its sqrt into a temporary (2), div_ and add_ of
+//              the temporary (2 + 2), addcdiv_ into the parameter (4): 20 element accesses
+//              (Adam, whose default weight decay is 0: 18); SGD's one add_ (3) either way.
 // `repeat` runs a kernel that many times back to back (a group of several identical blocks).
 
 #include <cstdint>
@@ -86,6 +91,7 @@ struct OptimizerUpdate {
   std::int64_t elements = 0;
   Optimizer optimizer = Optimizer::adamw;
   DType dtype = DType::fp32;  // parameters, gradients and states
+  OptimizerImpl impl = OptimizerImpl::fused;
   bool operator==(const OptimizerUpdate&) const = default;
 };
 
@@ -108,6 +114,10 @@ using KernelSet = std::vector<Kernel>;
 
 /// FLOPs of one kernel, repeats included.
 Flops kernel_flops(const Kernel& kernel);
+/// Element accesses per parameter of an optimizer step (reads and writes of parameters,
+/// gradients, states and temporaries; kernel.hpp's table): its HBM bytes per element ÷ dtype size.
+std::int64_t optimizer_accesses_per_element(const OptimizerUpdate& o);
+
 /// HBM bytes of the memory-bound kinds (memory, loss, optimizer), repeats included; 0 for GEMMs
 /// and attention, whose time their FLOPs set.
 Bytes kernel_memory_bytes(const Kernel& kernel);

@@ -19,6 +19,12 @@ enum class ActivationCheckpointing {
 
 enum class Optimizer { adamw, adam, sgd };
 
+/// How torch.optim runs the step (docs/semantics.md, "The optimizer step").
+enum class OptimizerImpl {
+  foreach,  // one multi-tensor kernel per operation of the update: PyTorch's default on CUDA
+  fused,    // one kernel for the whole update (fused=True; torchtitan's default)
+};
+
 /// How the loss is computed from the output head (docs/semantics.md, "Loss recipes").
 enum class LossRecipe {
   upcast_fp32,  // logits in the compute dtype, an fp32 copy, log_softmax in fp32 (torchtitan, HF)
@@ -57,6 +63,7 @@ struct TrainingSpec {
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   std::int64_t checkpoint_every = 1;  // n of every_n
   Optimizer optimizer = Optimizer::adamw;
+  OptimizerImpl optimizer_impl = OptimizerImpl::foreach;
   std::int64_t iterations = 2;  // optimizer steps simulated; the last is the steady state
   Synchronize synchronize = Synchronize::none;
   LossRecipe loss = LossRecipe::upcast_fp32;
@@ -72,11 +79,14 @@ struct TrainingSpec {
 std::string to_string(ActivationCheckpointing ac, std::int64_t every);
 std::string_view to_string(Optimizer optimizer);
 std::optional<Optimizer> parse_optimizer(std::string_view text);
+std::string_view to_string(OptimizerImpl impl);
+std::optional<OptimizerImpl> parse_optimizer_impl(std::string_view text);
 std::string_view to_string(Synchronize synchronize);
 std::string_view to_string(LossRecipe loss);
 std::optional<LossRecipe> parse_loss_recipe(std::string_view text);
 std::string_view to_string(KvCache cache);
-/// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2, SGD with momentum 1.
+/// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2 (exp_avg,
+/// exp_avg_sq), SGD 0 (torch.optim.SGD's default momentum of 0 keeps no momentum buffer).
 int optimizer_states_per_param(Optimizer optimizer);
 
 }  // namespace shardscope
