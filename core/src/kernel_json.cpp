@@ -47,16 +47,16 @@ KernelShape read_kernel_shape(Fields& f, const nlohmann::json& j, const std::str
               : LossRecipe::upcast_fp32};
       break;
     case KernelKind::optimizer:
-      shape = OptimizerUpdate{count("elements"),
-                              f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw,
-                                            key_of("training.optimizer").choices),
-                              dtype("dtype"),
-                              // optional: IR files written before it priced the fused step only
-                              j.is_object() && j.contains("impl")
-                                  ? f.enumeration(j, p, "impl", parse_optimizer_impl,
-                                                  OptimizerImpl::fused,
-                                                  key_of("training.optimizer_impl").choices)
-                                  : OptimizerImpl::fused};
+      shape = OptimizerUpdate{
+          count("elements"),
+          f.enumeration(j, p, "optimizer", parse_optimizer, Optimizer::adamw,
+                        key_of("training.optimizer").choices),
+          dtype("dtype"),
+          // optional: IR files written before it priced the fused step only
+          j.is_object() && j.contains("impl")
+              ? f.enumeration(j, p, "impl", parse_optimizer_impl, OptimizerImpl::fused,
+                              key_of("training.optimizer_impl").choices)
+              : OptimizerImpl::fused};
       break;
   }
   return shape;

@@ -211,9 +211,9 @@ std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
       f.reshard_after_forward.mode == ReshardAfterForward::Mode::off ? "never" : "default");
   out += "[activation_checkpoint]\n" + torchtitan_checkpointing(t) + "\n";
   // torchtitan's own default is "fused"; the plan's implementation is written either way.
-  out += fmt::format("[optimizer]\nname = \"{}\"\nimplementation = \"{}\"\n",
-                     t.optimizer == Optimizer::adam ? "Adam" : "AdamW",
-                     to_string(t.optimizer_impl));
+  out +=
+      fmt::format("[optimizer]\nname = \"{}\"\nimplementation = \"{}\"\n",
+                  t.optimizer == Optimizer::adam ? "Adam" : "AdamW", to_string(t.optimizer_impl));
   return out;
 }
 

@@ -55,8 +55,9 @@ void KernelRunner::run(const Kernel& k, cudaStream_t st) {
       // bytes as bandwidth kernels.
       OptimizerUpdate fused = o;
       fused.impl = OptimizerImpl::fused;
-      const Bytes extra = o.elements * bytes_per_element(o.dtype) *
-                          (optimizer_accesses_per_element(o) - optimizer_accesses_per_element(fused));
+      const Bytes extra =
+          o.elements * bytes_per_element(o.dtype) *
+          (optimizer_accesses_per_element(o) - optimizer_accesses_per_element(fused));
       if (extra > 0) move_traffic(extra, st);
       return;
     }
