@@ -3,6 +3,7 @@
 #include <array>
 
 namespace shardscope {
+
 std::int64_t optimizer_accesses_per_element(const OptimizerUpdate& o) {
   if (o.optimizer == Optimizer::sgd) return 3;  // parameter and gradient read, parameter written
   if (o.impl == OptimizerImpl::fused) return 3 + 2 * optimizer_states_per_param(o.optimizer);

@@ -284,9 +284,9 @@ constexpr std::array kKeys{
         .type = K::choice,
         .choices = "foreach, fused",
         .default_value = "foreach",
-        .models = "torch.optim's kernels: foreach (PyTorch's default on CUDA; Adam(W) passes over "
-                  "parameters and states eight times and keeps an fp32 temporary) or fused "
-                  "(fused=True, torchtitan's default: one pass)",
+        .models = "torch.optim's kernels: foreach (PyTorch's default on CUDA; AdamW passes over "
+                  "parameters and states eight times, Adam seven, and both keep an fp32 "
+                  "temporary) or fused (fused=True, torchtitan's default: one pass)",
         .label = "optimizer implementation",
         .value_of =
             [](const Scenario& s) { return std::string(to_string(s.training.optimizer_impl)); }},

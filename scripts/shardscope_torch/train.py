@@ -62,13 +62,16 @@ def autocast_context(t: TrainingSettings, device: torch.device):
 
 
 def build_optimizer(model, name: str, impl: str = "foreach"):
-    """training.optimizer and training.optimizer_impl: foreach is asked for explicitly because
-    torch.optim picks it only on CUDA, and the oracles run on the CPU too."""
-    kind = {"foreach": True} if impl == "foreach" else {"fused": True}
+    """training.optimizer and training.optimizer_impl. Adam(W) asks for foreach explicitly
+    because torch.optim picks it only on CUDA and the oracles run on the CPU too (its temporary
+    is what the memory model counts); SGD without momentum moves the same bytes and keeps no
+    state either way, and is left to PyTorch's choice (foreach cannot take FSDP1's
+    keep_low_precision_grads, whose gradients differ in dtype from their parameters)."""
+    fused = {"fused": True} if impl == "fused" else {}
     if name == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=1e-2, **kind)
+        return torch.optim.SGD(model.parameters(), lr=1e-2, **fused)
     cls = torch.optim.Adam if name == "adam" else torch.optim.AdamW
-    return cls(model.parameters(), lr=1e-3, **kind)
+    return cls(model.parameters(), lr=1e-3, **(fused or {"foreach": True}))
 
 
 def generate(model, fsdp: FsdpSettings, t: TrainingSettings, vocab: int, device: torch.device,

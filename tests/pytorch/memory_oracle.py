@@ -452,19 +452,24 @@ def write_csv(path: Path, rows: list[dict], results: dict[str, dict]) -> int:
     return failed
 
 
+def csv_lines(path: Path) -> list[dict[str, str]]:
+    """The CSV's rows as columns by name."""
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
 def read_csv(path: Path) -> list[dict]:
     out = []
-    with path.open() as f:
-        for line in csv.DictReader(f):
-            keys = dict(kv.split("=", 1) for kv in line["keys"].split(";") if kv)
-            r = {"name": line["row"], "model": line["model"], "world": int(line["world"]),
-                 "fake": line["fake_tensors"] == "1", "keys": keys,
-                 # CSVs measured before the generation phase have no column for it (0 there).
-                 "measured": {p: int(line.get(f"{p}_allocated_bytes") or 0) for p in PHASES}}
-            if "forward_reserved_bytes" in line:  # measured on a GPU
-                r["device"] = "cuda"
-                r["reserved"] = max(int(line.get(f"{p}_reserved_bytes") or 0) for p in PHASES)
-            out.append(r)
+    for line in csv_lines(path):
+        keys = dict(kv.split("=", 1) for kv in line["keys"].split(";") if kv)
+        r = {"name": line["row"], "model": line["model"], "world": int(line["world"]),
+             "fake": line["fake_tensors"] == "1", "keys": keys,
+             # CSVs measured before the generation phase have no column for it (0 there).
+             "measured": {p: int(line.get(f"{p}_allocated_bytes") or 0) for p in PHASES}}
+        if "forward_reserved_bytes" in line:  # measured on a GPU
+            r["device"] = "cuda"
+            r["reserved"] = max(int(line.get(f"{p}_reserved_bytes") or 0) for p in PHASES)
+        out.append(r)
     return out
 
 
