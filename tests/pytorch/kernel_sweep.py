@@ -34,7 +34,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from torch_kernel_profile import timer
+from torch_kernel_profile import times_ns
 
 COLUMNS = ("kind", "op", "shape", "dtype", "flops", "bytes", "runs", "median_ns", "min_ns",
            "max_ns", "p95_ns", "p99_ns")
@@ -171,13 +171,6 @@ JITTER = (("gemm", ("wave", 8192, 4096, 4096, False, True, "bf16")),
           ("gemm", ("llama3-8b forward", 8192, 14336, 4096, False, True, "bf16")),
           ("attention", ("sdpa", 8, 32, 8, 8192, 128, True, False)),
           ("memory", ("rms_norm bf16", 1 << 24)))
-
-
-def times_ns(fn, device: str, runs: int) -> list[int]:
-    once = timer(device)
-    for _ in range(2):  # warm-up: cuBLAS's heuristics, SDPA's kernel choice, the caching allocator
-        once(fn)
-    return sorted(round(1e9 * once(fn)) for _ in range(runs))
 
 
 def percentile(sorted_ns: list[int], p: float) -> int:

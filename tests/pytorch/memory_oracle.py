@@ -39,6 +39,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -270,6 +271,43 @@ def measure_row(r: dict) -> dict:
             "transitions": tracker.transitions}
 
 
+@dataclass
+class RowJob:
+    """A row's training job on a device: what train() needs."""
+    keys: dict[str, str]
+    shape: ModelShape
+    fsdp: object  # shardscope_torch.fsdp.FsdpSettings
+    training: object  # shardscope_torch.train.TrainingSettings
+    model: object
+    optimizer: object
+
+
+def row_job(r: dict, device_type: str) -> RowJob:
+    """The row's model built on the meta device, sharded, materialized on `device_type` with real
+    tensors, and its optimizer; this process's default process group is the row's (the fake
+    one of world r["world"])."""
+    import torch
+
+    from shardscope_torch.fsdp import FsdpSettings, device_mesh, materialize, shard_model
+    from shardscope_torch.model import Transformer
+    from shardscope_torch.train import TrainingSettings, build_optimizer
+
+    keys = scenario_keys(r, device_type)
+    shape = MODELS[r["model"]]
+    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
+    training = TrainingSettings.from_keys(keys)
+    device = torch.device(device_type)
+    mesh = device_mesh(fsdp, device_type) if fsdp.api == "fsdp2" or fsdp.hybrid else None
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = Transformer.for_api(shape, fsdp.api, training.loss,
+                                    keys.get("model.attention", "flash"))
+    model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
+    materialize(model, device)
+    optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
+    return RowJob(keys, shape, fsdp, training, model, optimizer)
+
+
 def measure_row_cuda(r: dict) -> dict:
     """The row on this process's GPU with real tensors, rank 0 of the fake process group of
     world r["world"] (every rank allocates what rank 0 does): the caching allocator's peaks per
@@ -278,30 +316,16 @@ def measure_row_cuda(r: dict) -> dict:
 
     import torch
 
-    from shardscope_torch.fsdp import FsdpSettings, device_mesh, materialize, shard_model
     from shardscope_torch.memory import CudaPhasePeaks
-    from shardscope_torch.model import Transformer
-    from shardscope_torch.train import TrainingSettings, build_optimizer, train
+    from shardscope_torch.train import train
 
-    keys = scenario_keys(r, "cuda")
-    shape = MODELS[r["model"]]
-    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
-    training = TrainingSettings.from_keys(keys)
-    device = torch.device("cuda")
-    mesh = device_mesh(fsdp, "cuda") if fsdp.api == "fsdp2" or fsdp.hybrid else None
-    torch.manual_seed(0)
-    model = optimizer = None
+    job = None
     peaks = CudaPhasePeaks()
     try:
-        with torch.device("meta"):
-            model = Transformer.for_api(shape, fsdp.api, training.loss,
-                                        keys.get("model.attention", "flash"))
-        model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
-        materialize(model, device)
-        optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
+        job = row_job(r, "cuda")
         peaks = CudaPhasePeaks()
-        train(model, fsdp, training, shape.vocab, device, peaks.set_phase, optimizer=optimizer,
-              on_step=peaks.step_done)
+        train(job.model, job.fsdp, job.training, job.shape.vocab, torch.device("cuda"),
+              peaks.set_phase, optimizer=job.optimizer, on_step=peaks.step_done)
         free, total = torch.cuda.mem_get_info()
         return {"peaks": peaks.allocated, "reserved": peaks.reserved,
                 "step_ms": sorted(peaks.step_ms)[len(peaks.step_ms) // 2],
@@ -312,7 +336,7 @@ def measure_row_cuda(r: dict) -> dict:
     except torch.cuda.OutOfMemoryError:
         return {"error": f"out of memory in {peaks.phase or 'setup'}", "traceback": ""}
     finally:
-        del model, optimizer
+        del job
         gc.collect()
         torch.cuda.empty_cache()
 
@@ -452,15 +476,11 @@ def write_csv(path: Path, rows: list[dict], results: dict[str, dict]) -> int:
     return failed
 
 
-def csv_lines(path: Path) -> list[dict[str, str]]:
-    """The CSV's rows as columns by name."""
-    with path.open() as f:
-        return list(csv.DictReader(f))
-
-
 def read_csv(path: Path) -> list[dict]:
     out = []
-    for line in csv_lines(path):
+    with path.open() as f:
+        lines = list(csv.DictReader(f))
+    for line in lines:
         keys = dict(kv.split("=", 1) for kv in line["keys"].split(";") if kv)
         r = {"name": line["row"], "model": line["model"], "world": int(line["world"]),
              "fake": line["fake_tensors"] == "1", "keys": keys,
@@ -469,6 +489,8 @@ def read_csv(path: Path) -> list[dict]:
         if "forward_reserved_bytes" in line:  # measured on a GPU
             r["device"] = "cuda"
             r["reserved"] = max(int(line.get(f"{p}_reserved_bytes") or 0) for p in PHASES)
+            if line.get("step_ms"):
+                r["step_ms"] = float(line["step_ms"])
         out.append(r)
     return out
 

@@ -134,9 +134,7 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from shardscope_torch.fsdp import FsdpSettings, device_mesh, materialize, shard_model
-    from shardscope_torch.model import Transformer
-    from shardscope_torch.train import TrainingSettings, build_optimizer, train
+    from shardscope_torch.train import train
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("--device cuda: no CUDA device is usable here", file=sys.stderr)
@@ -145,19 +143,7 @@ def main() -> int:
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=r["world"])
-    keys = memory_oracle.scenario_keys(r, args.device)
-    shape = memory_oracle.MODELS[r["model"]]
-    fsdp = FsdpSettings.from_keys(keys, r["world"], r["world"])
-    training = TrainingSettings.from_keys(keys)
-    device = torch.device(args.device)
-    mesh = device_mesh(fsdp, args.device) if fsdp.api == "fsdp2" or fsdp.hybrid else None
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        model = Transformer.for_api(shape, fsdp.api, training.loss,
-                                    keys.get("model.attention", "flash"))
-    model = shard_model(model, fsdp, training.activation_checkpointing, device, mesh)
-    materialize(model, device)
-    optimizer = build_optimizer(model, training.optimizer, training.optimizer_impl)
+    job = memory_oracle.row_job(r, args.device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda"
                                            else [])
     # Each phase of the loop (forward, backward, optimizer) is a profiler range, so that every
@@ -168,10 +154,10 @@ def main() -> int:
         def step_done(iteration: int) -> None:
             ranges.close()
             prof.step()
-        train(model, fsdp, training, shape.vocab, device, ranges.enter, optimizer=optimizer,
-              on_step=step_done)
+        train(job.model, job.fsdp, job.training, job.shape.vocab, torch.device(args.device),
+              ranges.enter, optimizer=job.optimizer, on_step=step_done)
     out = summarize(prof.events(), args.device == "cuda")
-    out = {"row": r["name"], "keys": keys,
+    out = {"row": r["name"], "keys": job.keys,
            "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
            "torch": torch.__version__, **out}
     args.out.write_text(json.dumps(out, indent=2) + "\n")

@@ -44,12 +44,7 @@ def main() -> int:
         if not path.is_file():
             print(f"error: {path}: no such file", file=sys.stderr)
             return 2
-    rows = memory_oracle.read_csv(args.csv)
-    measured = {}
-    for line in memory_oracle.csv_lines(args.csv):
-        if line.get("step_ms"):
-            measured[line["row"]] = float(line["step_ms"])
-    rows = [r for r in rows if r["name"] in measured]
+    rows = [r for r in memory_oracle.read_csv(args.csv) if "step_ms" in r]
     if not rows:
         print(f"error: {args.csv}: no row has a step_ms (measured on a GPU)", file=sys.stderr)
         return 2
@@ -57,7 +52,7 @@ def main() -> int:
     failed = 0
     for r in rows:
         keys = memory_oracle.scenario_keys(r, "cuda")
-        ms = measured[r["name"]]
+        ms = r["step_ms"]
         preset = simulated_ms(keys, [])
         profiled = simulated_ms(keys, ["--device-profile", str(args.device_profile)])
         error = 100 * (profiled - ms) / ms

@@ -55,11 +55,17 @@ def timer(device: str):
     return once_cpu
 
 
-def median_ns(fn, device: str, repeat: int) -> int:
+def times_ns(fn, device: str, runs: int) -> list[int]:
+    """`runs` timings of fn in ns, fastest first, after two warm-up runs (cuBLAS's heuristics,
+    SDPA's kernel choice, the caching allocator)."""
     once = timer(device)
-    for _ in range(2):  # warm-up: cuBLAS's and the SDPA kernels' first-call set-up
+    for _ in range(2):
         once(fn)
-    return round(1e9 * statistics.median(once(fn) for _ in range(repeat)))
+    return sorted(round(1e9 * once(fn)) for _ in range(runs))
+
+
+def median_ns(fn, device: str, repeat: int) -> int:
+    return round(statistics.median(times_ns(fn, device, repeat)))
 
 
 def shrunk(shape: dict, dims: tuple[str, ...], shrink: int) -> dict:

@@ -531,7 +531,7 @@ void Lowerer::optimizer_step() {
   // Offloaded, the step runs on the CPU, priced by cluster.cpu.optimizer_bandwidth over one
   // pass's bytes whatever the implementation (PyTorch has no foreach kernels on the CPU).
   const OptimizerImpl impl = offload_ ? OptimizerImpl::fused : s_.training.optimizer_impl;
-  if (!offload_ && shard_numel > 0 && states == 2 && impl == OptimizerImpl::foreach) {
+  if (shard_numel > 0 && states == 2 && impl == OptimizerImpl::foreach) {
     // _multi_tensor_adam keeps one fp32 temporary per parameter (sqrt of exp_avg_sq).
     const BufferId tmp = b_.add_buffer(
         BufferName{b_.label("optimizer/foreach_temp"), false, b_.iteration()},
