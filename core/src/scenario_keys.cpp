@@ -168,9 +168,9 @@ constexpr std::array kKeys{
                 "peak FLOP/s in fp8 (shown by presets; FSDP compute never runs in fp8)"},
     ScenarioKey{"cluster.gpu.hbm_bandwidth", K::bandwidth, 1e9, 1e14, "", "", "from the preset",
                 "HBM bandwidth (memory-bound kernels)"},
-    ScenarioKey{"cluster.gpu.sm_count", K::rejected, 0, 0, "", "", "",
-                "not modelled: communication kernels slow compute by a fitted interference factor, "
-                "not per SM"},
+    ScenarioKey{"cluster.gpu.sm_count", K::integer, 1, 10'000, "SMs", "", "from the preset",
+                "streaming multiprocessors: a GEMM runs in waves of this many tiles (its time "
+                "follows its shape); communication still slows compute by a fitted factor"},
     ScenarioKey{"cluster.gpu.multicast", K::boolean, 0, 0, "", "", "from the preset",
                 "the GPU supports multicast (H100/H200 SXM on NVSwitch: true; A100: false): "
                 "only then does fsdp.comm_buffer_pool: process_group use NCCL's pool"},
@@ -844,8 +844,6 @@ std::string_view to_string(KeyType type) {
       return "FLOP rate";
     case K::bool_or_int:
       return "boolean or integer";
-    case K::rejected:
-      return "rejected";
   }
   return "?";
 }
@@ -886,7 +884,6 @@ std::string scenario_keys_text(std::string_view prefix) {
   for (const auto& k : kKeys) {
     if (!k.path.starts_with(prefix) || k.type == K::section || k.type == K::list) continue;
     out += fmt::format("{:<48} {:<10} {}\n", k.path, to_string(k.type), k.models);
-    if (k.type == K::rejected) continue;
     if (const auto allowed = allowed_text(k); !allowed.empty())
       out += fmt::format("{:<48} {:<10} allowed: {}\n", "", "", allowed);
     if (!k.default_value.empty())
@@ -925,7 +922,7 @@ std::string scenario_keys_markdown() {
       out +=
           "\n## Top level\n\n| key | type | allowed | default | models |\n|---|---|---|---|---|\n";
     }
-    const std::string allowed = k.type == K::rejected ? "—" : allowed_text(k);
+    const std::string allowed = allowed_text(k);
     out += fmt::format("| `{}` | {} | {} | {} | {} |\n", k.path, to_string(k.type),
                        allowed.empty() ? "—" : allowed,
                        k.default_value.empty() ? "—" : k.default_value, k.models);

@@ -139,8 +139,7 @@ std::string keys_below(std::string_view section) {
         k.path[section.size()] != '.')
       continue;
     const auto leaf = k.path.substr(section.size() + 1);
-    if (leaf.find('.') != std::string_view::npos || leaf.find('[') != std::string_view::npos ||
-        k.type == KeyType::rejected)
+    if (leaf.find('.') != std::string_view::npos || leaf.find('[') != std::string_view::npos)
       continue;
     if (!out.empty()) out += ", ";
     out += leaf;
@@ -150,18 +149,13 @@ std::string keys_below(std::string_view section) {
 
 // Checks the shape of the tree against the key table before any value is read: a scalar where a
 // section belongs (`training: 5`, `fsdp.mixed_precision: bf16`) would otherwise hide every key of
-// that section; a key with no value (`seq_len:`) would silently mean "the default"; a key that
-// PyTorch has but shardscope does not model is rejected with the reason.
+// that section; a key with no value (`seq_len:`) would silently mean "the default".
 void check_shape(ConfigReader& r, const ConfigTree& node, std::string& path, std::string& norm);
 
 // One key of the tree, `key` its table entry: only sections and lists are walked into.
 void check_key_shape(ConfigReader& r, const ScenarioKey& key, const ConfigTree& value,
                      std::string& path, std::string& norm) {
   switch (key.type) {
-    case KeyType::rejected:
-      r.add_problem(path, std::string(key.models));
-      r.mark_subtree_known(path);
-      return;
     case KeyType::section:
       if (value.is_object()) {
         check_shape(r, value, path, norm);
@@ -438,6 +432,7 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp16"), c.gpu.peak_flops.fp16);
   set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp8"), c.gpu.peak_flops.fp8);
   set_if(read_bandwidth(r, "cluster.gpu.hbm_bandwidth"), c.gpu.hbm_bandwidth);
+  if (auto sms = read_int(r, "cluster.gpu.sm_count")) c.gpu.sm_count = static_cast<int>(*sms);
   set_if(read_number(r, "cluster.gpu.tdp_w"), c.gpu.tdp_w);
   set_if(r.get_bool("cluster.gpu.multicast"), c.gpu.multicast);
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
@@ -1015,7 +1010,6 @@ std::vector<Problem> key_value_problems(std::string_view assignment) {
     case KeyType::section:
     case KeyType::list:
     case KeyType::bool_or_int:
-    case KeyType::rejected:
       break;
   }
   return r.take_problems();

@@ -171,12 +171,14 @@ std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& sched
         break;
       }
       fixed += terms->fixed;
+      // The size curve's h applies to ops priced by their FLOPs, not to kernels priced by shape.
+      const bool sized = !terms->by_shape;
       row.matmul += terms->matmul;
-      row.matmul_ops += terms->matmul > 0;
+      row.matmul_ops += sized && terms->matmul > 0;
       row.attention += terms->attention;
-      row.attention_ops += terms->attention > 0;
+      row.attention_ops += sized && terms->attention > 0;
       row.hbm += static_cast<double>(terms->memory_bytes) / hbm_bw;
-      if (terms->matmul > 0) {
+      if (sized && terms->matmul > 0) {
         row.smallest_gemm = std::min(row.smallest_gemm, terms->matmul);
         row.largest_gemm = std::max(row.largest_gemm, terms->matmul);
       }

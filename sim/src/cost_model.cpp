@@ -73,7 +73,7 @@ void CostModel::apply(const Calibration& c) {
 
 double CostModel::flop_seconds(const ComputeTerms& t) const {
   double seconds = 0;
-  const double size = compute_.half_efficiency_flops;
+  const double size = t.by_shape ? 0.0 : compute_.half_efficiency_flops;
   if (t.matmul > 0) {
     seconds += t.matmul / (peak_ * cluster_.gpu.matmul_efficiency * t.matmul / (t.matmul + size));
   }
@@ -107,25 +107,40 @@ TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flo
       {compute_.kernel_floor, std::max(0.0, flops - attention_flops), attention_flops, hbm_bytes});
 }
 
-// Measured kernels at their measured times; what the profile lacks on the roofline.
-ComputeTerms CostModel::profiled_terms(const Schedule& s, const Op& op) const {
+// Kernel by kernel: measured kernels at their measured times, GEMMs and attentions by shape,
+// the memory-bound kinds by their bytes.
+ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
   ComputeTerms t;
-  Flops rest_flops = 0;
+  t.by_shape = true;
+  bool priced = false;
   for (const Kernel& k : op_kernels(s, op)) {
-    if (const auto measured = measured_time(*profile_, k)) {
-      t.fixed += *measured * k.repeat;
-      continue;
+    if (profile_) {
+      if (const auto measured = measured_time(*profile_, k)) {
+        t.fixed += *measured * k.repeat;
+        continue;
+      }
     }
-    const KernelTotals rest = kernel_set_totals(std::span<const Kernel>(&k, 1));
-    rest_flops += rest.flops;
-    t.attention += rest.attention_flops;
-    t.memory_bytes += rest.memory_bytes;
+    priced = true;
+    switch (k.kind()) {
+      case KernelKind::gemm: {
+        const GemmCost g =
+            gemm_cost(std::get<Gemm>(k.shape), k.repeat, cluster_.gpu.sm_count, compute_.shapes);
+        t.matmul += g.full_rate_flops;
+        t.memory_bytes += g.split_k_bytes;
+        t.operand_bytes += kernel_operand_bytes(k);
+        break;
+      }
+      case KernelKind::attention:
+        t.attention +=
+            attention_full_rate_flops(std::get<Attention>(k.shape), k.repeat, compute_.shapes);
+        t.operand_bytes += kernel_operand_bytes(k);
+        break;
+      default:
+        t.memory_bytes += kernel_memory_bytes(k);
+        break;
+    }
   }
-  t.matmul = std::max(0.0, rest_flops - t.attention);
-  for (const Kernel& k : op_kernels(s, op)) {
-    if (!measured_time(*profile_, k)) t.operand_bytes += kernel_operand_bytes(k);
-  }
-  if (rest_flops > 0 || t.memory_bytes > 0) t.fixed += compute_.kernel_floor;
+  if (priced) t.fixed += compute_.kernel_floor;
   return t;
 }
 
@@ -138,7 +153,7 @@ std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op
     case OpKind::forward:
     case OpKind::backward:
     case OpKind::recompute:
-      if (profile_ && op.kernels != kNone) return profiled_terms(s, op);
+      if (op.kernels != kNone) return shaped_terms(s, op);
       return ComputeTerms{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
                           op.attention_flops, op.bytes,
                           op.kernels == kNone ? 0 : kernel_set_operand_bytes(op_kernels(s, op))};

@@ -48,8 +48,7 @@ bool split_values(std::string_view text, std::vector<std::string>& out) {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& k : scenario_keys()) {
-    if (k.type != KeyType::rejected && k.path.find('[') == std::string_view::npos)
-      keys.emplace_back(k.path);
+    if (k.path.find('[') == std::string_view::npos) keys.emplace_back(k.path);
   }
   return keys;
 }
@@ -69,9 +68,9 @@ std::optional<SweepAxis> parse_key_values(std::string_view text, std::string_vie
   axis.key = std::string(text.substr(0, eq));
   // The key must be one a scenario has: an unknown key would make every configuration invalid.
   const ScenarioKey* key = find_scenario_key(normalise_key_path(axis.key));
-  if (!key || key->type == KeyType::rejected) {
+  if (!key) {
     const auto guess = closest_match(axis.key, settable_keys());
-    problems.push_back({where, axis.key, key ? std::string(key->models) : "not a scenario key",
+    problems.push_back({where, axis.key, "not a scenario key",
                         guess.empty() ? std::string("see shardscope keys")
                                       : fmt::format("did you mean '{}'?", guess)});
     return std::nullopt;

@@ -82,7 +82,8 @@ TEST(PublishedRuns, TorchTitanLlama8BWithinTenPercent) {
         "}\n"
         "cluster: {preset: h100-sxm-80gb, nodes: " +
         std::to_string(nodes) + ", gpus_per_node: " + std::to_string(gpus / nodes) +
-        ", gpu: {memory: 96GB, power_cap_w: 500}}\n"
+        // The runs' H100s have 96 GB of HBM2e at about 2.4 TB/s (the CSV's header).
+        ", gpu: {memory: 96GB, hbm_bandwidth: 2.4TB/s, power_cap_w: 500}}\n"
         "training: {seq_len: " +
         f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] +
         ", iterations: 2}\n"

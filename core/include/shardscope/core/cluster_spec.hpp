@@ -92,6 +92,10 @@ struct ClusterPreset {
   std::string_view name;
   std::string_view description;
   ClusterSpec spec;
+  // Where the numbers come from: the datasheet's (peaks, memory, links) and the kernel
+  // efficiencies' (a measurement, a fit to a run, or a guess), as `shardscope presets` shows them.
+  std::string_view datasheet;
+  std::string_view efficiencies;
 };
 
 std::span<const ClusterPreset> cluster_presets();

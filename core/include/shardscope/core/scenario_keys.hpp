@@ -4,8 +4,7 @@
 // values the planner tries. Everything that lists keys reads it: the scenario reader (bounds,
 // choice spellings, the other API's knobs), the enums' names (core/src/names.cpp), `shardscope
 // keys` and docs/scenario.md, the planner's space (sim/src/plan_space.cpp) and the GUI's settings
-// panel. Keys that PyTorch accepts but shardscope does not model are listed too, as rejected, with
-// the reason.
+// panel.
 
 #include <cstddef>
 #include <optional>
@@ -33,7 +32,6 @@ enum class KeyType {
   bandwidth,    // bytes/s or "450GB/s", "400Gb/s"; range in bytes/s
   flops_rate,   // FLOP/s or "989TFLOP/s"; range in FLOP/s
   bool_or_int,  // fsdp.reshard_after_forward: true, false or an integer in [min, max]
-  rejected,     // accepted by PyTorch, not modelled by shardscope: an error naming `models`
 };
 
 struct Scenario;
@@ -55,7 +53,7 @@ struct ScenarioKey {
   // i-th choice is the enum's i-th value); for text, what it names.
   std::string_view choices = {};
   std::string_view default_value = {};
-  std::string_view models = {};  // what it models; for rejected keys, why they are rejected
+  std::string_view models = {};  // what it models
   // The FSDP API the key belongs to (written under the other, it is an error); nullopt: any.
   std::optional<FsdpApi> api = std::nullopt;
   std::string_view instead = {};  // for a key of one API: what to write under the other

@@ -10,6 +10,10 @@
 //   operand_bytes / (hbm_bw · hbm_efficiency), that replaces their two terms (a roofline over
 //   the op: decode steps' thin GEMMs and KV-cache reads are bandwidth-bound)
 //   eff(f, e) = e · f / (f + half_efficiency_flops)   (small kernels run far below peak)
+//   An op whose kernels are known (every lowered transformer op) is priced kernel by kernel
+//   instead: its GEMMs and attentions by their shapes (kernel_shape_model.hpp: tiles, waves over
+//   the SMs, split-K, keys per query, head dimension) at matmul_eff and attention_eff, no size
+//   curve; its memory-bound kernels by their bytes.
 //   matmul_eff, attention_eff: cluster.gpu.matmul_efficiency / attention_efficiency
 //   clock = min(1, power_cap / tdp)^power_exponent                   (f ∝ P^(1/3) when V ∝ f)
 // Collectives: CollectiveModel (NCCL ring, protocol choice). Copies: PCIe pinned or pageable.
@@ -26,6 +30,7 @@
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
 #include "shardscope/sim/collective_model.hpp"
+#include "shardscope/sim/kernel_shape_model.hpp"
 
 namespace shardscope::sim {
 
@@ -38,6 +43,7 @@ struct ComputeModelParams {
   double hbm_efficiency = 0.80;        // elementwise kernels, share of HBM bandwidth
   TimeNs kernel_floor = 4 * kNsPerUs;  // smallest GPU time of an op (launch latency, tails)
   double power_exponent = 1.0 / 3.0;
+  KernelShapeParams shapes;  // what a GEMM's or attention's shape costs (kernel_shape_model.hpp)
 };
 
 struct InterferenceParams {
@@ -52,6 +58,9 @@ struct ComputeTerms {
   Flops attention = 0;      // attention FLOPs left on the roofline
   Bytes memory_bytes = 0;   // HBM traffic of memory-bound kernels (read + write)
   Bytes operand_bytes = 0;  // what the roofline's GEMMs and attentions read and write at least
+  // matmul and attention are full-rate FLOPs of known kernel shapes (kernel_shape_model.hpp), not
+  // an op's FLOPs, so the size curve e·f/(f+h) does not apply to them.
+  bool by_shape = false;
 };
 
 struct OpCost {
@@ -100,7 +109,8 @@ class CostModel {
   bool pinned_ = true;
   std::shared_ptr<const DeviceProfile> profile_;
 
-  ComputeTerms profiled_terms(const Schedule& schedule, const Op& op) const;
+  /// An op's terms from its kernels' shapes; a kernel the device profile measured at its time.
+  ComputeTerms shaped_terms(const Schedule& schedule, const Op& op) const;
   /// Seconds of the terms' GEMMs and attentions at their FLOPs (the efficiencies), and of
   /// moving their operands once.
   double flop_seconds(const ComputeTerms& terms) const;

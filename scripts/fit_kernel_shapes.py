@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Fit the per-shape kernel model (sim/include/shardscope/sim/kernel_shape_model.hpp) to
+PyTorch's kernels measured on a GPU, and say how well it predicts what it was not fitted on.
+
+    scripts/fit_kernel_shapes.py [SWEEP.csv] [--check]
+
+SWEEP.csv is tests/pytorch/kernel_sweep.py's output (default: the H200 sweep of
+tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
+  * the fitted constants (GEMM: asymptotic efficiency, a tile's k overhead; attention:
+    asymptotic efficiency, half-lengths forward and backward, backward factor, head-dimension
+    overhead) and the fit's error over every shape it was fitted on;
+  * leave-one-family-out: each shape family (square, Llama 3 8B, Llama 3 70B, thin, wave; for
+    attention head dimension 64, non-causal, short and long sequences) predicted by a fit to the
+    others;
+  * sources the fit never saw: the best bf16 GEMM measured on an H100 SXM (stas00/ml-engineering,
+    compute/accelerator/README.md: 792.1 TFLOP/s at 6144 x 17920 x 2816) and FlashAttention-3's
+    H100 forward and backward throughputs (arXiv 2407.08608, figures 5-7), both on the same SM90
+    silicon (132 SMs, 989 TFLOP/s dense bf16) as the H200.
+The formulas are the C++ model's; tests/sim/kernel_shape_model_test.cpp holds the C++ model to
+the errors this prints. With --check, exit 1 unless the fitted constants are the ones the C++
+model and the H200 preset use (KernelShapeParams' defaults, cluster_presets.cpp), so a changed
+sweep or fit cannot leave them behind. Pure Python, no dependencies. Same input, same output.
+"""
+
+import csv
+import math
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SWEEP = ROOT / "tests/data/measured/2026-11-27-h200-2/kernel_sweep.csv"
+PEAK = 989.4e12   # H100/H200 SXM dense bf16 (datasheet)
+SMS = 132
+HBM = 4.8e12      # H200 (datasheet)
+TILES = ((128, 256), (256, 128), (128, 128))
+SPLIT_K_MIN = 512
+# kernel_sweep.py times one launch by CUDA events recorded around it, so each row carries the
+# host's dispatch; fitted as a constant offset, it is the measurement's, not the GPU's.
+GEMM_FLOOR_GRID = (0, 4e-6, 8e-6, 12e-6, 16e-6)
+MIN_GEMM_FLOPS = 1e9  # below this a launch is mostly dispatch
+
+
+def read_sweep(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def gemm_rows(sweep):
+    rows = []
+    for r in sweep:
+        if r["kind"] != "gemm" or r["dtype"] != "bf16" or float(r["flops"]) < MIN_GEMM_FLOPS:
+            continue
+        m, n, k = (int(x) for x in r["shape"].split()[0].split("x"))
+        rows.append({"family": r["op"].split()[0], "m": m, "n": n, "k": k,
+                     "seconds": float(r["median_ns"]) * 1e-9})
+    return rows
+
+
+def attention_rows(sweep):
+    rows = []
+    for r in sweep:
+        if r["kind"] != "attention":
+            continue
+        b, h, kv, s, d, causal = re.match(r"b(\d+) h(\d+)/(\d+) s(\d+) d(\d+)( causal)?",
+                                          r["shape"]).groups()
+        rows.append({"backward": "backward" in r["op"], "seq": int(s), "head_dim": int(d),
+                     "causal": bool(causal), "flops": float(r["flops"]),
+                     "seconds": float(r["median_ns"]) * 1e-9})
+    return rows
+
+
+def gemm_full_rate_flops(m, n, k, k_overhead):
+    """kernel_shape_model.cpp's gemm_cost: (FLOPs at the asymptotic rate, split-K bytes)."""
+    best = None
+    for tm, tn in TILES:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        split = max(1, min(SMS // tiles, k // SPLIT_K_MIN)) if tiles < SMS else 1
+        waves = math.ceil(tiles * split / SMS)
+        work = waves * SMS * 2 * tm * tn * (k / split + k_overhead)
+        if best is None or work < best[0]:
+            best = (work, 4 * m * n * split if split > 1 else 0)
+    return best
+
+
+def gemm_seconds(r, e, k_overhead, floor, hbm_efficiency=0.8):
+    work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead)
+    operands = 2 * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
+    return (max(work / (PEAK * e), operands / (HBM * hbm_efficiency)) +
+            partials / (HBM * hbm_efficiency) + floor)
+
+
+def attention_seconds(r, e, half_fwd, half_bwd, backward_factor, d0):
+    keys = r["seq"] * (0.5 if r["causal"] else 1.0)
+    half = half_bwd if r["backward"] else half_fwd
+    full_rate = (r["flops"] * (1 + half / keys) * (backward_factor if r["backward"] else 1.0) *
+                 (1 + d0 / r["head_dim"]) / (1 + d0 / 128))
+    return full_rate / (PEAK * e)
+
+
+def errors(rows, seconds, params):
+    return [seconds(r, *params) / r["seconds"] - 1 for r in rows]
+
+
+def mean_abs(errs):
+    return sum(abs(e) for e in errs) / len(errs)
+
+
+def grid_fit(rows, seconds, grid):
+    """The grid point of least mean absolute relative error (deterministic: first wins ties)."""
+    best = None
+    for params in grid:
+        err = mean_abs(errors(rows, seconds, params))
+        if best is None or err < best[0] - 1e-12:
+            best = (err, params)
+    return best[1]
+
+
+def gemm_grid():
+    return [(e / 1000, k0, floor) for e in range(650, 861, 5) for k0 in (0, 32, 64, 128, 192, 256)
+            for floor in GEMM_FLOOR_GRID]
+
+
+def attention_grid():
+    return [(e / 100, hf, hb, b, d0) for e in range(55, 81) for hf in (0, 64, 128, 192, 256, 384)
+            for hb in (128, 256, 384, 512, 768, 1024) for b in (1.0, 1.05, 1.1, 1.15, 1.2, 1.25)
+            for d0 in (0, 16, 32, 48, 64, 96)]
+
+
+def stats(errs):
+    return (f"{len(errs)} | {100 * mean_abs(errs):.1f} % | {100 * max(abs(e) for e in errs):.1f} % "
+            f"| {100 * sum(errs) / len(errs):+.1f} %")
+
+
+def report(title, rows, seconds, grid, families):
+    params = grid_fit(rows, seconds, grid)
+    print(f"### {title}\n")
+    print("| shapes | n | mean error | max error | bias |\n| --- | ---: | ---: | ---: | ---: |")
+    print(f"| all, fitted on all | {stats(errors(rows, seconds, params))} |")
+    for name, member in families:
+        held, rest = [r for r in rows if member(r)], [r for r in rows if not member(r)]
+        if held and rest:
+            print(f"| {name}, fitted on the others | "
+                  f"{stats(errors(held, seconds, grid_fit(rest, seconds, grid)))} |")
+    print()
+    return params
+
+
+def cpp_constants():
+    """The C++ model's constants: KernelShapeParams' defaults and the H200 preset's efficiencies."""
+    header = (ROOT / "sim/include/shardscope/sim/kernel_shape_model.hpp").read_text()
+    presets = (ROOT / "core/src/cluster_presets.cpp").read_text()
+
+    def number(text, name):
+        return float(re.search(rf"{name} = ([0-9.]+);", text).group(1))
+
+    h200 = presets[presets.index("ClusterSpec h200()"):]
+    return {
+        "gemm": (number(h200, "c.gpu.matmul_efficiency"), number(header, "gemm_k_overhead")),
+        "attention": (number(h200, "c.gpu.attention_efficiency"),
+                      number(header, "attention_forward_half_length"),
+                      number(header, "attention_backward_half_length"),
+                      number(header, "attention_backward_factor"),
+                      number(header, "attention_head_dim_overhead")),
+    }
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--check"]
+    sweep = read_sweep(args[0] if args else DEFAULT_SWEEP)
+    gemms, attentions = gemm_rows(sweep), attention_rows(sweep)
+    print(f"# The per-shape kernel model fitted to {len(gemms)} GEMMs (at least 1 GFLOP) and "
+          f"{len(attentions)} attentions\n")
+    families = [(f, (lambda f: lambda r: r["family"] == f)(f))
+                for f in sorted({r["family"] for r in gemms})]
+    g = report("GEMMs (bf16)", gemms, gemm_seconds, gemm_grid(), families)
+    a = report("Attention (SDPA, bf16)", attentions, attention_seconds, attention_grid(), [
+        ("head dimension 64", lambda r: r["head_dim"] == 64),
+        ("non-causal", lambda r: not r["causal"]),
+        ("≤ 1,024 tokens per sequence", lambda r: r["seq"] <= 1024),
+        ("≥ 16,384 tokens per sequence", lambda r: r["seq"] >= 16384)])
+    print("### Fitted constants\n")
+    print(f"* GEMM: efficiency {g[0]:.3f}, k overhead {g[1]} k-steps "
+          f"(measurement offset per launch {g[2] * 1e6:.0f} µs)")
+    print(f"* attention: efficiency {a[0]:.2f}, half-lengths {a[1]} (forward) and {a[2]} "
+          f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}\n")
+    print("### Sources the fit never saw (H100 SXM: same SMs and peak)\n")
+    print("| kernel | published | predicted | error |\n| --- | ---: | ---: | ---: |")
+    m, n, k = 6144, 17920, 2816
+    pred = 2 * m * n * k / gemm_seconds({"m": m, "n": n, "k": k}, g[0], g[1], 0) / 1e12
+    print(f"| GEMM {m}×{n}×{k} (stas00/ml-engineering) | 792.1 TFLOP/s | {pred:.0f} TFLOP/s "
+          f"| {100 * (pred / 792.1 - 1):+.1f} % |")
+    # FlashAttention-3 (arXiv 2407.08608) head dimension 128, 16k tokens in total per call.
+    for label, causal, backward, seq, published in (
+            ("FA3 forward, causal, 512", True, False, 512, 292),
+            ("FA3 forward, causal, 16k", True, False, 16384, 616),
+            ("FA3 forward, 512", False, False, 512, 467),
+            ("FA3 forward, 16k", False, False, 16384, 648),
+            ("FA3 backward, 512", False, True, 512, 316),
+            ("FA3 backward, 16k", False, True, 16384, 561)):
+        r = {"backward": backward, "seq": seq, "head_dim": 128, "causal": causal, "flops": 1.0}
+        pred = 1 / attention_seconds(r, *a) / 1e12
+        print(f"| {label} | {published} TFLOP/s | {pred:.0f} TFLOP/s "
+              f"| {100 * (pred / published - 1):+.1f} % |")
+    if "--check" in sys.argv[1:]:
+        fitted = {"gemm": tuple(g[:2]), "attention": tuple(a)}
+        used = cpp_constants()
+        stale = [k for k in fitted if any(abs(x - y) > 1e-9 for x, y in zip(fitted[k], used[k]))]
+        for k in stale:
+            print(f"error: the {k} constants in C++ are {used[k]}, the fit gives {fitted[k]}",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+// The per-shape kernel model: closed forms of its waves, split-K and attention curve, and the
+// H200 preset against PyTorch's kernels measured on an H200 (the data it was fitted to; the
+// leave-one-out errors are scripts/fit_kernel_shapes.py's, in docs/validation.md).
+#include "shardscope/sim/kernel_shape_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/sim/cost_model.hpp"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr int kSms = 132;
+const KernelShapeParams kParams;  // the fitted defaults: k overhead 32
+
+Gemm gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return Gemm{.m = m, .n = n, .k = k};
+}
+
+TEST(KernelShapeModel, OneFullWaveCostsItsFlopsPlusTheTileOverhead) {
+  // 1,536 × 2,816 is 132 tiles of 128 × 256 (and 264 of 128 × 128: two waves, the same work).
+  const Gemm g = gemm(1536, 2816, 4096);
+  const double flops = 2.0 * 1536 * 2816 * 4096;
+  const GemmCost c = gemm_cost(g, 1, kSms, kParams);
+  EXPECT_DOUBLE_EQ(c.full_rate_flops, flops * (4096 + kParams.gemm_k_overhead) / 4096);
+  EXPECT_EQ(c.split_k_bytes, 0);
+  EXPECT_DOUBLE_EQ(gemm_cost(g, 3, kSms, kParams).full_rate_flops, 3 * c.full_rate_flops);
+}
+
+TEST(KernelShapeModel, ATileMoreThanAWaveCostsAnotherWave) {
+  // m = 1,537: 143 tiles of 128 × 256 (two waves) or 286 of 128 × 128 (three waves of half the
+  // work each): the smaller tiles win, 3 · 132 tiles of 128 × 128.
+  const GemmCost c = gemm_cost(gemm(1537, 2816, 4096), 1, kSms, kParams);
+  EXPECT_DOUBLE_EQ(c.full_rate_flops,
+                   3.0 * kSms * 2 * 128 * 128 * (4096 + kParams.gemm_k_overhead));
+}
+
+TEST(KernelShapeModel, FewTilesSplitKAcrossTheSms) {
+  // One 128 × 128 tile, k = 65,536: 128 slices of 512 (k / split_k_min < 132 SMs), one wave;
+  // each slice writes a 128 × 128 fp32 partial.
+  const GemmCost c = gemm_cost(gemm(128, 128, 65536), 1, kSms, kParams);
+  EXPECT_DOUBLE_EQ(c.full_rate_flops, 1.0 * kSms * 2 * 128 * 128 * (512 + kParams.gemm_k_overhead));
+  EXPECT_EQ(c.split_k_bytes, 4 * 128 * 128 * 128);
+}
+
+TEST(KernelShapeModel, WithoutAnSmCountAGemmCostsItsFlops) {
+  EXPECT_DOUBLE_EQ(gemm_cost(gemm(100, 200, 300), 2, 0, kParams).full_rate_flops,
+                   2 * 2.0 * 100 * 200 * 300);
+}
+
+TEST(KernelShapeModel, AttentionAmortisesItsTileOverheadOverTheKeys) {
+  Attention a{.batch = 1,
+              .heads = 32,
+              .kv_heads = 8,
+              .q_len = 8192,
+              .kv_len = 8192,
+              .head_dim = 128,
+              .causal = true};
+  const double forward = 4.0 * 32 * 8192 * 8192 * 128 * 0.5;
+  // Causal: each query sees half of the keys on average.
+  EXPECT_DOUBLE_EQ(attention_full_rate_flops(a, 1, kParams),
+                   forward * (1 + kParams.attention_forward_half_length / 4096));
+  a.backward = true;
+  EXPECT_DOUBLE_EQ(attention_full_rate_flops(a, 1, kParams),
+                   2.5 * forward * (1 + kParams.attention_backward_half_length / 4096) *
+                       kParams.attention_backward_factor);
+  a.backward = false;
+  a.causal = false;
+  a.head_dim = 64;  // half the FLOPs, at (1 + d0/128) / (1 + d0/64) of the rate
+  const double d0 = kParams.attention_head_dim_overhead;
+  EXPECT_DOUBLE_EQ(attention_full_rate_flops(a, 1, kParams),
+                   forward * (1 + kParams.attention_forward_half_length / 8192) * (1 + d0 / 64) /
+                       (1 + d0 / 128));
+}
+
+// ------------------------------------------------------------ against PyTorch on an H200
+
+struct Measured {
+  std::string kind, op, shape;
+  double flops = 0, seconds = 0;
+};
+
+std::vector<Measured> sweep() {
+  std::ifstream in(std::string(SHARDSCOPE_TEST_DATA_DIR) +
+                   "/measured/2026-11-27-h200-2/kernel_sweep.csv");
+  EXPECT_TRUE(in);
+  std::vector<Measured> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.starts_with("kind,")) continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+    if (f.size() < 8 || (f[0] != "gemm" && f[0] != "attention") || f[3] != "bf16") continue;
+    rows.push_back({f[0], f[1], f[2], std::stod(f[4]), std::stod(f[7]) * 1e-9});
+  }
+  return rows;
+}
+
+struct Errors {
+  std::vector<double> e;
+  double mean() const {
+    double s = 0;
+    for (double x : e) s += std::abs(x);
+    return s / static_cast<double>(e.size());
+  }
+  double max() const {
+    double m = 0;
+    for (double x : e) m = std::max(m, std::abs(x));
+    return m;
+  }
+};
+
+// kernel_sweep.py times one launch between CUDA events, so each row carries the host's dispatch:
+// the fit's constant offset (scripts/fit_kernel_shapes.py), the measurement's and not the GPU's.
+constexpr double kSweepLaunchOffset = 16e-6;
+
+TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
+  const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
+  const double peak = h200.gpu.peak_flops.bf16, hbm = h200.gpu.hbm_bandwidth * 0.8;
+  Errors err;
+  for (const Measured& r : sweep()) {
+    if (r.kind != "gemm" || r.flops < 1e9) continue;  // below, a launch is mostly dispatch
+    long long m = 0, n = 0, k = 0;
+    ASSERT_EQ(std::sscanf(r.shape.c_str(), "%lldx%lldx%lld", &m, &n, &k), 3) << r.shape;
+    const GemmCost c = gemm_cost(gemm(m, n, k), 1, h200.gpu.sm_count, kParams);
+    const double operands = 2.0 * static_cast<double>(m * k + k * n + m * n);
+    const double predicted =
+        std::max(c.full_rate_flops / (peak * h200.gpu.matmul_efficiency), operands / hbm) +
+        static_cast<double>(c.split_k_bytes) / hbm + kSweepLaunchOffset;
+    err.e.push_back(predicted / r.seconds - 1);
+  }
+  ASSERT_EQ(err.e.size(), 94U);
+  EXPECT_LT(err.mean(), 0.055);  // 5.3 % fitted
+  EXPECT_LT(err.max(), 0.15);    // 14.2 %
+}
+
+TEST(KernelShapeModel, TheH200PresetPricesPyTorchsAttentionWithinItsFit) {
+  const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
+  Errors err;
+  for (const Measured& r : sweep()) {
+    if (r.kind != "attention") continue;
+    long long b = 0, h = 0, kv = 0, s = 0, d = 0;
+    ASSERT_EQ(std::sscanf(r.shape.c_str(), "b%lld h%lld/%lld s%lld d%lld", &b, &h, &kv, &s, &d), 5)
+        << r.shape;
+    const Attention a{.batch = b,
+                      .heads = h,
+                      .kv_heads = kv,
+                      .q_len = s,
+                      .kv_len = s,
+                      .head_dim = d,
+                      .causal = r.shape.find("causal") != std::string::npos,
+                      .backward = r.op.find("backward") != std::string::npos};
+    const double predicted = attention_full_rate_flops(a, 1, kParams) /
+                             (h200.gpu.peak_flops.bf16 * h200.gpu.attention_efficiency);
+    err.e.push_back(predicted / r.seconds - 1);
+  }
+  ASSERT_EQ(err.e.size(), 36U);
+  EXPECT_LT(err.mean(), 0.045);  // 3.9 % fitted
+  EXPECT_LT(err.max(), 0.13);    // 12.1 %
+}
+
+}  // namespace
+}  // namespace shardscope::sim
