@@ -18,7 +18,8 @@ tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
     silicon (132 SMs, 989 TFLOP/s dense bf16) as the H200.
 The formulas are the C++ model's; tests/sim/kernel_shape_model_test.cpp holds the C++ model to
 the errors this prints. With --check, exit 1 unless the fitted constants are the ones the C++
-model and the H200 preset use (KernelShapeParams' defaults, cluster_presets.cpp), so a changed
+model and the H200 preset use (KernelShapeParams' defaults, cluster_presets.cpp: the preset's
+attention efficiency is FlashAttention-2's, what `model.attention: flash` runs), so a changed
 sweep or fit cannot leave them behind. Pure Python, no dependencies. Same input, same output.
 """
 
@@ -30,6 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SWEEP = ROOT / "tests/data/measured/2026-11-27-h200-2/kernel_sweep.csv"
+# One profiled training step of the same GPU (tests/pytorch/step_kernel_breakdown.py): its SDPA
+# ran PyTorch's FLASH_ATTENTION backend (FlashAttention-2, `pytorch_flash::` kernels), as
+# `model.attention: flash` asks, where the sweep's unrestricted SDPA chose a faster backend.
+STEP_BREAKDOWN = ROOT / "tests/data/measured/2026-11-27-h200-2/step_breakdown_llama8b_selective_op.json"
 PEAK = 989.4e12   # H100/H200 SXM dense bf16 (datasheet)
 SMS = 132
 HBM = 4.8e12      # H200 (datasheet)
@@ -96,6 +101,25 @@ def attention_seconds(r, e, half_fwd, half_bwd, backward_factor, d0):
     full_rate = (r["flops"] * (1 + half / keys) * (backward_factor if r["backward"] else 1.0) *
                  (1 + d0 / r["head_dim"]) / (1 + d0 / 128))
     return full_rate / (PEAK * e)
+
+
+def flash_in_step(path):
+    """(forward, backward) attention rows of the profiled step: its flash kernels' total time
+    and the FLOPs of its 32 causal self-attentions (Llama 3.1 8B, 2 × 8,192 tokens)."""
+    import json
+    step = json.loads(Path(path).read_text())
+    keys = step["keys"]
+    layers, heads = int(keys["model.layers"]), int(keys["model.heads"])
+    seq, batch = int(keys["training.seq_len"]), int(keys["training.micro_batch"])
+    head_dim = int(keys["model.hidden"]) // heads
+    forward_flops = layers * 4 * batch * heads * seq * seq * head_dim * 0.5
+    seconds = {"forward": 0.0, "backward": 0.0}
+    for name, phase, ms in step["kernels_ms"]:
+        if name.startswith("void pytorch_flash::") and phase in seconds:
+            seconds[phase] += ms * 1e-3
+    return [{"backward": phase == "backward", "seq": seq, "head_dim": head_dim, "causal": True,
+             "flops": forward_flops * (2.5 if phase == "backward" else 1.0), "seconds": t}
+            for phase, t in seconds.items()]
 
 
 def errors(rows, seconds, params):
@@ -179,10 +203,24 @@ def main():
         ("non-causal", lambda r: not r["causal"]),
         ("≤ 1,024 tokens per sequence", lambda r: r["seq"] <= 1024),
         ("≥ 16,384 tokens per sequence", lambda r: r["seq"] >= 16384)])
+    # FlashAttention-2 in the step: the sweep's curve, its own efficiency (the mean of forward's
+    # and backward's, each solved exactly), to two places as the preset keeps it.
+    flash = flash_in_step(STEP_BREAKDOWN)
+    solved = [attention_seconds(r, 1.0, *a[1:]) / r["seconds"] for r in flash]
+    flash_e = round(sum(solved) / len(solved), 2)
+    print("### FlashAttention-2 as the training step runs it\n")
+    print("| kernels (one profiled step, 32 layers) | measured | efficiency solved | error at "
+          f"{flash_e} |\n| --- | ---: | ---: | ---: |")
+    for r, e in zip(flash, solved):
+        err = attention_seconds(r, flash_e, *a[1:]) / r["seconds"] - 1
+        print(f"| {'backward' if r['backward'] else 'forward'} | {r['seconds'] * 1e3:.1f} ms "
+              f"| {e:.3f} | {100 * err:+.1f} % |")
+    print()
     print("### Fitted constants\n")
     print(f"* GEMM: efficiency {g[0]:.3f}, k overhead {g[1]} k-steps "
           f"(measurement offset per launch {g[2] * 1e6:.0f} µs)")
-    print(f"* attention: efficiency {a[0]:.2f}, half-lengths {a[1]} (forward) and {a[2]} "
+    print(f"* attention: efficiency {a[0]:.2f} (SDPA's own choice of backend), {flash_e} "
+          f"(FlashAttention-2, the step's), half-lengths {a[1]} (forward) and {a[2]} "
           f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}\n")
     print("### Sources the fit never saw (H100 SXM: same SMs and peak)\n")
     print("| kernel | published | predicted | error |\n| --- | ---: | ---: | ---: |")
@@ -203,7 +241,7 @@ def main():
         print(f"| {label} | {published} TFLOP/s | {pred:.0f} TFLOP/s "
               f"| {100 * (pred / published - 1):+.1f} % |")
     if "--check" in sys.argv[1:]:
-        fitted = {"gemm": tuple(g[:2]), "attention": tuple(a)}
+        fitted = {"gemm": tuple(g[:2]), "attention": (flash_e, *a[1:])}
         used = cpp_constants()
         stale = [k for k in fitted if any(abs(x - y) > 1e-9 for x, y in zip(fitted[k], used[k]))]
         for k in stale:

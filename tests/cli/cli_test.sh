@@ -25,8 +25,8 @@ expect presets-8b 0 'llama3.1-8b +8,030,261,248' -- presets
 expect presets-70b 0 'llama3.1-70b +70,553,706,496' -- presets
 expect presets-405b 0 'llama3.1-405b +405,853,388,800' -- presets
 expect presets-h200 0 'h200-sxm-141gb' -- presets
-expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +65.0 %  NVIDIA H200 datasheet' -- presets
-expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs and SDPA measured on an H200' -- presets
+expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 %  NVIDIA H200 datasheet' -- presets
+expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
 expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-set 0 '2 nodes × 8 GPUs = 16 ranks' -- validate "$examples/llama3-8b-h100x8.yaml" --set cluster.nodes=2
@@ -197,7 +197,7 @@ expect import-missing 2 'nope.json.gz: cannot read the file' -- import "$tmpdir/
 # Calibrate: a run made with slower GEMMs and NVLink, fitted, re-simulated at its step time.
 "$bin" simulate "$default" --set training.iterations=4 --set cluster.gpu.matmul_efficiency=0.4 --set cluster.nvlink.bandwidth=300GB/s --timeline "$tmpdir/slow.json" > "$tmpdir/slow.txt"
 slow_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/slow.txt" | grep -Eo '[0-9.]+ s')
-expect calibrate 0 'matmul efficiency +50.0 % +40\.[0-9] %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/cal.json"
+expect calibrate 0 'matmul efficiency +59.0 % +40\.[0-9] %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --out "$tmpdir/cal.json"
 expect calibrate-step-error 0 'step time +[0-9.]+ % → 0.0 %' -- calibrate --scenario "$default" "$tmpdir/slow.json" --bootstrap 0
 expect calibrate-run-twice 2 'slow.json: is given twice \(also as .*slow.json\)' -- calibrate --scenario "$default" "$tmpdir/slow.json" "$tmpdir/slow.json"
 # A run with no device work has no step time to summarize, compare or fit.
