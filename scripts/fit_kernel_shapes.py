@@ -181,6 +181,7 @@ def cpp_constants():
     h200 = presets[presets.index("ClusterSpec h200()"):]
     return {
         "gemm": (number(h200, "c.gpu.matmul_efficiency"), number(header, "gemm_k_overhead")),
+        "cudnn attention": (number(h200, "c.gpu.cudnn_attention_efficiency"),),
         "attention": (number(h200, "c.gpu.attention_efficiency"),
                       number(header, "attention_forward_half_length"),
                       number(header, "attention_backward_half_length"),
@@ -219,7 +220,7 @@ def main():
     print("### Fitted constants\n")
     print(f"* GEMM: efficiency {g[0]:.3f}, k overhead {g[1]} k-steps "
           f"(measurement offset per launch {g[2] * 1e6:.0f} µs)")
-    print(f"* attention: efficiency {a[0]:.2f} (SDPA's own choice of backend), {flash_e} "
+    print(f"* attention: efficiency {a[0]:.2f} (SDPA's own choice of backend, cuDNN's), {flash_e} "
           f"(FlashAttention-2, the step's), half-lengths {a[1]} (forward) and {a[2]} "
           f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}\n")
     print("### Sources the fit never saw (H100 SXM: same SMs and peak)\n")
@@ -241,7 +242,8 @@ def main():
         print(f"| {label} | {published} TFLOP/s | {pred:.0f} TFLOP/s "
               f"| {100 * (pred / published - 1):+.1f} % |")
     if "--check" in sys.argv[1:]:
-        fitted = {"gemm": tuple(g[:2]), "attention": (flash_e, *a[1:])}
+        fitted = {"gemm": tuple(g[:2]), "cudnn attention": (a[0],),
+                  "attention": (flash_e, *a[1:])}
         used = cpp_constants()
         stale = [k for k in fitted if any(abs(x - y) > 1e-9 for x, y in zip(fitted[k], used[k]))]
         for k in stale:

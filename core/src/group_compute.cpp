@@ -193,8 +193,7 @@ Bytes math_attention_elem(Bytes elem) {
 Bytes attention_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                             Bytes elem) {
   const std::int64_t h = c.hidden, kv = c.kv_dim();
-  if (c.attention == AttentionKind::flash)
-    return tokens * elem * (2 * h + 2 * kv) + tokens * 4 * c.heads;
+  if (fused_attention(c.attention)) return tokens * elem * (2 * h + 2 * kv) + tokens * 4 * c.heads;
   const Bytes acc = math_attention_elem(elem);
   return tokens * acc * 3 * h + attention_probabilities(c, tokens, seq_len) * acc +
          tokens * elem * h;
@@ -207,10 +206,9 @@ Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::
                           Bytes elem) {
   if (c.dropout <= 0) return 0;
   const Bytes residual = 2 * tokens * c.hidden;
-  return c.attention == AttentionKind::flash
-             ? residual
-             : residual +
-                   attention_probabilities(c, tokens, seq_len) * (1 + math_attention_elem(elem));
+  return fused_attention(c.attention) ? residual
+                                      : residual + attention_probabilities(c, tokens, seq_len) *
+                                                       (1 + math_attention_elem(elem));
 }
 
 }  // namespace
@@ -290,8 +288,7 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
       // wv, w1, w2 | wq, wv, fc1; detail::selective_linears); dropout masks and autocast's
       // casts are recomputed
       const std::int64_t kept = detail::selective_saved_width(c);
-      const Bytes attention =
-          c.attention == AttentionKind::flash ? tokens * (elem * h + 4 * c.heads) : 0;
+      const Bytes attention = fused_attention(c.attention) ? tokens * (elem * h + 4 * c.heads) : 0;
       return tokens * residual * h + tokens * elem * kept + attention;
     }
   }

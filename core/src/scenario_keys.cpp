@@ -97,9 +97,11 @@ constexpr std::array kKeys{
     ScenarioKey{"model.mlp_bias", K::boolean, 0, 0, "", "", "false", "bias on the MLP projections"},
     ScenarioKey{"model.tie_embeddings", K::boolean, 0, 0, "", "", "false",
                 "the output head shares the token embedding"},
-    ScenarioKey{"model.attention", K::choice, 0, 0, "", "flash, math", "flash",
-                "SDPA's fused flash kernel, or the math path that keeps the s × s probabilities "
-                "(efficient is not modelled yet)"},
+    ScenarioKey{"model.attention", K::choice, 0, 0, "", "flash, math, cudnn", "flash",
+                "SDPA's kernel: FlashAttention-2 (the FLASH_ATTENTION backend), cuDNN's fused "
+                "attention (CUDNN_ATTENTION, torchtitan's first choice since 2025: the same "
+                "memory, priced at cluster.gpu.cudnn_attention_efficiency), or the math path "
+                "that keeps the s × s probabilities (efficient is not modelled yet)"},
     ScenarioKey{"model.dropout", K::number, 0, 0.99, "probability", "", "0",
                 "nn.Dropout at the embedding, both residuals and the attention: a saved mask per "
                 "site when > 0"},
@@ -181,7 +183,12 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.gpu.matmul_efficiency", K::number, 0.01, 1, "fraction of peak", "",
                 "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
     ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "",
-                "from the preset", "achieved fraction of peak FLOP/s in attention"},
+                "from the preset",
+                "achieved fraction of peak FLOP/s in FlashAttention-2 (model.attention: flash) at "
+                "long sequences"},
+    ScenarioKey{"cluster.gpu.cudnn_attention_efficiency", K::number, 0.01, 1, "fraction of peak",
+                "", "from the preset",
+                "the same for cuDNN's fused attention (model.attention: cudnn)"},
     ScenarioKey{
         .path = "cluster.gpu.device_profile",
         .type = K::text,

@@ -229,15 +229,17 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(r.get_bool("model.mlp_bias"), c.mlp_bias);
   set_if(r.get_bool("model.tie_embeddings"), c.tie_embeddings);
   if (auto v = r.get_string("model.attention")) {
-    if (*v == "flash" || *v == "math") {
-      c.attention = *v == "flash" ? AttentionKind::flash : AttentionKind::math;
+    if (*v == "flash" || *v == "math" || *v == "cudnn") {
+      c.attention = *v == "flash"   ? AttentionKind::flash
+                    : *v == "cudnn" ? AttentionKind::cudnn
+                                    : AttentionKind::math;
     } else {
       r.add_problem("model.attention",
                     *v == "efficient"
                         ? "the memory-efficient kernel is not modelled yet (its speed against "
                           "flash is not measured); its memory is flash's"
                         : fmt::format("unknown attention '{}'", *v),
-                    "allowed: flash, math");
+                    "allowed: flash, math, cudnn");
     }
   }
   set_if(read_number(r, "model.dropout"), c.dropout);
@@ -437,6 +439,8 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(r.get_bool("cluster.gpu.multicast"), c.gpu.multicast);
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
+  set_if(read_number(r, "cluster.gpu.cudnn_attention_efficiency"),
+         c.gpu.cudnn_attention_efficiency);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
   if (auto profile = r.get_string("cluster.gpu.device_profile")) {
     c.gpu.device_profile = read_linked_file<DeviceProfile>(

@@ -96,7 +96,8 @@ def apply_rope(xq, xk, freqs_cis):
     return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
-SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
 
 
 def sdpa_backends(attention: str, q, gqa: bool) -> list:
@@ -108,6 +109,8 @@ def sdpa_backends(attention: str, q, gqa: bool) -> list:
     keys (memory_oracle.on_cuda), so its simulation keeps the s × s probabilities as well."""
     from torch.nn.attention import SDPBackend
 
+    if attention == "cudnn" and not q.is_cuda:
+        attention = "flash"  # no cuDNN on the CPU: its fused kernel saves what cuDNN's does
     backends = [getattr(SDPBackend, SDPA_BACKENDS[attention])]
     if attention == "flash" and q.is_cuda and q.dtype == torch.float32:
         backends.append(SDPBackend.MATH if gqa else SDPBackend.EFFICIENT_ATTENTION)

@@ -38,6 +38,11 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
       collectives_(scenario.cluster, collectives),
       pinned_(scenario.fsdp.cpu_offload.pin_memory),
       profile_(scenario.cluster.gpu.device_profile) {
+  // The attention efficiency is the scenario's kernel's (a calibration, applied below, fits it).
+  if (scenario.model.family == ModelFamily::transformer &&
+      scenario.model.transformer.attention == AttentionKind::cudnn) {
+    cluster_.gpu.attention_efficiency = cluster_.gpu.cudnn_attention_efficiency;
+  }
   double clock = 1.0;
   if (cluster_.gpu.power_cap_w && cluster_.gpu.tdp_w > 0) {
     clock = std::pow(std::min(1.0, *cluster_.gpu.power_cap_w / cluster_.gpu.tdp_w),

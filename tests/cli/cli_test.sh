@@ -25,7 +25,7 @@ expect presets-8b 0 'llama3.1-8b +8,030,261,248' -- presets
 expect presets-70b 0 'llama3.1-70b +70,553,706,496' -- presets
 expect presets-405b 0 'llama3.1-405b +405,853,388,800' -- presets
 expect presets-h200 0 'h200-sxm-141gb' -- presets
-expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 %  NVIDIA H200 datasheet' -- presets
+expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 % +65.0 %  NVIDIA H200 datasheet' -- presets
 expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
 expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"
@@ -313,6 +313,7 @@ expect work-limit 2 'the schedule would have about [0-9,]+ ops' -- simulate "$de
 expect op-too-long 2 'llama3-8b-h100x8.yaml: a compute kernel would take .* more than the 1000 s shardscope simulates' -- simulate "$default" --set model.hidden=262144 --set model.heads=16384 --set model.kv_heads=16384 --set model.ffn_hidden=2097152 --set model.layers=1000 --set training.seq_len=16777216 --set training.micro_batch=8
 expect fp8-params 2 'param_dtype: fp8 is not an FSDP mixed-precision dtype' -- validate "$default" --set fsdp.mixed_precision.param_dtype=fp8
 expect output-cast-pytorch-refuses 2 'fsdp.mixed_precision.output_dtype: PyTorch refuses this' -- validate "$default" --set fsdp.mixed_precision.output_dtype=fp32
+expect attention-choices 2 'model.attention.*fa3.*flash, math, cudnn' -- validate "$default" --set model.attention=fa3
 expect sm-count-out-of-range 2 'cluster.gpu.sm_count: 0 is out of range' -- validate "$default" --set cluster.gpu.sm_count=0
 printf 'a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n' > "$tmpdir/bomb.yaml"
 expect yaml-alias-bomb 2 'expands to more than 1000000 values' -- validate "$tmpdir/bomb.yaml"

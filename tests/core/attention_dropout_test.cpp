@@ -83,7 +83,7 @@ TEST(AttentionAndDropout, KeysSayWhatIsAllowed) {
     FAIL();
   } catch (const ValidationError& e) {
     EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("allowed: flash, math"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("allowed: flash, math, cudnn"), std::string::npos);
   }
   EXPECT_THROW(llama_with_model_keys(", dropout: 1.5"), ValidationError);
   // 2 × 32 × (4 Mi tokens)² probabilities: refused before any arithmetic could overflow.

@@ -16,6 +16,7 @@
 
 #include "shardscope/core/cluster_spec.hpp"
 #include "shardscope/sim/cost_model.hpp"
+#include "sim/sim_test_util.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -150,11 +151,9 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
   EXPECT_LT(err.max(), 0.15);    // 14.2 %
 }
 
-// The sweep's SDPA chose its own backend (faster than FlashAttention-2): the curve's shape is
-// fitted there, at that backend's efficiency (scripts/fit_kernel_shapes.py).
-constexpr double kSweepAttentionEfficiency = 0.65;
-
-TEST(KernelShapeModel, TheCurvePricesPyTorchsAttentionWithinItsFit) {
+// The sweep's SDPA chose its own backend, cuDNN's (faster than FlashAttention-2): the curve's
+// shape is fitted there, and the preset's cuDNN efficiency with it.
+TEST(KernelShapeModel, TheH200PresetPricesPyTorchsCudnnAttentionWithinItsFit) {
   const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
   Errors err;
   for (const Measured& r : sweep()) {
@@ -171,7 +170,7 @@ TEST(KernelShapeModel, TheCurvePricesPyTorchsAttentionWithinItsFit) {
                       .causal = r.shape.find("causal") != std::string::npos,
                       .backward = r.op.find("backward") != std::string::npos};
     const double predicted = attention_full_rate_flops(a, 1, kParams) /
-                             (h200.gpu.peak_flops.bf16 * kSweepAttentionEfficiency);
+                             (h200.gpu.peak_flops.bf16 * h200.gpu.cudnn_attention_efficiency);
     err.e.push_back(predicted / r.seconds - 1);
   }
   ASSERT_EQ(err.e.size(), 36U);
@@ -198,6 +197,33 @@ TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
   EXPECT_NEAR(32 * attention_full_rate_flops(a, 1, kParams) / rate / forward, 1.0, 0.02);
   a.backward = true;
   EXPECT_NEAR(32 * attention_full_rate_flops(a, 1, kParams) / rate / backward, 1.0, 0.02);
+}
+
+// model.attention: cudnn saves what flash saves and differs only in the efficiency its attention
+// FLOPs run at: the forward ops' times differ by exactly their attention terms' difference.
+TEST(KernelShapeModel, CudnnAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency) {
+  const std::string yaml =
+      "model: {preset: llama3.1-8b}\ncluster: {preset: h200-sxm-141gb}\n"
+      "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
+  const auto flash = testing::run_text(yaml);
+  const auto cudnn = testing::run_text(yaml, {"model.attention=cudnn"});
+  EXPECT_EQ(flash.summary.peak_allocated, cudnn.summary.peak_allocated);
+  EXPECT_LT(cudnn.summary.step_time, flash.summary.step_time);
+  const CostModel flash_costs(flash.scenario), cudnn_costs(cudnn.scenario);
+  const GpuSpec& gpu = flash.scenario.cluster.gpu;
+  int priced = 0;
+  for (const Op& op : flash.schedule.ops) {
+    if (op.kind != OpKind::forward || op.attention_flops <= 0) continue;
+    const auto terms = flash_costs.compute_terms(flash.schedule, op);
+    ASSERT_TRUE(terms && !flash_costs.bandwidth_bound(*terms));
+    const double saved = terms->attention / flash_costs.effective_peak() *
+                         (1 / gpu.attention_efficiency - 1 / gpu.cudnn_attention_efficiency);
+    const double flash_s = static_cast<double>(flash_costs.cost(flash.schedule, op).duration);
+    const double cudnn_s = static_cast<double>(cudnn_costs.cost(flash.schedule, op).duration);
+    EXPECT_NEAR((flash_s - cudnn_s) * 1e-9, saved, 2e-9);
+    ++priced;
+  }
+  EXPECT_GT(priced, 0);
 }
 
 }  // namespace

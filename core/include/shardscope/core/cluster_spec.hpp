@@ -45,6 +45,9 @@ struct GpuSpec {
   // later on NVSwitch). PyTorch's NCCL process group allocates tensors from its registered pool
   // only then (ProcessGroupNCCL::supportsTensorAlloc → c10d::cuda::deviceSupportsMulticast).
   bool multicast = false;
+  // attention_efficiency of SDPA's cuDNN attention (model.attention: cudnn), faster than
+  // FlashAttention-2 on Hopper.
+  double cudnn_attention_efficiency = 0.35;
 };
 
 /// One direction of a link as one GPU sees it.

@@ -18,7 +18,13 @@ enum class MlpKind { swiglu, gelu, gelu_new };
 /// How scaled-dot-product attention runs (docs/semantics.md, "Attention and dropout"): a fused
 /// flash kernel, or PyTorch's math path (two batched GEMMs and a softmax, the s × s scores and
 /// probabilities materialised).
-enum class AttentionKind { flash, math };
+/// SDPA's kernel: flash (FlashAttention-2, the FLASH_ATTENTION backend) and cudnn (cuDNN's fused
+/// attention, CUDNN_ATTENTION) keep no s × s probabilities and save the same tensors; they differ
+/// in speed. math materializes the probabilities.
+enum class AttentionKind { flash, math, cudnn };
+inline bool fused_attention(AttentionKind a) {
+  return a != AttentionKind::math;
+}
 enum class NormKind { rmsnorm, layernorm };
 /// rope: rotary on q and k; learned: a position table; alibi: a per-head linear bias added to
 /// the attention scores (no parameters, no rotary kernel).
