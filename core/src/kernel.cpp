@@ -89,8 +89,12 @@ constexpr std::array<std::string_view, 5> kKindNames{"gemm", "attention", "memor
 
 }  // namespace
 
+Flops shape_flops(const KernelShape& shape) {
+  return std::visit(FlopsOf{}, shape);
+}
+
 Flops kernel_flops(const Kernel& kernel) {
-  return d(kernel.repeat) * std::visit(FlopsOf{}, kernel.shape);
+  return d(kernel.repeat) * shape_flops(kernel.shape);
 }
 
 Bytes kernel_memory_bytes(const Kernel& kernel) {

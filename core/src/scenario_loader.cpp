@@ -228,18 +228,17 @@ void read_transformer_shape(ConfigReader& r, TransformerConfig& c) {
   set_if(r.get_bool("model.out_proj_bias"), c.out_proj_bias);
   set_if(r.get_bool("model.mlp_bias"), c.mlp_bias);
   set_if(r.get_bool("model.tie_embeddings"), c.tie_embeddings);
+  // Read by hand, not read_choice: the memory-efficient kernel gets its own reason.
   if (auto v = r.get_string("model.attention")) {
-    if (*v == "flash" || *v == "math" || *v == "cudnn") {
-      c.attention = *v == "flash"   ? AttentionKind::flash
-                    : *v == "cudnn" ? AttentionKind::cudnn
-                                    : AttentionKind::math;
+    if (const auto kind = parse_choice<AttentionKind>("model.attention", *v)) {
+      c.attention = *kind;
     } else {
       r.add_problem("model.attention",
                     *v == "efficient"
                         ? "the memory-efficient kernel is not modelled yet (its speed against "
                           "flash is not measured); its memory is flash's"
                         : fmt::format("unknown attention '{}'", *v),
-                    "allowed: flash, math, cudnn");
+                    fmt::format("allowed: {}", key_of("model.attention").choices));
     }
   }
   set_if(read_number(r, "model.dropout"), c.dropout);

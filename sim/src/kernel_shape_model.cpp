@@ -25,8 +25,7 @@ constexpr std::array<Tile, 3> kTiles{Tile{128, 256}, Tile{256, 128}, Tile{128, 1
 GemmCost gemm_cost(const Gemm& g, std::int64_t repeat, int sm_count,
                    const KernelShapeParams& params) {
   const double r = static_cast<double>(repeat);
-  const Flops flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
-                      static_cast<double>(g.k) * static_cast<double>(g.batch);
+  const Flops flops = shape_flops(g);
   if (sm_count <= 0 || flops <= 0) return {flops * r, 0};
   const std::int64_t sms = sm_count;
   // Candidates compare by their FLOPs alone: split-K's partial sums are small next to them
@@ -54,10 +53,7 @@ GemmCost gemm_cost(const Gemm& g, std::int64_t repeat, int sm_count,
 
 Flops attention_full_rate_flops(const Attention& a, std::int64_t repeat,
                                 const KernelShapeParams& params) {
-  const double forward = 4.0 * static_cast<double>(a.batch) * static_cast<double>(a.heads) *
-                         static_cast<double>(a.q_len) * static_cast<double>(a.kv_len) *
-                         static_cast<double>(a.head_dim) * (a.causal ? 0.5 : 1.0);
-  const Flops flops = a.backward ? 2.5 * forward : forward;
+  const Flops flops = shape_flops(a);  // the backward's 2.5× included
   if (flops <= 0) return 0;
   const double keys = static_cast<double>(a.kv_len) * (a.causal ? 0.5 : 1.0);
   const double half =

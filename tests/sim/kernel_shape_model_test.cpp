@@ -3,6 +3,7 @@
 // leave-one-out errors are scripts/fit_kernel_shapes.py's, in docs/validation.md).
 #include "shardscope/sim/kernel_shape_model.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/cost_model.hpp"
 #include "sim/sim_test_util.hpp"
 
@@ -131,19 +133,36 @@ struct Errors {
 // the fit's constant offset (scripts/fit_kernel_shapes.py), the measurement's and not the GPU's.
 constexpr double kSweepLaunchOffset = 16e-6;
 
+// The H200 preset's cost model for a bf16 job (the sweep's and the step's dtype) whose attention
+// runs `attention`'s kernel: the kernels below are priced as a simulation prices them.
+CostModel h200_costs(std::string_view attention) {
+  return CostModel(scenario_from_text(
+      fmt::format("model: {{preset: tiny, attention: {}}}\ncluster: {{preset: h200-sxm-141gb}}\n"
+                  "fsdp: {{mixed_precision: {{param_dtype: bf16}}}}\n",
+                  attention),
+      {}));
+}
+
+// Seconds of one kernel alone, without the op's launch floor.
+double kernel_seconds(const CostModel& costs, const ComputeTerms& terms) {
+  return static_cast<double>(costs.time_of(terms)) * 1e-9;
+}
+
 TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
-  const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
-  const double peak = h200.gpu.peak_flops.bf16, hbm = h200.gpu.hbm_bandwidth * 0.8;
+  const CostModel costs = h200_costs("flash");
   Errors err;
   for (const Measured& r : sweep()) {
     if (r.kind != "gemm" || r.flops < 1e9) continue;  // below, a launch is mostly dispatch
     long long m = 0, n = 0, k = 0;
     ASSERT_EQ(std::sscanf(r.shape.c_str(), "%lldx%lldx%lld", &m, &n, &k), 3) << r.shape;
-    const GemmCost c = gemm_cost(gemm(m, n, k), 1, h200.gpu.sm_count, kParams);
-    const double operands = 2.0 * static_cast<double>(m * k + k * n + m * n);
+    const Gemm g = gemm(m, n, k);
+    const GemmCost c = gemm_cost(g, 1, costs.cluster().gpu.sm_count, costs.compute_params().shapes);
     const double predicted =
-        std::max(c.full_rate_flops / (peak * h200.gpu.matmul_efficiency), operands / hbm) +
-        static_cast<double>(c.split_k_bytes) / hbm + kSweepLaunchOffset;
+        kernel_seconds(costs, {.matmul = c.full_rate_flops,
+                               .memory_bytes = c.split_k_bytes,
+                               .operand_bytes = kernel_operand_bytes(Kernel{"", 1, g}),
+                               .by_shape = true}) +
+        kSweepLaunchOffset;
     err.e.push_back(predicted / r.seconds - 1);
   }
   ASSERT_EQ(err.e.size(), 94U);
@@ -154,7 +173,7 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
 // The sweep's SDPA chose its own backend, cuDNN's (faster than FlashAttention-2): the curve's
 // shape is fitted there, and the preset's cuDNN efficiency with it.
 TEST(KernelShapeModel, TheH200PresetPricesPyTorchsCudnnAttentionWithinItsFit) {
-  const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
+  const CostModel costs = h200_costs("cudnn");
   Errors err;
   for (const Measured& r : sweep()) {
     if (r.kind != "attention") continue;
@@ -169,8 +188,10 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsCudnnAttentionWithinItsFit) {
                       .head_dim = d,
                       .causal = r.shape.find("causal") != std::string::npos,
                       .backward = r.op.find("backward") != std::string::npos};
-    const double predicted = attention_full_rate_flops(a, 1, kParams) /
-                             (h200.gpu.peak_flops.bf16 * h200.gpu.cudnn_attention_efficiency);
+    const double predicted = kernel_seconds(
+        costs, {.attention = attention_full_rate_flops(a, 1, costs.compute_params().shapes),
+                .operand_bytes = kernel_operand_bytes(Kernel{"", 1, a}),
+                .by_shape = true});
     err.e.push_back(predicted / r.seconds - 1);
   }
   ASSERT_EQ(err.e.size(), 36U);
@@ -182,7 +203,7 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsCudnnAttentionWithinItsFit) {
 // FLASH_ATTENTION backend, what model.attention: flash asks for): Llama 3.1 8B, 32 causal
 // self-attentions of 2 × 8,192 tokens, forward and backward priced within 2 % of its kernels.
 TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
-  const ClusterSpec h200 = *find_cluster_preset("h200-sxm-141gb");
+  const CostModel costs = h200_costs("flash");
   std::ifstream in(std::string(SHARDSCOPE_TEST_DATA_DIR) +
                    "/measured/2026-11-27-h200-2/step_breakdown_llama8b_selective_op.json");
   ASSERT_TRUE(in);
@@ -192,11 +213,17 @@ TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
     if (!k[0].get<std::string>().starts_with("void pytorch_flash::")) continue;
     (k[1] == "forward" ? forward : backward) += k[2].get<double>() * 1e-3;
   }
+  // 32 layers: one kernel repeated 32 times.
+  const auto layers = [&](const Attention& a) {
+    return kernel_seconds(
+        costs, {.attention = attention_full_rate_flops(a, 32, costs.compute_params().shapes),
+                .operand_bytes = 32 * kernel_operand_bytes(Kernel{"", 1, a}),
+                .by_shape = true});
+  };
   Attention a = llama8b_attention(2);
-  const double rate = h200.gpu.peak_flops.bf16 * h200.gpu.attention_efficiency;
-  EXPECT_NEAR(32 * attention_full_rate_flops(a, 1, kParams) / rate / forward, 1.0, 0.02);
+  EXPECT_NEAR(layers(a) / forward, 1.0, 0.02);
   a.backward = true;
-  EXPECT_NEAR(32 * attention_full_rate_flops(a, 1, kParams) / rate / backward, 1.0, 0.02);
+  EXPECT_NEAR(layers(a) / backward, 1.0, 0.02);
 }
 
 // model.attention: cudnn saves what flash saves and differs only in the efficiency its attention

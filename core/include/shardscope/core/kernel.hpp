@@ -112,6 +112,8 @@ struct Kernel {
 /// (Schedule::kernel_sets), so a model of a hundred identical blocks stores a handful.
 using KernelSet = std::vector<Kernel>;
 
+/// FLOPs of one run of a kernel of this shape (the conventions above).
+Flops shape_flops(const KernelShape& shape);
 /// FLOPs of one kernel, repeats included.
 Flops kernel_flops(const Kernel& kernel);
 /// Element accesses per parameter of an optimizer step (reads and writes of parameters,
