@@ -51,7 +51,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(E
       // What torchtitan's job config (torchtitan/config/job_config.py) and run_train.sh set: its
       // own fp32-upcast cross-entropy, implicit prefetch, one block per fully_shard, fp32 reduction
       // (mixed_precision_reduce allows only float32), reshard_after_forward "default" (the last
-      // group kept) or "never", PYTORCH_ALLOC_CONF=expandable_segments:True.
+      // group kept) or "never", no custom communication buffers,
+      // PYTORCH_ALLOC_CONF=expandable_segments:True.
       return {{"fsdp.api", {"fsdp2"}},
               {"training.loss", {"upcast_fp32"}},
               {"fsdp.forward_prefetch_modules", {"0"}},
@@ -61,6 +62,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(E
               {"fsdp.mixed_precision.reduce_dtype", {"fp32"}},
               {"fsdp.reshard_after_forward", {"true", "false"}},
               {"fsdp.reshard_last_after_forward", {"false"}},
+              {"fsdp.all_gather_buffer", {"caching_allocator"}},
+              {"fsdp.comm_buffer_pool", {"caching_allocator"}},
               {"allocator.expandable_segments", {"true"}}};
     case EmitTarget::scenario:
       return {};

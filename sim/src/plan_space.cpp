@@ -246,6 +246,44 @@ bool narrow(PlanDimension& d, const std::string& key, const std::vector<std::str
   return true;
 }
 
+// Keys a user may search with --allow although no dimension does by default: how FSDP and the
+// allocator run the step, never what the job is (model, cluster, batch, sequence length), so that
+// every configuration of a plan still describes the same job.
+bool searchable_on_request(std::string_view key) {
+  return key.starts_with("fsdp.") || key.starts_with("allocator.");
+}
+
+// --allow KEY=V1,V2 of a key no dimension sets: a dimension of its own in every part whose API
+// the key belongs to. It counts as changing compute, so each value is its own compute class with
+// its own step-time bound: exact whatever the key does, at the price of bounding each class.
+// Its values are unordered in memory (no rule skips one for another).
+void add_allowed_dimension(PlanSpace& space, const std::string& flag, const std::string& key,
+                           const std::vector<std::string>& values, std::vector<Problem>& problems) {
+  const std::string given = fmt::format("{}={}", key, fmt::join(values, ","));
+  const ScenarioKey* entry = find_scenario_key(key);
+  if (entry == nullptr || !searchable_on_request(key)) {
+    problems.push_back({flag, given,
+                        "not a knob of how FSDP runs the step: the plan keeps the job fixed",
+                        "an fsdp.* or allocator.* key (docs/planner.md), or --fix with one value"});
+    return;
+  }
+  bool added = false;
+  for (auto& part : space.parts) {
+    const FsdpApi api = part.api == "fsdp2" ? FsdpApi::fsdp2 : FsdpApi::fsdp1;
+    if (!key_applies(*entry, api)) continue;
+    const std::string name = entry->label.empty() ? key : std::string(entry->label);
+    auto& dims = part.dimensions;
+    // After the compute dimensions, which come first.
+    const auto at =
+        std::find_if(dims.begin(), dims.end(), [](const PlanDimension& d) { return !d.compute; });
+    dims.insert(at, simple(name, true, key, values));
+    added = true;
+  }
+  if (!added)
+    problems.push_back({flag, given, "no part of the plan uses the API this key belongs to",
+                        fmt::format("--api {}", entry->api == FsdpApi::fsdp1 ? "fsdp1" : "fsdp2")});
+}
+
 // Narrows `space` to the choices that set `key` to one of `values` (--fix: one value, --allow:
 // several). A key no dimension sets goes on every configuration when it has one value.
 void restrict_space(PlanSpace& space, const std::string& flag, const std::string& key,
@@ -276,8 +314,7 @@ void restrict_space(PlanSpace& space, const std::string& flag, const std::string
   if (values.size() == 1) {
     space.common.emplace_back(key, values.front());
   } else {
-    problems.push_back({flag, given, "no dimension of the plan searches this key",
-                        "a searched key (docs/planner.md), or --fix with one value"});
+    add_allowed_dimension(space, flag, key, values, problems);
   }
 }
 

@@ -274,7 +274,7 @@ expect plan-allow-not-a-number 2 "--allow: fsdp.forward_prefetch_modules=two: ex
 # ...and a search where they leave no configuration valid names why, not "nothing fits".
 expect plan-fix-none-valid 2 'model.kv_heads: 5 kv heads do not divide 32 heads' -- plan "$plan_example" --api fsdp2 --fix model.kv_heads=5 --fix training.micro_batch=1 --fix training.loss=fused --fix training.activation_checkpointing=none
 expect plan-work-estimate 0 '^plan: [0-9,]+ configurations in [0-9]+ compute classes, schedules of up to [0-9,]+ ops' -- plan "$plan_example" --api fsdp2 --fix training.micro_batch=1 --fix training.loss=fused --fix training.activation_checkpointing=none --top 1
-expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: no dimension of the plan searches this key' -- plan "$plan_example" --allow training.iterations=2,3
+expect plan-allow-unsearched 2 '--allow: training.iterations=2,3: not a knob of how FSDP runs the step: the plan keeps the job fixed' -- plan "$plan_example" --allow training.iterations=2,3
 expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fsdp1, torchtitan, scenario\)' -- plan "$plan_example" --emit deepspeed "$tmpdir/x.py"
 # An emitted file says the whole command that made it.
 "$bin" plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 "$tmpdir/cmd.py" >/dev/null 2>&1

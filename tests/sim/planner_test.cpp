@@ -8,6 +8,7 @@
 
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/sim/plan_emit.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -270,6 +271,101 @@ TEST(PlanSpace, AllowNarrowsASearchedKnobToSeveralValues) {
   EXPECT_EQ(checkpointing.memory_at_least[1], std::vector<std::size_t>{0});
   inputs.allowed = {{"training.iterations", {"2", "3"}}};  // no dimension searches it
   EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+}
+
+TEST(PlanSpace, AllowSearchesAKnobOfHowTheStepRunsThatNoDimensionSearches) {
+  PlanInputs inputs;
+  inputs.allowed = {{"fsdp.comm_buffer_pool", {"caching_allocator", "process_group"}}};
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  ASSERT_EQ(space.parts.size(), 2u);  // FSDP2 gains the dimension; FSDP1 has no such knob
+  const PlanSpace without = default_plan_space(base_scenario(), {});
+  EXPECT_EQ(space.parts[0].size(), 2 * without.parts[0].size());
+  EXPECT_EQ(space.parts[1].size(), without.parts[1].size());
+  const auto& dims = space.parts[0].dimensions;
+  const auto pool = std::find_if(dims.begin(), dims.end(), [](const PlanDimension& d) {
+    return d.name == "fsdp.comm_buffer_pool";
+  });
+  ASSERT_NE(pool, dims.end());
+  EXPECT_TRUE(pool->compute);  // each value its own class: the bound stays exact
+  // Keys that say what the job is stay fixed: the plan compares ways to run one job.
+  for (const auto& key : {"training.seq_len", "model.layers", "cluster.nodes"}) {
+    inputs.allowed = {{key, {"2", "4"}}};
+    EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError) << key;
+  }
+  // torchtitan cannot say it: planning for --emit torchtitan narrows it back to the default.
+  inputs.allowed = {{"fsdp.comm_buffer_pool", {"caching_allocator", "process_group"}}};
+  for (auto& constraint : emit_constraints(EmitTarget::torchtitan))
+    inputs.allowed.push_back(constraint);
+  const PlanSpace titan = default_plan_space(base_scenario(), inputs);
+  ASSERT_EQ(titan.parts.size(), 1u);
+  const auto& titan_dims = titan.parts[0].dimensions;
+  const auto titan_pool =
+      std::find_if(titan_dims.begin(), titan_dims.end(),
+                   [&pool](const PlanDimension& d) { return d.name == pool->name; });
+  ASSERT_NE(titan_pool, titan_dims.end());
+  ASSERT_EQ(titan_pool->choices.size(), 1u);
+  EXPECT_EQ(titan_pool->choices[0].label, "caching_allocator");
+  // A key of the other API only: no part to add it to.
+  inputs.api = "fsdp1";
+  inputs.allowed = {{"fsdp.comm_buffer_pool", {"caching_allocator", "process_group"}}};
+  EXPECT_THROW(default_plan_space(base_scenario(), inputs), ValidationError);
+}
+
+TEST(Planner, AnAllowedKnobIsSearchedExactlyAndThePoolChangesMemoryNotTime) {
+  PlanInputs inputs;
+  inputs.global_batch_tokens = 8192 * 8 * 8;
+  inputs.api = "fsdp2";
+  inputs.fixed = {{"training.micro_batch", "1"},
+                  {"training.loss", "fused"},
+                  {"fsdp.backward_prefetch_modules", "1"},
+                  {"fsdp.cpu_offload.params", "false"},
+                  {"fsdp.mixed_precision.param_dtype", "bf16"},
+                  {"fsdp.mixed_precision.reduce_dtype", "fp32"},
+                  {"fsdp.forward_prefetch_modules", "0"},
+                  {"fsdp.separate_reduce_scatter_group", "false"},
+                  {"fsdp.wrap.blocks_per_group", "1"},
+                  {"allocator.expandable_segments", "false"},
+                  {"training.iterations", "2"}};
+  inputs.allowed = {{"training.activation_checkpointing", {"full", "selective_op"}},
+                    {"fsdp.comm_buffer_pool", {"caching_allocator", "process_group"}}};
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  ASSERT_EQ(space.size(), 2u * 2 * 4 * 2);  // checkpointing, pool, sharding, reshard_after_forward
+  const ConfigTree tree = load_config_file(kDefault);
+  const auto all = rank_everything(tree, space, Bytes{70} * kGiB);
+  ASSERT_EQ(all.simulated, space.size());
+  // Each configuration with the process group's pool against its twin with the caching
+  // allocator: the same step time (registered buffers' speed is not modelled, docs/semantics.md),
+  // a different peak reserved somewhere (the pool has segments of its own).
+  std::size_t twins = 0, memory_differs = 0;
+  for (const auto& a : all.ranked) {
+    for (const auto& m : a.members) {
+      PlanConfig c = decode(space, m.index);
+      const std::string text = configuration_text(space, c);
+      if (text.find("fsdp.comm_buffer_pool=process_group") == std::string::npos) continue;
+      for (const auto& b : all.ranked) {
+        for (const auto& n : b.members) {
+          PlanConfig d = decode(space, n.index);
+          std::string twin = text;
+          twin.replace(twin.find("process_group"), 13, "caching_allocator");
+          if (configuration_text(space, d) != twin) continue;
+          ++twins;
+          EXPECT_EQ(m.step_time, n.step_time) << text;
+          memory_differs += m.peak_reserved != n.peak_reserved;
+        }
+      }
+    }
+  }
+  EXPECT_GT(twins, 0u);
+  EXPECT_GT(memory_differs, 0u);
+  PlanOptions o = options_with(Bytes{70} * kGiB, false);
+  o.top = 3;
+  const auto fast = plan(tree, kDefault, space, o);
+  o.exhaustive = true;
+  const auto exhaustive = plan(tree, kDefault, space, o);
+  ASSERT_EQ(fast.ranked.size(), exhaustive.ranked.size());
+  for (std::size_t i = 0; i < fast.ranked.size(); ++i)
+    EXPECT_EQ(member_indices(fast.ranked[i]), member_indices(exhaustive.ranked[i]))
+        << "rank " << i + 1;
 }
 
 TEST(Planner, SameInputSameAnswerWhateverTheThreads) {
