@@ -119,16 +119,16 @@ std::vector<SizedPlan> prepare_sizes(const PlanArgs& args, const ConfigTree& tre
   std::vector<SizedPlan> out;
   out.reserve(sizes.size());
   for (int nodes : sizes) {
+    ConfigTree sized = tree;
+    if (nodes > 0) sized["cluster"]["nodes"] = nodes;
+    sim::PlanBase base = sim::plan_base(std::move(sized), args.scenario.path, inputs);
     SizedPlan p;
-    p.tree = tree;
-    if (nodes > 0) p.tree["cluster"]["nodes"] = nodes;
-    const Scenario base = read_scenario(p.tree, args.scenario.path,
-                                        std::filesystem::path(args.scenario.path).parent_path());
-    p.nodes = base.cluster.nodes;
-    p.world = base.cluster.world_size();
-    p.space = sim::default_plan_space(base, inputs);
+    p.tree = std::move(base.tree);
+    p.nodes = base.scenario.cluster.nodes;
+    p.world = base.scenario.cluster.world_size();
+    p.space = std::move(base.space);
     std::vector<Problem> problems;
-    p.budget = memory_budget(args, sim::plan_capacity(base), problems);
+    p.budget = memory_budget(args, sim::plan_capacity(base.scenario), problems);
     throw_if_any(std::move(problems));
     out.push_back(std::move(p));
   }

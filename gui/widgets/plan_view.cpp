@@ -166,14 +166,15 @@ std::optional<PlanView::Prepared> PlanView::prepare() {
   }
   try {
     throw_if_any(std::move(problems));
-    const Scenario base = read_scenario(tree, file, std::filesystem::path(file).parent_path());
+    sim::PlanBase base = sim::plan_base(std::move(tree), file, inputs);
     sim::PlanOptions options;
     std::vector<Problem> margin;  // `problems` was handed to throw_if_any above
-    options.memory_budget = sim::budget_with_margin(
-        sim::plan_capacity(base), margin_->text().trimmed().toStdString(), "margin", margin);
+    options.memory_budget =
+        sim::budget_with_margin(sim::plan_capacity(base.scenario),
+                                margin_->text().trimmed().toStdString(), "margin", margin);
     throw_if_any(std::move(margin));
     options.top = static_cast<std::size_t>(top_->value());
-    return Prepared{std::move(tree), std::move(file), sim::default_plan_space(base, inputs),
+    return Prepared{std::move(base.tree), std::move(file), std::move(base.space),
                     std::move(options)};
   } catch (const Error& e) {
     status_->setText(QString::fromStdString(e.what()));

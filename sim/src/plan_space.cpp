@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/scenario_keys.hpp"
@@ -366,6 +367,23 @@ PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs) {
   }
   throw_if_any(std::move(fix_problems));
   return space;
+}
+
+PlanBase plan_base(ConfigTree tree, const std::string& file, const PlanInputs& inputs) {
+  const auto folder = std::filesystem::path(file).parent_path();
+  erase_key(tree, "fsdp.mesh");
+  Scenario scenario = read_scenario(tree, file, folder);
+  PlanSpace space = default_plan_space(scenario, inputs);
+  if (space.common.empty()) return {std::move(tree), std::move(scenario), std::move(space)};
+  // The space again from the scenario with the fixed keys: they stay in `common`, so every
+  // configuration still sets them (to the value the tree already has).
+  std::vector<Problem> problems;
+  for (const auto& [key, value] : space.common)
+    set_override(tree, key, parse_override_value(value), problems);
+  throw_if_any(std::move(problems));
+  scenario = read_scenario(tree, file, folder);
+  space = default_plan_space(scenario, inputs);
+  return {std::move(tree), std::move(scenario), std::move(space)};
 }
 
 }  // namespace shardscope::sim

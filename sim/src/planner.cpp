@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -333,6 +334,28 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::unordered_set<std::size_t> not_fitting;
   // The distinct predictions found so far: they bound the step time that can still rank.
   std::set<std::pair<TimeNs, Bytes>> predictions;
+  // Configurations settled by the search so far, and how many of them it simulated.
+  std::size_t searched = 0, simulated = 0;
+  // The work still ahead as the search now sees it, for an honest time left: the classes it can
+  // still visit (those whose bound is within the reach of the entries found so far, a reach that
+  // only shrinks as predictions come) at the share of configurations simulated so far (the
+  // memory rules skip the rest), and the `unsettled` members of class `k`. Before any
+  // prediction, every class is ahead.
+  auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
+    const double share =
+        searched ? static_cast<double>(simulated) / static_cast<double>(searched) : 1.0;
+    const double reach = options.exhaustive
+                             ? std::numeric_limits<double>::infinity()
+                             : top_entries_reach(predictions, std::numeric_limits<TimeNs>::max(),
+                                                 options.top, options.entries);
+    double ahead = static_cast<double>(classes[k].ops) * static_cast<double>(unsettled) * share;
+    for (std::size_t j = k + 1; j < classes.size(); ++j) {
+      if (static_cast<double>(classes[j].bound) > reach) break;  // visited by increasing bound
+      ahead += static_cast<double>(classes[j].ops) *
+               static_cast<double>(classes[j].members.size()) * share;
+    }
+    return static_cast<std::int64_t>(std::llround(ahead));
+  };
 
   // Work left undone by a cancel marks the result incomplete; a cancel after the last
   // simulation does not.
@@ -348,7 +371,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       for (std::size_t rest = k; rest < classes.size(); ++rest)
         result.skipped_by_bound += classes[rest].members.size();
       progress.settled = result.space;
-      progress.work_done = work.ops;
+      progress.work_total = progress.work_done;
       report();
       break;
     }
@@ -356,6 +379,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     std::map<std::size_t, std::vector<std::size_t>> waves;
     for (std::size_t index : cls.members)
       waves[memory_depth(space, decode(space, index))].push_back(index);
+    std::size_t unsettled = cls.members.size();
     for (const auto& [depth, members] : waves) {
       if (cancelled()) {
         result.cancelled = true;
@@ -402,7 +426,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         }
       }
       progress.settled += members.size();
-      progress.work_done += cls.ops * static_cast<std::int64_t>(members.size());
+      unsettled -= members.size();
+      searched += members.size();
+      simulated += to_run.size();
+      progress.work_done += cls.ops * static_cast<std::int64_t>(to_run.size());
+      progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
   }

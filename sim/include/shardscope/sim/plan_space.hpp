@@ -91,4 +91,16 @@ struct PlanInputs {
 /// choice has.
 PlanSpace default_plan_space(const Scenario& base, const PlanInputs& inputs);
 
+/// What a plan starts from: the scenario tree without its mesh (the sharding dimension decides
+/// it, so a scenario's own mesh does not make another cluster size invalid) and with every --fix
+/// of a key no dimension sets (a fixed model, cluster size or sequence length changes the space
+/// itself: the batch splits, the shard sizes), the scenario that tree reads as, and its space.
+struct PlanBase {
+  ConfigTree tree;
+  Scenario scenario;
+  PlanSpace space;
+};
+/// Throws ValidationError as read_scenario and default_plan_space do.
+PlanBase plan_base(ConfigTree tree, const std::string& file, const PlanInputs& inputs);
+
 }  // namespace shardscope::sim

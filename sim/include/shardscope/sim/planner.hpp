@@ -39,8 +39,12 @@ struct PlanWork {
   std::int64_t largest_schedule = 0;  // ops of the largest schedule
 };
 
-/// Where a search stands: configurations settled (simulated or skipped) and the work done, in the
-/// units of PlanWork::ops.
+/// Where a search stands: configurations settled (simulated or skipped) and the work, in the
+/// units of PlanWork::ops. `work_done` counts what ran (the bounds' lowerings, the simulations);
+/// `work_total` is that plus the work the search now expects ahead: PlanWork::ops until the
+/// search starts, then the classes it can still visit at the share of configurations it has
+/// simulated so far, so work_done / work_total extrapolates to the time left. Equal to work_done
+/// when the search ends.
 struct PlanProgress {
   std::size_t settled = 0;
   std::size_t configurations = 0;
