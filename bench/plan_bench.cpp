@@ -29,6 +29,7 @@ void plan_case(benchmark::State& state, const std::vector<std::string>& override
   for (auto _ : state) result = sim::plan(tree, file, space, options);
   state.counters["configurations"] = static_cast<double>(result.space);
   state.counters["simulated"] = static_cast<double>(result.simulated);
+  state.counters["memory_only"] = static_cast<double>(result.screened_by_memory);
 }
 
 // Llama 3.1 8B on 8 H100 at 8 sequences of 8192 tokens per GPU per step: 350,208 configurations.

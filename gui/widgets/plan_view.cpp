@@ -267,9 +267,11 @@ void PlanView::show_plan(Prepared prepared, sim::PlanResult result) {
   progress_->setValue(progress_->maximum());
   status_->setText(QString::fromStdString(fmt::format(
       "{}{} configurations: {} simulated ({} fit), {} skipped by the step-time bound, {} as above "
-      "one that did not fit; budget {} — double-click a row to load it",
+      "one that did not fit, {} by their memory alone; budget {} — "
+      "double-click a row to load it",
       r.cancelled ? "stopped: the ranking covers what was simulated. " : "", r.space, r.simulated,
-      r.fitting, r.skipped_by_bound, r.skipped_by_memory, format_bytes(r.memory_budget))));
+      r.fitting, r.skipped_by_bound, r.skipped_by_memory, r.screened_by_memory,
+      format_bytes(r.memory_budget))));
 }
 
 int PlanView::selected_rank() const {

@@ -232,7 +232,9 @@ class Engine {
   }
 
   // ---- memory at issue time: allocations, then frees
-  // Out of line, and called only for ops that allocate or free (most ops do neither).
+  // Out of line, and called only for ops that allocate or free (most ops do neither). What it
+  // does to the allocator depends on the op order alone: replay_memory (memory_replay.cpp) makes
+  // the same calls without time, and MemoryReplay.* hold the two equal.
   [[gnu::noinline]] void memory(std::size_t i) {
     const Op& op = s_.ops[i];
     for (BufferId b : op.allocs) allocate_buffer(b, op.stream, static_cast<OpId>(i), op.phase);

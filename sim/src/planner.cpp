@@ -17,6 +17,7 @@
 #include "shardscope/core/json_field.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/memory_replay.hpp"
 #include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
@@ -66,12 +67,16 @@ struct Evaluated {
   bool done = false;  // false: not run (cancelled)
   bool valid = false;
   bool fits = false;
+  bool screened = false;  // its memory replayed, not simulated: it does not fit
   analysis::Summary summary;
   std::vector<Problem> problems;  // why it is not valid
 };
 
+// Lowers and simulates configuration `index`. With `screen`, its memory is replayed first
+// (replay_memory: exactly the simulation's) and one that does not fit `budget` is settled
+// without its timing.
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                   std::size_t index, Bytes budget, bool critical_path) {
+                   std::size_t index, Bytes budget, bool critical_path, bool screen) {
   Evaluated e;
   e.index = index;
   e.done = true;
@@ -80,7 +85,17 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     options.origin = file;
     options.sim.record_memory_samples = false;
     options.sim.record_critical_path = critical_path;
-    auto result = simulate_scenario(configuration_scenario(base, file, space, index), options);
+    Scenario scenario = configuration_scenario(base, file, space, index);
+    Schedule schedule = lower(scenario);
+    if (screen) {
+      const MemoryOutcome memory = replay_memory(schedule, scenario.cluster, scenario.allocator);
+      if (memory.out_of_memory || memory.peak_reserved > budget) {
+        e.valid = true;
+        e.screened = true;
+        return e;
+      }
+    }
+    auto result = simulate_schedule(std::move(scenario), std::move(schedule), options);
     e.summary = std::move(result.summary);
     e.valid = true;
     // A simulation records its memory: its reserved peak is known.
@@ -403,7 +418,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         WorkerPool::shared().run(helpers, [&] {
           for (std::size_t i = next++; i < to_run.size(); i = next++) {
             if (cancelled()) return;
-            out[i] = evaluate(base, file, space, to_run[i], options.memory_budget, false);
+            out[i] = evaluate(base, file, space, to_run[i], options.memory_budget, false,
+                              !options.exhaustive);
           }
         });
       }
@@ -411,6 +427,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         const auto& e = out[i];
         if (!e.done) {  // cancelled before it ran
           result.cancelled = true;
+          continue;
+        }
+        if (e.screened) {
+          ++result.screened_by_memory;
+          not_fitting.insert(e.index);
           continue;
         }
         ++result.simulated;
@@ -453,7 +474,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     p.config = decode(space, e.index);
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
-    p.summary = evaluate(base, file, space, e.index, options.memory_budget, true).summary;
+    p.summary = evaluate(base, file, space, e.index, options.memory_budget, true, false).summary;
     p.bottleneck = bottleneck_of(p.summary);
     result.ranked.push_back(std::move(p));
   }
@@ -498,10 +519,11 @@ std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   std::string out = fmt::format(
       "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
-      "the step-time bound, {} skipped as above one that did not fit\n"
+      "the step-time bound, {} skipped as above one that did not fit, {} found not to fit by "
+      "their memory alone\n"
       "memory budget {} of peak reserved per GPU\n\n",
       r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
-      r.skipped_by_memory, format_bytes(r.memory_budget));
+      r.skipped_by_memory, r.screened_by_memory, format_bytes(r.memory_budget));
   if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
   out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank", "step",
                      "tokens/s/GPU", "MFU", "reserved", "headroom", "bottleneck");
@@ -535,6 +557,7 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
   j["invalid"] = r.invalid;
   j["skipped_by_bound"] = r.skipped_by_bound;
   j["skipped_by_memory"] = r.skipped_by_memory;
+  j["screened_by_memory"] = r.screened_by_memory;
   j["complete"] = !r.cancelled;
   j["memory_budget_bytes"] = r.memory_budget;
   j["entry_step_time_tolerance"] = r.entries.time;

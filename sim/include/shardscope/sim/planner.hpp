@@ -97,6 +97,9 @@ struct PlanResult {
   std::size_t invalid = 0;            // rejected by validation (knobs that do not combine)
   std::size_t skipped_by_bound = 0;   // in classes whose bound exceeded the k-th best
   std::size_t skipped_by_memory = 0;  // above a configuration that did not fit
+  /// Found not to fit by replaying their memory (replay_memory, exactly a simulation's) without
+  /// simulating their time.
+  std::size_t screened_by_memory = 0;
   /// The invalid configuration of smallest index, so that a search where none is valid can say
   /// why (the same one whatever the thread count).
   std::optional<InvalidConfig> first_invalid;

@@ -1,0 +1,27 @@
+#pragma once
+// A schedule's memory without its time. The simulator allocates and frees at issue, in op order
+// (sim/src/engine.cpp, Engine::memory), and the caching allocator's decisions depend on that order
+// alone, never on when a kernel runs: so replaying the allocations in op order through the same
+// allocator gives exactly a simulation's peak allocated, peak reserved and whether it runs out of
+// memory, for a fraction of its cost. The planner uses it to settle configurations that cannot
+// fit without simulating them (MemoryReplay.* check it against the simulator).
+
+#include "shardscope/core/allocator_params.hpp"
+#include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/schedule.hpp"
+#include "shardscope/core/units.hpp"
+
+namespace shardscope::sim {
+
+struct MemoryOutcome {
+  Bytes peak_allocated = 0;
+  Bytes peak_reserved = 0;
+  bool out_of_memory = false;  // an allocation did not fit the allocator's capacity
+};
+
+/// `schedule`'s allocations on `cluster` with `params` (the scenario's allocator section), as
+/// simulate() makes them.
+MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
+                            const AllocatorParams& params);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,40 @@
+#include "shardscope/sim/memory_replay.hpp"
+
+#include <algorithm>
+
+#include "shardscope/core/caching_allocator.hpp"
+#include "shardscope/core/device_memory.hpp"
+
+namespace shardscope::sim {
+
+MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
+                            const AllocatorParams& params) {
+  CachingAllocator allocator(allocator_capacity(cluster, params, schedule), params);
+  allocator.reserve_buffers(schedule.buffers.size());
+  MemoryOutcome out;
+  // As Engine::allocate_buffer: a GPU buffer through the allocator; one that does not fit is
+  // skipped (the simulation goes on without it), and the peaks are read after each allocation.
+  auto allocate = [&](BufferId b, StreamId stream) {
+    const Buffer& buffer = schedule.buffers[static_cast<std::size_t>(b)];
+    if (buffer.location != Location::gpu) return;
+    if (!allocator.allocate(b, buffer.size, stream, buffer.pool)) {
+      out.out_of_memory = true;
+      return;
+    }
+    out.peak_allocated = std::max(out.peak_allocated, allocator.allocated());
+    out.peak_reserved = std::max(out.peak_reserved, allocator.reserved());
+  };
+  // As Engine::allocate_live_at_start, then Engine::memory for every op in issue (id) order.
+  const StreamId compute = default_stream(schedule);
+  for (std::size_t b = 0; b < schedule.buffers.size(); ++b)
+    if (schedule.buffers[b].live_at_start) allocate(static_cast<BufferId>(b), compute);
+  for (const Op& op : schedule.ops) {
+    for (BufferId b : op.allocs) allocate(b, op.stream);
+    for (BufferId b : op.frees)
+      if (schedule.buffers[static_cast<std::size_t>(b)].location == Location::gpu)
+        allocator.free(b);
+  }
+  return out;
+}
+
+}  // namespace shardscope::sim
