@@ -8,7 +8,7 @@
 namespace shardscope::sim {
 
 MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
-                            const AllocatorParams& params) {
+                            const AllocatorParams& params, Bytes stop_above) {
   CachingAllocator allocator(allocator_capacity(cluster, params, schedule), params);
   allocator.reserve_buffers(schedule.buffers.size());
   MemoryOutcome out;
@@ -24,11 +24,16 @@ MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster
     out.peak_allocated = std::max(out.peak_allocated, allocator.allocated());
     out.peak_reserved = std::max(out.peak_reserved, allocator.reserved());
   };
+  auto stop = [&] { return out.out_of_memory || out.peak_reserved > stop_above; };
   // As Engine::allocate_live_at_start, then Engine::memory for every op in issue (id) order.
   const StreamId compute = default_stream(schedule);
   for (std::size_t b = 0; b < schedule.buffers.size(); ++b)
     if (schedule.buffers[b].live_at_start) allocate(static_cast<BufferId>(b), compute);
   for (const Op& op : schedule.ops) {
+    if (stop()) {
+      out.stopped = true;
+      return out;
+    }
     for (BufferId b : op.allocs) allocate(b, op.stream);
     for (BufferId b : op.frees)
       if (schedule.buffers[static_cast<std::size_t>(b)].location == Location::gpu)

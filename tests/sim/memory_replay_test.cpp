@@ -43,6 +43,14 @@ void expect_replay_matches_simulation(
     ++checked;
     oom += replay.out_of_memory;
     EXPECT_EQ(replay.out_of_memory, !simulated.out_of_memory.empty()) << what;
+    // Told to stop once reserved passes a budget, it answers "does not fit" exactly when the
+    // whole replay does.
+    const Bytes budget = Bytes{40} * kGiB;
+    const MemoryOutcome early =
+        replay_memory(schedule, scenario.cluster, scenario.allocator, budget);
+    EXPECT_EQ(early.out_of_memory || early.peak_reserved > budget,
+              replay.out_of_memory || replay.peak_reserved > budget)
+        << what;
     if (replay.out_of_memory) continue;  // the peaks then stop at the failed allocation
     EXPECT_EQ(replay.peak_allocated, simulated.peak_allocated.value_or(-1)) << what;
     EXPECT_EQ(replay.peak_reserved, simulated.peak_reserved.value_or(-1)) << what;

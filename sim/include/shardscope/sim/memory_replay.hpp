@@ -6,6 +6,8 @@
 // memory, for a fraction of its cost. The planner uses it to settle configurations that cannot
 // fit without simulating them (MemoryReplay.* check it against the simulator).
 
+#include <limits>
+
 #include "shardscope/core/allocator_params.hpp"
 #include "shardscope/core/cluster_spec.hpp"
 #include "shardscope/core/schedule.hpp"
@@ -17,11 +19,14 @@ struct MemoryOutcome {
   Bytes peak_allocated = 0;
   Bytes peak_reserved = 0;
   bool out_of_memory = false;  // an allocation did not fit the allocator's capacity
+  bool stopped = false;        // given up early (`stop_above`): the peaks are those so far
 };
 
 /// `schedule`'s allocations on `cluster` with `params` (the scenario's allocator section), as
-/// simulate() makes them.
+/// simulate() makes them. It stops at the first allocation that does not fit, or once reserved
+/// memory exceeds `stop_above`, when all a caller asks is whether the schedule fits.
 MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
-                            const AllocatorParams& params);
+                            const AllocatorParams& params,
+                            Bytes stop_above = std::numeric_limits<Bytes>::max());
 
 }  // namespace shardscope::sim
