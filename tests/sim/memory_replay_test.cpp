@@ -13,7 +13,7 @@
 namespace shardscope::sim {
 namespace {
 
-const std::string kDefault = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
+const std::string kReplayExample = std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml";
 
 // Every `stride`-th configuration of the space the fixes leave: replayed and simulated.
 void expect_replay_matches_simulation(
@@ -25,11 +25,11 @@ void expect_replay_matches_simulation(
   inputs.fixed = fixed;
   inputs.fixed.emplace_back("training.iterations", "2");
   inputs.allowed = allowed;
-  const PlanBase base = plan_base(load_config_file(kDefault), kDefault, inputs);
+  const PlanBase base = plan_base(load_config_file(kReplayExample), kReplayExample, inputs);
   for (std::size_t i = 0; i < base.space.size(); i += stride) {
     Scenario scenario;
     try {
-      scenario = read_scenario(configuration_tree(base.tree, base.space, i), kDefault);
+      scenario = read_scenario(configuration_tree(base.tree, base.space, i), kReplayExample);
     } catch (const ValidationError&) {
       continue;  // knobs that do not combine
     }
