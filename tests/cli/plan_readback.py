@@ -211,12 +211,15 @@ def torchtitan_keys(config):
         mode = "selective_op" if option == "op" else f"every_{int(option)}"
     out["training.activation_checkpointing"] = mode
     # What torchtitan always does: its fp32-upcast cross-entropy, implicit prefetch, one block
-    # per fully_shard, one communicator, and run_train.sh's expandable segments.
+    # per fully_shard, one communicator, FSDP's own communication buffers (no custom all-gather,
+    # no process-group pool), and run_train.sh's expandable segments.
     out["training.loss"] = "upcast_fp32"
     out["fsdp.forward_prefetch_modules"] = 0
     out["fsdp.backward_prefetch_modules"] = 0
     out["fsdp.wrap.blocks_per_group"] = 1
     out["fsdp.separate_reduce_scatter_group"] = False
+    out["fsdp.all_gather_buffer"] = "caching_allocator"
+    out["fsdp.comm_buffer_pool"] = "caching_allocator"
     out["allocator.expandable_segments"] = True
     return out
 
