@@ -25,11 +25,18 @@ void plan_case(benchmark::State& state, const std::vector<std::string>& override
   const auto space = sim::default_plan_space(load_scenario(file, overrides), inputs);
   sim::PlanOptions options;
   options.memory_budget = Bytes{75} * kGiB;
+  std::int64_t ops = 0;  // the work done, in estimated schedule ops (sim::PlanProgress)
+  options.progress = [&](const sim::PlanProgress& at) { ops = at.work_done; };
   sim::PlanResult result;
   for (auto _ : state) result = sim::plan(tree, file, space, options);
   state.counters["configurations"] = static_cast<double>(result.space);
   state.counters["simulated"] = static_cast<double>(result.simulated);
   state.counters["memory_only"] = static_cast<double>(result.screened_by_memory);
+  // What shardscope plan's --work-limit is measured against: schedule ops lowered and
+  // simulated per second of wall time on all cores.
+  state.counters["ops"] = static_cast<double>(ops);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
 }
 
 // Llama 3.1 8B on 8 H100 at 8 sequences of 8192 tokens per GPU per step: 350,208 configurations.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -101,6 +102,43 @@ void value_problems(std::string_view flag, const std::string& key,
   }
 }
 
+// The rate bench/plan_bench measures for a plan on the 2-core reference machine
+// (BM_PlanDefaultSpace, ops_per_s: 16.5 M estimated schedule ops lowered and simulated per second
+// of wall time): what turns a space's worst case into hours a user can weigh.
+constexpr double kReferenceOpsPerSecond = 16.5e6;
+
+// A space whose worst case (every configuration lowered and simulated) is above --work-limit,
+// refused before its search: the bound usually skips most of it, but cannot promise to before
+// the search has found anything, and a user should narrow an hours-long space rather than find
+// out an hour in. Names the widest dimensions, the ones to narrow.
+Problem too_much_work(const PlanArgs& args, const sim::PlanSpace& space,
+                      const sim::PlanWork& work) {
+  std::map<std::string, std::size_t> widths;  // a dimension's most choices over the parts
+  for (const auto& part : space.parts)
+    for (const auto& d : part.dimensions)
+      widths[d.name] = std::max(widths[d.name], d.choices.size());
+  std::vector<std::pair<std::size_t, std::string>> widest;
+  for (const auto& [name, n] : widths)
+    if (n > 1) widest.emplace_back(n, name);
+  std::stable_sort(widest.begin(), widest.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> named;
+  for (std::size_t i = 0; i < widest.size() && i < 4; ++i)
+    named.push_back(fmt::format("{} ({} choices)", widest[i].second, widest[i].first));
+  return {args.scenario.path, "plan space",
+          fmt::format("{} configurations in {} compute classes with schedules of up to {} ops are "
+                      "at most {} ops to lower and simulate, above --work-limit {}: about {} at "
+                      "the {:g} M ops/s bench/plan_bench measures on 2 cores",
+                      format_count(static_cast<std::int64_t>(work.configurations)), work.classes,
+                      format_count(work.largest_schedule), format_count(work.ops),
+                      format_count(static_cast<std::int64_t>(args.work_limit)),
+                      Progress::coarse(static_cast<double>(work.ops) / kReferenceOpsPerSecond),
+                      kReferenceOpsPerSecond / 1e6),
+          fmt::format("narrow its widest dimensions with --fix or --allow: {}; or plan fewer "
+                      "GPUs, or raise --work-limit",
+                      fmt::join(named, ", "))};
+}
+
 struct SizedPlan {
   int nodes = 0;
   int world = 0;
@@ -129,6 +167,9 @@ std::vector<SizedPlan> prepare_sizes(const PlanArgs& args, const ConfigTree& tre
     p.space = std::move(base.space);
     std::vector<Problem> problems;
     p.budget = memory_budget(args, sim::plan_capacity(base.scenario), problems);
+    const sim::PlanWork work = sim::plan_work(p.tree, args.scenario.path, p.space);
+    if (static_cast<double>(work.ops) > args.work_limit)
+      problems.push_back(too_much_work(args, p.space, work));
     throw_if_any(std::move(problems));
     out.push_back(std::move(p));
   }

@@ -88,6 +88,7 @@ struct PlanArgs {
   std::string json_path;
   unsigned threads = 0;
   std::string group_within = "0.5%,1GiB";  // --group-within: one entry's step time, reserved
+  double work_limit = 1e11;  // --work-limit: the most worst-case ops a space may take (cmd_plan)
 };
 
 struct SweepArgs {

@@ -253,8 +253,15 @@ int main(int argc, char** argv) {
       ->excludes(budget);
   plan->add_option("--top", plan_args.top, "configurations to rank")->check(within(1, 100));
   plan->add_option("--group-within", plan_args.group_within,
-                   "one ranked entry holds the configurations within this step time and peak "
-                   "reserved of its fastest (default 0.5%,1GiB; 0,0: identical predictions only)");
+                   "one ranked entry holds the configurations at most this much slower than its "
+                   "fastest and not this much leaner (default 0.5%,1GiB; 0,0: identical "
+                   "predictions only)");
+  plan->add_option("--work-limit", plan_args.work_limit,
+                   "refuse, before searching, a space whose worst case (every configuration "
+                   "lowered and simulated) is above this many schedule ops (default 1e11: about "
+                   "1.7 h on 2 cores)")
+      ->type_name("OPS")
+      ->check(CLI::Range(1.0, 1e18));
   plan->add_option("--json", plan_args.json_path, "write the ranking as JSON (shardscope.plan/1)")
       ->type_name("FILE");
   plan->add_option("--threads", plan_args.threads, "worker threads (default: all cores)")

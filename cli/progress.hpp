@@ -47,6 +47,13 @@ class Progress {
     }
   }
 
+  /// A duration to the precision an extrapolation has: "45 s", "12 min", "3.2 h".
+  static std::string coarse(double seconds) {
+    if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+    if (seconds < 90 * 60) return fmt::format("{:.0f} min", seconds / 60);
+    return fmt::format("{:.1f} h", seconds / 3600);
+  }
+
  private:
   // "; about 2.5 min left" at the rate so far, once there is a rate worth extrapolating.
   std::string left(double share, Clock::time_point now) const {
@@ -54,13 +61,6 @@ class Progress {
     if (share <= 0 || share >= 1 || elapsed_s < 3) return "";
     const double left_s = elapsed_s * (1 - share) / share;
     return fmt::format("; {} so far, about {} left", coarse(elapsed_s), coarse(left_s));
-  }
-
-  // To the precision an extrapolation has: "45 s", "12 min", "3.2 h".
-  static std::string coarse(double seconds) {
-    if (seconds < 90) return fmt::format("{:.0f} s", seconds);
-    if (seconds < 90 * 60) return fmt::format("{:.0f} min", seconds / 60);
-    return fmt::format("{:.1f} h", seconds / 3600);
   }
 
   std::string what_;

@@ -1,15 +1,15 @@
 #include "shardscope/sim/plan_entries.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 
 namespace shardscope::sim {
 
 bool within_entry(const PlanMember& leader, const PlanMember& m, const EntryTolerance& t) {
   const double reach = static_cast<double>(leader.step_time) * (1.0 + t.time);
-  return static_cast<double>(m.step_time) <= reach &&
-         std::abs(m.peak_reserved - leader.peak_reserved) <= t.memory;
+  if (static_cast<double>(m.step_time) > reach) return false;
+  if (t.time == 0 && t.memory == 0) return m.peak_reserved == leader.peak_reserved;
+  return m.peak_reserved >= leader.peak_reserved - t.memory;
 }
 
 std::vector<std::vector<std::size_t>> top_entries(const std::vector<PlanMember>& fitting,

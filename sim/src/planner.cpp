@@ -173,6 +173,21 @@ std::int64_t class_ops(const ConfigTree& base, const std::string& file, const Pl
   return 0;
 }
 
+// The compute classes with their estimated schedule sizes, and the work they add up to.
+std::vector<ComputeClass> sized_classes(const ConfigTree& base, const std::string& file,
+                                        const PlanSpace& space, PlanWork& work) {
+  auto classes = compute_classes(space);
+  work = PlanWork{};
+  work.configurations = space.size();
+  work.classes = classes.size();
+  for (auto& cls : classes) {
+    cls.ops = class_ops(base, file, space, cls);
+    work.ops += cls.ops * static_cast<std::int64_t>(1 + cls.members.size());
+    work.largest_schedule = std::max(work.largest_schedule, cls.ops);
+  }
+  return classes;
+}
+
 TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                    const ComputeClass& cls) {
   // The first member that lowers stands for the class (all share its compute ops).
@@ -301,6 +316,12 @@ std::string change_to(const PlanSpace& space, const PlanConfig& a, const PlanCon
 
 }  // namespace
 
+PlanWork plan_work(const ConfigTree& base, const std::string& file, const PlanSpace& space) {
+  PlanWork work;
+  sized_classes(base, file, space, work);
+  return work;
+}
+
 PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                 const PlanOptions& options) {
   if (options.memory_budget <= 0) throw Error("plan: the memory budget must be positive");
@@ -308,20 +329,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   result.space = space.size();
   result.memory_budget = options.memory_budget;
   result.entries = options.entries;
-  auto classes = compute_classes(space);
+  PlanWork work;
+  auto classes = sized_classes(base, file, space, work);
   result.classes = classes.size();
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   const unsigned threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-
-  PlanWork work;
-  work.configurations = result.space;
-  work.classes = classes.size();
-  for (auto& cls : classes) {
-    cls.ops = class_ops(base, file, space, cls);
-    work.ops += cls.ops * static_cast<std::int64_t>(1 + cls.members.size());
-    work.largest_schedule = std::max(work.largest_schedule, cls.ops);
-  }
   if (options.on_work) options.on_work(work);
   PlanProgress progress{0, result.space, 0, work.ops};
   auto report = [&] {
@@ -508,12 +521,16 @@ std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
         p.members.size(), p.no_effect);
   }
   TimeNs slowest = 0;
-  for (const PlanMember& m : p.members) slowest = std::max(slowest, m.step_time);
+  Bytes largest = 0;
+  for (const PlanMember& m : p.members) {
+    slowest = std::max(slowest, m.step_time);
+    largest = std::max(largest, m.peak_reserved);
+  }
   return fmt::format(
-      "{} configurations within {:.1f} % step time and {} of it (the slowest "
-      "{}); knobs that do not matter here: {}",
+      "{} configurations at most {:.1f} % slower and {} leaner than it (the slowest {}, the "
+      "largest {}); knobs that gain nothing here: {}",
       p.members.size(), 100 * r.entries.time, format_bytes(r.entries.memory),
-      format_duration(slowest), p.no_effect);
+      format_duration(slowest), format_bytes(largest), p.no_effect);
 }
 
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {

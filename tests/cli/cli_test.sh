@@ -258,6 +258,10 @@ expect plan-margin-needs-unit 2 '--margin: 5: needs a unit: a percentage or a si
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
 expect plan-group-within-no-percent 2 "--group-within: 5: '5' is not a percentage" -- plan "$plan_example" --group-within 5
 expect plan-group-within-no-size 2 "--group-within: 0.5%,lots: 'lots' is not a size" -- plan "$plan_example" --group-within 0.5%,lots
+# A space whose worst case is above --work-limit is refused before its search, naming what to
+# narrow, and writes nothing.
+expect plan-hours-long-space 2 'plan space: .* configurations in .* compute classes .* above --work-limit 1,000,000: about .* \(narrow its widest dimensions with --fix or --allow: sharding \([0-9]+ choices\)' -- plan "$plan_example" --work-limit 1e6 --json "$tmpdir/refused.json"
+if [[ -e "$tmpdir/refused.json" ]]; then echo "FAIL plan-hours-long-space-writes-nothing"; failed=$((failed + 1)); else echo "ok   plan-hours-long-space-writes-nothing"; passed=$((passed + 1)); fi
 expect plan-bad-fix 2 'no fsdp2 choice of checkpointing sets this value' -- plan "$plan_example" --api fsdp2 --fix training.activation_checkpointing=every_7
 # plan searches the scenario's own API unless asked (the example says fsdp2).
 expect plan-scenario-api 0 '^#1 fsdp2:' -- plan "$plan_example" --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --fix fsdp.mixed_precision.param_dtype=bf16

@@ -40,35 +40,42 @@ std::vector<std::vector<std::size_t>> entry_indices(const std::vector<PlanMember
 }
 
 TEST(PlanEntries, OneStrategyIsOneEntryAndADifferentOneIsNot) {
-  // 1.000 s and 1.004 s at 60 GiB are one entry; 1.004 s at 62 GiB is 2 GiB away, so another;
-  // 1.006 s is beyond 0.5 % of the first but within the second's reach.
+  // 1.000 s at 60 GiB leads. 1.004 s at 60 GiB is within 0.5 %: the same entry; so is 1.004 s at
+  // 62 GiB: no faster and no leaner, a knob that only costs memory. 1.004 s at 58.5 GiB is
+  // 1.5 GiB leaner: a trade-off with an entry of its own, which 1.006 s at 59 GiB (beyond 0.5 %
+  // of the first, within the second's reach and not 1 GiB leaner than it) joins. 1.020 s is
+  // beyond both.
   const auto fitting = sorted({{0, 1'000'000'000, 60 * kGiB},
                                {1, 1'004'000'000, 60 * kGiB},
                                {2, 1'004'000'000, 62 * kGiB},
-                               {3, 1'006'000'000, 62 * kGiB},
-                               {4, 1'020'000'000, 50 * kGiB}});
+                               {3, 1'004'000'000, 117 * kGiB / 2},
+                               {4, 1'006'000'000, 59 * kGiB},
+                               {5, 1'020'000'000, 50 * kGiB}});
   EXPECT_EQ(entry_indices(fitting, 5),
-            (std::vector<std::vector<std::size_t>>{{0, 1}, {2, 3}, {4}}));
-  EXPECT_EQ(entry_indices(fitting, 1), (std::vector<std::vector<std::size_t>>{{0, 1}}));
-  // No tolerance: identical predictions only.
-  EXPECT_EQ(top_entries(fitting, 5, {0, 0}).size(), 5u);
+            (std::vector<std::vector<std::size_t>>{{0, 1, 2}, {3, 4}, {5}}));
+  EXPECT_EQ(entry_indices(fitting, 1), (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+  // No tolerance: identical predictions only, heavier ones included.
+  EXPECT_EQ(top_entries(fitting, 6, {0, 0}).size(), 6u);
+  EXPECT_FALSE(within_entry({0, 1'000'000'000, 60 * kGiB}, {1, 1'000'000'000, 61 * kGiB}, {0, 0}));
+  EXPECT_TRUE(within_entry({0, 1'000'000'000, 60 * kGiB}, {1, 1'000'000'000, 60 * kGiB}, {0, 0}));
 }
 
 TEST(PlanEntries, TheReachIsTheKthLeadersOnceThePredictionsBeforeItAreFinal) {
   const auto found = predictions({{0, 1'000'000'000, 60 * kGiB},
-                                  {1, 1'004'000'000, 60 * kGiB},
-                                  {2, 1'004'000'000, 62 * kGiB},
+                                  {1, 1'004'000'000, 62 * kGiB},
+                                  {2, 1'004'000'000, 58 * kGiB},
                                   {3, 1'010'000'000, 60 * kGiB}});
   constexpr TimeNs kLater = 2'000'000'000;  // nothing faster is still to come
-  // Leaders: 1.000 s; 1.004 s at 62 GiB (2 GiB from the first); 1.010 s (beyond 1.005 s).
+  // Leaders: 1.000 s; 1.004 s at 58 GiB (2 GiB leaner than the first, where 62 GiB joins it);
+  // 1.010 s (beyond 1.005 s).
   EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 1, kTolerance), 1'005'000'000.0);
   EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 2, kTolerance), 1'004'000'000.0 * 1.005);
   EXPECT_DOUBLE_EQ(top_entries_reach(found, kLater, 3, kTolerance), 1'010'000'000.0 * 1.005);
   EXPECT_EQ(top_entries_reach(found, kLater, 4, kTolerance),
             std::numeric_limits<double>::infinity());
-  // A prediction at 1.004 s may still come (at 61 GiB it would join the first entry and take the
-  // second's place): the second leader is not final yet.
-  EXPECT_EQ(top_entries_reach(found, 1'004'000'000, 2, kTolerance),
+  // A prediction at 1.002 s may still come (at 57 GiB it would lead the second entry, and the
+  // 58 GiB one would join it): the second leader is not final yet.
+  EXPECT_EQ(top_entries_reach(found, 1'002'000'000, 2, kTolerance),
             std::numeric_limits<double>::infinity());
 }
 

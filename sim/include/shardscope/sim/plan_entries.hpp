@@ -13,7 +13,10 @@
 namespace shardscope::sim {
 
 /// One entry's reach: a step time at most `time` (a fraction) above its fastest configuration's
-/// and a peak reserved within `memory` of it. 0 and 0: identical predictions only.
+/// (the leader's) and a peak reserved at most `memory` below the leader's, or any amount above
+/// it. A configuration no faster than a strategy and no leaner is that strategy with a knob that
+/// only costs memory, not another way to train; one leaner by more than `memory` is a trade-off
+/// worth its own row. 0 and 0: identical predictions only.
 struct EntryTolerance {
   double time = 0.005;
   Bytes memory = kGiB;
@@ -26,7 +29,8 @@ struct PlanMember {
   Bytes peak_reserved = 0;
 };
 
-/// Whether `m` lies within the tolerance of the entry `leader` is the fastest of.
+/// Whether `m` lies within the tolerance of the entry `leader` is the fastest of. With no
+/// tolerance at all (0 and 0), only the leader's own prediction does.
 bool within_entry(const PlanMember& leader, const PlanMember& m, const EntryTolerance& t);
 
 /// The top `top` entries of `fitting`, which is sorted fastest first (leanest, then by index, at

@@ -11,8 +11,8 @@
 //  3. Inside a class, configurations are simulated in waves of increasing memory (by the memory
 //     rules of plan_space.hpp); a configuration above one that did not fit is not simulated.
 // Results are deterministic: the skipping depends only on earlier classes and waves, never on
-// thread timing. Ties rank by peak reserved, then by configuration index; configurations with the
-// same step time and peak reserved are one entry of the ranking.
+// thread timing. Ties rank by peak reserved, then by configuration index; configurations within
+// PlanOptions::entries of an entry's fastest (plan_entries.hpp) are that entry of the ranking.
 
 #include <atomic>
 #include <functional>
@@ -74,10 +74,10 @@ struct PlannedConfig {
   analysis::Summary summary;  // with the critical path for the ranked ones
   std::string bottleneck;     // "compute", "exposed all-gather", ... with its share
   std::string change;         // what differs from the next ranked configuration
-  /// The entry's configurations (within PlanOptions::entries of `index`'s prediction), ranked
-  /// as one: `index` first, then the others fastest first (leanest, then
-  /// space order, at equal times). `no_effect` names the knobs they differ in ("reduce dtype
-  /// fp32, bf16"): within the tolerance, those do not matter.
+  /// The entry's configurations (within PlanOptions::entries of `index`'s prediction: no more
+  /// than its tolerance slower or leaner), ranked as one: `index` first, then the others fastest
+  /// first (leanest, then space order, at equal times). `no_effect` names the knobs they differ
+  /// in ("reduce dtype fp32, bf16"): within the tolerance, those gain nothing.
   std::vector<PlanMember> members;
   std::string no_effect;
 };
@@ -120,6 +120,10 @@ Bytes budget_with_margin(Bytes capacity, std::string_view margin, std::string_vi
 Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
                                 const PlanSpace& space, std::size_t index);
 
+/// The most a search of `space` can do (what PlanOptions::on_work is told), without lowering
+/// anything: for refusing a space before its search starts.
+PlanWork plan_work(const ConfigTree& base, const std::string& file, const PlanSpace& space);
+
 /// Searches `space` over `base` (a scenario tree; `file` names it in errors and resolves paths).
 PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                 const PlanOptions& options);
@@ -129,8 +133,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
 /// blame the wrong thing. The problems are those of the invalid configuration of smallest index.
 void throw_if_none_valid(const PlanSpace& space, const PlanResult& result);
 
-/// What an entry of several configurations holds: how many, within which tolerance, and the
-/// knobs that do not matter in it (empty for an entry of one).
+/// What an entry of several configurations holds: how many, within which tolerance, the slowest
+/// and largest of them, and the knobs that gain nothing in it (empty for an entry of one).
 std::string entry_text(const PlanResult& result, const PlannedConfig& entry);
 
 /// The ranked table with units: step time, tokens/s/GPU, MFU, peak reserved and headroom,
