@@ -475,7 +475,7 @@ constexpr std::array kKeys{
         .label = "backward_prefetch",
         .value_of =
             [](const Scenario& s) { return std::string(to_string(s.fsdp.backward_prefetch)); },
-        .search = {"BACKWARD_PRE, BACKWARD_POST, none", false, false}},
+        .search = {"BACKWARD_PRE, BACKWARD_POST, none", false, false, true}},
     ScenarioKey{.path = "fsdp.forward_prefetch",
                 .type = K::boolean,
                 .default_value = "false",
@@ -484,7 +484,7 @@ constexpr std::array kKeys{
                 .instead = "under fsdp2 use fsdp.forward_prefetch_modules",
                 .label = "forward_prefetch",
                 .value_of = [](const Scenario& s) { return bool_text(s.fsdp.forward_prefetch); },
-                .search = {"false, true", false, false}},
+                .search = {"false, true", false, false, true}},
     ScenarioKey{
         .path = "fsdp.forward_prefetch_modules",
         .type = K::integer,
@@ -497,7 +497,7 @@ constexpr std::array kKeys{
         .label = "forward prefetch",
         .value_of =
             [](const Scenario& s) { return std::to_string(s.fsdp.forward_prefetch_modules); },
-        .search = {"0, 1, 2", false, false}},
+        .search = {"0, 1, 2", false, false, true}},
     ScenarioKey{
         .path = "fsdp.backward_prefetch_modules",
         .type = K::integer,
@@ -510,7 +510,7 @@ constexpr std::array kKeys{
         .label = "backward prefetch",
         .value_of =
             [](const Scenario& s) { return std::to_string(s.fsdp.backward_prefetch_modules); },
-        .search = {"0, 1, 2", false, false}},
+        .search = {"0, 1, 2", false, false, true}},
     ScenarioKey{.path = "fsdp.unshard_ahead",
                 .type = K::integer,
                 .max = 1'000,
@@ -551,7 +551,7 @@ constexpr std::array kKeys{
         .label = "separate reduce-scatter group",
         .value_of =
             [](const Scenario& s) { return bool_text(s.fsdp.separate_reduce_scatter_group); },
-        .search = {"false, true", false, false}},
+        .search = {"false, true", false, false, true}},
     ScenarioKey{
         .path = "fsdp.limit_all_gathers",
         .type = K::boolean,
@@ -562,7 +562,7 @@ constexpr std::array kKeys{
             "fsdp2 needs no rate limiter: its all-gather buffers are freed through stream events",
         .label = "limit_all_gathers",
         .value_of = [](const Scenario& s) { return bool_text(s.fsdp.limit_all_gathers); },
-        .search = {"true, false", false, false}},
+        .search = {"true, false", false, false, true}},
     ScenarioKey{"fsdp.wrap", K::section, 0, 0, "", "", "",
                 "how modules are wrapped into FSDP groups"},
     ScenarioKey{
@@ -575,7 +575,7 @@ constexpr std::array kKeys{
         .models = "transformer blocks per FSDP group",
         .label = "blocks per group",
         .value_of = [](const Scenario& s) { return std::to_string(s.fsdp.blocks_per_group); },
-        .search = {"1, 2", false, false}},
+        .search = {"1, 2", false, false, true}},
     ScenarioKey{"fsdp.cpu_offload", K::section, 0, 0, "", "", "", "CPUOffload / CPUOffloadPolicy"},
     // Offloaded first: keeping parameters, gradients and states on the GPU never needs less.
     ScenarioKey{.path = "fsdp.cpu_offload.params",
@@ -718,7 +718,7 @@ constexpr std::array kKeys{
                   "(expandable_segments:True; --expandable-segments sets it)",
         .label = "expandable segments",
         .value_of = [](const Scenario& s) { return bool_text(s.allocator.expandable_segments); },
-        .search = {"false, true", false, false}},
+        .search = {"false, true", false, false, true}},
     ScenarioKey{"allocator.max_split_size_mb", K::integer, 21, 1'048'576, "MiB", "", "unlimited",
                 "max_split_size_mb: blocks this large are never split nor given to smaller "
                 "requests, and are released first when memory runs short"},

@@ -48,6 +48,14 @@ std::size_t encode(const PlanSpace& space, const PlanConfig& c) {
   return index + inner;
 }
 
+std::size_t strategy_of(const PlanSpace& space, std::size_t index) {
+  PlanConfig c = decode(space, index);
+  const auto& dims = space.parts[c.part].dimensions;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].tuning) c.choices[d] = 0;
+  return encode(space, c);
+}
+
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {
   std::vector<Setting> out = space.common;
   const auto& part = space.parts[c.part];
@@ -181,6 +189,7 @@ PlanDimension searched_dimension(const ScenarioKey& key) {
   auto d =
       simple(std::string(key.label), key.search.changes_compute, std::string(key.path), values);
   if (key.search.memory_grows) d.memory_at_least = increasing(values.size());
+  d.tuning = key.search.tuning;
   return d;
 }
 

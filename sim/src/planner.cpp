@@ -229,13 +229,6 @@ bool above_one_that_did_not_fit(const PlanSpace& space, const PlanConfig& c,
 }
 
 // Faster first; at equal step time the one that reserves less; then the space's order.
-bool faster(const Evaluated& a, const Evaluated& b) {
-  if (a.summary.step_time != b.summary.step_time) return a.summary.step_time < b.summary.step_time;
-  if (a.summary.peak_reserved != b.summary.peak_reserved)
-    return a.summary.peak_reserved < b.summary.peak_reserved;
-  return a.index < b.index;
-}
-
 // "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
 // prediction) take in each dimension where they differ.
 std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_t>& members) {
@@ -361,7 +354,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::vector<Evaluated> fitting;
   std::unordered_set<std::size_t> not_fitting;
   // The distinct predictions found so far: they bound the step time that can still rank.
-  std::set<std::pair<TimeNs, Bytes>> predictions;
+  std::set<Prediction> predictions;
   // Configurations settled by the search so far, and how many of them it simulated.
   std::size_t searched = 0, simulated = 0;
   // The work still ahead as the search now sees it, for an honest time left: the classes it can
@@ -454,7 +447,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
             result.first_invalid = InvalidConfig{e.index, e.problems};
         } else if (e.fits) {
           fitting.push_back(e);
-          predictions.emplace(e.summary.step_time, e.summary.peak_reserved.value());
+          predictions.emplace(e.summary.step_time, e.summary.peak_reserved.value(),
+                              strategy_of(space, e.index));
         } else {
           not_fitting.insert(e.index);
         }
@@ -469,25 +463,31 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     }
   }
   result.fitting = fitting.size();
-  std::sort(fitting.begin(), fitting.end(), faster);
   std::vector<PlanMember> predicted;
   predicted.reserve(fitting.size());
   for (const Evaluated& e : fitting)
-    predicted.push_back({e.index, e.summary.step_time, e.summary.peak_reserved.value()});
+    predicted.push_back({e.index, e.summary.step_time, e.summary.peak_reserved.value(),
+                         strategy_of(space, e.index)});
+  std::sort(predicted.begin(), predicted.end(), ranks_before);
   for (const auto& entry : top_entries(predicted, options.top, options.entries)) {
-    const Evaluated& e = fitting[entry.front()];
     PlannedConfig p;
-    p.index = e.index;
     std::vector<std::size_t> indices;
     for (std::size_t position : entry) {
       p.members.push_back(predicted[position]);
       indices.push_back(predicted[position].index);
     }
     if (indices.size() > 1) p.no_effect = no_effect_knobs(space, indices);
-    p.config = decode(space, e.index);
+    const PlanMember& fastest = p.members.front();
+    const PlanMember& chosen = entry_choice(p.members, options.entries);
+    p.index = chosen.index;
+    p.config = decode(space, chosen.index);
+    if (chosen.index != fastest.index)
+      p.fastest = fmt::format("{} at {} with {}", format_duration(fastest.step_time),
+                              format_bytes(fastest.peak_reserved),
+                              change_to(space, p.config, decode(space, fastest.index)));
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
-    p.summary = evaluate(base, file, space, e.index, options.memory_budget, true, false).summary;
+    p.summary = evaluate(base, file, space, p.index, options.memory_budget, true, false).summary;
     p.bottleneck = bottleneck_of(p.summary);
     result.ranked.push_back(std::move(p));
   }
@@ -527,10 +527,10 @@ std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
     largest = std::max(largest, m.peak_reserved);
   }
   return fmt::format(
-      "{} configurations at most {:.1f} % slower and {} leaner than it (the slowest {}, the "
-      "largest {}); knobs that gain nothing here: {}",
-      p.members.size(), 100 * r.entries.time, format_bytes(r.entries.memory),
-      format_duration(slowest), format_bytes(largest), p.no_effect);
+      "{} configurations at most {:.1f} % slower (the slowest {}), up to {} reserved{}; knobs "
+      "that do not change its speed here: {}",
+      p.members.size(), 100 * r.entries.time, format_duration(slowest), format_bytes(largest),
+      p.fastest.empty() ? std::string() : fmt::format("; the fastest {}", p.fastest), p.no_effect);
 }
 
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {

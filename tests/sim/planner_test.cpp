@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "shardscope/core/config_tree.hpp"
@@ -142,10 +143,12 @@ bool valid(const ConfigTree& base, const PlanSpace& space, std::size_t index) {
   }
 }
 
-// Every configuration simulated and every fitting prediction ranked.
+// Every configuration simulated and every fitting prediction ranked (with no tolerance, so that
+// no configuration is dropped as a worse tuning of a ranked one).
 PlanResult rank_everything(const ConfigTree& tree, const PlanSpace& space, Bytes budget) {
   PlanOptions o = options_with(budget, true);
   o.top = space.size();
+  o.entries = {0, 0};
   return plan(tree, kDefault, space, o);
 }
 
@@ -232,36 +235,90 @@ TEST(Planner, ConfigurationsWithOnePredictionRankAsOne) {
 TEST(Planner, AnEntryHoldsWhatIsWithinItsToleranceAndTheTopEntriesAreDistinct) {
   // The default tolerance (0.5 % step time, 1 GiB reserved), exhaustively: every fitting
   // configuration is in exactly one entry, within its leader's tolerance and in no earlier
-  // entry's; no leader is within an earlier one's; and the pruned search gives the same top five
-  // with the same members.
+  // entry's, or is not ranked because a configuration of its own strategy ranks before it and is
+  // not 1 GiB heavier; no leader is within an earlier one's; and the pruned search gives the same
+  // top five with the same members.
   const PlanSpace space = small_space();
   const ConfigTree tree = load_config_file(kDefault);
   PlanOptions o = options_with(Bytes{70} * kGiB, true);
   PlanOptions everything = o;
   everything.top = space.size();
   const auto all = plan(tree, kDefault, space, everything);
-  std::set<std::size_t> seen;
+  std::map<std::size_t, PlanMember> ranked;  // by index
   std::size_t widened = 0;
   for (std::size_t i = 0; i < all.ranked.size(); ++i) {
     const auto& p = all.ranked[i];
     const PlanMember& leader = p.members.front();
-    EXPECT_EQ(leader.index, p.index);
+    EXPECT_EQ(p.index, entry_choice(p.members, o.entries).index);
+    EXPECT_EQ(p.summary.peak_reserved.value(), entry_choice(p.members, o.entries).peak_reserved);
     for (const PlanMember& m : p.members) {
-      EXPECT_TRUE(seen.insert(m.index).second) << "configuration " << m.index << " twice";
-      EXPECT_TRUE(within_entry(leader, m, o.entries)) << "rank " << i + 1 << " member " << m.index;
-      for (std::size_t earlier = 0; earlier < i; ++earlier)
-        EXPECT_FALSE(within_entry(all.ranked[earlier].members.front(), m, o.entries))
+      EXPECT_TRUE(ranked.emplace(m.index, m).second) << "configuration " << m.index << " twice";
+      EXPECT_EQ(m.strategy, strategy_of(space, m.index));
+      const PlanMember& chosen = entry_choice(p.members, o.entries);
+      EXPECT_TRUE(within_entry(leader, chosen, m, o.entries))
+          << "rank " << i + 1 << " member " << m.index;
+      // Not within an earlier entry as it stood when `m` came (its choice, if that came first).
+      for (std::size_t earlier = 0; earlier < i; ++earlier) {
+        const auto& before = all.ranked[earlier].members;
+        const PlanMember& then = ranks_before(entry_choice(before, o.entries), m)
+                                     ? entry_choice(before, o.entries)
+                                     : before.front();
+        EXPECT_FALSE(within_entry(before.front(), then, m, o.entries))
             << "member " << m.index << " of #" << i + 1 << " belongs to #" << earlier + 1;
+      }
       widened += m.step_time != leader.step_time ? 1 : 0;
     }
   }
-  EXPECT_EQ(seen.size(), all.fitting);
   EXPECT_GT(widened, 0u);  // the tolerance gathers predictions that differ
+  // The ones not ranked: each a worse tuning of a ranked configuration of its strategy.
+  std::size_t tuned_worse = 0;
+  for (const auto& p : rank_everything(tree, space, Bytes{70} * kGiB).ranked) {
+    for (const PlanMember& m : p.members) {
+      if (ranked.count(m.index)) continue;
+      ++tuned_worse;
+      EXPECT_TRUE(std::any_of(ranked.begin(), ranked.end(),
+                              [&](const auto& r) {
+                                const PlanMember& x = r.second;
+                                return x.strategy == m.strategy && ranks_before(x, m) &&
+                                       m.peak_reserved >= x.peak_reserved - o.entries.memory;
+                              }))
+          << "configuration " << m.index << " is neither ranked nor a worse tuning";
+    }
+  }
+  EXPECT_GT(tuned_worse, 0u);
 
   const auto fast = plan(tree, kDefault, space, options_with(Bytes{70} * kGiB, false));
   ASSERT_EQ(fast.ranked.size(), 5u);
   for (std::size_t i = 0; i < fast.ranked.size(); ++i)
     EXPECT_EQ(member_indices(fast.ranked[i]), member_indices(all.ranked[i])) << "rank " << i + 1;
+}
+
+TEST(PlanSpace, ConfigurationsThatDifferOnlyInSchedulingAreOneStrategy) {
+  // Tuning dimensions change how FSDP schedules the same training; everything else (the split,
+  // checkpointing, loss, dtypes, sharding, resharding, offload) is the strategy.
+  PlanInputs inputs;
+  inputs.api = "either";
+  const PlanSpace space = default_plan_space(base_scenario(), inputs);
+  std::set<std::string> tuning, strategy;
+  for (const auto& part : space.parts)
+    for (const auto& d : part.dimensions) (d.tuning ? tuning : strategy).insert(d.name);
+  EXPECT_EQ(tuning,
+            (std::set<std::string>{"backward prefetch", "backward_prefetch", "blocks per group",
+                                   "expandable segments", "forward prefetch", "forward_prefetch",
+                                   "limit_all_gathers", "separate reduce-scatter group"}));
+  for (const char* name : {"micro-batch × accumulation", "checkpointing", "loss", "sharding",
+                           "reshard_after_forward", "CPU offload", "reduce dtype"})
+    EXPECT_TRUE(strategy.count(name)) << name;
+  // One knob of each kind changed on the first configuration of the FSDP2 part.
+  const auto& dims = space.parts[0].dimensions;
+  const PlanConfig first = decode(space, 0);
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    PlanConfig other = first;
+    other.choices[d] = dims[d].choices.size() - 1;
+    if (other.choices[d] == first.choices[d]) continue;
+    EXPECT_EQ(strategy_of(space, encode(space, other)) == strategy_of(space, 0), dims[d].tuning)
+        << dims[d].name;
+  }
 }
 
 TEST(PlanSpace, AllowNarrowsASearchedKnobToSeveralValues) {

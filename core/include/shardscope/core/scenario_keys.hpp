@@ -41,6 +41,11 @@ struct KeySearch {
   std::string_view values;       // the values tried, "a, b"; empty: not a dimension of its own
   bool changes_compute = false;  // the values change the compute ops, not only the schedule
   bool memory_grows = false;     // each value needs at least the memory of every value before it
+  // The values only change how FSDP schedules the same training (prefetching, the all-gather
+  // limit, how many blocks one unit wraps, the allocator's segments), not what is computed, in
+  // which precision, or where the state lives: configurations that differ only in tuning knobs
+  // are one strategy in the planner's ranking (sim/…/plan_entries.hpp).
+  bool tuning = false;
 };
 
 struct ScenarioKey {

@@ -37,6 +37,9 @@ struct PlanDimension {
   bool compute = false;
   std::vector<PlanChoice> choices;
   std::vector<std::vector<std::size_t>> memory_at_least;  // per choice; empty: no rule
+  /// Its choices only tune how FSDP schedules the same training (KeySearch::tuning):
+  /// configurations that differ only in tuning dimensions are one strategy.
+  bool tuning = false;
 };
 
 struct PlanPart {
@@ -62,6 +65,9 @@ struct PlanConfig {
 };
 PlanConfig decode(const PlanSpace& space, std::size_t index);
 std::size_t encode(const PlanSpace& space, const PlanConfig& config);
+/// The strategy of configuration `index`: the index of its configuration with every tuning
+/// dimension at its first choice. Equal for configurations that differ only in tuning.
+std::size_t strategy_of(const PlanSpace& space, std::size_t index);
 /// The settings of a configuration: the common ones, the part's API, then each dimension's.
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& config);
 

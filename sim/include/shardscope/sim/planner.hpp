@@ -68,18 +68,22 @@ struct PlanOptions {
 };
 
 struct PlannedConfig {
-  std::size_t index = 0;  // in the space: the entry's fastest configuration
+  /// In the space: the configuration the entry stands for (entry_choice: its fastest, or a
+  /// leaner tuning of that at the same speed).
+  std::size_t index = 0;
   PlanConfig config;
   std::vector<Setting> settings;
   analysis::Summary summary;  // with the critical path for the ranked ones
   std::string bottleneck;     // "compute", "exposed all-gather", ... with its share
   std::string change;         // what differs from the next ranked configuration
-  /// The entry's configurations (within PlanOptions::entries of `index`'s prediction: no more
-  /// than its tolerance slower or leaner), ranked as one: `index` first, then the others fastest
-  /// first (leanest, then space order, at equal times). `no_effect` names the knobs they differ
-  /// in ("reduce dtype fp32, bf16"): within the tolerance, those gain nothing.
+  /// The entry's configurations (within_entry of its fastest), ranked as one: the fastest
+  /// first, then the others in ranks_before order. `no_effect` names the knobs they differ in
+  /// ("reduce dtype fp32, bf16"): within the tolerance, those do not change the step time.
   std::vector<PlanMember> members;
   std::string no_effect;
+  /// Where `index` is not the fastest: "125.551 s at 74.14 GiB with backward_prefetch
+  /// BACKWARD_POST → BACKWARD_PRE".
+  std::string fastest;
 };
 
 /// A configuration that validation refused, with why.
@@ -134,7 +138,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
 void throw_if_none_valid(const PlanSpace& space, const PlanResult& result);
 
 /// What an entry of several configurations holds: how many, within which tolerance, the slowest
-/// and largest of them, and the knobs that gain nothing in it (empty for an entry of one).
+/// and largest of them, its leanest where that differs, and the knobs that do not change its
+/// speed (empty for an entry of one).
 std::string entry_text(const PlanResult& result, const PlannedConfig& entry);
 
 /// The ranked table with units: step time, tokens/s/GPU, MFU, peak reserved and headroom,
