@@ -32,6 +32,7 @@ void plan_case(benchmark::State& state, const std::vector<std::string>& override
   state.counters["configurations"] = static_cast<double>(result.space);
   state.counters["simulated"] = static_cast<double>(result.simulated);
   state.counters["memory_only"] = static_cast<double>(result.screened_by_memory);
+  state.counters["unlowered"] = static_cast<double>(result.screened_before_lowering);
   // What shardscope plan's --work-limit is measured against: schedule ops lowered and
   // simulated per second of wall time on all cores.
   state.counters["ops"] = static_cast<double>(ops);

@@ -4,6 +4,7 @@
 
 #include "shardscope/core/caching_allocator.hpp"
 #include "shardscope/core/device_memory.hpp"
+#include "shardscope/core/param_groups.hpp"
 
 namespace shardscope::sim {
 
@@ -40,6 +41,14 @@ MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster
         allocator.free(b);
   }
   return out;
+}
+
+Bytes resident_state_floor(const Scenario& scenario) {
+  if (scenario.fsdp.cpu_offload.params) return 0;
+  std::int64_t sharded = 0;
+  for (const GroupLayout& g : param_groups(scenario)) sharded += g.sharded_numel;
+  const Bytes parameters = sharded * bytes_per_element(DType::fp32);
+  return parameters * (1 + optimizer_states_per_param(scenario.training.optimizer));
 }
 
 }  // namespace shardscope::sim

@@ -67,14 +67,16 @@ struct Evaluated {
   bool done = false;  // false: not run (cancelled)
   bool valid = false;
   bool fits = false;
-  bool screened = false;  // its memory replayed, not simulated: it does not fit
+  bool screened = false;   // its memory replayed, not simulated: it does not fit
+  bool unlowered = false;  // screened before lowering, by its resident state
   analysis::Summary summary;
   std::vector<Problem> problems;  // why it is not valid
 };
 
-// Lowers and simulates configuration `index`. With `screen`, its memory is replayed first
-// (replay_memory: exactly the simulation's) and one that does not fit `budget` is settled
-// without its timing.
+// Lowers and simulates configuration `index`. With `screen`, one whose resident state alone is
+// over `budget` (resident_state_floor) is settled before it is lowered, and the memory of the
+// rest is replayed first (replay_memory: exactly the simulation's): one that does not fit is
+// settled without its timing.
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                    std::size_t index, Bytes budget, bool critical_path, bool screen) {
   Evaluated e;
@@ -86,6 +88,12 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     options.sim.record_memory_samples = false;
     options.sim.record_critical_path = critical_path;
     Scenario scenario = configuration_scenario(base, file, space, index);
+    if (screen && resident_state_floor(scenario) > budget) {
+      e.valid = true;  // its parameters and optimizer states alone are over the budget
+      e.screened = true;
+      e.unlowered = true;
+      return e;
+    }
     Schedule schedule = lower(scenario);
     if (screen) {
       const MemoryOutcome memory = replay_memory(schedule, scenario.cluster, scenario.allocator);
@@ -437,6 +445,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         }
         if (e.screened) {
           ++result.screened_by_memory;
+          result.screened_before_lowering += e.unlowered ? 1 : 0;
           not_fitting.insert(e.index);
           continue;
         }
@@ -537,10 +546,12 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   std::string out = fmt::format(
       "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
       "the step-time bound, {} skipped as above one that did not fit, {} found not to fit by "
-      "their memory alone\n"
+      "their memory alone ({} of them before lowering, by their parameters and optimizer "
+      "states)\n"
       "memory budget {} of peak reserved per GPU\n\n",
       r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
-      r.skipped_by_memory, r.screened_by_memory, format_bytes(r.memory_budget));
+      r.skipped_by_memory, r.screened_by_memory, r.screened_before_lowering,
+      format_bytes(r.memory_budget));
   if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
   out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank", "step",
                      "tokens/s/GPU", "MFU", "reserved", "headroom", "bottleneck");
@@ -575,6 +586,7 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
   j["skipped_by_bound"] = r.skipped_by_bound;
   j["skipped_by_memory"] = r.skipped_by_memory;
   j["screened_by_memory"] = r.screened_by_memory;
+  j["screened_before_lowering"] = r.screened_before_lowering;
   j["complete"] = !r.cancelled;
   j["memory_budget_bytes"] = r.memory_budget;
   j["entry_step_time_tolerance"] = r.entries.time;

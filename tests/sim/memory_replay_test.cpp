@@ -52,6 +52,10 @@ void expect_replay_matches_simulation(
               replay.out_of_memory || replay.peak_reserved > budget)
         << what;
     if (replay.out_of_memory) continue;  // the peaks then stop at the failed allocation
+    // The floor the planner settles configurations by before lowering them is one.
+    const Bytes floor = resident_state_floor(scenario);
+    EXPECT_LE(floor, replay.peak_allocated) << what;
+    EXPECT_EQ(floor == 0, scenario.fsdp.cpu_offload.params) << what;
     EXPECT_EQ(replay.peak_allocated, simulated.peak_allocated.value_or(-1)) << what;
     EXPECT_EQ(replay.peak_reserved, simulated.peak_reserved.value_or(-1)) << what;
   }

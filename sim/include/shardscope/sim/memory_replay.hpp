@@ -10,6 +10,7 @@
 
 #include "shardscope/core/allocator_params.hpp"
 #include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/units.hpp"
 
@@ -28,5 +29,12 @@ struct MemoryOutcome {
 MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
                             const AllocatorParams& params,
                             Bytes stop_above = std::numeric_limits<Bytes>::max());
+
+/// A floor under the peak allocated of `scenario`'s step that needs no lowering: at its first
+/// optimizer step the GPU holds every sharded parameter (live from the start) and the states
+/// that step creates, both in the parameters' original dtype, fp32 (core/src/lowering/
+/// lowerer.cpp). 0 when they live on the host (CPU offload). A configuration whose floor is
+/// above a budget does not fit it, so the planner settles it before lowering it.
+Bytes resident_state_floor(const Scenario& scenario);
 
 }  // namespace shardscope::sim

@@ -104,6 +104,9 @@ struct PlanResult {
   /// Found not to fit by replaying their memory (replay_memory, exactly a simulation's) without
   /// simulating their time.
   std::size_t screened_by_memory = 0;
+  /// Of those, settled before they were lowered: their parameters and optimizer states alone
+  /// are over the budget (resident_state_floor).
+  std::size_t screened_before_lowering = 0;
   /// The invalid configuration of smallest index, so that a search where none is valid can say
   /// why (the same one whatever the thread count).
   std::optional<InvalidConfig> first_invalid;
