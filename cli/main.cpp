@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
   plan->add_option("--work-limit", plan_args.work_limit,
                    "refuse, before searching, a space whose worst case (every configuration "
                    "lowered and simulated) is above this many schedule ops (default 1e11: about "
-                   "1.7 h on 2 cores)")
+                   "2.3 h on 2 cores)")
       ->type_name("OPS")
       ->check(CLI::Range(1.0, 1e18));
   plan->add_option("--json", plan_args.json_path, "write the ranking as JSON (shardscope.plan/1)")

@@ -4,6 +4,7 @@
 
 #include "shardscope/core/caching_allocator.hpp"
 #include "shardscope/core/device_memory.hpp"
+#include "shardscope/core/group_compute.hpp"
 #include "shardscope/core/param_groups.hpp"
 
 namespace shardscope::sim {
@@ -43,12 +44,32 @@ MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster
   return out;
 }
 
+namespace {
+
+Bytes saved_activation_bytes(const Scenario& scenario, const std::vector<GroupLayout>& groups) {
+  Bytes saved = 0;
+  for (const ComputePart& part : group_compute(scenario, groups).parts) saved += part.saved_bytes;
+  return saved;
+}
+
+}  // namespace
+
+Bytes saved_activation_bytes(const Scenario& scenario) {
+  return saved_activation_bytes(scenario, param_groups(scenario));
+}
+
 Bytes resident_state_floor(const Scenario& scenario) {
-  if (scenario.fsdp.cpu_offload.params) return 0;
+  const std::vector<GroupLayout> groups = param_groups(scenario);
   std::int64_t sharded = 0;
-  for (const GroupLayout& g : param_groups(scenario)) sharded += g.sharded_numel;
-  const Bytes parameters = sharded * bytes_per_element(DType::fp32);
-  return parameters * (1 + optimizer_states_per_param(scenario.training.optimizer));
+  for (const GroupLayout& g : groups) sharded += g.sharded_numel;
+  const bool on_gpu = !scenario.fsdp.cpu_offload.params;
+  const Bytes parameters = on_gpu ? sharded * bytes_per_element(DType::fp32) : 0;
+  const Bytes states = parameters * optimizer_states_per_param(scenario.training.optimizer);
+  // At the end of a forward pass every part's saved activations are live (backward frees them);
+  // from the second iteration on, beside the optimizer states the first step created.
+  const Bytes after_forward = parameters + saved_activation_bytes(scenario, groups) +
+                              (scenario.training.iterations >= 2 ? states : 0);
+  return std::max(parameters + states, after_forward);
 }
 
 }  // namespace shardscope::sim

@@ -73,8 +73,9 @@ struct Evaluated {
   std::vector<Problem> problems;  // why it is not valid
 };
 
-// Lowers and simulates configuration `index`. With `screen`, one whose resident state alone is
-// over `budget` (resident_state_floor) is settled before it is lowered, and the memory of the
+// Lowers and simulates configuration `index`. With `screen`, one whose parameters, optimizer
+// states and saved activations alone are over `budget` (resident_state_floor) is settled before
+// it is lowered, and the memory of the
 // rest is replayed first (replay_memory: exactly the simulation's): one that does not fit is
 // settled without its timing.
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
@@ -89,7 +90,7 @@ Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSp
     options.sim.record_critical_path = critical_path;
     Scenario scenario = configuration_scenario(base, file, space, index);
     if (screen && resident_state_floor(scenario) > budget) {
-      e.valid = true;  // its parameters and optimizer states alone are over the budget
+      e.valid = true;  // its resident state and saved activations alone are over the budget
       e.screened = true;
       e.unlowered = true;
       return e;
@@ -138,6 +139,9 @@ struct ComputeClass {
   std::vector<std::size_t> members;  // configuration indices, in index order
   TimeNs bound = kNoBound;
   std::int64_t ops = 0;  // estimated ops of one member's schedule (0: none of them validates)
+  // What one forward pass saves for backward (saved_activation_bytes): the compute dimensions
+  // decide it, so it is every member's. Above the budget, no member fits.
+  Bytes saved = 0;
 };
 
 // The classes of every part; members listed in index order.
@@ -165,20 +169,21 @@ std::vector<ComputeClass> compute_classes(const PlanSpace& space) {
 // Members tried for a class's representative: the first that validates stands for the class.
 constexpr std::size_t kRepresentativeTries = 64;
 
-// The estimated schedule size of the class's first member that validates. Reading a scenario is
-// cheap next to lowering it, so this sizes the work before any lowering. A schedule above
-// kMaxScheduleOps is refused before it is built: no work.
-std::int64_t class_ops(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                       const ComputeClass& cls) {
+// The estimated schedule size and saved activations of the class's first member that validates.
+// Reading a scenario is cheap next to lowering it, so this sizes the work before any lowering. A
+// schedule above kMaxScheduleOps is refused before it is built: no work.
+void size_class(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                ComputeClass& cls) {
   for (std::size_t i = 0; i < cls.members.size() && i < kRepresentativeTries; ++i) {
     try {
-      const auto ops =
-          estimated_schedule_ops(configuration_scenario(base, file, space, cls.members[i]));
-      return ops > kMaxScheduleOps ? 0 : ops;
+      const Scenario scenario = configuration_scenario(base, file, space, cls.members[i]);
+      const auto ops = estimated_schedule_ops(scenario);
+      cls.ops = ops > kMaxScheduleOps ? 0 : ops;
+      cls.saved = saved_activation_bytes(scenario);
+      return;
     } catch (const ValidationError&) {
     }
   }
-  return 0;
 }
 
 // The compute classes with their estimated schedule sizes, and the work they add up to.
@@ -189,7 +194,7 @@ std::vector<ComputeClass> sized_classes(const ConfigTree& base, const std::strin
   work.configurations = space.size();
   work.classes = classes.size();
   for (auto& cls : classes) {
-    cls.ops = class_ops(base, file, space, cls);
+    size_class(base, file, space, cls);
     work.ops += cls.ops * static_cast<std::int64_t>(1 + cls.members.size());
     work.largest_schedule = std::max(work.largest_schedule, cls.ops);
   }
@@ -363,16 +368,17 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::unordered_set<std::size_t> not_fitting;
   // The distinct predictions found so far: they bound the step time that can still rank.
   std::set<Prediction> predictions;
-  // Configurations settled by the search so far, and how many of them it simulated.
-  std::size_t searched = 0, simulated = 0;
+  // Configurations settled by the search so far, and how many of them it lowered (to replay
+  // their memory or simulate them: the work; one settled by its floor costs next to nothing).
+  std::size_t searched = 0, lowered_so_far = 0;
   // The work still ahead as the search now sees it, for an honest time left: the classes it can
   // still visit (those whose bound is within the reach of the entries found so far, a reach that
-  // only shrinks as predictions come) at the share of configurations simulated so far (the
-  // memory rules skip the rest), and the `unsettled` members of class `k`. Before any
+  // only shrinks as predictions come) at the share of configurations lowered so far (the memory
+  // rules and the floor settle the rest), and the `unsettled` members of class `k`. Before any
   // prediction, every class is ahead.
   auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
     const double share =
-        searched ? static_cast<double>(simulated) / static_cast<double>(searched) : 1.0;
+        searched ? static_cast<double>(lowered_so_far) / static_cast<double>(searched) : 1.0;
     const double reach = options.exhaustive
                              ? std::numeric_limits<double>::infinity()
                              : top_entries_reach(predictions, std::numeric_limits<TimeNs>::max(),
@@ -380,6 +386,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     double ahead = static_cast<double>(classes[k].ops) * static_cast<double>(unsettled) * share;
     for (std::size_t j = k + 1; j < classes.size(); ++j) {
       if (static_cast<double>(classes[j].bound) > reach) break;  // visited by increasing bound
+      if (classes[j].saved > options.memory_budget) continue;    // settled without lowering
       ahead += static_cast<double>(classes[j].ops) *
                static_cast<double>(classes[j].members.size()) * share;
     }
@@ -403,6 +410,16 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       progress.work_total = progress.work_done;
       report();
       break;
+    }
+    if (!options.exhaustive && cls.saved > options.memory_budget) {
+      // Its saved activations alone are over the budget: no member fits, none is lowered.
+      result.screened_by_memory += cls.members.size();
+      result.screened_before_lowering += cls.members.size();
+      not_fitting.insert(cls.members.begin(), cls.members.end());
+      // Reported with the next class's first wave; not in `searched`, whose share of lowered
+      // configurations extrapolates to classes that are lowered.
+      progress.settled += cls.members.size();
+      continue;
     }
     // Waves of increasing memory depth; each wave's skipping sees only earlier waves.
     std::map<std::size_t, std::vector<std::size_t>> waves;
@@ -437,12 +454,14 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           }
         });
       }
+      std::size_t lowered = 0;
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
         if (!e.done) {  // cancelled before it ran
           result.cancelled = true;
           continue;
         }
+        lowered += e.unlowered ? 0 : 1;
         if (e.screened) {
           ++result.screened_by_memory;
           result.screened_before_lowering += e.unlowered ? 1 : 0;
@@ -465,8 +484,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       progress.settled += members.size();
       unsettled -= members.size();
       searched += members.size();
-      simulated += to_run.size();
-      progress.work_done += cls.ops * static_cast<std::int64_t>(to_run.size());
+      lowered_so_far += lowered;
+      progress.work_done += cls.ops * static_cast<std::int64_t>(lowered);
       progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
@@ -546,8 +565,8 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   std::string out = fmt::format(
       "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
       "the step-time bound, {} skipped as above one that did not fit, {} found not to fit by "
-      "their memory alone ({} of them before lowering, by their parameters and optimizer "
-      "states)\n"
+      "their memory alone ({} of them before lowering: their parameters, optimizer states and "
+      "saved activations alone)\n"
       "memory budget {} of peak reserved per GPU\n\n",
       r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
       r.skipped_by_memory, r.screened_by_memory, r.screened_before_lowering,

@@ -30,11 +30,18 @@ MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster
                             const AllocatorParams& params,
                             Bytes stop_above = std::numeric_limits<Bytes>::max());
 
-/// A floor under the peak allocated of `scenario`'s step that needs no lowering: at its first
-/// optimizer step the GPU holds every sharded parameter (live from the start) and the states
-/// that step creates, both in the parameters' original dtype, fp32 (core/src/lowering/
-/// lowerer.cpp). 0 when they live on the host (CPU offload). A configuration whose floor is
-/// above a budget does not fit it, so the planner settles it before lowering it.
+/// What one forward pass of `scenario` saves for backward, every part of every group (the
+/// lowering allocates them in forward and frees them in backward): the compute knobs (micro-batch,
+/// checkpointing, loss, dtypes) decide it, not sharding, prefetching or offload.
+Bytes saved_activation_bytes(const Scenario& scenario);
+
+/// A floor under the peak allocated of `scenario`'s step that needs no lowering, the larger of
+/// two moments the lowering (core/src/lowering/lowerer.cpp) always reaches: the first optimizer
+/// step, when the GPU holds every sharded parameter (live from the start) and the states that
+/// step creates, both fp32; and the end of a forward pass, when it holds the sharded parameters
+/// and every part's saved activations (and, from the second iteration on, the states). Sharded
+/// state counts 0 on the host (CPU offload). A configuration whose floor is above a budget does
+/// not fit it, so the planner settles it before lowering it.
 Bytes resident_state_floor(const Scenario& scenario);
 
 }  // namespace shardscope::sim

@@ -40,11 +40,12 @@ struct PlanWork {
 };
 
 /// Where a search stands: configurations settled (simulated or skipped) and the work, in the
-/// units of PlanWork::ops. `work_done` counts what ran (the bounds' lowerings, the simulations);
-/// `work_total` is that plus the work the search now expects ahead: PlanWork::ops until the
-/// search starts, then the classes it can still visit at the share of configurations it has
-/// simulated so far, so work_done / work_total extrapolates to the time left. Equal to work_done
-/// when the search ends.
+/// units of PlanWork::ops. `work_done` counts what ran (the bounds' lowerings, and every
+/// configuration lowered to replay its memory or simulate it; one settled by its floor before
+/// lowering counts nothing); `work_total` is that plus the work the search now expects ahead:
+/// PlanWork::ops until the search starts, then the classes it can still visit at the share of
+/// configurations it has lowered so far, so work_done / work_total extrapolates to the time left.
+/// Equal to work_done when the search ends.
 struct PlanProgress {
   std::size_t settled = 0;
   std::size_t configurations = 0;
@@ -104,8 +105,8 @@ struct PlanResult {
   /// Found not to fit by replaying their memory (replay_memory, exactly a simulation's) without
   /// simulating their time.
   std::size_t screened_by_memory = 0;
-  /// Of those, settled before they were lowered: their parameters and optimizer states alone
-  /// are over the budget (resident_state_floor).
+  /// Of those, settled before they were lowered: their parameters, optimizer states and saved
+  /// activations alone are over the budget (resident_state_floor).
   std::size_t screened_before_lowering = 0;
   /// The invalid configuration of smallest index, so that a search where none is valid can say
   /// why (the same one whatever the thread count).
