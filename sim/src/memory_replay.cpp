@@ -46,7 +46,9 @@ MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster
 
 namespace {
 
-Bytes saved_activation_bytes(const Scenario& scenario, const std::vector<GroupLayout>& groups) {
+// Named apart from the public overload: the CI's unity build joins this file's anonymous
+// namespace with planner.cpp's, where the name would hide saved_activation_bytes(scenario).
+Bytes saved_bytes_of(const Scenario& scenario, const std::vector<GroupLayout>& groups) {
   Bytes saved = 0;
   for (const ComputePart& part : group_compute(scenario, groups).parts) saved += part.saved_bytes;
   return saved;
@@ -55,7 +57,7 @@ Bytes saved_activation_bytes(const Scenario& scenario, const std::vector<GroupLa
 }  // namespace
 
 Bytes saved_activation_bytes(const Scenario& scenario) {
-  return saved_activation_bytes(scenario, param_groups(scenario));
+  return saved_bytes_of(scenario, param_groups(scenario));
 }
 
 Bytes resident_state_floor(const Scenario& scenario) {
@@ -67,7 +69,7 @@ Bytes resident_state_floor(const Scenario& scenario) {
   const Bytes states = parameters * optimizer_states_per_param(scenario.training.optimizer);
   // At the end of a forward pass every part's saved activations are live (backward frees them);
   // from the second iteration on, beside the optimizer states the first step created.
-  const Bytes after_forward = parameters + saved_activation_bytes(scenario, groups) +
+  const Bytes after_forward = parameters + saved_bytes_of(scenario, groups) +
                               (scenario.training.iterations >= 2 ? states : 0);
   return std::max(parameters + states, after_forward);
 }
