@@ -17,6 +17,15 @@ double reach_of(const PlanMember& leader, const EntryTolerance& t) {
   return static_cast<double>(leader.step_time) * (1.0 + t.time);
 }
 
+// Whether member `m` of the entry led by `fastest` is a better choice for it than `chosen`: a
+// tuning of `fastest`'s strategy more than the memory tolerance leaner than it, and leaner than
+// `chosen`. The one rule behind entry_choice and the choice a Formation keeps as members come.
+bool better_choice(const PlanMember& fastest, const PlanMember& chosen, const PlanMember& m,
+                   const EntryTolerance& t) {
+  return m.strategy == fastest.strategy && m.peak_reserved < fastest.peak_reserved - t.memory &&
+         m.peak_reserved < chosen.peak_reserved;
+}
+
 // The entries as they form, one configuration at a time in ranking order: each entry's fastest
 // and the member it stands for so far (entry_choice of its members so far), and the leanest
 // ranked configuration (in any entry) of each strategy.
@@ -43,10 +52,7 @@ class Formation {
   }
 
   void join(std::size_t e, const PlanMember& m) {
-    if (m.strategy == fastest_[e].strategy &&
-        m.peak_reserved < fastest_[e].peak_reserved - t_.memory &&
-        m.peak_reserved < chosen_[e].peak_reserved)
-      chosen_[e] = m;  // as entry_choice picks
+    if (better_choice(fastest_[e], chosen_[e], m, t_)) chosen_[e] = m;
     rank(m);
   }
   void lead(const PlanMember& m) {
@@ -104,9 +110,7 @@ const PlanMember& entry_choice(const std::vector<PlanMember>& members, const Ent
   const PlanMember& fastest = members.front();
   const PlanMember* chosen = &fastest;
   for (const PlanMember& m : members)
-    if (m.strategy == fastest.strategy && m.peak_reserved < fastest.peak_reserved - t.memory &&
-        m.peak_reserved < chosen->peak_reserved)
-      chosen = &m;
+    if (better_choice(fastest, *chosen, m, t)) chosen = &m;
   return *chosen;
 }
 

@@ -75,9 +75,8 @@ struct Evaluated {
 
 // Lowers and simulates configuration `index`. With `screen`, one whose parameters, optimizer
 // states and saved activations alone are over `budget` (resident_state_floor) is settled before
-// it is lowered, and the memory of the
-// rest is replayed first (replay_memory: exactly the simulation's): one that does not fit is
-// settled without its timing.
+// it is lowered, and the memory of the rest is replayed first (replay_memory: exactly the
+// simulation's): one that does not fit is settled without its timing.
 Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                    std::size_t index, Bytes budget, bool critical_path, bool screen) {
   Evaluated e;
@@ -241,7 +240,6 @@ bool above_one_that_did_not_fit(const PlanSpace& space, const PlanConfig& c,
   return false;
 }
 
-// Faster first; at equal step time the one that reserves less; then the space's order.
 // "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
 // prediction) take in each dimension where they differ.
 std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_t>& members) {
