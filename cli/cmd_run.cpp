@@ -21,32 +21,6 @@ extern "C" void on_stop(int) {
   g_stop.store(true);
 }
 
-std::map<int, double> parse_slow_ranks(const std::vector<std::string>& items) {
-  std::map<int, double> out;
-  std::vector<Problem> problems;
-  for (const auto& item : items) {
-    const auto colon = item.find(':');
-    int rank = -1;
-    double factor = 0;
-    bool ok = colon != std::string::npos;
-    if (ok) {
-      const auto [r_end, r_ec] = std::from_chars(item.data(), item.data() + colon, rank);
-      const auto [f_end, f_ec] =
-          std::from_chars(item.data() + colon + 1, item.data() + item.size(), factor);
-      ok = r_ec == std::errc() && r_end == item.data() + colon && f_ec == std::errc() &&
-           f_end == item.data() + item.size() && rank >= 0 && factor > 0 && factor <= 100;
-    }
-    if (!ok) {
-      problems.push_back({"--slow-rank", item, "is not RANK:FACTOR",
-                          "e.g. 3:1.5 (rank 3 runs every op 1.5× as long; factor in (0, 100])"});
-      continue;
-    }
-    out[rank] = factor;
-  }
-  throw_if_any(std::move(problems));
-  return out;
-}
-
 void check_args(const RunArgs& args, const Schedule& schedule, const std::map<int, double>& slow) {
   std::vector<Problem> problems;
   for (const auto& [rank, factor] : slow) {

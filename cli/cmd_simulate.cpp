@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "shardscope/core/timeline.hpp"
 #include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/rank_simulation.hpp"
 #include "shardscope/traces/chrome_trace.hpp"
 
 namespace shardscope::cli {
@@ -54,13 +55,78 @@ void check_run_outputs(const ScenarioArgs& input, const RunOutputs& outputs) {
                         {"--trace", outputs.trace_path}});
 }
 
+namespace {
+
+std::string waits_text(const sim::RankClass& c) {
+  if (c.waited_total == 0) return "none";
+  std::string out;
+  for (const auto& [kind, t] : c.waited)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", kind, format_duration(t));
+  return out;
+}
+
+// Every rank replayed with its own GPU speed: the classes, what each waited for, the straggler.
+void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
+  fmt::print(
+      "\nevery rank replayed ({} ranks in {} classes; {} replays until no collective moved)\n",
+      r.world_size, r.classes.size(), r.replays);
+  fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n", "ranks", "GPU time", "step time",
+             "lost waiting", "last to be ready", "collectives held for other ranks (sum)");
+  for (const auto& c : r.classes) {
+    fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n",
+               fmt::format("{} ({})", sim::rank_ranges(c.ranks), c.ranks.size()),
+               fmt::format("× {:.2f}", c.gpu_time_factor), format_duration(c.step_time),
+               format_duration(std::max<TimeNs>(0, c.step_time - c.alone_step_time)),
+               fmt::format("{} of {}", c.arrived_last, c.collectives), waits_text(c));
+  }
+  fmt::print("  {:<24}{} ({:+.1f} % against every rank as modelled, {})\n", "job step time",
+             format_duration(r.step_time),
+             100.0 * (static_cast<double>(r.step_time) / static_cast<double>(symmetric) - 1.0),
+             format_duration(symmetric));
+  const auto& s = r.classes[r.straggler];
+  if (r.classes.size() > 1 && s.arrived_last > 0) {
+    fmt::print(
+        "  {:<24}ranks {} (GPU time × {:.2f}): the last to be ready at {} of {} collectives\n",
+        "straggler", sim::rank_ranges(s.ranks), s.gpu_time_factor, s.arrived_last, s.collectives);
+  }
+}
+
+}  // namespace
+
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
+  const bool per_rank = !args.slow_ranks.empty() || !args.slow_nodes.empty();
+  if (per_rank) slow_ranks_of(args.slow_ranks, args.slow_nodes, 1 << 30, 1);  // their syntax
   const auto run = simulate_input(args.scenario);
+  sim::RankVariation variation;
+  if (per_rank) {  // ranks and nodes in this world, before anything is printed
+    variation.gpu_time_factor =
+        slow_ranks_of(args.slow_ranks, args.slow_nodes, run.schedule.world_size,
+                      run.scenario.cluster.gpus_per_node);
+  }
   fmt::print("{}", analysis::summary_table(run.summary));
   if (const auto& profile = run.scenario.cluster.gpu.device_profile)
     print_profile_coverage(run.schedule, *profile);
-  write_run_outputs(args.outputs, run.summary, run.timeline());
+  if (per_rank) {
+    const auto ranks = sim::simulate_ranks(run.scenario, run.schedule, variation);
+    print_ranks(ranks, run.summary.step_time);
+    // --json and --timeline are the straggler's (the rank the job waits for); --trace has every
+    // class, each as the process of its lowest rank.
+    std::vector<Timeline> lanes;
+    const auto add_lane = [&](const sim::RankClass& c) {
+      lanes.push_back(c.result.timeline);
+      lanes.back().provenance = run.timeline().provenance;  // the same job, another rank
+      lanes.back().provenance.rank = c.ranks.front();
+      lanes.back().memory_tight_margin = run.timeline().memory_tight_margin;
+    };
+    add_lane(ranks.classes[ranks.straggler]);
+    for (std::size_t c = 0; c < ranks.classes.size(); ++c)
+      if (c != ranks.straggler) add_lane(ranks.classes[c]);
+    write_run_outputs(args.outputs, analysis::summarize(lanes.front()), lanes.front(),
+                      std::span<const Timeline>(lanes).subspan(1));
+  } else {
+    write_run_outputs(args.outputs, run.summary, run.timeline());
+  }
   if (run.summary.fit == analysis::Fit::does_not_fit) {
     fmt::print(stderr, "does not fit: {}\n",
                run.summary.out_of_memory.empty() ? "peak reserved memory exceeds the GPU"

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,7 +64,17 @@ struct RunOutputs {
 struct SimulateArgs {
   ScenarioArgs scenario;
   RunOutputs outputs;
+  std::vector<std::string> slow_ranks;  // --slow-rank RANK:FACTOR: every rank replayed
+  std::vector<std::string> slow_nodes;  // --slow-node NODE:FACTOR
 };
+
+/// --slow-rank's RANK:FACTOR items (exit 2 naming every malformed one).
+std::map<int, double> parse_slow_ranks(const std::vector<std::string>& items);
+/// --slow-rank and --slow-node together, as rank → GPU time factor (a rank named alone wins over
+/// its node); ranks and nodes outside the world are errors.
+std::map<int, double> slow_ranks_of(const std::vector<std::string>& ranks,
+                                    const std::vector<std::string>& nodes, int world_size,
+                                    int gpus_per_node);
 
 struct LowerArgs {
   ScenarioArgs scenario;

@@ -180,6 +180,16 @@ int main(int argc, char** argv) {
   add_calibration_arg(simulate, sim_args.scenario);
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/3)");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
+  simulate
+      ->add_option("--slow-rank", sim_args.slow_ranks,
+                   "RANK:FACTOR, that rank's GPU ops take FACTOR× as long; every rank is then "
+                   "replayed and collectives wait for the last (repeatable)")
+      ->type_name("R:F");
+  simulate
+      ->add_option("--slow-node", sim_args.slow_nodes,
+                   "NODE:FACTOR, every GPU of that node (cluster.gpus_per_node ranks) slow so "
+                   "(repeatable)")
+      ->type_name("N:F");
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");

@@ -104,6 +104,10 @@ class Engine {
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       cost_.push_back(cache.cost(costs_, s_, op));
+      if (options_.gpu_time_factor != 1.0 && cost_.back().resource == Resource::gpu) {
+        cost_.back().duration = static_cast<TimeNs>(
+            std::llround(static_cast<double>(cost_.back().duration) * options_.gpu_time_factor));
+      }
       op_on_cpu_[i] = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
       if (!op_on_cpu_[i]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
       if (op.comm != kNone) ++comm_ops_start_[static_cast<std::size_t>(op.comm) + 1];
@@ -137,6 +141,10 @@ class Engine {
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
     last_on_comm_.assign(comms, kNone);
+    if (!options_.not_before.empty() && options_.not_before.size() != n_)
+      throw Error(
+          fmt::format("simulation: {} earliest starts for {} ops", options_.not_before.size(), n_));
+    ready_seen_.assign(options_.not_before.empty() ? 0 : n_, 0);
   }
 
   SimulationResult run() {
@@ -188,6 +196,7 @@ class Engine {
   // its issue overhead.
   void run_on_cpu(std::size_t i) {
     const TimeNs work = std::max(cost_[i].duration, TimeNs{0});
+    rec_[i].ready = now_;
     rec_[i].start = now_;
     if (options_.record_critical_path) attribute_cpu_start(i);
     cpu_free_ = now_ + work + cost_[i].cpu;
@@ -283,14 +292,32 @@ class Engine {
         if (!deps_done(static_cast<std::size_t>(id))) break;
         if (op.comm != kNone && comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]] != id)
           break;
+        if (held_for_peers(id, st)) break;
         ++head;
         start(id, st);
       }
     }
   }
 
+  // An op this rank could start now that another rank is not ready for (SimOptions::not_before):
+  // its readiness is recorded once and its stream looked at again when the wait ends.
+  bool held_for_peers(OpId id, std::size_t stream) {
+    if (options_.not_before.empty()) return false;
+    const auto i = static_cast<std::size_t>(id);
+    if (options_.not_before[i] <= now_) return false;
+    if (!ready_seen_[i]) {  // the first look: one wake-up at the wait's end
+      ready_seen_[i] = 1;
+      rec_[i].ready = now_;
+      held_.push_back({options_.not_before[i], static_cast<StreamId>(stream)});
+      std::push_heap(held_.begin(), held_.end(), later_first);
+    }
+    return true;
+  }
+
   void start(OpId id, std::size_t stream) {
-    rec_[static_cast<std::size_t>(id)].start = now_;
+    auto& rec = rec_[static_cast<std::size_t>(id)];
+    if (ready_seen_.empty() || !ready_seen_[static_cast<std::size_t>(id)]) rec.ready = now_;
+    rec.start = now_;
     if (options_.record_critical_path) attribute_start(id, stream);
     running_[stream] = id;
     const auto& c = cost_[static_cast<std::size_t>(id)];
@@ -321,6 +348,11 @@ class Engine {
     for (OpId d : op.deps) consider(d, Binding::dependency);
     if (op.comm != kNone)
       consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
+    if (!options_.not_before.empty() &&
+        options_.not_before[static_cast<std::size_t>(id)] > latest) {
+      why = Binding::peers;  // another rank set its start: the path leaves this rank here
+      pred = kNone;
+    }
     attribute(id, why, pred);
   }
 
@@ -409,6 +441,7 @@ class Engine {
   TimeNs next_event() {
     if (rates_dirty_) update_rates();
     TimeNs next = next_finish_;
+    if (!held_.empty()) next = std::min(next, held_.front().until);
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
     const bool blocked = next_issue_ < n_ && op_on_cpu_[next_issue_] && !deps_done(next_issue_);
     if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
@@ -417,7 +450,12 @@ class Engine {
 
   void advance(TimeNs t) {
     now_ = t;
-    if (t < next_finish_) return;  // a CPU issue: nothing finishes
+    while (!held_.empty() && held_.front().until <= t) {  // a wait for the other ranks ended
+      mark_stream(static_cast<std::size_t>(held_.front().stream));
+      std::pop_heap(held_.begin(), held_.end(), later_first);
+      held_.pop_back();
+    }
+    if (t < next_finish_) return;  // a CPU issue or a wait's end: nothing finishes
     auto& finished = finished_;    // reused: one event per op would otherwise allocate each time
     finished.clear();
     for (const auto& a : active_) {
@@ -524,6 +562,13 @@ class Engine {
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<OpId> finished_;
+  struct Held {
+    TimeNs until;
+    StreamId stream;
+  };
+  static bool later_first(const Held& a, const Held& b) { return a.until > b.until; }
+  std::vector<Held> held_;        // a min-heap: streams whose head waits for the other ranks
+  std::vector<char> ready_seen_;  // by op, with not_before: its readiness is recorded
   MemoryLedger ledger_;
   bool rates_dirty_ = true;
   TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)

@@ -69,6 +69,13 @@ for key in step_time_s tokens_per_s_per_gpu mfu phase_time_s peak_memory allocat
   if grep -q "\"$key\"" "$tmpdir/s.json"; then passed=$((passed + 1)); else echo "FAIL summary lacks $key"; failed=$((failed + 1)); fi
 done
 if grep -q '"schema": "shardscope.timeline/3"' "$tmpdir/t.json" && grep -q '"traceEvents"' "$tmpdir/trace.json"; then echo "ok   simulate-files"; passed=$((passed + 1)); else echo "FAIL simulate-files"; failed=$((failed + 1)); fi
+# Every rank replayed with one node slow: the straggler named, the others' lost time shown; the
+# trace holds a process per class of ranks; bad ranks and nodes refused before anything prints.
+expect simulate-slow-node 0 '^  straggler +ranks 8-15 \(GPU time × 1.20\): the last to be ready at [0-9]+ of [0-9]+ collectives' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2 --trace "$tmpdir/ranks.json"
+expect simulate-slow-node-classes 0 '^  0-7 \(8\) +× 1.00 +[0-9.]+ s +[0-9.]+ ms +0 of [0-9]+ +all_gather' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2
+expect simulate-slow-rank-outside 2 '--slow-rank: 8:1.1: rank 8 is not in the world \(0..7\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --slow-rank 8:1.1
+expect simulate-slow-node-malformed 2 '--slow-node: 1:fast: is not NODE:FACTOR' -- simulate "$examples/llama3-8b-h100x8.yaml" --slow-node 1:fast
+if grep -q 'step time' "$out"; then echo "FAIL simulate-slow-node-malformed-prints-nothing"; failed=$((failed + 1)); else echo "ok   simulate-slow-node-malformed-prints-nothing"; passed=$((passed + 1)); fi
 expect simulate-bad-model 2 "unknown model preset 'llama9'" -- simulate "$examples/llama3-8b-h100x8.yaml" --model llama9
 expect simulate-unwritable 2 'cannot open for writing' -- simulate "$examples/fsdp2-overlap-oracle.yaml" --trace "$tmpdir/no/such/dir.json"
 expect sweep-table 0 '4 configurations, [0-9]+ fit' -- sweep "$examples/llama3-8b-h100x8.yaml" --grid fsdp.reshard_after_forward=true,false --grid training.micro_batch=1,2 --csv "$tmpdir/s.csv" --threads 2

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/core/communicator_layout.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/schedule.hpp"
 
@@ -31,18 +32,6 @@ class CollectiveError : public Error {
  public:
   using Error::Error;
 };
-
-/// Which communicator instance a rank belongs to and its position in it. Communicators smaller
-/// than the world are contiguous blocks of ranks (FSDP's shard groups), except "replicate", whose
-/// members are strided across the shard groups (HSDP: rank r replicates with r ± shard size).
-struct Membership {
-  int instance = 0;
-  int position = 0;
-  int size = 1;
-};
-Membership membership(const Communicator& comm, int world_size, int rank);
-/// The inverse: the rank at `position` of `instance`.
-int rank_at(const Communicator& comm, int world_size, int instance, int position);
 
 struct HostWorldLayout {
   int world_size = 1;

@@ -30,13 +30,21 @@ struct SimOptions {
   bool record_memory_samples = true;  // off in sweeps: peaks are still tracked
   bool record_critical_path =
       true;  // off in sweeps: what bound each op's start (OpRecord::binding, predecessor)
+  // This rank's GPU: every op on the GPU resource takes this many times its modelled time (a
+  // straggler's clock, power or thermal limit). Collectives and host copies run at the links'.
+  double gpu_time_factor = 1.0;
+  // By op id, or empty: the earliest an op may start, whatever else allows it. The per-rank replay
+  // (rank_simulation.hpp) holds each collective until the last rank of its communicator is ready.
+  std::vector<TimeNs> not_before;
 };
 
-/// Why an op started when it did (its critical predecessor).
-enum class Binding { issue, stream, dependency, communicator };
+/// Why an op started when it did (its critical predecessor). `peers`: it waited for another
+/// rank (SimOptions::not_before); the critical path goes on on that rank.
+enum class Binding { issue, stream, dependency, communicator, peers };
 
 struct OpRecord {
   TimeNs issue = 0;
+  TimeNs ready = 0;  // when this rank alone would have started it (≤ start; < start: waited)
   TimeNs start = 0;
   TimeNs end = 0;
   Binding binding = Binding::issue;

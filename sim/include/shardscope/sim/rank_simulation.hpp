@@ -1,0 +1,67 @@
+#pragma once
+// sim::simulate_ranks: every rank of the world replayed, each with its own GPU speed, and every
+// collective held until the last rank of its communicator instance is ready for it.
+//
+// Ranks that cannot differ are one class, replayed once: ranks start in a class per GPU time
+// factor, and a class splits while its ranks' communicator instances hold different mixes of
+// classes (a refinement to a fixed point). A symmetric world is one class and costs one replay.
+//
+// The classes are replayed together by a fixed-point iteration: each replay holds each collective
+// (SimOptions::not_before) until the latest `ready` of the classes in its instance in the replay
+// before; it repeats until no collective's start moves. A hold only delays, so the starts only
+// grow, and they are bounded by the slowest class's chain of waits: the iteration ends.
+//
+// What it models: a rank's GPU running slower (SimOptions::gpu_time_factor: clock, power,
+// thermals), every collective waiting for its slowest participant. What it does not (yet): CPU
+// issue jitter, slow links, a collective's time set by its slowest link (each class prices its
+// collectives as the symmetric model does).
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shardscope/core/scenario.hpp"
+#include "shardscope/core/schedule.hpp"
+#include "shardscope/sim/engine.hpp"
+
+namespace shardscope::sim {
+
+/// What makes the ranks of one job differ.
+struct RankVariation {
+  std::map<int, double> gpu_time_factor;  // rank → its GPU ops take this × their time (1: none)
+};
+
+/// Ranks identical in speed and in whom they wait for, replayed once.
+struct RankClass {
+  std::vector<int> ranks;  // ascending
+  double gpu_time_factor = 1.0;
+  SimulationResult result;  // its replay: OpRecord::ready < start where it waited for other ranks
+  TimeNs step_time = 0;     // its last iteration (analysis::Summary::step_time)
+  TimeNs alone_step_time = 0;  // the same replayed with nobody to wait for (the first replay)
+  // The last iteration: how long its collectives were held for other ranks, by op kind name,
+  // summed over collectives (what a profiler shows as NCCL kernels waiting for their peers). The
+  // lags of consecutive collectives overlap, so this is not the time lost: that is
+  // step_time − alone_step_time.
+  std::map<std::string, TimeNs> waited;
+  TimeNs waited_total = 0;
+  int collectives = 0;   // collectives of the last iteration
+  int arrived_last = 0;  // of them, those it was the last class of its instance to be ready for
+};
+
+struct RankSimulation {
+  int world_size = 1;
+  std::vector<RankClass> classes;  // by their lowest rank
+  int replays = 0;            // rounds of the fixed-point iteration, each replaying all classes
+  TimeNs step_time = 0;       // the job's: the slowest class's
+  std::size_t straggler = 0;  // the class the others waited for most often (arrived_last)
+};
+
+/// Every rank of `schedule` on `scenario`'s hardware. Throws Error for a factor outside (0, 100]
+/// or a rank outside the world.
+RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule,
+                              const RankVariation& variation, const SimOptions& options = {});
+
+/// "0-7, 16, 18-23": ranks as ranges.
+std::string rank_ranges(const std::vector<int>& ranks);
+
+}  // namespace shardscope::sim
