@@ -11,7 +11,7 @@ namespace {
 
 constexpr TimeNs kMs = kNsPerMs;
 
-Scenario cluster() {
+Scenario two_nodes() {
   return scenario_from_text(
       "model: {preset: tiny}\ncluster: {preset: h100-sxm-80gb, nodes: 2, "
       "cpu: {launch_overhead: 0ns, fsdp_hook_overhead: 0ns}}\n");
@@ -44,7 +44,7 @@ Schedule chain(int world, std::vector<Communicator> comms, TimeNs compute, TimeN
 }
 
 TEST(Engine, AnOpHeldForOtherRanksStartsAtTheHoldAndRecordsWhenItWasReady) {
-  const Scenario sc = cluster();
+  const Scenario sc = two_nodes();
   const CostModel costs(sc);
   const Schedule s = chain(8, {{"shard", 8, 1}}, 10 * kMs, 2 * kMs);
   SimOptions o;
@@ -62,7 +62,7 @@ TEST(Engine, AnOpHeldForOtherRanksStartsAtTheHoldAndRecordsWhenItWasReady) {
 }
 
 TEST(Engine, ASlowGpuStretchesItsGpuOpsAndNotItsCollectives) {
-  const Scenario sc = cluster();
+  const Scenario sc = two_nodes();
   const CostModel costs(sc);
   SimOptions o;
   o.gpu_time_factor = 1.5;
@@ -73,7 +73,7 @@ TEST(Engine, ASlowGpuStretchesItsGpuOpsAndNotItsCollectives) {
 }
 
 TEST(RankSimulation, EveryRankWaitsAtTheCollectiveForTheSlowOne) {
-  const Scenario sc = cluster();
+  const Scenario sc = two_nodes();
   const Schedule s = chain(8, {{"shard", 8, 1}}, 10 * kMs, 2 * kMs);
   const RankSimulation r = simulate_ranks(sc, s, {{{3, 1.5}}});
   ASSERT_EQ(r.classes.size(), 2U);
@@ -97,7 +97,7 @@ TEST(RankSimulation, EveryRankWaitsAtTheCollectiveForTheSlowOne) {
 TEST(RankSimulation, HsdpFoldsRanksByWhomTheyWaitFor) {
   // 2 replicas × 8: rank 3's shard group waits for it at every all-gather, rank 11 (its replica
   // peer) at the all-reduce; ranks 8-10 and 12-15 wait for it through rank 11 only.
-  const Scenario sc = cluster();
+  const Scenario sc = two_nodes();
   Schedule s = chain(16, {{"shard", 8, 1}, {"replicate", 2, 2}}, 10 * kMs, 2 * kMs, 1);
   const RankSimulation r = simulate_ranks(sc, s, {{{3, 1.2}}});
   ASSERT_EQ(r.classes.size(), 4U);
@@ -146,7 +146,7 @@ TEST(RankSimulation, OneSlowGpuSetsTheJobsStepAndTheOthersWaitForIt) {
 }
 
 TEST(RankSimulation, ARankOutsideTheWorldOrABadFactorIsAnError) {
-  const Scenario sc = cluster();
+  const Scenario sc = two_nodes();
   const Schedule s = chain(8, {{"shard", 8, 1}}, 10 * kMs, 2 * kMs);
   EXPECT_THROW(simulate_ranks(sc, s, {{{8, 1.1}}}), Error);
   EXPECT_THROW(simulate_ranks(sc, s, {{{1, 0.0}}}), Error);
