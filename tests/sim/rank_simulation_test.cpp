@@ -27,13 +27,14 @@ Schedule chain(int world, std::vector<Communicator> comms, TimeNs compute, TimeN
                {"compute", StreamKind::compute},
                {"comm", StreamKind::communication}};
   s.communicators = std::move(comms);
-  const auto add = [&](OpKind kind, StreamId stream, CommId c, TimeNs t, std::vector<OpId> deps) {
+  const auto add = [&](OpKind kind, StreamId stream, CommId c, TimeNs t,
+                       const std::vector<OpId>& deps) {
     Op op;
     op.kind = kind;
     op.stream = stream;
     op.comm = c;
     op.fixed_time = t;
-    op.deps = std::move(deps);
+    op.deps = deps;
     s.ops.push_back(op);
     return static_cast<OpId>(s.ops.size() - 1);
   };
