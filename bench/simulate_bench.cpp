@@ -7,6 +7,7 @@
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/engine.hpp"
 #include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/rank_simulation.hpp"
 #include "shardscope/sim/sweep.hpp"
 
 namespace {
@@ -43,6 +44,28 @@ void BM_LowerAndSimulate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sim::simulate_scenario(s, options));
 }
 BENCHMARK(BM_LowerAndSimulate)->Unit(benchmark::kMicrosecond);
+
+// Every rank replayed (#36's goal: ≤ 10 s on 2 cores): Llama 3.1 70B on 128 × 8 H100s (FSDP2
+// FULL_SHARD, the default scenario's settings), 10 iterations, node 5's GPUs 10 % slow.
+void BM_SimulateRanksOneSlowNode(benchmark::State& state) {
+  const auto s = load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+                               {"model.preset=llama3.1-70b", "cluster.nodes=128",
+                                "training.micro_batch=1", "training.iterations=10"});
+  const auto schedule = lower(s);
+  sim::RankVariation slow_node;
+  for (int rank = 40; rank < 48; ++rank) slow_node.gpu_time_factor[rank] = 1.1;
+  sim::SimOptions options;
+  options.record_memory_samples = false;
+  std::size_t classes = 0;
+  for (auto _ : state) {
+    const auto r = sim::simulate_ranks(s, schedule, slow_node, options);
+    classes = r.classes.size();
+  }
+  state.counters["ranks"] = static_cast<double>(schedule.world_size);
+  state.counters["classes"] = static_cast<double>(classes);
+  state.counters["ops"] = static_cast<double>(schedule.ops.size());
+}
+BENCHMARK(BM_SimulateRanksOneSlowNode)->Unit(benchmark::kMillisecond);
 
 // Configurations per second of a sweep over the default scenario (8B on 8 H100), on all cores.
 void BM_Sweep(benchmark::State& state) {

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
 
 #include "commands.hpp"
 #include "shardscope/exec/host_job.hpp"
 #include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/rank_simulation.hpp"
 
 namespace shardscope::cli {
 namespace {
@@ -203,6 +203,16 @@ int run_run(const RunArgs& args) {
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);
+  if (!slow.empty() || args.jitter > 0) {  // the same variation simulated: every rank replayed
+    sim::RankVariation variation{slow, args.jitter, args.seed};
+    const TimeNs predicted =
+        sim::simulate_ranks(planned.scenario, planned.schedule, variation).step_time;
+    fmt::print(
+        "  {:<28}{} measured, {} simulated with the same slow ranks and jitter ({:+.2f} %)\n",
+        "against every rank replayed", format_duration(measured.step_time),
+        format_duration(predicted),
+        100.0 * (static_cast<double>(measured.step_time) / static_cast<double>(predicted) - 1.0));
+  }
   write_run_outputs(args.outputs, measured, result.timeline, result.other_ranks);
   return kExitOk;
 }

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "shardscope/core/timeline.hpp"
 #include "shardscope/sim/pipeline.hpp"
@@ -67,22 +69,42 @@ std::string waits_text(const sim::RankClass& c) {
 
 // Every rank replayed with its own GPU speed: the classes, what each waited for, the straggler.
 void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
-  fmt::print(
-      "\nevery rank replayed ({} ranks in {} classes; {} replays until no collective moved)\n",
-      r.world_size, r.classes.size(), r.replays);
+  fmt::print("\nevery rank replayed ({} ranks in {} classes, each replayed once on one clock)\n",
+             r.world_size, r.classes.size());
   fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n", "ranks", "GPU time", "step time",
              "lost waiting", "last to be ready", "collectives held for other ranks (sum)");
-  for (const auto& c : r.classes) {
+  // Many classes (jitter makes every rank one): the straggler first, then those last to be ready
+  // most often, up to kRows.
+  constexpr std::size_t kRows = 8;
+  std::vector<std::size_t> order(r.classes.size());
+  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+  if (order.size() > kRows) {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return r.classes[a].arrived_last > r.classes[b].arrived_last;
+    });
+    order.resize(kRows);
+  }
+  for (std::size_t index : order) {
+    const auto& c = r.classes[index];
     fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n",
                fmt::format("{} ({})", sim::rank_ranges(c.ranks), c.ranks.size()),
                fmt::format("× {:.2f}", c.gpu_time_factor), format_duration(c.step_time),
                format_duration(std::max<TimeNs>(0, c.step_time - c.alone_step_time)),
                fmt::format("{} of {}", c.arrived_last, c.collectives), waits_text(c));
   }
+  if (r.classes.size() > order.size())
+    fmt::print("  {:<24}(and {} more classes)\n", "", r.classes.size() - order.size());
   fmt::print("  {:<24}{} ({:+.1f} % against every rank as modelled, {})\n", "job step time",
              format_duration(r.step_time),
              100.0 * (static_cast<double>(r.step_time) / static_cast<double>(symmetric) - 1.0),
              format_duration(symmetric));
+  if (r.iteration_times.size() > 1) {
+    const auto& t = r.iteration_times;
+    fmt::print("  {:<24}p50 {}, p95 {}, p99 {}, max {} (over {} iterations after the first)\n",
+               "step time distribution", format_duration(sim::percentile(t, 50)),
+               format_duration(sim::percentile(t, 95)), format_duration(sim::percentile(t, 99)),
+               format_duration(sim::percentile(t, 100)), t.size());
+  }
   const auto& s = r.classes[r.straggler];
   if (r.classes.size() > 1 && s.arrived_last > 0) {
     fmt::print(
@@ -95,7 +117,7 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
 
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
-  const bool per_rank = !args.slow_ranks.empty() || !args.slow_nodes.empty();
+  const bool per_rank = !args.slow_ranks.empty() || !args.slow_nodes.empty() || args.jitter > 0;
   if (per_rank) slow_ranks_of(args.slow_ranks, args.slow_nodes, 1 << 30, 1);  // their syntax
   const auto run = simulate_input(args.scenario);
   sim::RankVariation variation;
@@ -103,6 +125,8 @@ int run_simulate(const SimulateArgs& args) {
     variation.gpu_time_factor =
         slow_ranks_of(args.slow_ranks, args.slow_nodes, run.schedule.world_size,
                       run.scenario.cluster.gpus_per_node);
+    variation.jitter = args.jitter;
+    variation.seed = args.seed;
   }
   fmt::print("{}", analysis::summary_table(run.summary));
   if (const auto& profile = run.scenario.cluster.gpu.device_profile)

@@ -66,6 +66,8 @@ struct SimulateArgs {
   RunOutputs outputs;
   std::vector<std::string> slow_ranks;  // --slow-rank RANK:FACTOR: every rank replayed
   std::vector<std::string> slow_nodes;  // --slow-node NODE:FACTOR
+  double jitter = 0.0;                  // --jitter: every GPU op's relative σ, per rank
+  std::uint64_t seed = 1;               // --seed: jitter's draws
 };
 
 /// --slow-rank's RANK:FACTOR items (exit 2 naming every malformed one).

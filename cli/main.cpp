@@ -190,6 +190,14 @@ int main(int argc, char** argv) {
                    "NODE:FACTOR, every GPU of that node (cluster.gpus_per_node ranks) slow so "
                    "(repeatable)")
       ->type_name("N:F");
+  simulate
+      ->add_option("--jitter", sim_args.jitter,
+                   "each GPU op of each rank takes max(0, 1 + S·N(0,1))× its time (0.05 = 5 %); "
+                   "every rank is then replayed on its own, and the step time is given as "
+                   "percentiles over training.iterations")
+      ->type_name("S")
+      ->check(within(0.0, 1.0));
+  simulate->add_option("--seed", sim_args.seed, "jitter's random seed")->capture_default_str();
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
@@ -306,11 +314,13 @@ int main(int argc, char** argv) {
   run->add_option("--time-scale", run_args.time_scale,
                   "host backend: stretch every duration by this (recorded times are divided back)")
       ->check(within(0.01, 1000.0));
-  run->add_option("--jitter", run_args.jitter,
-                  "host backend: relative standard deviation of every op's duration (0.05 = 5 %)")
+  run->add_option(
+         "--jitter", run_args.jitter,
+         "host backend: relative standard deviation of every GPU op's duration (0.05 = 5 %)")
       ->check(within(0.0, 1.0));
-  run->add_option("--slow-rank", run_args.slow_ranks,
-                  "host backend: RANK:FACTOR, that rank's ops take FACTOR× as long (repeatable)")
+  run->add_option(
+         "--slow-rank", run_args.slow_ranks,
+         "host backend: RANK:FACTOR, that rank's GPU ops take FACTOR× as long (repeatable)")
       ->type_name("R:F");
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds any wait or collective may take before the run fails naming the op")

@@ -66,7 +66,14 @@ void HostBackend::begin(const Schedule& schedule) {
     costs_.push_back(options_.cost(static_cast<OpId>(i), op));
     const double jitter =
         options_.jitter > 0 ? std::max(0.0, 1.0 + options_.jitter * noise(rng)) : 1.0;
-    factors_.push_back(jitter * options_.slow_factor * options_.time_scale);
+    // A slow rank is a slow GPU and jitter a GPU op's varying time, as the simulator's per-rank
+    // replay models them (sim::simulate_ranks, the same draws for the same seed and rank): its
+    // kernels stretch; collectives and host copies run at the links' speed and CPU-stream work at
+    // the host's. A draw is taken for every op, so each op's draw is the same whatever its kind.
+    const bool on_gpu =
+        !is_collective(op.kind) && op.kind != OpKind::h2d && op.kind != OpKind::d2h &&
+        schedule.streams.at(static_cast<std::size_t>(op.stream)).kind != StreamKind::cpu;
+    factors_.push_back((on_gpu ? jitter * options_.slow_factor : 1.0) * options_.time_scale);
     collectives = collectives || is_collective(op.kind);
   }
   if (collectives && !options_.world) throw Error("the schedule has collectives but no host world");

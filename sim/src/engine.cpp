@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
@@ -75,7 +77,21 @@ class OpCostCache {
   std::array<Slot, kSlots> slots_{};
 };
 
+// What couples several engines replaying ranks of one job (simulate_together): an engine tells it
+// when it is ready for a collective, and it releases the collective on every engine of the
+// collective's instance once the last of them is ready.
+class Coupling {
+ public:
+  virtual void arrive(std::size_t engine, OpId op) = 0;
+
+ protected:
+  ~Coupling() = default;
+};
+
+class Together;
+
 class Engine {
+  friend class Together;        // steps several engines on one clock (next_event, advance)
   using Index = std::uint32_t;  // into the op tables below (ops are counted as OpId, an int32)
 
  public:
@@ -104,9 +120,12 @@ class Engine {
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       cost_.push_back(cache.cost(costs_, s_, op));
-      if (options_.gpu_time_factor != 1.0 && cost_.back().resource == Resource::gpu) {
-        cost_.back().duration = static_cast<TimeNs>(
-            std::llround(static_cast<double>(cost_.back().duration) * options_.gpu_time_factor));
+      if (cost_.back().resource == Resource::gpu &&
+          (options_.gpu_time_factor != 1.0 || !options_.op_time_factors.empty())) {
+        const double f = options_.gpu_time_factor *
+                         (options_.op_time_factors.empty() ? 1.0 : options_.op_time_factors.at(i));
+        cost_.back().duration =
+            static_cast<TimeNs>(std::llround(static_cast<double>(cost_.back().duration) * f));
       }
       op_on_cpu_[i] = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
       if (!op_on_cpu_[i]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
@@ -141,25 +160,47 @@ class Engine {
     stream_marked_.assign(streams, 0);
     last_end_on_stream_.assign(streams, kNone);
     last_on_comm_.assign(comms, kNone);
-    if (!options_.not_before.empty() && options_.not_before.size() != n_)
-      throw Error(
-          fmt::format("simulation: {} earliest starts for {} ops", options_.not_before.size(), n_));
-    ready_seen_.assign(options_.not_before.empty() ? 0 : n_, 0);
   }
 
   SimulationResult run() {
-    allocate_live_at_start();
-    if (options_.record_memory_samples) sample_memory();
-    while (completed_ < n_) {
-      issue_ready();
-      start_ready();
-      if (completed_ == n_) break;
+    begin();
+    while (true) {
+      settle();
+      if (done()) break;
       const TimeNs next = next_event();
-      if (next == kNever)
-        throw Error(fmt::format("simulation stalled at {} with {} of {} ops done (schedule bug)",
-                                format_duration(now_), completed_, n_));
+      if (next == kNever) throw stalled();
       advance(next);
     }
+    return finish();
+  }
+
+  // ---- the steps of run(), for simulate_together's one clock over several engines
+  void couple(Coupling* coupling, std::size_t index) {
+    coupling_ = coupling;
+    index_ = index;
+    released_.assign(n_, 0);
+    ready_seen_.assign(n_, 0);
+  }
+  void begin() {
+    allocate_live_at_start();
+    if (options_.record_memory_samples) sample_memory();
+  }
+  // Issues and starts everything that can at the current time.
+  void settle() {
+    issue_ready();
+    start_ready();
+  }
+  bool done() const { return completed_ == n_; }
+  Error stalled() const {
+    return Error(fmt::format("simulation stalled at {} with {} of {} ops done (schedule bug)",
+                             format_duration(now_), completed_, n_));
+  }
+  // The other ranks are ready for collective `id`: it may start (at the next settle()).
+  void release(OpId id) {
+    released_[static_cast<std::size_t>(id)] = 1;
+    mark_stream(static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(id)].stream));
+  }
+  SimulationResult finish() {
     finish_timeline();
     return std::move(result_);
   }
@@ -292,26 +333,27 @@ class Engine {
         if (!deps_done(static_cast<std::size_t>(id))) break;
         if (op.comm != kNone && comm_ops_[comm_head_[static_cast<std::size_t>(op.comm)]] != id)
           break;
-        if (held_for_peers(id, st)) break;
+        if (held_for_peers(id)) break;
         ++head;
         start(id, st);
       }
     }
   }
 
-  // An op this rank could start now that another rank is not ready for (SimOptions::not_before):
-  // its readiness is recorded once and its stream looked at again when the wait ends.
-  bool held_for_peers(OpId id, std::size_t stream) {
-    if (options_.not_before.empty()) return false;
+  // A collective this rank could start now that another rank is not ready for (simulate_together):
+  // its readiness is recorded once; the coupling releases it when the last rank is ready.
+  bool held_for_peers(OpId id) {
     const auto i = static_cast<std::size_t>(id);
-    if (options_.not_before[i] <= now_) return false;
-    if (!ready_seen_[i]) {  // the first look: one wake-up at the wait's end
-      ready_seen_[i] = 1;
-      rec_[i].ready = now_;
-      held_.push_back({options_.not_before[i], static_cast<StreamId>(stream)});
-      std::push_heap(held_.begin(), held_.end(), later_first);
+    if (coupling_ != nullptr && s_.ops[i].comm != kNone && is_collective(s_.ops[i].kind)) {
+      if (released_[i]) return false;
+      if (!ready_seen_[i]) {
+        ready_seen_[i] = 1;
+        rec_[i].ready = now_;
+        coupling_->arrive(index_, id);  // may release it at once: this rank was the last
+      }
+      return !released_[i];
     }
-    return true;
+    return false;
   }
 
   void start(OpId id, std::size_t stream) {
@@ -348,8 +390,9 @@ class Engine {
     for (OpId d : op.deps) consider(d, Binding::dependency);
     if (op.comm != kNone)
       consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
-    if (!options_.not_before.empty() &&
-        options_.not_before[static_cast<std::size_t>(id)] > latest) {
+    const auto& rec = rec_[static_cast<std::size_t>(id)];
+    if (rec.ready < rec.start && !ready_seen_.empty() &&
+        ready_seen_[static_cast<std::size_t>(id)]) {
       why = Binding::peers;  // another rank set its start: the path leaves this rank here
       pred = kNone;
     }
@@ -441,7 +484,6 @@ class Engine {
   TimeNs next_event() {
     if (rates_dirty_) update_rates();
     TimeNs next = next_finish_;
-    if (!held_.empty()) next = std::min(next, held_.front().until);
     // The CPU issues next when it is free, unless it is blocked on a CPU-side wait.
     const bool blocked = next_issue_ < n_ && op_on_cpu_[next_issue_] && !deps_done(next_issue_);
     if (next_issue_ < n_ && !blocked) next = std::min(next, std::max(cpu_free_, now_));
@@ -450,12 +492,7 @@ class Engine {
 
   void advance(TimeNs t) {
     now_ = t;
-    while (!held_.empty() && held_.front().until <= t) {  // a wait for the other ranks ended
-      mark_stream(static_cast<std::size_t>(held_.front().stream));
-      std::pop_heap(held_.begin(), held_.end(), later_first);
-      held_.pop_back();
-    }
-    if (t < next_finish_) return;  // a CPU issue or a wait's end: nothing finishes
+    if (t < next_finish_) return;  // a CPU issue: nothing finishes
     auto& finished = finished_;    // reused: one event per op would otherwise allocate each time
     finished.clear();
     for (const auto& a : active_) {
@@ -562,13 +599,10 @@ class Engine {
   std::vector<OpId> dependents_;
   std::vector<Active> active_;
   std::vector<OpId> finished_;
-  struct Held {
-    TimeNs until;
-    StreamId stream;
-  };
-  static bool later_first(const Held& a, const Held& b) { return a.until > b.until; }
-  std::vector<Held> held_;        // a min-heap: streams whose head waits for the other ranks
-  std::vector<char> ready_seen_;  // by op, with not_before: its readiness is recorded
+  Coupling* coupling_ = nullptr;  // simulate_together: who releases collectives
+  std::size_t index_ = 0;         // this engine's place in the coupling
+  std::vector<char> released_;    // by op, coupled: every rank of its instance is ready
+  std::vector<char> ready_seen_;  // by op, coupled: its readiness is recorded
   MemoryLedger ledger_;
   bool rates_dirty_ = true;
   TimeNs next_finish_ = kNever;  // earliest finish among active_ (valid while !rates_dirty_)
@@ -579,11 +613,74 @@ class Engine {
   SimulationResult result_;
 };
 
+// The engines of simulate_together on one clock: a collective is released on every engine of
+// its instance when the last of them arrives at it.
+class Together final : public Coupling {
+ public:
+  Together(const Schedule& s, const CostModel& costs, const std::vector<SimOptions>& options,
+           const std::vector<std::vector<int>>& instance)
+      : s_(s), instance_(instance) {
+    for (std::size_t e = 0; e < options.size(); ++e) {
+      engines_.push_back(std::make_unique<Engine>(s, costs, options[e]));
+      engines_.back()->couple(this, e);
+      for (std::size_t k = 0; k < instance[e].size(); ++k) {
+        const auto g = static_cast<std::size_t>(instance[e][k]);
+        if (members_.size() <= g) members_.resize(g + 1);
+        members_[g].push_back(e);
+      }
+    }
+  }
+
+  std::vector<SimulationResult> run() {
+    for (auto& e : engines_) e->begin();
+    while (true) {
+      do {  // a release at this time may let other engines start more at this time
+        released_any_ = false;
+        for (auto& e : engines_) e->settle();
+      } while (released_any_);
+      if (std::all_of(engines_.begin(), engines_.end(), [](const auto& e) { return e->done(); }))
+        break;
+      TimeNs next = kNever;
+      for (auto& e : engines_) next = std::min(next, e->next_event());
+      if (next == kNever) throw engines_.front()->stalled();
+      for (auto& e : engines_) e->advance(next);
+    }
+    std::vector<SimulationResult> out;
+    for (auto& e : engines_) out.push_back(e->finish());
+    return out;
+  }
+
+  void arrive(std::size_t engine, OpId op) override {
+    const auto comm = static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(op)].comm);
+    const int group = instance_[engine][comm];
+    std::size_t& count = arrived_[{op, group}];
+    const auto& members = members_[static_cast<std::size_t>(group)];
+    if (++count < members.size()) return;
+    arrived_.erase({op, group});
+    for (std::size_t e : members) engines_[e]->release(op);
+    released_any_ = true;
+  }
+
+ private:
+  const Schedule& s_;
+  const std::vector<std::vector<int>>& instance_;  // [engine][communicator] → group id
+  std::vector<std::vector<std::size_t>> members_;  // by group id: its engines
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::map<std::pair<OpId, int>, std::size_t> arrived_;  // engines ready, per open collective
+  bool released_any_ = false;
+};
+
 }  // namespace
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
                           const SimOptions& options) {
   return Engine(schedule, costs, options).run();
+}
+
+std::vector<SimulationResult> simulate_together(const Schedule& schedule, const CostModel& costs,
+                                                const std::vector<SimOptions>& options,
+                                                const std::vector<std::vector<int>>& instance) {
+  return Together(schedule, costs, options, instance).run();
 }
 
 }  // namespace shardscope::sim

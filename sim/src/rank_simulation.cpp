@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <set>
 
 #include "shardscope/core/analysis.hpp"
@@ -11,10 +13,6 @@
 
 namespace shardscope::sim {
 namespace {
-
-// Far more than a straggler's chain of waits needs (a few rounds in every case measured): a
-// schedule that has not settled by then is reported, not replayed forever.
-constexpr int kMaxReplays = 64;
 
 std::vector<double> factors_by_rank(const RankVariation& v, int world) {
   std::vector<double> f(static_cast<std::size_t>(world), 1.0);
@@ -30,10 +28,15 @@ std::vector<double> factors_by_rank(const RankVariation& v, int world) {
 
 // Each rank's class: first by its factor, then split until every rank of a class sees the same
 // mix of classes in each of its communicator instances. Classes are numbered by their lowest rank.
-std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& factor) {
+std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& factor,
+                              bool every_rank_differs) {
   const int world = s.world_size;
   std::vector<int> cls(static_cast<std::size_t>(world));
   std::size_t count = 0;
+  if (every_rank_differs) {
+    for (int r = 0; r < world; ++r) cls[static_cast<std::size_t>(r)] = r;
+    return cls;
+  }
   {
     std::map<double, int> ids;
     for (int r = 0; r < world; ++r) {
@@ -71,30 +74,80 @@ std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& fact
   }
 }
 
-// peers[c][k]: the classes in class c's instance of communicator k (c's own included).
-std::vector<std::vector<std::vector<std::size_t>>> peer_classes(
-    const Schedule& s, const std::vector<int>& cls, const std::vector<int>& representative) {
+// Communicator k's instances as classes: which instance each class is in, and the classes in
+// each instance (classes fold ranks of one mix, so all ranks of a class share their instance's
+// mix; the representative's instance stands for them).
+struct Instances {
+  std::vector<int> of_class;                      // by class
+  std::vector<std::vector<std::size_t>> members;  // by instance: its classes, ascending
+};
+
+std::vector<Instances> instances_by_comm(const Schedule& s, const std::vector<int>& cls,
+                                         const std::vector<int>& representative) {
   const int world = s.world_size;
-  std::vector<std::vector<std::vector<std::size_t>>> peers(representative.size());
-  for (std::size_t c = 0; c < representative.size(); ++c) {
-    for (const Communicator& comm : s.communicators) {
-      const Membership me = membership(comm, world, representative[c]);
-      std::set<std::size_t> in;
-      for (int p = 0; p < me.size; ++p)
-        in.insert(static_cast<std::size_t>(
-            cls[static_cast<std::size_t>(rank_at(comm, world, me.instance, p))]));
-      peers[c].emplace_back(in.begin(), in.end());
+  std::vector<Instances> out;
+  for (const Communicator& comm : s.communicators) {
+    Instances in;
+    std::map<int, int> index;  // instance number → its place in `members`
+    for (int rep : representative) {
+      const Membership me = membership(comm, world, rep);
+      const auto [it, added] = index.emplace(me.instance, static_cast<int>(in.members.size()));
+      if (added) {
+        std::set<std::size_t> classes;
+        for (int p = 0; p < me.size; ++p)
+          classes.insert(static_cast<std::size_t>(
+              cls[static_cast<std::size_t>(rank_at(comm, world, me.instance, p))]));
+        in.members.emplace_back(classes.begin(), classes.end());
+      }
+      in.of_class.push_back(it->second);
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+// One rank's jitter draws, by op: max(0, 1 + jitter·N(0, 1)) each (empty without jitter).
+std::vector<double> jitter_factors(const RankVariation& v, int rank, std::size_t ops) {
+  if (v.jitter <= 0) return {};
+  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15;
+  std::mt19937_64 rng(v.seed * kMix + static_cast<std::uint64_t>(rank));
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<double> f(ops);
+  for (double& x : f) x = std::max(0.0, 1.0 + v.jitter * noise(rng));
+  return f;
+}
+
+// The job's iteration times: each iteration ends with its last op on any rank.
+std::vector<TimeNs> job_iteration_times(const Schedule& s, const std::vector<RankClass>& classes) {
+  std::vector<TimeNs> end(static_cast<std::size_t>(std::max(s.iterations, 1)), 0);
+  for (const RankClass& c : classes) {
+    for (std::size_t o = 0; o < s.ops.size(); ++o) {
+      auto& e = end[static_cast<std::size_t>(std::max(s.ops[o].iteration, 0))];
+      e = std::max(e, c.result.ops[o].end);
     }
   }
-  return peers;
+  std::vector<TimeNs> out;
+  for (std::size_t i = end.size() > 1 ? 1 : 0; i < end.size(); ++i)
+    out.push_back(end[i] - (i > 0 ? end[i - 1] : 0));
+  return out;
 }
 
 }  // namespace
 
+TimeNs percentile(std::vector<TimeNs> times, double p) {
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(times.size())));
+  return times[std::clamp<std::size_t>(rank, 1, times.size()) - 1];
+}
+
 RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule,
                               const RankVariation& variation, const SimOptions& options) {
   const std::vector<double> factor = factors_by_rank(variation, schedule.world_size);
-  const std::vector<int> cls = rank_classes(schedule, factor);
+  if (!(variation.jitter >= 0 && variation.jitter <= 1))
+    throw Error(fmt::format("jitter {} is not in [0, 1]", variation.jitter));
+  const std::vector<int> cls = rank_classes(schedule, factor, variation.jitter > 0);
   RankSimulation out;
   out.world_size = schedule.world_size;
   std::vector<int> representative;
@@ -107,47 +160,44 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
     }
     out.classes[c].ranks.push_back(r);
   }
-  const auto peers = peer_classes(schedule, cls, representative);
+  const auto instances = instances_by_comm(schedule, cls, representative);
   const CostModel costs(scenario);
   const std::size_t n = schedule.ops.size(), classes = out.classes.size();
 
-  // The latest readiness among the classes of each collective's instance, for class c.
-  const auto holds = [&](std::size_t c) {
-    std::vector<TimeNs> until(n, 0);
-    for (std::size_t o = 0; o < n; ++o) {
-      const Op& op = schedule.ops[o];
-      if (!is_collective(op.kind) || op.comm == kNone) continue;
-      for (std::size_t d : peers[c][static_cast<std::size_t>(op.comm)])
-        until[o] = std::max(until[o], out.classes[d].result.ops[o].ready);
+  // The latest (or earliest) readiness among the classes of a collective's instance.
+  const auto ready_in_instance = [&](std::size_t o, std::size_t c, bool latest) {
+    const Instances& in = instances[static_cast<std::size_t>(schedule.ops[o].comm)];
+    TimeNs t = out.classes[c].result.ops[o].ready;
+    for (std::size_t d : in.members[static_cast<std::size_t>(in.of_class[c])]) {
+      const TimeNs r = out.classes[d].result.ops[o].ready;
+      t = latest ? std::max(t, r) : std::min(t, r);
     }
-    return until;
+    return t;
   };
-
-  std::vector<std::vector<TimeNs>> not_before(classes);
-  while (true) {
-    if (++out.replays > kMaxReplays)
-      throw Error(fmt::format("the ranks' replays did not settle in {} rounds", kMaxReplays));
-    for (std::size_t c = 0; c < classes; ++c) {
-      SimOptions o = options;
-      o.allocator = scenario.allocator;
-      o.gpu_time_factor = out.classes[c].gpu_time_factor;
-      o.not_before = not_before[c];
-      out.classes[c].result = simulate(schedule, costs, o);
-      if (out.replays == 1)
-        out.classes[c].alone_step_time =
-            analysis::summarize(out.classes[c].result.timeline, false).step_time;
-    }
-    if (classes == 1) break;  // nobody to wait for
-    bool moved = false;
-    for (std::size_t c = 0; c < classes; ++c) {
-      std::vector<TimeNs> next = holds(c);
-      if (not_before[c].empty()
-              ? std::any_of(next.begin(), next.end(), [](TimeNs t) { return t > 0; })
-              : next != not_before[c])
-        moved = true;
-      not_before[c] = std::move(next);
-    }
-    if (!moved) break;
+  // One engine per class on one clock; each communicator instance a group (ids unique across
+  // communicators).
+  std::vector<std::vector<int>> group(classes);
+  int offset = 0;
+  for (const Instances& in : instances) {
+    for (std::size_t c = 0; c < classes; ++c) group[c].push_back(offset + in.of_class[c]);
+    offset += static_cast<int>(in.members.size());
+  }
+  std::vector<SimOptions> per_class;
+  for (std::size_t c = 0; c < classes; ++c) {
+    SimOptions o = options;
+    o.allocator = scenario.allocator;
+    o.gpu_time_factor = out.classes[c].gpu_time_factor;
+    o.op_time_factors = jitter_factors(variation, representative[c], n);
+    per_class.push_back(std::move(o));
+  }
+  auto results = simulate_together(schedule, costs, per_class, group);
+  for (std::size_t c = 0; c < classes; ++c) {
+    out.classes[c].result = std::move(results[c]);
+    // The same rank with nobody to wait for: what waiting cost it.
+    out.classes[c].alone_step_time =
+        classes == 1 ? analysis::summarize(out.classes[c].result.timeline, false).step_time
+                     : analysis::summarize(simulate(schedule, costs, per_class[c]).timeline, false)
+                           .step_time;
   }
 
   const int last = schedule.iterations - 1;
@@ -164,13 +214,11 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
         rc.waited[std::string(to_string(op.kind))] += rec.start - rec.ready;
         rc.waited_total += rec.start - rec.ready;
       }
-      TimeNs earliest = rec.ready;
-      for (std::size_t d : peers[c][static_cast<std::size_t>(op.comm)])
-        earliest = std::min(earliest, out.classes[d].result.ops[o].ready);
-      if (earliest < rec.ready && rec.ready == rec.start) ++rc.arrived_last;
+      if (ready_in_instance(o, c, false) < rec.ready && rec.ready == rec.start) ++rc.arrived_last;
     }
     if (rc.arrived_last > out.classes[out.straggler].arrived_last) out.straggler = c;
   }
+  out.iteration_times = job_iteration_times(schedule, out.classes);
   return out;
 }
 

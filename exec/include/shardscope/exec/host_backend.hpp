@@ -46,10 +46,11 @@ struct HostBackendOptions {
   HostCostFn cost;             // required
   std::string ranks_as = "threads";  // "threads" or "processes", for the device description
   HostWorld::Clock::time_point epoch = HostWorld::Clock::now();  // time 0 of every rank
-  double time_scale = 1.0;                    // durations × this; recorded spans ÷ this
-  double jitter = 0.0;                        // relative standard deviation of every duration
-  double slow_factor = 1.0;                   // this rank's durations × this (a straggler)
-  std::uint64_t seed = 1;                     // jitter's random stream (mixed with the rank)
+  double time_scale = 1.0;   // durations × this; recorded spans ÷ this
+  double jitter = 0.0;       // relative standard deviation of every GPU op's duration
+  double slow_factor = 1.0;  // this rank's GPU ops' durations × this (a straggler; not its
+                             // collectives, host copies or CPU-stream work)
+  std::uint64_t seed = 1;    // jitter's random stream (mixed with the rank)
   std::chrono::milliseconds timeout{30'000};  // the longest any wait or collective may take
   // The device the buffers are placed on: the simulator's caching-allocator policy over address
   // space, so allocated and reserved follow the simulator's rules (and the same capacity).

@@ -33,13 +33,13 @@ struct SimOptions {
   // This rank's GPU: every op on the GPU resource takes this many times its modelled time (a
   // straggler's clock, power or thermal limit). Collectives and host copies run at the links'.
   double gpu_time_factor = 1.0;
-  // By op id, or empty: the earliest an op may start, whatever else allows it. The per-rank replay
-  // (rank_simulation.hpp) holds each collective until the last rank of its communicator is ready.
-  std::vector<TimeNs> not_before;
+  // By op id, or empty: a further factor on that op's time when it runs on the GPU (the per-rank
+  // replay's jitter draws).
+  std::vector<double> op_time_factors;
 };
 
 /// Why an op started when it did (its critical predecessor). `peers`: it waited for another
-/// rank (SimOptions::not_before); the critical path goes on on that rank.
+/// rank (simulate_together); the critical path goes on on that rank.
 enum class Binding { issue, stream, dependency, communicator, peers };
 
 struct OpRecord {
@@ -62,5 +62,14 @@ struct SimulationResult {
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
                           const SimOptions& options = {});
+
+/// Several ranks of one job on one clock, one engine per entry of `options` (each with its own
+/// GPU speed): a collective starts on every engine of its instance when the last of them is ready
+/// for it (OpRecord::ready is when each was). `instance[e][k]`: the group id (unique across
+/// communicators) of engine e's instance of communicator k; every engine of a group must issue
+/// the group's collectives. Results by engine.
+std::vector<SimulationResult> simulate_together(const Schedule& schedule, const CostModel& costs,
+                                                const std::vector<SimOptions>& options,
+                                                const std::vector<std::vector<int>>& instance);
 
 }  // namespace shardscope::sim

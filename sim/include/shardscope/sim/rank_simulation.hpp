@@ -6,16 +6,15 @@
 // factor, and a class splits while its ranks' communicator instances hold different mixes of
 // classes (a refinement to a fixed point). A symmetric world is one class and costs one replay.
 //
-// The classes are replayed together by a fixed-point iteration: each replay holds each collective
-// (SimOptions::not_before) until the latest `ready` of the classes in its instance in the replay
-// before; it repeats until no collective's start moves. A hold only delays, so the starts only
-// grow, and they are bounded by the slowest class's chain of waits: the iteration ends.
+// The classes are replayed together on one clock (simulate_together), one engine each: a
+// collective starts on every class of its instance when the last of them is ready for it.
 //
 // What it models: a rank's GPU running slower (SimOptions::gpu_time_factor: clock, power,
-// thermals), every collective waiting for its slowest participant. What it does not (yet): CPU
-// issue jitter, slow links, a collective's time set by its slowest link (each class prices its
-// collectives as the symmetric model does).
+// thermals) and each GPU op's time varying (jitter), every collective waiting for its slowest
+// participant. What it does not (yet): CPU issue jitter, slow links, a collective's time set by its
+// slowest link (each class prices its collectives as the symmetric model does).
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +28,11 @@ namespace shardscope::sim {
 /// What makes the ranks of one job differ.
 struct RankVariation {
   std::map<int, double> gpu_time_factor;  // rank → its GPU ops take this × their time (1: none)
+  // Each GPU op of each rank takes max(0, 1 + jitter·N(0, 1)) × its time, drawn per rank from
+  // `seed` (as `run --backend host --jitter` draws). With jitter no two ranks are alike: every rank
+  // is replayed on its own.
+  double jitter = 0.0;
+  std::uint64_t seed = 1;
 };
 
 /// Ranks identical in speed and in whom they wait for, replayed once.
@@ -37,7 +41,7 @@ struct RankClass {
   double gpu_time_factor = 1.0;
   SimulationResult result;  // its replay: OpRecord::ready < start where it waited for other ranks
   TimeNs step_time = 0;     // its last iteration (analysis::Summary::step_time)
-  TimeNs alone_step_time = 0;  // the same replayed with nobody to wait for (the first replay)
+  TimeNs alone_step_time = 0;  // the same replayed with nobody to wait for
   // The last iteration: how long its collectives were held for other ranks, by op kind name,
   // summed over collectives (what a profiler shows as NCCL kernels waiting for their peers). The
   // lags of consecutive collectives overlap, so this is not the time lost: that is
@@ -51,10 +55,15 @@ struct RankClass {
 struct RankSimulation {
   int world_size = 1;
   std::vector<RankClass> classes;  // by their lowest rank
-  int replays = 0;            // rounds of the fixed-point iteration, each replaying all classes
-  TimeNs step_time = 0;       // the job's: the slowest class's
-  std::size_t straggler = 0;  // the class the others waited for most often (arrived_last)
+  TimeNs step_time = 0;            // the job's: the slowest class's
+  std::size_t straggler = 0;       // the class the others waited for most often (arrived_last)
+  // The job's iterations after the first (the first too when there is one): from the end of the
+  // one before (or 0) to the end of its last op on any rank.
+  std::vector<TimeNs> iteration_times;
 };
+
+/// The nearest-rank percentile `p` (0 < p ≤ 100) of `times`; 0 when empty.
+TimeNs percentile(std::vector<TimeNs> times, double p);
 
 /// Every rank of `schedule` on `scenario`'s hardware. Throws Error for a factor outside (0, 100]
 /// or a rank outside the world.
