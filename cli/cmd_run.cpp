@@ -192,7 +192,9 @@ int run_run(const RunArgs& args) {
   options.rendezvous_timeout = timeout;
   options.backend.memory_capacity = planned.timeline().memory_capacity;
   options.backend.allocator = planned.scenario.allocator;
-  options.slow_ranks = slow;
+  // --gpu-sigma's draws on top of the named slow ranks: the same factors simulate would use.
+  const auto factors = with_gpu_sigma(slow, planned.schedule.world_size, args.gpu_sigma, args.seed);
+  options.slow_ranks = factors;
   options.run = run_options(planned, args, reports);
   exec::HostJobResult result;
   const bool finished = run_interruptible([&] {
@@ -203,8 +205,8 @@ int run_run(const RunArgs& args) {
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);
-  if (!slow.empty() || args.jitter > 0) {  // the same variation simulated: every rank replayed
-    sim::RankVariation variation{slow, args.jitter, args.seed};
+  if (!factors.empty() || args.jitter > 0) {  // the same variation simulated: every rank replayed
+    sim::RankVariation variation{factors, args.jitter, args.seed};
     const TimeNs predicted =
         sim::simulate_ranks(planned.scenario, planned.schedule, variation).step_time;
     fmt::print(

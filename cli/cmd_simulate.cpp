@@ -117,14 +117,16 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
 
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
-  const bool per_rank = !args.slow_ranks.empty() || !args.slow_nodes.empty() || args.jitter > 0;
+  const bool per_rank =
+      !args.slow_ranks.empty() || !args.slow_nodes.empty() || args.jitter > 0 || args.gpu_sigma > 0;
   if (per_rank) slow_ranks_of(args.slow_ranks, args.slow_nodes, 1 << 30, 1);  // their syntax
   const auto run = simulate_input(args.scenario);
   sim::RankVariation variation;
   if (per_rank) {  // ranks and nodes in this world, before anything is printed
     variation.gpu_time_factor =
-        slow_ranks_of(args.slow_ranks, args.slow_nodes, run.schedule.world_size,
-                      run.scenario.cluster.gpus_per_node);
+        with_gpu_sigma(slow_ranks_of(args.slow_ranks, args.slow_nodes, run.schedule.world_size,
+                                     run.scenario.cluster.gpus_per_node),
+                       run.schedule.world_size, args.gpu_sigma, args.seed);
     variation.jitter = args.jitter;
     variation.seed = args.seed;
   }

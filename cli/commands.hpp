@@ -67,6 +67,7 @@ struct SimulateArgs {
   std::vector<std::string> slow_ranks;  // --slow-rank RANK:FACTOR: every rank replayed
   std::vector<std::string> slow_nodes;  // --slow-node NODE:FACTOR
   double jitter = 0.0;                  // --jitter: every GPU op's relative σ, per rank
+  double gpu_sigma = 0.0;               // --gpu-sigma: each rank's GPU speed, drawn
   std::uint64_t seed = 1;               // --seed: jitter's draws
 };
 
@@ -77,6 +78,9 @@ std::map<int, double> parse_slow_ranks(const std::vector<std::string>& items);
 std::map<int, double> slow_ranks_of(const std::vector<std::string>& ranks,
                                     const std::vector<std::string>& nodes, int world_size,
                                     int gpus_per_node);
+/// `named` with every rank's factor multiplied by its draw of gpu_speed_draws (--gpu-sigma).
+std::map<int, double> with_gpu_sigma(std::map<int, double> named, int world_size, double sigma,
+                                     std::uint64_t seed);
 
 struct LowerArgs {
   ScenarioArgs scenario;
@@ -124,6 +128,7 @@ struct RunArgs {
   double time_scale = 1.0;
   double jitter = 0.0;
   std::vector<std::string> slow_ranks;  // RANK:FACTOR
+  double gpu_sigma = 0.0;               // --gpu-sigma: each rank's GPU speed, drawn
   double timeout_s = 30;
   std::uint64_t seed = 1;
   std::vector<std::string> argv;  // this process's command line (to spawn ranks)

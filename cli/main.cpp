@@ -197,7 +197,14 @@ int main(int argc, char** argv) {
                    "percentiles over training.iterations")
       ->type_name("S")
       ->check(within(0.0, 1.0));
-  simulate->add_option("--seed", sim_args.seed, "jitter's random seed")->capture_default_str();
+  simulate
+      ->add_option("--gpu-sigma", sim_args.gpu_sigma,
+                   "each rank's GPU time × max(0.1, 1 + SIGMA·N(0,1)), drawn once per rank "
+                   "(GPUs of one SKU differ by a few %); every rank is then replayed")
+      ->type_name("SIGMA")
+      ->check(within(0.0, 1.0));
+  simulate->add_option("--seed", sim_args.seed, "the random seed of --jitter and --gpu-sigma")
+      ->capture_default_str();
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
@@ -325,7 +332,12 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds any wait or collective may take before the run fails naming the op")
       ->check(within(0.1, 3600.0));
-  run->add_option("--seed", run_args.seed, "jitter's random seed");
+  run->add_option("--gpu-sigma", run_args.gpu_sigma,
+                  "host backend: each rank's GPU ops × max(0.1, 1 + SIGMA·N(0,1)), drawn once per "
+                  "rank as simulate --gpu-sigma draws")
+      ->type_name("SIGMA")
+      ->check(within(0.0, 1.0));
+  run->add_option("--seed", run_args.seed, "the random seed of --jitter and --gpu-sigma");
   add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
                       "write rank 0's measured timeline (shardscope.timeline/3)");

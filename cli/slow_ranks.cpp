@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "commands.hpp"
+#include "shardscope/core/rank_speed.hpp"
 
 namespace shardscope::cli {
 namespace {
@@ -72,6 +73,16 @@ std::map<int, double> slow_ranks_of(const std::vector<std::string>& ranks,
   }
   throw_if_any(std::move(problems));
   return out;
+}
+
+std::map<int, double> with_gpu_sigma(std::map<int, double> named, int world_size, double sigma,
+                                     std::uint64_t seed) {
+  const std::vector<double> draws = gpu_speed_draws(world_size, sigma, seed);
+  for (int r = 0; r < static_cast<int>(draws.size()); ++r) {
+    const auto it = named.find(r);
+    named[r] = draws[static_cast<std::size_t>(r)] * (it == named.end() ? 1.0 : it->second);
+  }
+  return named;
 }
 
 }  // namespace shardscope::cli

@@ -74,6 +74,7 @@ if grep -q '"schema": "shardscope.timeline/3"' "$tmpdir/t.json" && grep -q '"tra
 expect simulate-slow-node 0 '^  straggler +ranks 8-15 \(GPU time × 1.20\): the last to be ready at [0-9]+ of [0-9]+ collectives' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2 --trace "$tmpdir/ranks.json"
 expect simulate-slow-node-classes 0 '^  0-7 \(8\) +× 1.00 +[0-9.]+ s +[0-9.]+ ms +0 of [0-9]+ +all_gather' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2
 expect simulate-jitter-distribution 0 '^  step time distribution  p50 [0-9.]+ (s|ms), p95 [0-9.]+ (s|ms), p99 [0-9.]+ (s|ms), max [0-9.]+ (s|ms) \(over 3 iterations after the first\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --set training.iterations=4 --jitter 0.05 --seed 3
+expect simulate-gpu-sigma 0 '^every rank replayed \(16 ranks in 16 classes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --nodes 2 --gpu-sigma 0.03
 expect simulate-jitter-out-of-range 2 '--jitter' -- simulate "$examples/llama3-8b-h100x8.yaml" --jitter 2
 expect simulate-slow-rank-outside 2 '--slow-rank: 8:1.1: rank 8 is not in the world \(0..7\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --slow-rank 8:1.1
 expect simulate-slow-node-malformed 2 '--slow-node: 1:fast: is not NODE:FACTOR' -- simulate "$examples/llama3-8b-h100x8.yaml" --slow-node 1:fast
