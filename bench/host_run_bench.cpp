@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/exec/host_job.hpp"
@@ -29,18 +30,25 @@ const sim::PipelineResult& oracle() {
   return kPlanned;
 }
 
+// What `shardscope run` passes the host backend: each op's simulated time on its stream and its
+// CPU issue cost, at `time_scale`.
+exec::HostJobOptions host_options(const sim::PipelineResult& p, double time_scale) {
+  exec::HostJobOptions options;
+  options.backend.cost = [&p, costs = std::make_shared<sim::CostModel>(p.scenario)](OpId id,
+                                                                                    const Op& op) {
+    const auto& rec = p.simulation.ops[static_cast<std::size_t>(id)];
+    return exec::HostCost{rec.end - rec.start, costs->cost(p.schedule, op).cpu};
+  };
+  options.backend.time_scale = time_scale;
+  options.run.facts = p.timeline().facts;
+  return options;
+}
+
 // Counters: step_error (measured ÷ simulated − 1, as a fraction) and max_start_error_ms (the
 // largest |measured − simulated| start of any op). Argument: the time scale.
 void BM_HostRunAgainstTheSimulation(benchmark::State& state) {
   const auto& p = oracle();
-  const sim::CostModel costs(p.scenario);
-  exec::HostJobOptions options;
-  options.backend.cost = [&](OpId id, const Op& op) {
-    const auto& rec = p.simulation.ops[static_cast<std::size_t>(id)];
-    return exec::HostCost{rec.end - rec.start, costs.cost(p.schedule, op).cpu};
-  };
-  options.backend.time_scale = static_cast<double>(state.range(0));
-  options.run.facts = p.timeline().facts;
+  exec::HostJobOptions options = host_options(p, static_cast<double>(state.range(0)));
   double step_error = 0;
   double max_start_error_ms = 0;
   for (auto _ : state) {
@@ -67,16 +75,9 @@ BENCHMARK(BM_HostRunAgainstTheSimulation)->Arg(1)->Arg(10)->Unit(benchmark::kMil
 // scale, the jitter in percent.
 void BM_HostRunWithASlowRankAgainstEveryRankReplayed(benchmark::State& state) {
   const auto& p = oracle();
-  const sim::CostModel costs(p.scenario);
-  exec::HostJobOptions options;
-  options.backend.cost = [&](OpId id, const Op& op) {
-    const auto& rec = p.simulation.ops[static_cast<std::size_t>(id)];
-    return exec::HostCost{rec.end - rec.start, costs.cost(p.schedule, op).cpu};
-  };
-  options.backend.time_scale = static_cast<double>(state.range(0));
+  exec::HostJobOptions options = host_options(p, static_cast<double>(state.range(0)));
   options.backend.jitter = static_cast<double>(state.range(1)) / 100.0;
   options.slow_ranks = {{1, 1.5}};
-  options.run.facts = p.timeline().facts;
   const sim::RankVariation variation{{{1, 1.5}}, options.backend.jitter, options.backend.seed};
   const TimeNs predicted = sim::simulate_ranks(p.scenario, p.schedule, variation).step_time;
   double step_error = 0;

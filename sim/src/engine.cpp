@@ -390,9 +390,8 @@ class Engine {
     for (OpId d : op.deps) consider(d, Binding::dependency);
     if (op.comm != kNone)
       consider(last_on_comm_[static_cast<std::size_t>(op.comm)], Binding::communicator);
-    const auto& rec = rec_[static_cast<std::size_t>(id)];
-    if (rec.ready < rec.start && !ready_seen_.empty() &&
-        ready_seen_[static_cast<std::size_t>(id)]) {
+    // Ready before it started: only a collective held for other ranks (simulate_together).
+    if (const auto& rec = rec_[static_cast<std::size_t>(id)]; rec.ready < rec.start) {
       why = Binding::peers;  // another rank set its start: the path leaves this rank here
       pred = kNone;
     }
