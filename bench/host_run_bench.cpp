@@ -78,7 +78,9 @@ void BM_HostRunWithASlowRankAgainstEveryRankReplayed(benchmark::State& state) {
   exec::HostJobOptions options = host_options(p, static_cast<double>(state.range(0)));
   options.backend.jitter = static_cast<double>(state.range(1)) / 100.0;
   options.slow_ranks = {{1, 1.5}};
-  const sim::RankVariation variation{{{1, 1.5}}, options.backend.jitter, options.backend.seed};
+  const sim::RankVariation variation{.gpu_time_factor = {{1, 1.5}},
+                                     .jitter = options.backend.jitter,
+                                     .seed = options.backend.seed};
   const TimeNs predicted = sim::simulate_ranks(p.scenario, p.schedule, variation).step_time;
   double step_error = 0;
   for (auto _ : state) {

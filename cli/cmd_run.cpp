@@ -21,14 +21,8 @@ extern "C" void on_stop(int) {
   g_stop.store(true);
 }
 
-void check_args(const RunArgs& args, const Schedule& schedule, const std::map<int, double>& slow) {
+void check_args(const RunArgs& args, const Schedule& schedule) {
   std::vector<Problem> problems;
-  for (const auto& [rank, factor] : slow) {
-    if (rank >= schedule.world_size)
-      problems.push_back({"--slow-rank", fmt::format("{}:{}", rank, factor),
-                          fmt::format("rank {} is not in the world", rank),
-                          fmt::format("0..{}", schedule.world_size - 1)});
-  }
   if (args.nproc_per_node > 0 && args.nproc_per_node != schedule.world_size) {
     problems.push_back({"--nproc-per-node", std::to_string(args.nproc_per_node),
                         fmt::format("the scenario has {} GPUs", schedule.world_size),
@@ -160,13 +154,14 @@ int run_run(const RunArgs& args) {
   if (!args.comm.empty())
     throw ValidationError(
         {Problem{"--comm", args.comm, "is a cuda backend option", "--backend cuda"}});
-  const auto slow = parse_slow_ranks(args.slow_ranks);
+  check_variation_args(args.variation);
   const auto job = job_of_this_process(args);
   const auto timeout = std::chrono::milliseconds(std::llround(args.timeout_s * 1000));
   if (args.nproc_per_node > 0 && !job) {
     // Lower once here so a bad scenario or a wrong process count fails before any process starts.
     const auto planned = plan_run(args);
-    check_args(args, planned.schedule, slow);
+    check_args(args, planned.schedule);
+    variation_of(planned.scenario, args.variation);  // ranks and nodes in the world
     return exec::spawn_local_ranks(
         child_argv(args.argv), args.nproc_per_node, [](int rank, int status) {
           if (status != 0) fmt::print(stderr, "run: rank {} exited with status {}\n", rank, status);
@@ -177,7 +172,14 @@ int run_run(const RunArgs& args) {
     check_run_outputs(args.scenario, args.outputs);
   }
   const auto planned = plan_run(args);
-  check_args(args, planned.schedule, slow);
+  check_args(args, planned.schedule);
+  const VariationSpec spec = variation_of(planned.scenario, args.variation);
+  // What the host backend injects: its GPUs' speeds and jitter (not slow links nor issue delays).
+  VariationSpec injected = spec;
+  injected.slow_links.clear();
+  injected.issue_delay = 0;
+  const sim::RankVariation variation = sim::rank_variation(injected, planned.schedule.world_size,
+                                                           planned.scenario.cluster.gpus_per_node);
 
   // The host backend takes each op's simulated time on its stream and the CPU issue cost.
   const sim::CostModel costs(planned.scenario);
@@ -186,15 +188,14 @@ int run_run(const RunArgs& args) {
     return exec::HostCost{simulated_duration(planned, id), costs.cost(planned.schedule, op).cpu};
   };
   options.backend.time_scale = args.time_scale;
-  options.backend.jitter = args.jitter;
-  options.backend.seed = args.seed;
+  options.backend.jitter = variation.jitter;
+  options.backend.seed = variation.seed;
   options.backend.timeout = timeout;
   options.rendezvous_timeout = timeout;
   options.backend.memory_capacity = planned.timeline().memory_capacity;
   options.backend.allocator = planned.scenario.allocator;
-  // --gpu-sigma's draws on top of the named slow ranks: the same factors simulate would use.
-  const auto factors = with_gpu_sigma(slow, planned.schedule.world_size, args.gpu_sigma, args.seed);
-  options.slow_ranks = factors;
+  // The named slow ranks and nodes with their --gpu-sigma draws: the factors simulate uses.
+  options.slow_ranks = variation.gpu_time_factor;
   options.run = run_options(planned, args, reports);
   exec::HostJobResult result;
   const bool finished = run_interruptible([&] {
@@ -205,8 +206,13 @@ int run_run(const RunArgs& args) {
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);
-  if (!factors.empty() || args.jitter > 0) {  // the same variation simulated: every rank replayed
-    sim::RankVariation variation{factors, args.jitter, args.seed};
+  if (!spec.slow_links.empty() || spec.issue_delay > 0) {
+    fmt::print(
+        "  {:<28}variation.slow_links and variation.issue_delay are simulated only: the host "
+        "backend did not inject them\n",
+        "not injected");
+  }
+  if (injected.any()) {  // the same variation simulated: every rank replayed
     const TimeNs predicted =
         sim::simulate_ranks(planned.scenario, planned.schedule, variation).step_time;
     fmt::print(

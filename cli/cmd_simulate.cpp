@@ -71,8 +71,15 @@ std::string waits_text(const sim::RankClass& c) {
 void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
   fmt::print("\nevery rank replayed ({} ranks in {} classes, each replayed once on one clock)\n",
              r.world_size, r.classes.size());
-  fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n", "ranks", "GPU time", "step time",
-             "lost waiting", "last to be ready", "collectives held for other ranks (sum)");
+  // The links' column only where a link is slow.
+  const bool links = std::any_of(r.classes.begin(), r.classes.end(),
+                                 [](const sim::RankClass& c) { return c.link_time_factor != 1.0; });
+  const auto links_text = [&](const sim::RankClass& c) {
+    return links ? fmt::format("{:>9}", fmt::format("× {:.2f}", c.link_time_factor)) : "";
+  };
+  fmt::print("  {:<24}{:>9}{}{:>12}{:>14}  {:<21}{}\n", "ranks", "GPU time",
+             links ? fmt::format("{:>9}", "links") : "", "step time", "lost waiting",
+             "last to be ready", "collectives held for other ranks (sum)");
   // Many classes (jitter makes every rank one): the straggler first, then those last to be ready
   // most often, up to kRows.
   constexpr std::size_t kRows = 8;
@@ -86,9 +93,10 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
   }
   for (std::size_t index : order) {
     const auto& c = r.classes[index];
-    fmt::print("  {:<24}{:>9}{:>12}{:>14}  {:<21}{}\n",
+    fmt::print("  {:<24}{:>9}{}{:>12}{:>14}  {:<21}{}\n",
                fmt::format("{} ({})", sim::rank_ranges(c.ranks), c.ranks.size()),
-               fmt::format("× {:.2f}", c.gpu_time_factor), format_duration(c.step_time),
+               fmt::format("× {:.2f}", c.gpu_time_factor), links_text(c),
+               format_duration(c.step_time),
                format_duration(std::max<TimeNs>(0, c.step_time - c.alone_step_time)),
                fmt::format("{} of {}", c.arrived_last, c.collectives), waits_text(c));
   }
@@ -108,8 +116,11 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
   const auto& s = r.classes[r.straggler];
   if (r.classes.size() > 1 && s.arrived_last > 0) {
     fmt::print(
-        "  {:<24}ranks {} (GPU time × {:.2f}): the last to be ready at {} of {} collectives\n",
-        "straggler", sim::rank_ranges(s.ranks), s.gpu_time_factor, s.arrived_last, s.collectives);
+        "  {:<24}ranks {} (GPU time × {:.2f}{}): the last to be ready at {} of {} "
+        "collectives\n",
+        "straggler", sim::rank_ranges(s.ranks), s.gpu_time_factor,
+        s.link_time_factor != 1.0 ? fmt::format(", links × {:.2f}", s.link_time_factor) : "",
+        s.arrived_last, s.collectives);
   }
 }
 
@@ -117,19 +128,13 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
 
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
-  const bool per_rank =
-      !args.slow_ranks.empty() || !args.slow_nodes.empty() || args.jitter > 0 || args.gpu_sigma > 0;
-  if (per_rank) slow_ranks_of(args.slow_ranks, args.slow_nodes, 1 << 30, 1);  // their syntax
+  check_variation_args(args.variation);
   const auto run = simulate_input(args.scenario);
-  sim::RankVariation variation;
-  if (per_rank) {  // ranks and nodes in this world, before anything is printed
-    variation.gpu_time_factor =
-        with_gpu_sigma(slow_ranks_of(args.slow_ranks, args.slow_nodes, run.schedule.world_size,
-                                     run.scenario.cluster.gpus_per_node),
-                       run.schedule.world_size, args.gpu_sigma, args.seed);
-    variation.jitter = args.jitter;
-    variation.seed = args.seed;
-  }
+  // Ranks and nodes in this world, before anything is printed.
+  const VariationSpec spec = variation_of(run.scenario, args.variation);
+  const bool per_rank = spec.any();
+  const sim::RankVariation variation =
+      sim::rank_variation(spec, run.schedule.world_size, run.scenario.cluster.gpus_per_node);
   fmt::print("{}", analysis::summary_table(run.summary));
   if (const auto& profile = run.scenario.cluster.gpu.device_profile)
     print_profile_coverage(run.schedule, *profile);

@@ -61,26 +61,29 @@ struct RunOutputs {
   std::string trace_path;     // --trace: Chrome trace-event JSON
 };
 
+/// How ranks differ, on top of the scenario's variation.* keys (a flag given wins).
+struct VariationArgs {
+  std::vector<std::string> slow_ranks;  // --slow-rank RANK:FACTOR
+  std::vector<std::string> slow_nodes;  // --slow-node NODE:FACTOR
+  std::vector<std::string> slow_links;  // --slow-link NODE:FACTOR
+  std::optional<double> jitter;         // --jitter: every GPU op's relative σ, per rank
+  std::optional<double> gpu_sigma;      // --gpu-sigma: each rank's GPU speed, drawn
+  std::string issue_delay;              // --issue-delay: mean CPU thread away per op
+  std::optional<std::uint64_t> seed;    // --seed: every draw
+};
+
+/// The flags' syntax (exit 2 naming every malformed item), before anything runs.
+void check_variation_args(const VariationArgs& args);
+/// The scenario's variation with the flags on top: named ranks, nodes and links added (a flag
+/// winning over the file for the same index); jitter, sigma, issue delay and seed replaced where
+/// given. A rank or node outside the scenario's cluster: exit 2 naming the flag.
+VariationSpec variation_of(const Scenario& scenario, const VariationArgs& args);
+
 struct SimulateArgs {
   ScenarioArgs scenario;
   RunOutputs outputs;
-  std::vector<std::string> slow_ranks;  // --slow-rank RANK:FACTOR: every rank replayed
-  std::vector<std::string> slow_nodes;  // --slow-node NODE:FACTOR
-  double jitter = 0.0;                  // --jitter: every GPU op's relative σ, per rank
-  double gpu_sigma = 0.0;               // --gpu-sigma: each rank's GPU speed, drawn
-  std::uint64_t seed = 1;               // --seed: jitter's draws
+  VariationArgs variation;  // any: every rank replayed
 };
-
-/// --slow-rank's RANK:FACTOR items (exit 2 naming every malformed one).
-std::map<int, double> parse_slow_ranks(const std::vector<std::string>& items);
-/// --slow-rank and --slow-node together, as rank → GPU time factor (a rank named alone wins over
-/// its node); ranks and nodes outside the world are errors.
-std::map<int, double> slow_ranks_of(const std::vector<std::string>& ranks,
-                                    const std::vector<std::string>& nodes, int world_size,
-                                    int gpus_per_node);
-/// `named` with every rank's factor multiplied by its draw of gpu_speed_draws (--gpu-sigma).
-std::map<int, double> with_gpu_sigma(std::map<int, double> named, int world_size, double sigma,
-                                     std::uint64_t seed);
 
 struct LowerArgs {
   ScenarioArgs scenario;
@@ -126,11 +129,8 @@ struct RunArgs {
   int iterations = 0;      // measured iterations (0: the scenario's)
   int warmup = 0;          // iterations before them
   double time_scale = 1.0;
-  double jitter = 0.0;
-  std::vector<std::string> slow_ranks;  // RANK:FACTOR
-  double gpu_sigma = 0.0;               // --gpu-sigma: each rank's GPU speed, drawn
+  VariationArgs variation;  // host backend: slow ranks and nodes, GPU sigma, jitter
   double timeout_s = 30;
-  std::uint64_t seed = 1;
   std::vector<std::string> argv;  // this process's command line (to spawn ranks)
 };
 

@@ -100,6 +100,42 @@ void add_expandable_segments_arg(CLI::App* cmd, bool& flag) {
                 "does)");
 }
 
+// How ranks differ (simulate; run's host backend injects the GPU's part): each flag replaces or
+// adds to the scenario's variation.* key of the same name.
+void add_variation_args(CLI::App* cmd, VariationArgs& args, bool simulated) {
+  cmd->add_option("--slow-rank", args.slow_ranks,
+                  "RANK:FACTOR, that rank's GPU ops take FACTOR× as long; every rank is then "
+                  "replayed and collectives wait for the last (repeatable; variation.slow_ranks)")
+      ->type_name("R:F");
+  cmd->add_option("--slow-node", args.slow_nodes,
+                  "NODE:FACTOR, every GPU of that node (cluster.gpus_per_node ranks) slow so "
+                  "(repeatable; variation.slow_nodes)")
+      ->type_name("N:F");
+  cmd->add_option("--jitter", args.jitter,
+                  "each GPU op of each rank takes max(0, 1 + S·N(0,1))× its time (0.05 = 5 %); "
+                  "every rank is then replayed on its own, and the step time is given as "
+                  "percentiles over training.iterations (variation.jitter)")
+      ->type_name("S")
+      ->check(within(0.0, 1.0));
+  cmd->add_option("--gpu-sigma", args.gpu_sigma,
+                  "each rank's GPU time × max(0.1, 1 + SIGMA·N(0,1)), drawn once per rank "
+                  "(GPUs of one SKU differ by a few %; variation.gpu_sigma)")
+      ->type_name("SIGMA")
+      ->check(within(0.0, 1.0));
+  if (simulated) {
+    cmd->add_option("--slow-link", args.slow_links,
+                    "NODE:FACTOR, that node's network links move bytes FACTOR× as long: "
+                    "collectives across it run at that pace (repeatable; variation.slow_links)")
+        ->type_name("N:F");
+    cmd->add_option("--issue-delay", args.issue_delay,
+                    "mean time the CPU thread is away after issuing each op, exponentially "
+                    "distributed, e.g. 20us (variation.issue_delay)")
+        ->type_name("DURATION");
+  }
+  cmd->add_option("--seed", args.seed, "the random seed of every draw (variation.seed; 1)")
+      ->check(within(std::uint64_t{0}, std::uint64_t{4'294'967'295}));
+}
+
 // The files a run writes (simulate, run).
 void add_run_output_args(CLI::App* cmd, RunOutputs& outputs, std::string_view timeline_help) {
   cmd->add_option("--json", outputs.json_path, "write the summary (shardscope.summary/1)")
@@ -180,31 +216,7 @@ int main(int argc, char** argv) {
   add_calibration_arg(simulate, sim_args.scenario);
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/3)");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
-  simulate
-      ->add_option("--slow-rank", sim_args.slow_ranks,
-                   "RANK:FACTOR, that rank's GPU ops take FACTOR× as long; every rank is then "
-                   "replayed and collectives wait for the last (repeatable)")
-      ->type_name("R:F");
-  simulate
-      ->add_option("--slow-node", sim_args.slow_nodes,
-                   "NODE:FACTOR, every GPU of that node (cluster.gpus_per_node ranks) slow so "
-                   "(repeatable)")
-      ->type_name("N:F");
-  simulate
-      ->add_option("--jitter", sim_args.jitter,
-                   "each GPU op of each rank takes max(0, 1 + S·N(0,1))× its time (0.05 = 5 %); "
-                   "every rank is then replayed on its own, and the step time is given as "
-                   "percentiles over training.iterations")
-      ->type_name("S")
-      ->check(within(0.0, 1.0));
-  simulate
-      ->add_option("--gpu-sigma", sim_args.gpu_sigma,
-                   "each rank's GPU time × max(0.1, 1 + SIGMA·N(0,1)), drawn once per rank "
-                   "(GPUs of one SKU differ by a few %); every rank is then replayed")
-      ->type_name("SIGMA")
-      ->check(within(0.0, 1.0));
-  simulate->add_option("--seed", sim_args.seed, "the random seed of --jitter and --gpu-sigma")
-      ->capture_default_str();
+  add_variation_args(simulate, sim_args.variation, true);
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
@@ -321,23 +333,10 @@ int main(int argc, char** argv) {
   run->add_option("--time-scale", run_args.time_scale,
                   "host backend: stretch every duration by this (recorded times are divided back)")
       ->check(within(0.01, 1000.0));
-  run->add_option(
-         "--jitter", run_args.jitter,
-         "host backend: relative standard deviation of every GPU op's duration (0.05 = 5 %)")
-      ->check(within(0.0, 1.0));
-  run->add_option(
-         "--slow-rank", run_args.slow_ranks,
-         "host backend: RANK:FACTOR, that rank's GPU ops take FACTOR× as long (repeatable)")
-      ->type_name("R:F");
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds any wait or collective may take before the run fails naming the op")
       ->check(within(0.1, 3600.0));
-  run->add_option("--gpu-sigma", run_args.gpu_sigma,
-                  "host backend: each rank's GPU ops × max(0.1, 1 + SIGMA·N(0,1)), drawn once per "
-                  "rank as simulate --gpu-sigma draws")
-      ->type_name("SIGMA")
-      ->check(within(0.0, 1.0));
-  run->add_option("--seed", run_args.seed, "the random seed of --jitter and --gpu-sigma");
+  add_variation_args(run, run_args.variation, false);
   add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
                       "write rank 0's measured timeline (shardscope.timeline/3)");

@@ -736,6 +736,27 @@ constexpr std::array kKeys{
                 "not PyTorch's: a run that fits with less than this share of the GPU's capacity "
                 "free is reported as tight (fragmentation, another library or a longer sequence "
                 "can take that much)"},
+    // ---------------------------------------------------------------- variation
+    ScenarioKey{"variation", K::section, 0, 0, "", "", "",
+                "how the ranks of the job differ; any of these replays every rank "
+                "(docs/simulator.md, \"Every rank\")"},
+    ScenarioKey{"variation.gpu_sigma", K::number, 0, 1, "relative σ", "", "0",
+                "each rank's GPU time × max(0.1, 1 + σ·N(0,1)), drawn once per rank (GPUs of one "
+                "SKU differ by a few % under power and thermal limits)"},
+    ScenarioKey{"variation.slow_ranks", K::text, 0, 0, "", "RANK:FACTOR items, \"3:1.1, 5:1.2\"",
+                "none", "those ranks' GPU ops take FACTOR× as long (factor in (0, 100])"},
+    ScenarioKey{"variation.slow_nodes", K::text, 0, 0, "", "NODE:FACTOR items, \"3:1.1\"", "none",
+                "every GPU of those nodes so (a rank in slow_ranks wins over its node)"},
+    ScenarioKey{"variation.slow_links", K::text, 0, 0, "", "NODE:FACTOR items, \"3:2\"", "none",
+                "those nodes' network links move bytes FACTOR× as long: a collective across "
+                "nodes that include one runs its bandwidth part at the slowest link's pace"},
+    ScenarioKey{"variation.jitter", K::number, 0, 1, "relative σ", "", "0",
+                "each GPU op of each rank takes max(0, 1 + σ·N(0,1))× its time"},
+    ScenarioKey{"variation.issue_delay", K::duration, 0, 1e9, "", "", "0",
+                "mean time the CPU thread is away after issuing each op, exponentially "
+                "distributed (the Python thread descheduled now and then)"},
+    ScenarioKey{"variation.seed", K::integer, 0, 4'294'967'295.0, "", "", "1",
+                "the random seed of every draw above"},
 };
 
 std::string number_text(double v) {

@@ -568,6 +568,45 @@ struct FsdpRead {
 };
 
 // "_BatchNorm, SyncBatchNorm" as its names; empty entries dropped.
+// ---------------------------------------------------------------- variation
+
+// A NODE:FACTOR or RANK:FACTOR list, each index inside the world.
+std::map<int, double> read_factor_list(ConfigReader& r, std::string_view path, int count,
+                                       const char* what) {
+  const auto text = r.get_string(path);
+  if (!text) return {};
+  const char* const word = what == std::string_view("RANK") ? "rank" : "node";
+  std::string bad;
+  auto factors = parse_factor_list(*text, &bad);
+  if (!bad.empty()) {
+    r.add_problem(
+        path, fmt::format("'{}' is not {}:FACTOR", bad, what),
+        fmt::format("items like \"3:1.1, 5:1.2\" ({} 0..{}, factor in (0, 100])", word, count - 1));
+  }
+  for (auto it = factors.begin(); it != factors.end();) {
+    if (it->first < count) {
+      ++it;
+      continue;
+    }
+    r.add_problem(path, fmt::format("{} {} is not in the cluster", word, it->first),
+                  fmt::format("0..{}", count - 1));
+    it = factors.erase(it);
+  }
+  return factors;
+}
+
+VariationSpec read_variation(ConfigReader& r, const ClusterSpec& cluster) {
+  VariationSpec v;
+  set_if(read_number(r, "variation.gpu_sigma"), v.gpu_sigma);
+  v.slow_ranks = read_factor_list(r, "variation.slow_ranks", cluster.world_size(), "RANK");
+  v.slow_nodes = read_factor_list(r, "variation.slow_nodes", cluster.nodes, "NODE");
+  v.slow_links = read_factor_list(r, "variation.slow_links", cluster.nodes, "NODE");
+  set_if(read_number(r, "variation.jitter"), v.jitter);
+  set_if(read_duration(r, "variation.issue_delay"), v.issue_delay);
+  if (auto seed = read_int(r, "variation.seed")) v.seed = static_cast<std::uint64_t>(*seed);
+  return v;
+}
+
 std::vector<std::string> split_class_names(std::string_view text) {
   std::vector<std::string> out;
   for (std::string_view name : split_choices(text)) {
@@ -862,6 +901,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
   check_fsdp(r, fsdp, s.cluster);
   s.fsdp = fsdp.policy;
   read_allocator(r, s.allocator);
+  s.variation = read_variation(r, s.cluster);
   if (s.model.family == ModelFamily::transformer &&
       s.model.transformer.pos_emb == PosEmbedding::learned && s.model.transformer.max_seq > 0 &&
       s.training.seq_len > s.model.transformer.max_seq) {

@@ -219,9 +219,13 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::all_reduce: {
       const auto& comm = s.communicators[static_cast<std::size_t>(op.comm)];
       c.resource = comm.nodes > 1 ? Resource::network : Resource::nvlink;
-      c.duration = op.fixed_time
-                       ? *op.fixed_time
-                       : collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes).time;
+      if (op.fixed_time) {
+        c.duration = *op.fixed_time;
+        return c;
+      }
+      const CollectiveEstimate e = collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes);
+      c.duration = e.time;
+      c.latency = e.latency;
       return c;
     }
     case OpKind::h2d:

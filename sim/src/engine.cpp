@@ -120,13 +120,7 @@ class Engine {
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
       cost_.push_back(cache.cost(costs_, s_, op));
-      if (cost_.back().resource == Resource::gpu &&
-          (options_.gpu_time_factor != 1.0 || !options_.op_time_factors.empty())) {
-        const double f = options_.gpu_time_factor *
-                         (options_.op_time_factors.empty() ? 1.0 : options_.op_time_factors.at(i));
-        cost_.back().duration =
-            static_cast<TimeNs>(std::llround(static_cast<double>(cost_.back().duration) * f));
-      }
+      vary(i, cost_.back());
       op_on_cpu_[i] = stream_is_cpu_[static_cast<std::size_t>(op.stream)];
       if (!op_on_cpu_[i]) ++stream_ops_start_[static_cast<std::size_t>(op.stream) + 1];
       if (op.comm != kNone) ++comm_ops_start_[static_cast<std::size_t>(op.comm) + 1];
@@ -206,6 +200,27 @@ class Engine {
   }
 
  private:
+  // This rank's variation (SimOptions): its GPU's speed and jitter, its links, its CPU's delays.
+  void vary(std::size_t i, OpCost& c) const {
+    const auto scaled = [](TimeNs t, double f) {
+      return static_cast<TimeNs>(std::llround(static_cast<double>(t) * f));
+    };
+    if (c.resource == Resource::gpu &&
+        (options_.gpu_time_factor != 1.0 || !options_.op_time_factors.empty())) {
+      c.duration =
+          scaled(c.duration,
+                 options_.gpu_time_factor *
+                     (options_.op_time_factors.empty() ? 1.0 : options_.op_time_factors.at(i)));
+    }
+    const CommId comm = s_.ops[i].comm;
+    if (comm != kNone && !options_.comm_time_factors.empty() &&
+        (c.resource == Resource::network || c.resource == Resource::nvlink)) {
+      const double f = options_.comm_time_factors.at(static_cast<std::size_t>(comm));
+      if (f != 1.0) c.duration = c.latency + scaled(c.duration - c.latency, f);
+    }
+    if (!options_.issue_delays.empty()) c.cpu += options_.issue_delays.at(i);
+  }
+
   // ---- CPU
   bool deps_done(std::size_t op) const { return pending_deps_[op] == 0; }
 

@@ -14,21 +14,45 @@
 namespace shardscope::sim {
 namespace {
 
-std::vector<double> factors_by_rank(const RankVariation& v, int world) {
-  std::vector<double> f(static_cast<std::size_t>(world), 1.0);
+// What sets a rank apart before it is known whom it waits for: its GPU's and its links' factors.
+using RankKey = std::pair<double, double>;
+
+std::vector<RankKey> keys_by_rank(const RankVariation& v, int world, int gpus_per_node) {
+  std::vector<RankKey> key(static_cast<std::size_t>(world), {1.0, 1.0});
+  const auto valid = [](double f) { return f > 0 && f <= 100; };
   for (const auto& [rank, factor] : v.gpu_time_factor) {
     if (rank < 0 || rank >= world)
       throw Error(fmt::format("rank {} is not in the world (0..{})", rank, world - 1));
-    if (!(factor > 0 && factor <= 100))
+    if (!valid(factor))
       throw Error(fmt::format("rank {}: GPU time factor {} is not in (0, 100]", rank, factor));
-    f[static_cast<std::size_t>(rank)] = factor;
+    key[static_cast<std::size_t>(rank)].first = factor;
   }
-  return f;
+  const int nodes = (world + gpus_per_node - 1) / gpus_per_node;
+  for (const auto& [node, factor] : v.link_time_factor) {
+    if (node < 0 || node >= nodes)
+      throw Error(fmt::format("node {} is not in the cluster (0..{})", node, nodes - 1));
+    if (!valid(factor))
+      throw Error(fmt::format("node {}: link time factor {} is not in (0, 100]", node, factor));
+    for (int r = node * gpus_per_node; r < std::min(world, (node + 1) * gpus_per_node); ++r)
+      key[static_cast<std::size_t>(r)].second = factor;
+  }
+  return key;
 }
 
-// Each rank's class: first by its factor, then split until every rank of a class sees the same
-// mix of classes in each of its communicator instances. Classes are numbered by their lowest rank.
-std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& factor,
+// instance[k][r]: which instance of communicator k rank r is in.
+std::vector<std::vector<int>> instances_of_ranks(const Schedule& s) {
+  std::vector<std::vector<int>> out;
+  for (const Communicator& comm : s.communicators) {
+    auto& by_rank = out.emplace_back(static_cast<std::size_t>(s.world_size));
+    for (int r = 0; r < s.world_size; ++r)
+      by_rank[static_cast<std::size_t>(r)] = membership(comm, s.world_size, r).instance;
+  }
+  return out;
+}
+
+// Each rank's class: first by its key, then split until every rank of a class sees the same mix
+// of classes in each of its communicator instances. Classes are numbered by their lowest rank.
+std::vector<int> rank_classes(const Schedule& s, const std::vector<RankKey>& key,
                               bool every_rank_differs) {
   const int world = s.world_size;
   std::vector<int> cls(static_cast<std::size_t>(world));
@@ -38,19 +62,20 @@ std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& fact
     return cls;
   }
   {
-    std::map<double, int> ids;
+    std::map<RankKey, int> ids;
     for (int r = 0; r < world; ++r) {
-      const auto [it, added] = ids.emplace(factor[static_cast<std::size_t>(r)], 0);
+      const auto [it, added] = ids.emplace(key[static_cast<std::size_t>(r)], 0);
       if (added) it->second = static_cast<int>(count++);
       cls[static_cast<std::size_t>(r)] = it->second;
     }
   }
+  const auto instance = instances_of_ranks(s);
   while (true) {
     // Each communicator instance's mix: how many of its ranks are in each class.
     std::vector<std::map<int, std::vector<int>>> mix(s.communicators.size());
     for (std::size_t k = 0; k < s.communicators.size(); ++k) {
       for (int r = 0; r < world; ++r) {
-        auto& m = mix[k][membership(s.communicators[k], world, r).instance];
+        auto& m = mix[k][instance[k][static_cast<std::size_t>(r)]];
         m.resize(count, 0);
         ++m[static_cast<std::size_t>(cls[static_cast<std::size_t>(r)])];
       }
@@ -60,7 +85,7 @@ std::vector<int> rank_classes(const Schedule& s, const std::vector<double>& fact
     for (int r = 0; r < world; ++r) {
       std::vector<int> signature{cls[static_cast<std::size_t>(r)]};
       for (std::size_t k = 0; k < s.communicators.size(); ++k) {
-        const auto& m = mix[k][membership(s.communicators[k], world, r).instance];
+        const auto& m = mix[k][instance[k][static_cast<std::size_t>(r)]];
         signature.insert(signature.end(), m.begin(), m.end());
       }
       const auto [it, added] = ids.emplace(std::move(signature), 0);
@@ -117,6 +142,39 @@ std::vector<double> jitter_factors(const RankVariation& v, int rank, std::size_t
   return f;
 }
 
+// One rank's issue delays, by op: exponential with mean `issue_delay` each (empty without).
+std::vector<TimeNs> issue_delays(const RankVariation& v, int rank, std::size_t ops) {
+  if (v.issue_delay <= 0) return {};
+  constexpr std::uint64_t kMix = 0xD6E8FEB86659FD93;  // a stream apart from the jitter draws
+  std::mt19937_64 rng(v.seed * kMix + static_cast<std::uint64_t>(rank));
+  std::exponential_distribution<double> away(1.0 / static_cast<double>(v.issue_delay));
+  std::vector<TimeNs> out(ops);
+  for (TimeNs& t : out) t = static_cast<TimeNs>(std::llround(away(rng)));
+  return out;
+}
+
+// Each communicator's time factor for one rank: a collective across nodes runs its bandwidth
+// part at the pace of the slowest network link among its instance's nodes; inside a node no
+// network link is crossed. Empty when no link is slow.
+std::vector<double> comm_factors(const Schedule& s, const RankVariation& v, int rank,
+                                 int gpus_per_node) {
+  if (v.link_time_factor.empty()) return {};
+  std::vector<double> out;
+  for (const Communicator& comm : s.communicators) {
+    double f = 1.0;
+    if (comm.nodes > 1) {
+      const Membership me = membership(comm, s.world_size, rank);
+      for (int p = 0; p < me.size; ++p) {
+        const int node = rank_at(comm, s.world_size, me.instance, p) / gpus_per_node;
+        if (const auto it = v.link_time_factor.find(node); it != v.link_time_factor.end())
+          f = std::max(f, it->second);
+      }
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
 // The job's iteration times: each iteration ends with its last op on any rank.
 std::vector<TimeNs> job_iteration_times(const Schedule& s, const std::vector<RankClass>& classes) {
   std::vector<TimeNs> end(static_cast<std::size_t>(std::max(s.iterations, 1)), 0);
@@ -144,10 +202,14 @@ TimeNs percentile(std::vector<TimeNs> times, double p) {
 
 RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule,
                               const RankVariation& variation, const SimOptions& options) {
-  const std::vector<double> factor = factors_by_rank(variation, schedule.world_size);
+  const int gpus_per_node = std::max(1, scenario.cluster.gpus_per_node);
+  const std::vector<RankKey> key = keys_by_rank(variation, schedule.world_size, gpus_per_node);
   if (!(variation.jitter >= 0 && variation.jitter <= 1))
     throw Error(fmt::format("jitter {} is not in [0, 1]", variation.jitter));
-  const std::vector<int> cls = rank_classes(schedule, factor, variation.jitter > 0);
+  if (variation.issue_delay < 0)
+    throw Error(fmt::format("issue delay {} is negative", format_duration(variation.issue_delay)));
+  const std::vector<int> cls =
+      rank_classes(schedule, key, variation.jitter > 0 || variation.issue_delay > 0);
   RankSimulation out;
   out.world_size = schedule.world_size;
   std::vector<int> representative;
@@ -155,7 +217,8 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
     const auto c = static_cast<std::size_t>(cls[static_cast<std::size_t>(r)]);
     if (c == out.classes.size()) {
       out.classes.push_back({});
-      out.classes.back().gpu_time_factor = factor[static_cast<std::size_t>(r)];
+      out.classes.back().gpu_time_factor = key[static_cast<std::size_t>(r)].first;
+      out.classes.back().link_time_factor = key[static_cast<std::size_t>(r)].second;
       representative.push_back(r);
     }
     out.classes[c].ranks.push_back(r);
@@ -188,6 +251,8 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
     o.allocator = scenario.allocator;
     o.gpu_time_factor = out.classes[c].gpu_time_factor;
     o.op_time_factors = jitter_factors(variation, representative[c], n);
+    o.comm_time_factors = comm_factors(schedule, variation, representative[c], gpus_per_node);
+    o.issue_delays = issue_delays(variation, representative[c], n);
     per_class.push_back(std::move(o));
   }
   auto results = simulate_together(schedule, costs, per_class, group);
@@ -220,6 +285,16 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
   }
   out.iteration_times = job_iteration_times(schedule, out.classes);
   return out;
+}
+
+RankVariation rank_variation(const VariationSpec& spec, int world_size, int gpus_per_node) {
+  RankVariation v;
+  v.gpu_time_factor = gpu_time_factors(spec, world_size, gpus_per_node);
+  v.jitter = spec.jitter;
+  v.link_time_factor = spec.slow_links;
+  v.issue_delay = spec.issue_delay;
+  v.seed = spec.seed;
+  return v;
 }
 
 std::string rank_ranges(const std::vector<int>& ranks) {

@@ -73,6 +73,11 @@ if grep -q '"schema": "shardscope.timeline/3"' "$tmpdir/t.json" && grep -q '"tra
 # trace holds a process per class of ranks; bad ranks and nodes refused before anything prints.
 expect simulate-slow-node 0 '^  straggler +ranks 8-15 \(GPU time × 1.20\): the last to be ready at [0-9]+ of [0-9]+ collectives' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2 --trace "$tmpdir/ranks.json"
 expect simulate-slow-node-classes 0 '^  0-7 \(8\) +× 1.00 +[0-9.]+ s +[0-9.]+ ms +0 of [0-9]+ +all_gather' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-node 1:1.2
+expect simulate-slow-link 0 '^  8-15 \(8\) +× 1.00 +× 1.50 +[0-9.]+ s' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-link 1:1.5
+expect simulate-variation-keys 0 '^  straggler +ranks 8-15 \(GPU time × 1.20\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --set variation.slow_nodes=1:1.2
+expect simulate-issue-delay 0 '^every rank replayed \(16 ranks in 16 classes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --nodes 2 --issue-delay 20us
+expect simulate-slow-link-outside 2 '--slow-link: 2:2: node 2 is not in the cluster \(0..1\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-link 2:2
+expect simulate-variation-key-outside 2 'variation.slow_links: node 2 is not in the cluster \(0..1\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --set variation.slow_links=2:2
 expect simulate-jitter-distribution 0 '^  step time distribution  p50 [0-9.]+ (s|ms), p95 [0-9.]+ (s|ms), p99 [0-9.]+ (s|ms), max [0-9.]+ (s|ms) \(over 3 iterations after the first\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --set training.iterations=4 --jitter 0.05 --seed 3
 expect simulate-gpu-sigma 0 '^every rank replayed \(16 ranks in 16 classes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --nodes 2 --gpu-sigma 0.03
 expect simulate-jitter-out-of-range 2 '--jitter' -- simulate "$examples/llama3-8b-h100x8.yaml" --jitter 2
@@ -173,6 +178,7 @@ expect simulate-bad-profile 2 'schema: not a shardscope device profile' -- simul
 expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
 expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2
 expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
+expect run-variation-not-injected 0 'not injected +variation.slow_links and variation.issue_delay are simulated only' -- run "$oracle" --set variation.slow_links=0:2
 expect run-slow-rank-replayed 0 'against every rank replayed +[0-9.]+ ms measured, [0-9.]+ ms simulated with the same slow ranks' -- run "$oracle" --slow-rank 1:1.5
 expect summarize 0 'custom \(2 GPUs\), measured' -- summarize "$tmpdir/m.json"
 "$bin" simulate "$oracle" --timeline "$tmpdir/s.json" >/dev/null

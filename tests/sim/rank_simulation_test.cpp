@@ -185,7 +185,103 @@ TEST(RankSimulation, ARankOutsideTheWorldOrABadFactorIsAnError) {
   EXPECT_THROW(simulate_ranks(sc, s, {{{8, 1.1}}}), Error);
   EXPECT_THROW(simulate_ranks(sc, s, {{{1, 0.0}}}), Error);
   EXPECT_THROW(simulate_ranks(sc, s, {{{1, 101.0}}}), Error);
-  EXPECT_THROW(simulate_ranks(sc, s, {{}, 1.5, 1}), Error);
+  EXPECT_THROW(simulate_ranks(sc, s, {.jitter = 1.5}), Error);
+  EXPECT_THROW(simulate_ranks(sc, s, {.link_time_factor = {{2, 2.0}}}), Error);  // 1 node
+  EXPECT_THROW(simulate_ranks(sc, s, {.link_time_factor = {{0, 0.0}}}), Error);
+  EXPECT_THROW(simulate_ranks(sc, s, {.issue_delay = -1}), Error);
+}
+
+// The chain's collective priced by the model (latency + bytes over the bus bandwidth).
+Schedule chain_with_modelled_collective(int world, std::vector<Communicator> comms) {
+  Schedule s = chain(world, std::move(comms), 10 * kMs, 0);
+  s.ops[1].fixed_time.reset();
+  s.ops[1].bytes = 256 * kMiB;
+  return s;
+}
+
+TEST(Engine, ASlowLinkStretchesTheBandwidthPartOfACollectiveNotItsLatency) {
+  const Scenario sc = two_nodes();
+  const CostModel costs(sc);
+  const Schedule s = chain_with_modelled_collective(16, {{"shard", 16, 2}});
+  const OpCost c = costs.cost(s, s.ops[1]);
+  ASSERT_GT(c.latency, 0);
+  ASSERT_GT(c.duration, 4 * c.latency);
+  SimOptions o;
+  o.comm_time_factors = {2.0};
+  const auto r = simulate(s, costs, o);
+  EXPECT_EQ(r.ops[1].end - r.ops[1].start, c.latency + 2 * (c.duration - c.latency));
+  EXPECT_EQ(r.ops[0].end, 10 * kMs);  // compute is the GPU's
+}
+
+TEST(RankSimulation, ASlowLinkSlowsEveryCollectiveAcrossItsNodeAndNoneInsideANode) {
+  const Scenario sc = two_nodes();
+  const CostModel costs(sc);
+  // FULL_SHARD over both nodes: every rank's all-gather crosses node 1's links.
+  const Schedule across = chain_with_modelled_collective(16, {{"shard", 16, 2}});
+  const OpCost c = costs.cost(across, across.ops[1]);
+  const RankSimulation a = simulate_ranks(sc, across, {.link_time_factor = {{1, 3.0}}});
+  ASSERT_EQ(a.classes.size(), 2U);  // node 1 differs, though nobody waits for anybody
+  EXPECT_EQ(a.classes[1].ranks.front(), 8);
+  EXPECT_EQ(a.classes[1].link_time_factor, 3.0);
+  for (const RankClass& rc : a.classes) {
+    const OpRecord& g = rc.result.ops[1];
+    EXPECT_EQ(g.end - g.start, c.latency + 3 * (c.duration - c.latency));
+    EXPECT_EQ(rc.waited_total, 0);
+  }
+  // Shard groups inside each node: no network link is crossed, nothing changes.
+  const Schedule inside = chain_with_modelled_collective(16, {{"shard", 8, 1}});
+  const OpCost ci = costs.cost(inside, inside.ops[1]);
+  const RankSimulation b = simulate_ranks(sc, inside, {.link_time_factor = {{1, 3.0}}});
+  for (const RankClass& rc : b.classes)
+    EXPECT_EQ(rc.result.ops[1].end - rc.result.ops[1].start, ci.duration);
+}
+
+TEST(RankSimulation, IssueDelaysAreExponentialDrawsThatDelayTheCpuBoundJob) {
+  // A CPU-bound schedule: 2,000 zero-time kernels issued one after the other, each costing the
+  // CPU 1 µs to issue. The rank's step grows by the sum of its draws (mean 10 µs each).
+  Scenario sc = two_nodes();
+  Schedule s;
+  s.name = "issue";
+  s.world_size = 2;
+  s.streams = {{"cpu", StreamKind::cpu}, {"compute", StreamKind::compute}};
+  for (int i = 0; i < 2000; ++i) {
+    Op op;
+    op.kind = OpKind::forward;
+    op.stream = 1;
+    op.fixed_time = 0;
+    s.ops.push_back(op);
+  }
+  const RankSimulation base = simulate_ranks(sc, s, {});
+  const RankVariation v{.issue_delay = 10 * kNsPerUs, .seed = 4};
+  const RankSimulation r = simulate_ranks(sc, s, v);
+  ASSERT_EQ(r.classes.size(), 2U);  // every rank its own draws
+  for (const RankClass& rc : r.classes) {
+    const double added = static_cast<double>(rc.step_time - base.step_time);
+    // The sum of 2,000 exponential draws of mean 10 µs: 20 ms, σ = √2000 · 10 µs ≈ 0.45 ms.
+    EXPECT_NEAR(added, 20.0 * kMs, 5 * 0.45 * kMs);
+  }
+  EXPECT_NE(r.classes[0].step_time, r.classes[1].step_time);
+  EXPECT_EQ(simulate_ranks(sc, s, v).step_time, r.step_time);  // the seed decides
+}
+
+TEST(RankSimulation, AScenarioVariationResolvesRankByRank) {
+  VariationSpec spec;
+  spec.slow_nodes = {{1, 1.2}};
+  spec.slow_ranks = {{9, 1.5}, {2, 1.1}};  // rank 9 is in node 1: named alone, it wins
+  spec.slow_links = {{0, 2.0}};
+  spec.jitter = 0.01;
+  spec.issue_delay = 5 * kNsPerUs;
+  spec.seed = 7;
+  const RankVariation v = rank_variation(spec, 16, 8);
+  EXPECT_EQ(v.gpu_time_factor.size(), 9U);
+  EXPECT_EQ(v.gpu_time_factor.at(2), 1.1);
+  EXPECT_EQ(v.gpu_time_factor.at(8), 1.2);
+  EXPECT_EQ(v.gpu_time_factor.at(9), 1.5);
+  EXPECT_EQ(v.gpu_time_factor.count(0), 0U);
+  EXPECT_EQ(v.link_time_factor, spec.slow_links);
+  EXPECT_EQ(v.jitter, 0.01);
+  EXPECT_EQ(v.issue_delay, 5 * kNsPerUs);
+  EXPECT_EQ(v.seed, 7U);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
-// A scenario = model + cluster + training + FSDP policy, loaded from YAML/JSON with overrides.
+// A scenario = model + cluster + training + FSDP policy (+ how ranks differ), loaded from YAML/JSON
+// with overrides.
 
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 #include "shardscope/core/fsdp_policy.hpp"
 #include "shardscope/core/model_spec.hpp"
 #include "shardscope/core/training_spec.hpp"
+#include "shardscope/core/variation_spec.hpp"
 
 namespace shardscope {
 
@@ -21,6 +23,7 @@ struct Scenario {
   TrainingSpec training;
   FsdpPolicy fsdp;
   AllocatorParams allocator;
+  VariationSpec variation;  // how ranks differ; empty: every rank alike
 };
 
 /// Reads a scenario from a tree (after overrides). Throws ValidationError listing every problem:

@@ -66,7 +66,8 @@ struct ComputeTerms {
 struct OpCost {
   TimeNs duration = 0;  // alone on an idle GPU
   Resource resource = Resource::none;
-  TimeNs cpu = 0;  // CPU time to issue it
+  TimeNs cpu = 0;      // CPU time to issue it
+  TimeNs latency = 0;  // of `duration`, what no link's bandwidth sets (a collective's latency)
 };
 
 class CostModel {

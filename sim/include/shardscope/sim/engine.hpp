@@ -36,6 +36,12 @@ struct SimOptions {
   // By op id, or empty: a further factor on that op's time when it runs on the GPU (the per-rank
   // replay's jitter draws).
   std::vector<double> op_time_factors;
+  // By communicator id, or empty: its collectives' bandwidth-bound part (duration less latency)
+  // takes this × as long (a slow link in the communicator's ring: the per-rank replay).
+  std::vector<double> comm_time_factors;
+  // By op id, or empty: extra CPU time after the CPU issues it (the issuing thread descheduled),
+  // which delays what it issues next.
+  std::vector<TimeNs> issue_delays;
 };
 
 /// Why an op started when it did (its critical predecessor). `peers`: it waited for another

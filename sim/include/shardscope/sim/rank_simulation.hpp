@@ -10,9 +10,9 @@
 // collective starts on every class of its instance when the last of them is ready for it.
 //
 // What it models: a rank's GPU running slower (SimOptions::gpu_time_factor: clock, power,
-// thermals) and each GPU op's time varying (jitter), every collective waiting for its slowest
-// participant. What it does not (yet): CPU issue jitter, slow links, a collective's time set by its
-// slowest link (each class prices its collectives as the symmetric model does).
+// thermals), each GPU op's time varying (jitter), the CPU thread away after issuing an op (issue
+// delays), a node's network links slower (a collective across nodes that include it runs its
+// bandwidth part at that pace), and every collective waiting for its slowest participant.
 
 #include <cstdint>
 #include <map>
@@ -25,20 +25,31 @@
 
 namespace shardscope::sim {
 
-/// What makes the ranks of one job differ.
+/// What makes the ranks of one job differ, rank by rank (rank_variation resolves a scenario's
+/// VariationSpec into it).
 struct RankVariation {
   std::map<int, double> gpu_time_factor;  // rank → its GPU ops take this × their time (1: none)
   // Each GPU op of each rank takes max(0, 1 + jitter·N(0, 1)) × its time, drawn per rank from
   // `seed` (as `run --backend host --jitter` draws). With jitter no two ranks are alike: every rank
   // is replayed on its own.
   double jitter = 0.0;
+  // node → its network links move bytes this × as long (VariationSpec::slow_links).
+  std::map<int, double> link_time_factor;
+  // Mean of the exponential time the CPU thread is away after each op it issues, drawn per rank
+  // and op (VariationSpec::issue_delay); like jitter, it makes every rank its own.
+  TimeNs issue_delay = 0;
   std::uint64_t seed = 1;
 };
+
+/// A scenario's variation rank by rank: slow nodes and ranks with their gpu_sigma draws, slow
+/// links, jitter, issue delays and the seed.
+RankVariation rank_variation(const VariationSpec& spec, int world_size, int gpus_per_node);
 
 /// Ranks identical in speed and in whom they wait for, replayed once.
 struct RankClass {
   std::vector<int> ranks;  // ascending
   double gpu_time_factor = 1.0;
+  double link_time_factor = 1.0;  // its node's network links (RankVariation::link_time_factor)
   SimulationResult result;  // its replay: OpRecord::ready < start where it waited for other ranks
   TimeNs step_time = 0;     // its last iteration (analysis::Summary::step_time)
   TimeNs alone_step_time = 0;  // the same replayed with nobody to wait for
@@ -65,8 +76,9 @@ struct RankSimulation {
 /// The nearest-rank percentile `p` (0 < p ≤ 100) of `times`; 0 when empty.
 TimeNs percentile(std::vector<TimeNs> times, double p);
 
-/// Every rank of `schedule` on `scenario`'s hardware. Throws Error for a factor outside (0, 100]
-/// or a rank outside the world.
+/// Every rank of `schedule` on `scenario`'s hardware (nodes of scenario.cluster.gpus_per_node
+/// ranks). Throws Error for a factor outside (0, 100], a rank or node outside the world, jitter
+/// outside [0, 1] or a negative issue delay.
 RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule,
                               const RankVariation& variation, const SimOptions& options = {});
 
