@@ -181,6 +181,9 @@ void plan_size(const PlanArgs& args, const sim::EntryTolerance& entries, SizedPl
   sim::PlanOptions options;
   options.memory_budget = p.budget;
   options.top = args.top;
+  options.objective =
+      args.objective == "p99" ? sim::PlanObjective::p99 : sim::PlanObjective::step_time;
+  options.p99_candidates = args.p99_candidates;
   options.entries = entries;
   options.threads = args.threads;
   Progress progress(args.nodes.size() > 1 ? fmt::format("plan ({} GPUs)", p.world) : "plan",
@@ -295,6 +298,12 @@ int run_plan(const PlanArgs& args) {
       value_problems("--allow", allow->key, allow->values, problems);
       inputs.allowed.emplace_back(std::move(allow->key), std::move(allow->values));
     }
+  }
+  if (args.objective == "p99" && !base.variation.any()) {
+    problems.push_back({args.scenario.path, "variation",
+                        "--objective p99 needs ranks that differ: every rank is alike, so the p99 "
+                        "step time is the step time",
+                        "variation.* keys in the scenario, e.g. --set variation.slow_nodes=1:1.1"});
   }
   const auto target = emit_target(args, inputs, problems);
   const sim::EntryTolerance entries = group_within(args.group_within, problems);

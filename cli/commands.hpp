@@ -105,6 +105,8 @@ struct PlanArgs {
   std::string memory_budget;      // --memory-budget (default: capacity less --margin)
   std::string margin = "5%";      // --margin: a size or a percentage of the capacity
   std::size_t top = 5;
+  std::string objective = "step";  // --objective step or p99
+  std::size_t p99_candidates = 0;  // --p99-candidates (0: 4 × top)
   std::string json_path;
   unsigned threads = 0;
   std::string group_within = "0.5%,1GiB";  // --group-within: one entry's step time, reserved

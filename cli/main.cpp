@@ -289,6 +289,15 @@ int main(int argc, char** argv) {
       ->type_name("SIZE|PCT")
       ->excludes(budget);
   plan->add_option("--top", plan_args.top, "configurations to rank")->check(within(1, 100));
+  plan->add_option("--objective", plan_args.objective,
+                   "what to rank by: step (the step time) or p99 (the p99 step time with every "
+                   "rank replayed with the scenario's variation.* keys, over training.iterations)")
+      ->check(CLI::IsMember({"step", "p99"}))
+      ->capture_default_str();
+  plan->add_option("--p99-candidates", plan_args.p99_candidates,
+                   "with --objective p99: how many of the fastest by step time to rank by p99 "
+                   "(default 4 × --top)")
+      ->check(within(1, 1000));
   plan->add_option("--group-within", plan_args.group_within,
                    "one ranked entry holds the configurations at most this much slower than its "
                    "fastest and not this much leaner (default 0.5%,1GiB; 0,0: identical "

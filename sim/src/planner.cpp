@@ -19,6 +19,7 @@
 #include "shardscope/sim/cost_model.hpp"
 #include "shardscope/sim/memory_replay.hpp"
 #include "shardscope/sim/pipeline.hpp"
+#include "shardscope/sim/rank_simulation.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
@@ -326,9 +327,60 @@ PlanWork plan_work(const ConfigTree& base, const std::string& file, const PlanSp
   return work;
 }
 
+// Under PlanObjective::p99: the candidates (the search's ranking) re-ranked by the p99 of their
+// step time with every rank replayed, the first `top` kept.
+void rank_by_p99(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                 std::size_t top, std::size_t candidates, PlanResult& result) {
+  result.objective = PlanObjective::p99;
+  result.p99_candidates = result.ranked.size();
+  const bool every_fitting = result.ranked.size() < candidates;  // the search found no more
+  bool only_slows = true;
+  TimeNs slowest_candidate = 0;
+  for (PlannedConfig& p : result.ranked) {
+    const Scenario scenario = configuration_scenario(base, file, space, p.index);
+    const VariationSpec& v = scenario.variation;
+    only_slows = only_slows && v.jitter == 0 && v.gpu_sigma == 0 &&
+                 std::all_of(v.slow_ranks.begin(), v.slow_ranks.end(),
+                             [](const auto& f) { return f.second >= 1; }) &&
+                 std::all_of(v.slow_nodes.begin(), v.slow_nodes.end(),
+                             [](const auto& f) { return f.second >= 1; }) &&
+                 std::all_of(v.slow_links.begin(), v.slow_links.end(),
+                             [](const auto& f) { return f.second >= 1; });
+    const Schedule schedule = lower(scenario);
+    SimOptions sim;
+    sim.record_memory_samples = false;
+    const RankSimulation ranks =
+        simulate_ranks(scenario, schedule,
+                       rank_variation(v, schedule.world_size, scenario.cluster.gpus_per_node), sim);
+    p.percentiles = PlannedConfig::Percentiles{percentile(ranks.iteration_times, 50),
+                                               percentile(ranks.iteration_times, 99),
+                                               percentile(ranks.iteration_times, 100)};
+    slowest_candidate = std::max(slowest_candidate, p.summary.step_time);
+  }
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const PlannedConfig& a, const PlannedConfig& b) {
+                     return a.percentiles->p99 < b.percentiles->p99;
+                   });
+  if (result.ranked.size() > top) result.ranked.resize(top);
+  // A configuration outside the candidates has a step of at least the slowest candidate's, and
+  // a variation that only slows never brings a p99 below the step.
+  result.p99_exact = only_slows && (every_fitting || result.ranked.size() < top ||
+                                    result.ranked.back().percentiles->p99 <= slowest_candidate);
+}
+
 PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                const PlanOptions& options) {
-  if (options.memory_budget <= 0) throw Error("plan: the memory budget must be positive");
+                const PlanOptions& asked) {
+  if (asked.memory_budget <= 0) throw Error("plan: the memory budget must be positive");
+  // Under p99 the search finds the candidates by step time; they are ranked by p99 after it.
+  PlanOptions options = asked;
+  if (asked.objective == PlanObjective::p99) {
+    options.top =
+        std::max(asked.top, asked.p99_candidates > 0 ? asked.p99_candidates : 4 * asked.top);
+    // An entry stands for its members by one replay: under variation only configurations the
+    // symmetric replay times alike are one entry (FULL_SHARD and HSDP within 0.5 % of each other
+    // are not alike once a node is slow).
+    options.entries.time = 0;
+  }
   PlanResult result;
   result.space = space.size();
   result.memory_budget = options.memory_budget;
@@ -517,6 +569,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     p.bottleneck = bottleneck_of(p.summary);
     result.ranked.push_back(std::move(p));
   }
+  if (asked.objective == PlanObjective::p99 && !result.cancelled)
+    rank_by_p99(base, file, space, asked.top, options.top, result);
   for (std::size_t i = 0; i + 1 < result.ranked.size(); ++i)
     result.ranked[i].change =
         change_to(space, result.ranked[i].config, result.ranked[i + 1].config);
@@ -570,12 +624,27 @@ std::string plan_table(const PlanSpace& space, const PlanResult& r) {
       r.skipped_by_memory, r.screened_by_memory, r.screened_before_lowering,
       format_bytes(r.memory_budget));
   if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
-  out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank", "step",
-                     "tokens/s/GPU", "MFU", "reserved", "headroom", "bottleneck");
+  const bool p99 = r.objective == PlanObjective::p99;
+  if (p99) {
+    out += fmt::format(
+        "ranked by the p99 step time with every rank replayed with the scenario's variation "
+        "(the {} fastest by step time ranked; {})\n\n",
+        r.p99_candidates,
+        r.p99_exact ? "no other configuration could rank: the variation only slows ranks"
+                    : "one outside them could rank: widen --p99-candidates");
+  }
+  const auto p99_text = [&](const PlannedConfig& p) {
+    return p99 ? fmt::format("  {:>11}", p.percentiles ? format_duration(p.percentiles->p99)
+                                                       : std::string("unknown"))
+               : std::string();
+  };
+  out += fmt::format("{:>4}{}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank",
+                     p99 ? fmt::format("  {:>11}", "p99 step") : "", "step", "tokens/s/GPU", "MFU",
+                     "reserved", "headroom", "bottleneck");
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& p = r.ranked[i];
     const auto& s = p.summary;
-    out += fmt::format("{:>4}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", i + 1,
+    out += fmt::format("{:>4}{}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", i + 1, p99_text(p),
                        format_duration(s.step_time),
                        s.tokens_per_s_per_gpu ? fmt::format("{:.0f}", *s.tokens_per_s_per_gpu)
                                               : std::string("unknown"),
@@ -608,6 +677,11 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
   j["memory_budget_bytes"] = r.memory_budget;
   j["entry_step_time_tolerance"] = r.entries.time;
   j["entry_reserved_tolerance_bytes"] = r.entries.memory;
+  j["objective"] = r.objective == PlanObjective::p99 ? "p99" : "step_time";
+  if (r.objective == PlanObjective::p99) {
+    j["p99_candidates"] = r.p99_candidates;
+    j["p99_exact"] = r.p99_exact;
+  }
   auto& ranked = j["ranked"] = nlohmann::ordered_json::array();
   for (const auto& p : r.ranked) {
     const auto& s = p.summary;
@@ -617,6 +691,11 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
     auto& settings = e["settings"] = nlohmann::ordered_json::object();
     for (const auto& [k, v] : p.settings) settings[k] = v;
     e["step_time_s"] = ns_to_s(s.step_time);
+    if (p.percentiles) {
+      e["p50_step_time_s"] = ns_to_s(p.percentiles->p50);
+      e["p99_step_time_s"] = ns_to_s(p.percentiles->p99);
+      e["max_step_time_s"] = ns_to_s(p.percentiles->max);
+    }
     e["tokens_per_s_per_gpu"] = json_or_null(s.tokens_per_s_per_gpu);
     e["mfu"] = json_or_null(s.mfu);
     e["peak_reserved_bytes"] = s.peak_reserved.value();

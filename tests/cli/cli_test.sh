@@ -272,6 +272,10 @@ for entry in plan["ranked"]:
                for m in members)
 PY
 then echo "ok   plan-json-members"; passed=$((passed + 1)); else echo "FAIL plan-json-members"; failed=$((failed + 1)); fi
+p99_fix=(--api fsdp2 --fix training.micro_batch=2 --fix training.loss=fused --fix fsdp.reshard_after_forward=true --fix fsdp.forward_prefetch_modules=0 --fix fsdp.backward_prefetch_modules=1 --fix fsdp.separate_reduce_scatter_group=false --fix fsdp.wrap.blocks_per_group=1 --fix fsdp.cpu_offload.params=false --fix fsdp.mixed_precision.param_dtype=bf16 --fix fsdp.mixed_precision.reduce_dtype=fp32 --fix allocator.expandable_segments=false --allow training.activation_checkpointing=selective_op,every_2)
+expect plan-p99 0 '^   1 +[0-9.]+ s +[0-9.]+ s +[0-9]+ +[0-9.]+ % +[0-9.]+ GiB +[0-9.]+ GiB  compute' -- plan "$plan_example" "${p99_fix[@]}" --set variation.slow_links=1:4 --objective p99 --top 2
+expect plan-p99-exact 0 'no other configuration could rank: the variation only slows ranks' -- plan "$plan_example" "${p99_fix[@]}" --set variation.slow_links=1:4 --objective p99 --top 2
+expect plan-p99-needs-variation 2 'variation: --objective p99 needs ranks that differ' -- plan "$plan_example" --objective p99
 expect plan-margin-needs-unit 2 '--margin: 5: needs a unit: a percentage or a size' -- plan "$plan_example" --margin 5
 expect plan-bad-margin 2 '--margin: 120%: not a percentage below 100' -- plan "$plan_example" --margin 120%
 expect plan-group-within-no-percent 2 "--group-within: 5: '5' is not a percentage" -- plan "$plan_example" --group-within 5

@@ -567,5 +567,51 @@ TEST(Planner, ASearchWhereNoConfigurationIsValidSaysWhyInsteadOfNothingFits) {
   }
 }
 
+TEST(Planner, UnderASlowLinkTheP99RankingPrefersHsdpToTheFasterFullShard) {
+  // Llama 3.1 8B on 2 nodes, micro-batch 2: FULL_SHARD with selective checkpointing is the
+  // fastest by step time; with node 1's network links 4× as slow, every FULL_SHARD all-gather and
+  // reduce-scatter crosses them, while HSDP 2 × 8 crosses them only to all-reduce.
+  PlanInputs inputs;
+  inputs.global_batch_tokens = 8192 * 2 * 16;
+  inputs.api = "fsdp2";
+  inputs.fixed = {{"training.micro_batch", "2"},
+                  {"training.loss", "fused"},
+                  {"fsdp.reshard_after_forward", "true"},
+                  {"fsdp.forward_prefetch_modules", "0"},
+                  {"fsdp.backward_prefetch_modules", "1"},
+                  {"fsdp.separate_reduce_scatter_group", "false"},
+                  {"fsdp.wrap.blocks_per_group", "1"},
+                  {"fsdp.cpu_offload.params", "false"},
+                  {"fsdp.mixed_precision.param_dtype", "bf16"},
+                  {"fsdp.mixed_precision.reduce_dtype", "fp32"},
+                  {"allocator.expandable_segments", "false"}};
+  inputs.allowed = {{"training.activation_checkpointing", {"selective_op", "every_2"}}};
+  const ConfigTree tree =
+      load_scenario_tree(kDefault, {"cluster.nodes=2", "variation.slow_links=1:4"});
+  const PlanSpace space = default_plan_space(read_scenario(tree, kDefault), inputs);
+  PlanOptions o = options_with(Bytes{75} * kGiB, false);
+  o.top = 2;
+  const auto sharding = [&](const PlannedConfig& p) {
+    const std::string text = configuration_text(space, p.config);
+    return text.find("sharding=FULL_SHARD") != std::string::npos ? "FULL_SHARD" : "HSDP";
+  };
+  const PlanResult by_step = plan(tree, kDefault, space, o);
+  ASSERT_EQ(by_step.ranked.size(), 2U);
+  EXPECT_STREQ(sharding(by_step.ranked[0]), "FULL_SHARD");
+  EXPECT_FALSE(by_step.ranked[0].percentiles);
+  o.objective = PlanObjective::p99;
+  const PlanResult by_p99 = plan(tree, kDefault, space, o);
+  ASSERT_EQ(by_p99.ranked.size(), 2U);
+  EXPECT_STREQ(sharding(by_p99.ranked[0]), "HSDP");
+  EXPECT_TRUE(by_p99.p99_exact);  // a slow link only slows: nothing outside could rank
+  for (const PlannedConfig& p : by_p99.ranked) {
+    ASSERT_TRUE(p.percentiles);
+    EXPECT_GE(p.percentiles->p99, p.summary.step_time);  // the job is never faster than symmetric
+  }
+  EXPECT_LT(by_p99.ranked[0].percentiles->p99, by_p99.ranked[1].percentiles->p99);
+  // The FULL_SHARD configuration the step time ranked first, now behind.
+  EXPECT_GT(by_p99.ranked[0].summary.step_time, by_step.ranked[0].summary.step_time);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

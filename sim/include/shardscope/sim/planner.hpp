@@ -53,10 +53,19 @@ struct PlanProgress {
   std::int64_t work_total = 0;
 };
 
+/// What the ranking orders by. p99: the 99th percentile of the job's step time when every rank is
+/// replayed with the scenario's variation.* keys (rank_simulation.hpp), over its iterations after
+/// the first. The search finds the `p99_candidates` fastest entries by step time as usual, and
+/// those are ranked by their p99 (PlanResult::p99_exact says whether none outside could enter).
+/// An entry then holds only configurations of one predicted step time (EntryTolerance::time 0).
+enum class PlanObjective { step_time, p99 };
+
 struct PlanOptions {
   std::size_t top = 5;
-  Bytes memory_budget = 0;  // peak reserved a configuration may use (> 0)
-  unsigned threads = 0;     // 0: all hardware threads
+  PlanObjective objective = PlanObjective::step_time;
+  std::size_t p99_candidates = 0;  // entries the p99 ranking draws from; 0: 4 × top
+  Bytes memory_budget = 0;         // peak reserved a configuration may use (> 0)
+  unsigned threads = 0;            // 0: all hardware threads
   bool exhaustive = false;  // simulate every configuration (the reference the tests compare to)
   /// One ranked entry holds the configurations within this of its fastest one's prediction:
   /// one strategy for the user, whatever knobs they differ in.
@@ -82,6 +91,14 @@ struct PlannedConfig {
   /// ("reduce dtype fp32, bf16"): within the tolerance, those do not change the step time.
   std::vector<PlanMember> members;
   std::string no_effect;
+  /// Under PlanObjective::p99: the job's step time over its iterations after the first, every
+  /// rank replayed with the scenario's variation (nearest-rank percentiles).
+  struct Percentiles {
+    TimeNs p50 = 0;
+    TimeNs p99 = 0;
+    TimeNs max = 0;
+  };
+  std::optional<Percentiles> percentiles;
   /// Where `index` is not the fastest: "125.551 s at 74.14 GiB with backward_prefetch
   /// BACKWARD_POST → BACKWARD_PRE".
   std::string fastest;
@@ -114,6 +131,12 @@ struct PlanResult {
   bool cancelled = false;
   Bytes memory_budget = 0;
   EntryTolerance entries;  // what the entries were grouped with (PlanOptions)
+  PlanObjective objective = PlanObjective::step_time;
+  std::size_t p99_candidates = 0;  // entries ranked by p99
+  /// Under p99: whether no configuration outside the candidates could rank. True when the
+  /// variation only slows ranks (no jitter, no sigma, every factor ≥ 1: a job's step is then never
+  /// below its symmetric step) and the last ranked p99 is at most the slowest candidate's step.
+  bool p99_exact = false;
 };
 
 /// What the caching allocator may reserve on one GPU of `scenario` (device memory less the CUDA
