@@ -28,6 +28,11 @@ std::string bool_text(bool value) {
   return value ? "true" : "false";
 }
 
+// A factor list as variation.slow_nodes spells it; "none" for none.
+std::string factors_text(const std::map<int, double>& factors) {
+  return factors.empty() ? "none" : factor_list_text(factors);
+}
+
 std::string reshard_text(const ReshardAfterForward& r) {
   if (r.mode == ReshardAfterForward::Mode::to_size) return std::to_string(r.size);
   return bool_text(r.mode == ReshardAfterForward::Mode::on);
@@ -745,11 +750,24 @@ constexpr std::array kKeys{
                 "SKU differ by a few % under power and thermal limits)"},
     ScenarioKey{"variation.slow_ranks", K::text, 0, 0, "", "RANK:FACTOR items, \"3:1.1, 5:1.2\"",
                 "none", "those ranks' GPU ops take FACTOR× as long (factor in (0, 100])"},
-    ScenarioKey{"variation.slow_nodes", K::text, 0, 0, "", "NODE:FACTOR items, \"3:1.1\"", "none",
-                "every GPU of those nodes so (a rank in slow_ranks wins over its node)"},
-    ScenarioKey{"variation.slow_links", K::text, 0, 0, "", "NODE:FACTOR items, \"3:2\"", "none",
-                "those nodes' network links move bytes FACTOR× as long: a collective across "
-                "nodes that include one runs its bandwidth part at the slowest link's pace"},
+    ScenarioKey{.path = "variation.slow_nodes",
+                .type = K::text,
+                .choices = "NODE:FACTOR items, \"3:1.1\"",
+                .default_value = "none",
+                .models = "every GPU of those nodes so (a rank in slow_ranks wins over its node)",
+                .label = "slow node",
+                .offered = "none, 0:1.05, 0:1.1, 0:1.2, 0:1.5",
+                .value_of = [](const Scenario& s) { return factors_text(s.variation.slow_nodes); }},
+    ScenarioKey{.path = "variation.slow_links",
+                .type = K::text,
+                .choices = "NODE:FACTOR items, \"3:2\"",
+                .default_value = "none",
+                .models = "those nodes' network links move bytes FACTOR× as long: a collective "
+                          "across nodes that include one runs its bandwidth part at the slowest "
+                          "link's pace",
+                .label = "slow link",
+                .offered = "none, 0:1.5, 0:2, 0:4",
+                .value_of = [](const Scenario& s) { return factors_text(s.variation.slow_links); }},
     ScenarioKey{"variation.jitter", K::number, 0, 1, "relative σ", "", "0",
                 "each GPU op of each rank takes max(0, 1 + σ·N(0,1))× its time"},
     ScenarioKey{"variation.issue_delay", K::duration, 0, 1e9, "", "", "0",

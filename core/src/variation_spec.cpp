@@ -26,6 +26,7 @@ std::optional<std::pair<int, double>> parse_factor_item(std::string_view item) {
 
 std::map<int, double> parse_factor_list(std::string_view text, std::string* bad) {
   std::map<int, double> out;
+  if (text == "none") return out;
   std::size_t i = 0;
   while (i < text.size()) {
     if (text[i] == ',' || text[i] == ' ') {

@@ -1,6 +1,6 @@
 // shardscope-gui [SCENARIO | TIMELINE.json | TRACE.json[.gz]] [--set key=value]...
 //   [--measured TIMELINE_OR_TRACE] [--baseline-set key=value]... [--zoom START_MS:END_MS]
-//   [--sweep GRID [--budget SIZE]] [--plan API] [--screenshot out.png]
+//   [--sweep GRID [--budget SIZE]] [--plan API] [--ranks] [--screenshot out.png]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
@@ -56,7 +56,11 @@ int main(int argc, char** argv) {
                           "plan in the Plan tab (either, fsdp2, fsdp1 or torchtitan); with "
                           "--screenshot, the best plan is loaded into the settings",
                           "api");
-  parser.addOptions({set, screenshot, baseline, measured, zoom, sweep, budget, plan});
+  QCommandLineOption ranks(
+      "ranks",
+      "show the Ranks tab: every rank replayed with the scenario's variation.* "
+      "keys (set them with --set)");
+  parser.addOptions({set, screenshot, baseline, measured, zoom, sweep, budget, plan, ranks});
   parser.process(app);
 
   shardscope::gui::MainWindow window;
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
       window.simulate_now();
     }
   }
+  if (parser.isSet(ranks)) window.show_ranks_tab();
   if (shot) {
     window.show();
     QApplication::processEvents();

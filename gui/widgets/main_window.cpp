@@ -23,6 +23,7 @@
 
 #include "memory_chart.hpp"
 #include "plan_view.hpp"
+#include "ranks_view.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/schedule_io.hpp"
@@ -64,7 +65,8 @@ MainWindow::MainWindow(QWidget* parent)
       })),
       plan_(new PlanView([this] {
         return std::pair{current_tree(), file_};
-      })) {
+      })),
+      ranks_(new RanksView) {
   setWindowTitle("shardscope");
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings_);
@@ -85,6 +87,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(selection_, "Selection");
   tabs_->addTab(sweep_, "Sweep");
   tabs_->addTab(plan_, "Plan");
+  tabs_->addTab(ranks_, "Ranks");
   connect(plan_, &PlanView::load_configuration, this,
           [this](const ConfigTree& tree, const QString& description) {
             open_or_explain("Cannot load the plan", [&] { load_configuration(tree, description); });
@@ -353,6 +356,7 @@ void MainWindow::show_result(std::shared_ptr<const RunResult> result) {
   for (OpId op : s.critical_path.ops) path.insert(op);
   timeline_->set_critical_path(std::move(path));
   ops_.set_timeline(&result_->timeline);
+  ranks_->show_ranks(result_->ranks, s.step_time);
   show_reference();
   statusBar()->showMessage(QString::fromStdString(
       fmt::format("{}: step {}, {}, peak reserved {} ({})", result_->scenario.model.name,
@@ -432,6 +436,10 @@ void MainWindow::show_reference() {
 
 void MainWindow::show_plan_tab() {
   tabs_->setCurrentWidget(plan_);
+}
+
+void MainWindow::show_ranks_tab() {
+  tabs_->setCurrentWidget(ranks_);
 }
 
 void MainWindow::load_configuration(ConfigTree tree, const QString& description) {

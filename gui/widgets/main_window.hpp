@@ -27,6 +27,7 @@ namespace shardscope::gui {
 
 class MemoryChart;
 class PlanView;
+class RanksView;
 class SettingsPanel;
 class SweepView;
 class TimelineWidget;
@@ -65,7 +66,9 @@ class MainWindow : public QMainWindow {
   SettingsPanel* settings() const { return settings_; }
   SweepView* sweep_view() const { return sweep_; }
   PlanView* plan_view() const { return plan_; }
+  RanksView* ranks_view() const { return ranks_; }
   void show_plan_tab();
+  void show_ranks_tab();
   /// Replaces the scenario's tree with `tree` (a plan's configuration, complete), shows its
   /// values in the settings and simulates it.
   void load_configuration(ConfigTree tree, const QString& description);
@@ -106,6 +109,7 @@ class MainWindow : public QMainWindow {
   QLabel* selection_;
   SweepView* sweep_;
   PlanView* plan_;
+  RanksView* ranks_;
   MetricsModel metrics_;
   OpTableModel ops_;
   SimulationRunner runner_;

@@ -21,6 +21,7 @@ QString group_title(std::string_view path) {
   const auto section = path.substr(0, path.find('.'));
   if (section == "model" || section == "cluster") return "Model and cluster";
   if (section == "training") return "Training";
+  if (section == "variation") return "Ranks";
   return "FSDP";  // fsdp and allocator
 }
 

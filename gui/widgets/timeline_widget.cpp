@@ -308,6 +308,8 @@ QString TimelineWidget::tooltip_at(QPoint pos) const {
     const auto& c = timeline_->communicators[static_cast<std::size_t>(op.comm)];
     text += fmt::format("\ncommunicator {} ({} ranks, {} nodes)", c.name, c.size, c.nodes);
   }
+  if (op.label >= 0 && static_cast<std::size_t>(op.label) < timeline_->op_labels.size())
+    text += "\n" + timeline_->op_labels[static_cast<std::size_t>(op.label)];
   if (op.bytes > 0) {
     text += fmt::format("\n{}", format_bytes(op.bytes));
     if (op.duration() > 0) {

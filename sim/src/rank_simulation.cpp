@@ -272,14 +272,17 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
     out.step_time = std::max(out.step_time, rc.step_time);
     for (std::size_t o = 0; o < n; ++o) {
       const Op& op = schedule.ops[o];
-      if (!is_collective(op.kind) || op.comm == kNone || op.iteration != last) continue;
+      if (!is_collective(op.kind) || op.comm == kNone) continue;
       const OpRecord& rec = rc.result.ops[o];
+      const bool held_others = ready_in_instance(o, c, false) < rec.ready && rec.ready == rec.start;
+      if (held_others) rc.last_ready.push_back(static_cast<OpId>(o));
+      if (op.iteration != last) continue;
       ++rc.collectives;
       if (rec.start > rec.ready) {
         rc.waited[std::string(to_string(op.kind))] += rec.start - rec.ready;
         rc.waited_total += rec.start - rec.ready;
       }
-      if (ready_in_instance(o, c, false) < rec.ready && rec.ready == rec.start) ++rc.arrived_last;
+      if (held_others) ++rc.arrived_last;
     }
     if (rc.arrived_last > out.classes[out.straggler].arrived_last) out.straggler = c;
   }

@@ -13,6 +13,7 @@
 #include "main_window.hpp"
 #include "memory_chart.hpp"
 #include "plan_view.hpp"
+#include "ranks_view.hpp"
 #include "settings_panel.hpp"
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/schedule_io.hpp"
@@ -185,6 +186,21 @@ TEST(MainWindow, KnobChangesResimulate) {
   win.w.simulate_now();
   EXPECT_LT(win.w.result()->summary.step_time, before);  // no backward all-gathers
   EXPECT_EQ(win.w.result()->summary.collectives.at("all_gather"), 3);
+}
+
+TEST(MainWindow, TheSlowNodeKnobReplaysEveryRankLive) {
+  Window win(kExamplesDir + "/llama3-8b-h100x8.yaml");
+  EXPECT_EQ(win.w.result()->ranks, nullptr);
+  EXPECT_TRUE(win.w.ranks_view()->summary_text().contains("Every rank is alike"));
+  ASSERT_TRUE(win.w.settings()->set_value("cluster.nodes", "2"));
+  ASSERT_TRUE(win.w.settings()->set_value("variation.slow_nodes", "0:1.2"));
+  win.w.simulate_now();
+  QApplication::processEvents();
+  ASSERT_NE(win.w.result()->ranks, nullptr);
+  EXPECT_GT(win.w.result()->ranks->step_time, win.w.result()->summary.step_time);
+  EXPECT_TRUE(win.w.ranks_view()->summary_text().contains("Straggler: ranks 0-7"))
+      << win.w.ranks_view()->summary_text().toStdString();
+  EXPECT_FALSE(win.w.ranks_view()->lanes()->isHidden());  // shown once its tab is
 }
 
 TEST(MainWindow, PinnedBaselineShowsASecondTimeline) {

@@ -18,6 +18,12 @@ std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std:
   r->schedule = std::move(p.schedule);
   r->summary = std::move(p.summary);
   r->timeline = std::move(p.simulation.timeline);
+  if (r->scenario.variation.any()) {
+    r->ranks = std::make_shared<const sim::RankSimulation>(
+        sim::simulate_ranks(r->scenario, r->schedule,
+                            sim::rank_variation(r->scenario.variation, r->schedule.world_size,
+                                                r->scenario.cluster.gpus_per_node)));
+  }
   return r;
 }
 

@@ -42,7 +42,7 @@ struct VariationSpec {
 std::optional<std::pair<int, double>> parse_factor_item(std::string_view item);
 
 /// "3:1.5, 7:1.2" (items separated by commas or spaces) → {3: 1.5, 7: 1.2}, a later item winning;
-/// the malformed items in `bad`.
+/// "none" and "" → {}; the malformed items in `bad`.
 std::map<int, double> parse_factor_list(std::string_view text, std::string* bad = nullptr);
 
 /// "3:1.5, 7:1.2": a factor list as the scenario file spells it.

@@ -61,6 +61,8 @@ struct RankClass {
   TimeNs waited_total = 0;
   int collectives = 0;   // collectives of the last iteration
   int arrived_last = 0;  // of them, those it was the last class of its instance to be ready for
+  std::vector<OpId>
+      last_ready;  // every collective (all iterations) it was the last to be ready for
 };
 
 struct RankSimulation {

@@ -15,6 +15,7 @@
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/core/schedule.hpp"
 #include "shardscope/core/timeline.hpp"
+#include "shardscope/sim/rank_simulation.hpp"
 
 namespace shardscope::gui {
 
@@ -24,9 +25,12 @@ struct RunResult {
   Schedule schedule;
   Timeline timeline;
   analysis::Summary summary;
+  // With the scenario's variation.* keys: every rank replayed (the Ranks tab); null without.
+  std::shared_ptr<const sim::RankSimulation> ranks;
 };
 
-/// Validates, lowers, simulates and summarizes; throws ValidationError on a bad scenario.
+/// Validates, lowers, simulates and summarizes (and, where the scenario has variation.* keys,
+/// replays every rank); throws ValidationError on a bad scenario.
 /// `expandable_segments` turns them on over the scenario's allocator section (the GUI's toggle).
 std::shared_ptr<const RunResult> run_scenario(const ConfigTree& tree, const std::string& file,
                                               bool expandable_segments = false);
