@@ -11,6 +11,7 @@
 #include "shardscope/core/run_facts.hpp"
 #include "shardscope/core/scenario_keys.hpp"
 #include "shardscope/sim/calibrate.hpp"
+#include "shardscope/sim/variation_fit.hpp"
 #include "shardscope/traces/kineto_import.hpp"
 
 namespace shardscope::cli {
@@ -71,6 +72,13 @@ int run_calibrate(const CalibrateArgs& args) {
   for (std::size_t i = 0; i < measured.size(); ++i)
     check_same_job(expected, args.scenario.path, measured[i], args.measured[i],
                    args.allow_mismatch);
+  if (args.variation) {  // the ranks of one run: how they differ
+    const auto fit = sim::fit_variation(scenario, schedule, measured, args.bootstrap);
+    fmt::print("{}", sim::variation_report(fit));
+    if (!args.out.empty())
+      write_output(args.out, sim::variation_yaml(fit), " (the scenario's variation section)");
+    return kExitOk;
+  }
   sim::CalibrateOptions options;
   options.holdout = args.holdout;
   options.bootstrap = args.bootstrap;

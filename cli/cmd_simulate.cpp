@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "shardscope/core/timeline.hpp"
@@ -129,6 +130,10 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
 int run_simulate(const SimulateArgs& args) {
   check_run_outputs(args.scenario, args.outputs);
   check_variation_args(args.variation);
+  if (!args.rank_timelines.empty() && !std::filesystem::is_directory(args.rank_timelines)) {
+    throw ValidationError({Problem{"--rank-timelines", args.rank_timelines, "is not a directory",
+                                   "an existing directory"}});
+  }
   const auto run = simulate_input(args.scenario);
   // Ranks and nodes in this world, before anything is printed.
   const VariationSpec spec = variation_of(run.scenario, args.variation);
@@ -155,6 +160,13 @@ int run_simulate(const SimulateArgs& args) {
       if (c != ranks.straggler) add_lane(ranks.classes[c]);
     write_run_outputs(args.outputs, analysis::summarize(lanes.front()), lanes.front(),
                       std::span<const Timeline>(lanes).subspan(1));
+    for (const Timeline& lane : lanes) {
+      if (args.rank_timelines.empty()) break;
+      write_output((std::filesystem::path(args.rank_timelines) /
+                    fmt::format("rank-{}.json", lane.provenance.rank))
+                       .string(),
+                   timeline_to_json(lane));
+    }
   } else {
     write_run_outputs(args.outputs, run.summary, run.timeline());
   }

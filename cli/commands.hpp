@@ -82,7 +82,8 @@ VariationSpec variation_of(const Scenario& scenario, const VariationArgs& args);
 struct SimulateArgs {
   ScenarioArgs scenario;
   RunOutputs outputs;
-  VariationArgs variation;  // any: every rank replayed
+  VariationArgs variation;     // any: every rank replayed
+  std::string rank_timelines;  // --rank-timelines DIR: each class's timeline, DIR/rank-R.json
 };
 
 struct LowerArgs {
@@ -272,6 +273,7 @@ struct CalibrateArgs {
   double holdout = 0.25;
   int bootstrap = 200;
   bool allow_mismatch = false;  // fit runs that are not of the scenario's job, with a warning
+  bool variation = false;       // --variation: the runs are the ranks of one run; fit variation.*
 };
 /// Fits the cost model to measured runs of a scenario (sim::calibrate).
 int run_calibrate(const CalibrateArgs& args);

@@ -215,6 +215,11 @@ int main(int argc, char** argv) {
       ->type_name("PROFILE.json");
   add_calibration_arg(simulate, sim_args.scenario);
   add_run_output_args(simulate, sim_args.outputs, "write the timeline (shardscope.timeline/3)");
+  simulate
+      ->add_option("--rank-timelines", sim_args.rank_timelines,
+                   "with every rank replayed: write each rank class's timeline as DIR/rank-R.json "
+                   "(R its lowest rank; for calibrate --variation)")
+      ->type_name("DIR");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
   add_variation_args(simulate, sim_args.variation, true);
 
@@ -438,6 +443,10 @@ int main(int argc, char** argv) {
       ->add_option("--bootstrap", calibrate_args.bootstrap,
                    "bootstrap resamples for the 95 % confidence intervals (0: none)")
       ->check(within(0, 10'000));
+  calibrate->add_flag("--variation", calibrate_args.variation,
+                      "the measured timelines are the ranks of one run (one each): fit the "
+                      "scenario's variation.* keys (each rank's GPU speed, slow ranks, jitter, "
+                      "issue delays) instead; --out writes them as a YAML variation section");
   calibrate->add_flag("--allow-mismatch", calibrate_args.allow_mismatch,
                       "fit runs that are not of the scenario's job, with a warning; refused "
                       "otherwise");

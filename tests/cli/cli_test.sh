@@ -78,6 +78,11 @@ expect simulate-variation-keys 0 '^  straggler +ranks 8-15 \(GPU time × 1.20\)'
 expect simulate-issue-delay 0 '^every rank replayed \(16 ranks in 16 classes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --nodes 2 --issue-delay 20us
 expect simulate-slow-link-outside 2 '--slow-link: 2:2: node 2 is not in the cluster \(0..1\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --slow-link 2:2
 expect simulate-variation-key-outside 2 'variation.slow_links: node 2 is not in the cluster \(0..1\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --nodes 2 --set variation.slow_links=2:2
+mkdir -p "$tmpdir/ranks"
+"$bin" simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --set training.iterations=3 --slow-rank 3:1.3 --jitter 0.05 --issue-delay 20us --seed 5 --rank-timelines "$tmpdir/ranks" >/dev/null
+expect calibrate-variation 0 '^    rank 3 +× 1\.(2[6-9]|3[0-4])[0-9]* \[.*\]  slow' -- calibrate --variation --scenario "$examples/llama3-8b-h100x8.yaml" "$tmpdir/ranks/rank-0.json" "$tmpdir/ranks/rank-3.json" "$tmpdir/ranks/rank-5.json" "$tmpdir/ranks/rank-6.json" --set model.layers=4 --set training.iterations=3
+expect calibrate-variation-one-rank 2 'a variation needs the timelines of at least 2 ranks' -- calibrate --variation --scenario "$examples/llama3-8b-h100x8.yaml" "$tmpdir/ranks/rank-0.json" --set model.layers=4 --set training.iterations=3
+expect simulate-rank-timelines-not-a-directory 2 '--rank-timelines: .*: is not a directory' -- simulate "$examples/llama3-8b-h100x8.yaml" --slow-rank 1:1.2 --rank-timelines "$tmpdir/ranks/rank-0.json"
 expect simulate-jitter-distribution 0 '^  step time distribution  p50 [0-9.]+ (s|ms), p95 [0-9.]+ (s|ms), p99 [0-9.]+ (s|ms), max [0-9.]+ (s|ms) \(over 3 iterations after the first\)' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --set training.iterations=4 --jitter 0.05 --seed 3
 expect simulate-gpu-sigma 0 '^every rank replayed \(16 ranks in 16 classes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set model.layers=4 --nodes 2 --gpu-sigma 0.03
 expect simulate-jitter-out-of-range 2 '--jitter' -- simulate "$examples/llama3-8b-h100x8.yaml" --jitter 2

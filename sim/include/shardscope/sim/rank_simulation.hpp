@@ -28,13 +28,14 @@ namespace shardscope::sim {
 /// What makes the ranks of one job differ, rank by rank (rank_variation resolves a scenario's
 /// VariationSpec into it).
 struct RankVariation {
-  std::map<int, double> gpu_time_factor;  // rank → its GPU ops take this × their time (1: none)
+  std::map<int, double> gpu_time_factor =
+      {};  // rank → its GPU ops take this × their time (1: none)
   // Each GPU op of each rank takes max(0, 1 + jitter·N(0, 1)) × its time, drawn per rank from
   // `seed` (as `run --backend host --jitter` draws). With jitter no two ranks are alike: every rank
   // is replayed on its own.
   double jitter = 0.0;
   // node → its network links move bytes this × as long (VariationSpec::slow_links).
-  std::map<int, double> link_time_factor;
+  std::map<int, double> link_time_factor = {};
   // Mean of the exponential time the CPU thread is away after each op it issues, drawn per rank
   // and op (VariationSpec::issue_delay); like jitter, it makes every rank its own.
   TimeNs issue_delay = 0;
