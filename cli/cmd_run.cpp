@@ -174,22 +174,22 @@ int run_run(const RunArgs& args) {
   const auto planned = plan_run(args);
   check_args(args, planned.schedule);
   const VariationSpec spec = variation_of(planned.scenario, args.variation);
-  // What the host backend injects: its GPUs' speeds and jitter (not slow links nor issue delays).
-  VariationSpec injected = spec;
-  injected.slow_links.clear();
-  injected.issue_delay = 0;
-  const sim::RankVariation variation = sim::rank_variation(injected, planned.schedule.world_size,
+  const sim::RankVariation variation = sim::rank_variation(spec, planned.schedule.world_size,
                                                            planned.scenario.cluster.gpus_per_node);
 
   // The host backend takes each op's simulated time on its stream and the CPU issue cost.
   const sim::CostModel costs(planned.scenario);
   exec::HostJobOptions options;
   options.backend.cost = [&](OpId id, const Op& op) {
-    return exec::HostCost{simulated_duration(planned, id), costs.cost(planned.schedule, op).cpu};
+    const sim::OpCost c = costs.cost(planned.schedule, op);
+    return exec::HostCost{simulated_duration(planned, id), c.cpu, c.latency};
   };
   options.backend.time_scale = args.time_scale;
   options.backend.jitter = variation.jitter;
   options.backend.seed = variation.seed;
+  options.backend.issue_delay = variation.issue_delay;
+  options.slow_links = variation.link_time_factor;
+  options.gpus_per_node = planned.scenario.cluster.gpus_per_node;
   options.backend.timeout = timeout;
   options.rendezvous_timeout = timeout;
   options.backend.memory_capacity = planned.timeline().memory_capacity;
@@ -206,17 +206,11 @@ int run_run(const RunArgs& args) {
   if (!reports) return kExitOk;
   const auto measured = analysis::summarize(result.timeline);
   print_run_report(result, measured, planned.summary);
-  if (!spec.slow_links.empty() || spec.issue_delay > 0) {
-    fmt::print(
-        "  {:<28}variation.slow_links and variation.issue_delay are simulated only: the host "
-        "backend did not inject them\n",
-        "not injected");
-  }
-  if (injected.any()) {  // the same variation simulated: every rank replayed
+  if (spec.any()) {  // the same variation simulated: every rank replayed
     const TimeNs predicted =
         sim::simulate_ranks(planned.scenario, planned.schedule, variation).step_time;
     fmt::print(
-        "  {:<28}{} measured, {} simulated with the same slow ranks and jitter ({:+.2f} %)\n",
+        "  {:<28}{} measured, {} simulated with the same variation ({:+.2f} %)\n",
         "against every rank replayed", format_duration(measured.step_time),
         format_duration(predicted),
         100.0 * (static_cast<double>(measured.step_time) / static_cast<double>(predicted) - 1.0));

@@ -100,9 +100,9 @@ void add_expandable_segments_arg(CLI::App* cmd, bool& flag) {
                 "does)");
 }
 
-// How ranks differ (simulate; run's host backend injects the GPU's part): each flag replaces or
-// adds to the scenario's variation.* key of the same name.
-void add_variation_args(CLI::App* cmd, VariationArgs& args, bool simulated) {
+// How ranks differ (simulate; run's host backend injects the same): each flag replaces or adds to
+// the scenario's variation.* key of the same name.
+void add_variation_args(CLI::App* cmd, VariationArgs& args) {
   cmd->add_option("--slow-rank", args.slow_ranks,
                   "RANK:FACTOR, that rank's GPU ops take FACTOR× as long; every rank is then "
                   "replayed and collectives wait for the last (repeatable; variation.slow_ranks)")
@@ -122,16 +122,14 @@ void add_variation_args(CLI::App* cmd, VariationArgs& args, bool simulated) {
                   "(GPUs of one SKU differ by a few %; variation.gpu_sigma)")
       ->type_name("SIGMA")
       ->check(within(0.0, 1.0));
-  if (simulated) {
-    cmd->add_option("--slow-link", args.slow_links,
-                    "NODE:FACTOR, that node's network links move bytes FACTOR× as long: "
-                    "collectives across it run at that pace (repeatable; variation.slow_links)")
-        ->type_name("N:F");
-    cmd->add_option("--issue-delay", args.issue_delay,
-                    "mean time the CPU thread is away after issuing each op, exponentially "
-                    "distributed, e.g. 20us (variation.issue_delay)")
-        ->type_name("DURATION");
-  }
+  cmd->add_option("--slow-link", args.slow_links,
+                  "NODE:FACTOR, that node's network links move bytes FACTOR× as long: "
+                  "collectives across it run at that pace (repeatable; variation.slow_links)")
+      ->type_name("N:F");
+  cmd->add_option("--issue-delay", args.issue_delay,
+                  "mean time the CPU thread is away after issuing each op, exponentially "
+                  "distributed, e.g. 20us (variation.issue_delay)")
+      ->type_name("DURATION");
   cmd->add_option("--seed", args.seed, "the random seed of every draw (variation.seed; 1)")
       ->check(within(std::uint64_t{0}, std::uint64_t{4'294'967'295}));
 }
@@ -221,7 +219,7 @@ int main(int argc, char** argv) {
                    "(R its lowest rank; for calibrate --variation)")
       ->type_name("DIR");
   add_expandable_segments_arg(simulate, sim_args.scenario.expandable_segments);
-  add_variation_args(simulate, sim_args.variation, true);
+  add_variation_args(simulate, sim_args.variation);
 
   SweepArgs sweep_args;
   auto* sweep = app.add_subcommand("sweep", "simulate every combination of settings on all cores");
@@ -350,7 +348,7 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds any wait or collective may take before the run fails naming the op")
       ->check(within(0.1, 3600.0));
-  add_variation_args(run, run_args.variation, false);
+  add_variation_args(run, run_args.variation);
   add_expandable_segments_arg(run, run_args.scenario.expandable_segments);
   add_run_output_args(run, run_args.outputs,
                       "write rank 0's measured timeline (shardscope.timeline/3)");

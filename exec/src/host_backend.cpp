@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <random>
 
 #include "dtype_codec.hpp"
+#include "shardscope/core/rank_speed.hpp"
 #include "shardscope/exec/executor.hpp"
 
 namespace shardscope::exec {
@@ -57,15 +57,15 @@ void HostBackend::begin(const Schedule& schedule) {
   comm_done_.assign(schedule.communicators.size(), 0);
   costs_.reserve(n);
   factors_.reserve(n);
-  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15;
-  std::mt19937_64 rng(options_.seed * kMix + static_cast<std::uint64_t>(options_.rank));
-  std::normal_distribution<double> noise(0.0, 1.0);
+  // The same draws as the simulator's per-rank replay for this seed and rank.
+  const auto jitter_of = jitter_draws(options_.jitter, options_.seed, options_.rank, n);
+  const auto delay_of = issue_delay_draws(options_.issue_delay, options_.seed, options_.rank, n);
   bool collectives = false;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = schedule.ops[i];
     costs_.push_back(options_.cost(static_cast<OpId>(i), op));
-    const double jitter =
-        options_.jitter > 0 ? std::max(0.0, 1.0 + options_.jitter * noise(rng)) : 1.0;
+    if (!delay_of.empty()) costs_.back().cpu += delay_of[i];
+    const double jitter = jitter_of.empty() ? 1.0 : jitter_of[i];
     // A slow rank is a slow GPU and jitter a GPU op's varying time, as the simulator's per-rank
     // replay models them (sim::simulate_ranks, the same draws for the same seed and rank): its
     // kernels stretch; collectives and host copies run at the links' speed and CPU-stream work at
@@ -73,7 +73,15 @@ void HostBackend::begin(const Schedule& schedule) {
     const bool on_gpu =
         !is_collective(op.kind) && op.kind != OpKind::h2d && op.kind != OpKind::d2h &&
         schedule.streams.at(static_cast<std::size_t>(op.stream)).kind != StreamKind::cpu;
-    factors_.push_back((on_gpu ? jitter * options_.slow_factor : 1.0) * options_.time_scale);
+    double link = 1.0;  // a slow link stretches a collective's bandwidth part, not its latency
+    const HostCost& c = costs_.back();
+    if (is_collective(op.kind) && op.comm != kNone && !options_.comm_time_factors.empty() &&
+        c.device > 0) {
+      const double f = options_.comm_time_factors.at(static_cast<std::size_t>(op.comm));
+      link = (static_cast<double>(c.latency) + f * static_cast<double>(c.device - c.latency)) /
+             static_cast<double>(c.device);
+    }
+    factors_.push_back((on_gpu ? jitter * options_.slow_factor : link) * options_.time_scale);
     collectives = collectives || is_collective(op.kind);
   }
   if (collectives && !options_.world) throw Error("the schedule has collectives but no host world");

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "shardscope/core/analysis.hpp"
+#include "shardscope/core/rank_speed.hpp"
 #include "shardscope/exec/shared_memory.hpp"
 
 namespace shardscope::exec {
@@ -16,8 +17,9 @@ HostWorldLayout layout_for(const Schedule& s, const HostJobOptions& options) {
   return {s.world_size, s.communicators, options.max_chunk_bytes};
 }
 
-HostBackendOptions backend_for(const HostJobOptions& options, int rank, HostWorld& world,
-                               HostWorld::Clock::time_point epoch, const char* ranks_as) {
+HostBackendOptions backend_for(const Schedule& s, const HostJobOptions& options, int rank,
+                               HostWorld& world, HostWorld::Clock::time_point epoch,
+                               const char* ranks_as) {
   HostBackendOptions b = options.backend;
   b.rank = rank;
   b.world = &world;
@@ -25,6 +27,8 @@ HostBackendOptions backend_for(const HostJobOptions& options, int rank, HostWorl
   b.ranks_as = ranks_as;
   const auto slow = options.slow_ranks.find(rank);
   b.slow_factor = slow == options.slow_ranks.end() ? 1.0 : slow->second;
+  b.comm_time_factors =
+      link_time_factors(s, options.slow_links, rank, std::max(1, options.gpus_per_node));
   return b;
 }
 
@@ -38,7 +42,7 @@ struct RankRun {
 // reports progress.
 RankRun run_rank(const Schedule& s, const HostJobOptions& options, int rank, HostWorld& world,
                  HostWorld::Clock::time_point epoch, const char* ranks_as) {
-  HostBackend backend(backend_for(options, rank, world, epoch, ranks_as));
+  HostBackend backend(backend_for(s, options, rank, world, epoch, ranks_as));
   RunOptions run = options.run;
   if (rank != 0) run.on_iteration = nullptr;
   RankRun out{exec::run(s, backend, run), 0, 0};

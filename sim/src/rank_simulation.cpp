@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/communicator_layout.hpp"
 #include "shardscope/core/error.hpp"
+#include "shardscope/core/rank_speed.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -131,50 +131,6 @@ std::vector<Instances> instances_by_comm(const Schedule& s, const std::vector<in
   return out;
 }
 
-// One rank's jitter draws, by op: max(0, 1 + jitter·N(0, 1)) each (empty without jitter).
-std::vector<double> jitter_factors(const RankVariation& v, int rank, std::size_t ops) {
-  if (v.jitter <= 0) return {};
-  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15;
-  std::mt19937_64 rng(v.seed * kMix + static_cast<std::uint64_t>(rank));
-  std::normal_distribution<double> noise(0.0, 1.0);
-  std::vector<double> f(ops);
-  for (double& x : f) x = std::max(0.0, 1.0 + v.jitter * noise(rng));
-  return f;
-}
-
-// One rank's issue delays, by op: exponential with mean `issue_delay` each (empty without).
-std::vector<TimeNs> issue_delays(const RankVariation& v, int rank, std::size_t ops) {
-  if (v.issue_delay <= 0) return {};
-  constexpr std::uint64_t kMix = 0xD6E8FEB86659FD93;  // a stream apart from the jitter draws
-  std::mt19937_64 rng(v.seed * kMix + static_cast<std::uint64_t>(rank));
-  std::exponential_distribution<double> away(1.0 / static_cast<double>(v.issue_delay));
-  std::vector<TimeNs> out(ops);
-  for (TimeNs& t : out) t = static_cast<TimeNs>(std::llround(away(rng)));
-  return out;
-}
-
-// Each communicator's time factor for one rank: a collective across nodes runs its bandwidth
-// part at the pace of the slowest network link among its instance's nodes; inside a node no
-// network link is crossed. Empty when no link is slow.
-std::vector<double> comm_factors(const Schedule& s, const RankVariation& v, int rank,
-                                 int gpus_per_node) {
-  if (v.link_time_factor.empty()) return {};
-  std::vector<double> out;
-  for (const Communicator& comm : s.communicators) {
-    double f = 1.0;
-    if (comm.nodes > 1) {
-      const Membership me = membership(comm, s.world_size, rank);
-      for (int p = 0; p < me.size; ++p) {
-        const int node = rank_at(comm, s.world_size, me.instance, p) / gpus_per_node;
-        if (const auto it = v.link_time_factor.find(node); it != v.link_time_factor.end())
-          f = std::max(f, it->second);
-      }
-    }
-    out.push_back(f);
-  }
-  return out;
-}
-
 // The job's iteration times: each iteration ends with its last op on any rank.
 std::vector<TimeNs> job_iteration_times(const Schedule& s, const std::vector<RankClass>& classes) {
   std::vector<TimeNs> end(static_cast<std::size_t>(std::max(s.iterations, 1)), 0);
@@ -250,9 +206,10 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
     SimOptions o = options;
     o.allocator = scenario.allocator;
     o.gpu_time_factor = out.classes[c].gpu_time_factor;
-    o.op_time_factors = jitter_factors(variation, representative[c], n);
-    o.comm_time_factors = comm_factors(schedule, variation, representative[c], gpus_per_node);
-    o.issue_delays = issue_delays(variation, representative[c], n);
+    o.op_time_factors = jitter_draws(variation.jitter, variation.seed, representative[c], n);
+    o.comm_time_factors =
+        link_time_factors(schedule, variation.link_time_factor, representative[c], gpus_per_node);
+    o.issue_delays = issue_delay_draws(variation.issue_delay, variation.seed, representative[c], n);
     per_class.push_back(std::move(o));
   }
   auto results = simulate_together(schedule, costs, per_class, group);

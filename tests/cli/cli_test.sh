@@ -183,8 +183,8 @@ expect simulate-bad-profile 2 'schema: not a shardscope device profile' -- simul
 expect run-bad-slow-rank 2 'RANK:FACTOR' -- run "$oracle" --slow-rank 1x2
 expect run-slow-rank-outside 2 'rank 5 is not in the world' -- run "$oracle" --slow-rank 5:2
 expect run-slow-rank 0 'slowest: rank 1' -- run "$oracle" --slow-rank 1:1.5
-expect run-variation-not-injected 0 'not injected +variation.slow_links and variation.issue_delay are simulated only' -- run "$oracle" --set variation.slow_links=0:2
-expect run-slow-rank-replayed 0 'against every rank replayed +[0-9.]+ ms measured, [0-9.]+ ms simulated with the same slow ranks' -- run "$oracle" --slow-rank 1:1.5
+expect run-slow-link-replayed 0 'against every rank replayed +[0-9.]+ ms measured, [0-9.]+ ms simulated with the same variation' -- run "$oracle" --set cluster.nodes=2 --set cluster.gpus_per_node=1 --set variation.slow_links=1:3 --set variation.issue_delay=50us
+expect run-slow-rank-replayed 0 'against every rank replayed +[0-9.]+ ms measured, [0-9.]+ ms simulated with the same variation' -- run "$oracle" --slow-rank 1:1.5
 expect summarize 0 'custom \(2 GPUs\), measured' -- summarize "$tmpdir/m.json"
 "$bin" simulate "$oracle" --timeline "$tmpdir/s.json" >/dev/null
 expect compare-self 0 'step time +255.137 ms +255.137 ms +\+0 ns +0.0 %' -- compare "$tmpdir/s.json" "$tmpdir/s.json"

@@ -33,7 +33,8 @@ HostJobOptions options_for(const sim::PipelineResult& p) {
   o.backend.cost = [&p, costs = std::make_shared<sim::CostModel>(p.scenario)](OpId id,
                                                                               const Op& op) {
     const auto& rec = p.simulation.ops[static_cast<std::size_t>(id)];
-    return HostCost{rec.end - rec.start, costs->cost(p.schedule, op).cpu};
+    const sim::OpCost c = costs->cost(p.schedule, op);
+    return HostCost{rec.end - rec.start, c.cpu, c.latency};
   };
   o.backend.timeout = std::chrono::milliseconds(10'000);
   o.run.facts = p.timeline().facts;
@@ -118,6 +119,26 @@ TEST(HostRun, ASlowRankDelaysEveryRank) {
   // what the wake-up latency both ranks pay per op takes off the ratio.
   EXPECT_GT(static_cast<double>(result.ranks[1].compute_busy),
             1.25 * static_cast<double>(result.ranks[0].compute_busy));
+}
+
+TEST(HostRun, ASlowLinkStretchesTheCollectivesAcrossIt) {
+  // The oracle over 2 nodes of 1 GPU, node 1's links 3× as slow: every all-gather and
+  // reduce-scatter crosses them, on both ranks, and each rank's step is at least the per-rank
+  // replay's (sleeps never end early). A backend that ignored the link would measure the
+  // symmetric step, well under it.
+  const auto p = sim::simulate_scenario(
+      load_scenario(kOracle, {"cluster.nodes=2", "cluster.gpus_per_node=1"}));
+  auto options = options_for(p);
+  options.slow_links = {{1, 3.0}};
+  options.gpus_per_node = 1;
+  sim::RankVariation slow_link;
+  slow_link.link_time_factor = {{1, 3.0}};
+  const TimeNs predicted = sim::simulate_ranks(p.scenario, p.schedule, slow_link).step_time;
+  ASSERT_GT(predicted, p.summary.step_time * 11 / 10);
+  const auto result = run_host_threads(p.schedule, options);
+  ASSERT_EQ(result.ranks.size(), 2U);
+  for (const RankStep& rank : result.ranks)
+    EXPECT_GE(static_cast<double>(rank.step_time), 0.98 * static_cast<double>(predicted));
 }
 
 TEST(HostRun, JitterChangesDurationsAroundTheirCost) {

@@ -35,8 +35,9 @@ namespace shardscope::exec {
 
 /// What an op costs on the host backend.
 struct HostCost {
-  TimeNs device = 0;  // on its stream (or on the CPU for CPU-stream ops)
-  TimeNs cpu = 0;     // the issuing thread's time to issue it
+  TimeNs device = 0;   // on its stream (or on the CPU for CPU-stream ops)
+  TimeNs cpu = 0;      // the issuing thread's time to issue it
+  TimeNs latency = 0;  // of `device`, what no link's bandwidth sets (a slow link leaves it)
 };
 using HostCostFn = std::function<HostCost(OpId id, const Op& op)>;
 
@@ -50,7 +51,12 @@ struct HostBackendOptions {
   double jitter = 0.0;       // relative standard deviation of every GPU op's duration
   double slow_factor = 1.0;  // this rank's GPU ops' durations × this (a straggler; not its
                              // collectives, host copies or CPU-stream work)
-  std::uint64_t seed = 1;    // jitter's random stream (mixed with the rank)
+  std::uint64_t seed = 1;    // the random stream of jitter and issue delays (mixed with the rank)
+  // Mean of the exponential time the issuing thread is away after each op (variation.issue_delay).
+  TimeNs issue_delay = 0;
+  // By communicator, or empty: this rank's collectives on it take latency + this × the rest
+  // (a slow link in the instance, core/…/rank_speed.hpp link_time_factors).
+  std::vector<double> comm_time_factors;
   std::chrono::milliseconds timeout{30'000};  // the longest any wait or collective may take
   // The device the buffers are placed on: the simulator's caching-allocator policy over address
   // space, so allocated and reserved follow the simulator's rules (and the same capacity).

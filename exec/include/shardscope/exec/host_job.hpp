@@ -22,6 +22,8 @@ inline constexpr int kMaxHostRanks = 64;
 struct HostJobOptions {
   HostBackendOptions backend;        // rank, world, epoch and slow_factor are set per rank
   std::map<int, double> slow_ranks;  // rank → duration factor (--slow-rank R:F)
+  std::map<int, double> slow_links;  // node → its links' factor (variation.slow_links)
+  int gpus_per_node = 8;             // how ranks map to nodes, for slow_links
   RunOptions run;
   std::int64_t max_chunk_bytes =
       std::int64_t{64} * 1024;  // collective data per rank (HostWorldLayout)
