@@ -138,6 +138,12 @@ int run_simulate(const SimulateArgs& args) {
   // Ranks and nodes in this world, before anything is printed.
   const VariationSpec spec = variation_of(run.scenario, args.variation);
   const bool per_rank = spec.any();
+  if (!per_rank && !args.rank_timelines.empty()) {
+    throw ValidationError({Problem{"--rank-timelines", args.rank_timelines,
+                                   "every rank is alike: there is one timeline (--timeline)",
+                                   "a variation: --slow-rank, --slow-node, --slow-link, --jitter, "
+                                   "--issue-delay, --gpu-sigma or variation.* keys"}});
+  }
   const sim::RankVariation variation =
       sim::rank_variation(spec, run.schedule.world_size, run.scenario.cluster.gpus_per_node);
   fmt::print("{}", analysis::summary_table(run.summary));
