@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 #include "commands.hpp"
 #include "shardscope/core/timeline.hpp"
@@ -81,17 +82,12 @@ void print_ranks(const sim::RankSimulation& r, TimeNs symmetric) {
   fmt::print("  {:<24}{:>9}{}{:>12}{:>14}  {:<21}{}\n", "ranks", "GPU time",
              links ? fmt::format("{:>9}", "links") : "", "step time", "lost waiting",
              "last to be ready", "collectives held for other ranks (sum)");
-  // Many classes (jitter makes every rank one): the straggler first, then those last to be ready
-  // most often, up to kRows.
+  // Every class in rank order where they fit; else (jitter makes every rank one) the straggler
+  // first, then those last to be ready most often, up to kRows.
   constexpr std::size_t kRows = 8;
   std::vector<std::size_t> order(r.classes.size());
-  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
-  if (order.size() > kRows) {
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return r.classes[a].arrived_last > r.classes[b].arrived_last;
-    });
-    order.resize(kRows);
-  }
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (order.size() > kRows) order = sim::most_waited_for(r, kRows);
   for (std::size_t index : order) {
     const auto& c = r.classes[index];
     fmt::print("  {:<24}{:>9}{}{:>12}{:>14}  {:<21}{}\n",

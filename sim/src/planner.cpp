@@ -339,13 +339,12 @@ void rank_by_p99(const ConfigTree& base, const std::string& file, const PlanSpac
   for (PlannedConfig& p : result.ranked) {
     const Scenario scenario = configuration_scenario(base, file, space, p.index);
     const VariationSpec& v = scenario.variation;
-    only_slows = only_slows && v.jitter == 0 && v.gpu_sigma == 0 &&
-                 std::all_of(v.slow_ranks.begin(), v.slow_ranks.end(),
-                             [](const auto& f) { return f.second >= 1; }) &&
-                 std::all_of(v.slow_nodes.begin(), v.slow_nodes.end(),
-                             [](const auto& f) { return f.second >= 1; }) &&
-                 std::all_of(v.slow_links.begin(), v.slow_links.end(),
-                             [](const auto& f) { return f.second >= 1; });
+    const auto slows = [](const std::map<int, double>& factors) {
+      return std::all_of(factors.begin(), factors.end(),
+                         [](const auto& f) { return f.second >= 1; });
+    };
+    only_slows = only_slows && v.jitter == 0 && v.gpu_sigma == 0 && slows(v.slow_ranks) &&
+                 slows(v.slow_nodes) && slows(v.slow_links);
     const Schedule schedule = lower(scenario);
     SimOptions sim;
     sim.record_memory_samples = false;

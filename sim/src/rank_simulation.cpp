@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "shardscope/core/analysis.hpp"
@@ -183,14 +184,12 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
   const CostModel costs(scenario);
   const std::size_t n = schedule.ops.size(), classes = out.classes.size();
 
-  // The latest (or earliest) readiness among the classes of a collective's instance.
-  const auto ready_in_instance = [&](std::size_t o, std::size_t c, bool latest) {
+  // The earliest readiness among the classes of a collective's instance.
+  const auto earliest_ready_in_instance = [&](std::size_t o, std::size_t c) {
     const Instances& in = instances[static_cast<std::size_t>(schedule.ops[o].comm)];
     TimeNs t = out.classes[c].result.ops[o].ready;
-    for (std::size_t d : in.members[static_cast<std::size_t>(in.of_class[c])]) {
-      const TimeNs r = out.classes[d].result.ops[o].ready;
-      t = latest ? std::max(t, r) : std::min(t, r);
-    }
+    for (std::size_t d : in.members[static_cast<std::size_t>(in.of_class[c])])
+      t = std::min(t, out.classes[d].result.ops[o].ready);
     return t;
   };
   // One engine per class on one clock; each communicator instance a group (ids unique across
@@ -231,7 +230,8 @@ RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule
       const Op& op = schedule.ops[o];
       if (!is_collective(op.kind) || op.comm == kNone) continue;
       const OpRecord& rec = rc.result.ops[o];
-      const bool held_others = ready_in_instance(o, c, false) < rec.ready && rec.ready == rec.start;
+      const bool held_others =
+          earliest_ready_in_instance(o, c) < rec.ready && rec.ready == rec.start;
       if (held_others) rc.last_ready.push_back(static_cast<OpId>(o));
       if (op.iteration != last) continue;
       ++rc.collectives;
@@ -255,6 +255,16 @@ RankVariation rank_variation(const VariationSpec& spec, int world_size, int gpus
   v.issue_delay = spec.issue_delay;
   v.seed = spec.seed;
   return v;
+}
+
+std::vector<std::size_t> most_waited_for(const RankSimulation& r, std::size_t count) {
+  std::vector<std::size_t> order(r.classes.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return r.classes[a].arrived_last > r.classes[b].arrived_last;
+  });
+  if (order.size() > count) order.resize(count);
+  return order;
 }
 
 std::string rank_ranges(const std::vector<int>& ranks) {

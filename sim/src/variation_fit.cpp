@@ -10,6 +10,7 @@
 
 #include "shardscope/core/error.hpp"
 #include "shardscope/sim/cost_model.hpp"
+#include "shardscope/sim/least_squares.hpp"
 
 namespace shardscope::sim {
 namespace {
@@ -121,16 +122,12 @@ Estimates estimate(const std::vector<RankOps>& ranks,
   return e;
 }
 
+// The 95 % interval as calibrate's: nearest-rank 2.5th and 97.5th percentiles of the draws.
 FittedValue interval(double value, std::vector<double> draws, int samples) {
   FittedValue f{value, value, value, samples};
   if (draws.empty()) return f;
-  std::sort(draws.begin(), draws.end());
-  const auto at = [&](double q) {
-    return draws[std::min(draws.size() - 1,
-                          static_cast<std::size_t>(q * static_cast<double>(draws.size())))];
-  };
-  f.low = at(0.025);
-  f.high = at(0.975);
+  f.low = quantile(draws, 0.025);
+  f.high = quantile(draws, 0.975);
   return f;
 }
 

@@ -3,21 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 namespace shardscope::gui {
-
-std::vector<std::size_t> shown_classes(const sim::RankSimulation& ranks, std::size_t max_classes) {
-  std::vector<std::size_t> order(ranks.classes.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if ((a == ranks.straggler) != (b == ranks.straggler)) return a == ranks.straggler;
-    return ranks.classes[a].arrived_last > ranks.classes[b].arrived_last;
-  });
-  if (order.size() > max_classes) order.resize(max_classes);
-  return order;
-}
 
 Timeline rank_lanes(const sim::RankSimulation& ranks, std::size_t max_classes) {
   Timeline out;
@@ -28,7 +16,7 @@ Timeline rank_lanes(const sim::RankSimulation& ranks, std::size_t max_classes) {
   out.facts = first.facts;
   out.groups = first.groups;  // one schedule: the classes share groups and communicators
   out.communicators = first.communicators;
-  for (std::size_t c : shown_classes(ranks, max_classes)) {
+  for (std::size_t c : sim::most_waited_for(ranks, max_classes)) {
     const sim::RankClass& rc = ranks.classes[c];
     const Timeline& t = rc.result.timeline;
     const std::string who =

@@ -85,6 +85,10 @@ TimeNs percentile(std::vector<TimeNs> times, double p);
 RankSimulation simulate_ranks(const Scenario& scenario, const Schedule& schedule,
                               const RankVariation& variation, const SimOptions& options = {});
 
+/// At most `count` classes, those the others waited for most first: by how often each was the
+/// last of its instance to be ready, ties by lowest rank (the straggler is the first).
+std::vector<std::size_t> most_waited_for(const RankSimulation& r, std::size_t count);
+
 /// "0-7, 16, 18-23": ranks as ranges.
 std::string rank_ranges(const std::vector<int>& ranks);
 

@@ -12,15 +12,11 @@
 
 namespace shardscope::gui {
 
-/// The straggler's class first, then the classes last to be ready most often, at most
-/// `max_classes`; of each its compute stream and the streams of its collectives, as lanes named
-/// "ranks 24-31 (8) · compute". A collective
-/// whose class was the last of its instance to be ready is labelled "last to be ready: ranks
-/// 24-31": the rank the others waited for there.
+/// The classes the others waited for most (sim::most_waited_for), at most `max_classes`; of each
+/// its compute stream and the streams of its collectives, as lanes named "ranks 24-31 (8) ·
+/// compute". A collective whose class was the last of its instance to be ready is labelled "last to
+/// be ready: ranks 24-31": the rank the others waited for there.
 Timeline rank_lanes(const sim::RankSimulation& ranks, std::size_t max_classes = 8);
-
-/// The classes rank_lanes shows, in its order.
-std::vector<std::size_t> shown_classes(const sim::RankSimulation& ranks, std::size_t max_classes);
 
 struct HistogramBin {
   TimeNs from = 0;  // [from, to), the last bin closed
