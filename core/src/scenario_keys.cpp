@@ -723,7 +723,7 @@ constexpr std::array kKeys{
                   "(expandable_segments:True; --expandable-segments sets it)",
         .label = "expandable segments",
         .value_of = [](const Scenario& s) { return bool_text(s.allocator.expandable_segments); },
-        .search = {"false, true", false, false, true}},
+        .search = {.values = "false, true", .tuning = true, .memory_only = true}},
     ScenarioKey{"allocator.max_split_size_mb", K::integer, 21, 1'048'576, "MiB", "", "unlimited",
                 "max_split_size_mb: blocks this large are never split nor given to smaller "
                 "requests, and are released first when memory runs short"},

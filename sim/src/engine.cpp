@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "op_cost_cache.hpp"
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/memory_ledger.hpp"
@@ -27,54 +28,6 @@ struct Active {
   bool fixed = false;  // a fixed time is a measured fact: never stretched by sharing
   double rate = 1.0;
   TimeNs finish = 0;
-};
-
-// Ops repeat: every layer and every iteration issues the same kernels, collectives and waits, and
-// an op's cost depends only on what the key below holds (a fixed time bypasses the model). So
-// costs are looked up, not recomputed: a collective's model is the costly one (log, pow, protocol
-// choice), and even a kernel's roofline costs more than the lookup.
-class OpCostCache {
- public:
-  OpCost cost(const CostModel& model, const Schedule& s, const Op& op) {
-    if (op.fixed_time) return model.cost(s, op);
-    // Compared as bits: equal bits are equal values (values equal in other bits, as -0.0 and 0.0,
-    // only miss the cache).
-    const Key key{static_cast<std::uint64_t>(op.bytes), std::bit_cast<std::uint64_t>(op.flops),
-                  std::bit_cast<std::uint64_t>(op.attention_flops),
-                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stream)) << 32 |
-                      static_cast<std::uint32_t>(op.comm),
-                  (static_cast<std::uint64_t>(op.kernels + 1) << 8) +
-                      static_cast<std::uint64_t>(op.kind) + 1};
-    // Sizes are multiples of large powers of two: mix, then take the high bits.
-    const std::uint64_t mixed =
-        (key.bytes ^ key.flops ^ (key.kind + 64 * key.queues)) * std::uint64_t{0x9E3779B97F4A7C15};
-    const auto h = static_cast<std::size_t>(mixed >> 58);  // 6 bits: kSlots = 64
-    for (std::size_t probe = 0; probe < kSlots; ++probe) {
-      Slot& slot = slots_[(h + probe) % kSlots];
-      if (slot.key.kind == 0) {
-        slot = {key, model.cost(s, op)};
-        return slot.cost;
-      }
-      if (slot.key == key) return slot.cost;
-    }
-    return model.cost(s, op);  // full: more distinct ops than slots are computed each time
-  }
-
- private:
-  struct Key {
-    std::uint64_t bytes;
-    std::uint64_t flops;
-    std::uint64_t attention_flops;
-    std::uint64_t queues;  // stream (high half), communicator (low half)
-    std::uint64_t kind;    // OpKind + 1 (and the kernel set, above bit 8); 0: an empty slot
-    bool operator==(const Key&) const = default;
-  };
-  struct Slot {
-    Key key{};
-    OpCost cost;
-  };
-  static constexpr std::size_t kSlots = 64;
-  std::array<Slot, kSlots> slots_{};
 };
 
 // What couples several engines replaying ranks of one job (simulate_together): an engine tells it
@@ -95,13 +48,18 @@ class Engine {
   using Index = std::uint32_t;  // into the op tables below (ops are counted as OpId, an int32)
 
  public:
-  Engine(const Schedule& s, const CostModel& costs, const SimOptions& options)
+  // `with_memory` false: buffers are neither allocated nor freed (run_step_time). Memory never
+  // delays an op in this model, so the times are the same.
+  Engine(const Schedule& s, const CostModel& costs, const SimOptions& options,
+         bool with_memory = true)
       : s_(s),
         costs_(costs),
         options_(options),
-        allocator_(allocator_capacity(costs.cluster(), options.allocator, s), options.allocator),
+        with_memory_(with_memory),
+        allocator_(with_memory ? allocator_capacity(costs.cluster(), options.allocator, s) : 0,
+                   options.allocator),
         n_(s.ops.size()) {
-    allocator_.reserve_buffers(s_.buffers.size());
+    if (with_memory_) allocator_.reserve_buffers(s_.buffers.size());
     stream_is_cpu_.reserve(s_.streams.size());
     for (const auto& st : s_.streams) stream_is_cpu_.push_back(st.kind == StreamKind::cpu);
     // Two passes over the ops. The first costs each op and counts, for the CSR tables below, the
@@ -157,15 +115,22 @@ class Engine {
   }
 
   SimulationResult run() {
-    begin();
-    while (true) {
-      settle();
-      if (done()) break;
-      const TimeNs next = next_event();
-      if (next == kNever) throw stalled();
-      advance(next);
-    }
+    run_to_end();
     return finish();
+  }
+
+  // The step as analysis::summarize measures it on the timeline (steady_state): from the last end
+  // of the next-to-last iteration's ops to the last end of the last iteration's.
+  TimeNs run_step_time() {
+    run_to_end();
+    int last = 0;
+    for (const Op& op : s_.ops) last = std::max(last, op.iteration);
+    TimeNs start = 0, end = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (s_.ops[i].iteration == last) end = std::max(end, rec_[i].end);
+      if (s_.ops[i].iteration == last - 1) start = std::max(start, rec_[i].end);
+    }
+    return end - start;
   }
 
   // ---- the steps of run(), for simulate_together's one clock over several engines
@@ -176,7 +141,7 @@ class Engine {
     ready_seen_.assign(n_, 0);
   }
   void begin() {
-    allocate_live_at_start();
+    if (with_memory_) allocate_live_at_start();
     if (options_.record_memory_samples) sample_memory();
   }
   // Issues and starts everything that can at the current time.
@@ -200,6 +165,17 @@ class Engine {
   }
 
  private:
+  void run_to_end() {
+    begin();
+    while (true) {
+      settle();
+      if (done()) break;
+      const TimeNs next = next_event();
+      if (next == kNever) throw stalled();
+      advance(next);
+    }
+  }
+
   // This rank's variation (SimOptions): its GPU's speed and jitter, its links, its CPU's delays.
   void vary(std::size_t i, OpCost& c) const {
     const auto scaled = [](TimeNs t, double f) {
@@ -231,7 +207,7 @@ class Engine {
       const bool on_cpu = op_on_cpu_[i];
       if (on_cpu && !deps_done(i))
         return;  // the CPU blocks (event.synchronize, CPU optimizer waits)
-      if (!op.allocs.empty() || !op.frees.empty()) memory(i);
+      if (with_memory_ && (!op.allocs.empty() || !op.frees.empty())) memory(i);
       rec_[i].issue = now_;
       if (on_cpu) {
         run_on_cpu(i);
@@ -591,6 +567,7 @@ class Engine {
   const Schedule& s_;
   const CostModel& costs_;
   SimOptions options_;
+  bool with_memory_ = true;
   std::vector<TimeNs> cpu_busy_;                   // by iteration: issue overheads and CPU work
   std::optional<OutOfMemoryEvent> out_of_memory_;  // the first allocation that did not fit
   CachingAllocator allocator_;
@@ -689,6 +666,12 @@ class Together final : public Coupling {
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
                           const SimOptions& options) {
   return Engine(schedule, costs, options).run();
+}
+
+TimeNs simulate_step_time(const Schedule& schedule, const CostModel& costs, SimOptions options) {
+  options.record_memory_samples = false;
+  options.record_critical_path = false;
+  return Engine(schedule, costs, options, false).run_step_time();
 }
 
 std::vector<SimulationResult> simulate_together(const Schedule& schedule, const CostModel& costs,

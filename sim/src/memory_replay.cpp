@@ -11,7 +11,12 @@ namespace shardscope::sim {
 
 MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
                             const AllocatorParams& params, Bytes stop_above) {
-  CachingAllocator allocator(allocator_capacity(cluster, params, schedule), params);
+  return replay_memory(schedule, allocator_capacity(cluster, params, schedule), params, stop_above);
+}
+
+MemoryOutcome replay_memory(const Schedule& schedule, Bytes capacity, const AllocatorParams& params,
+                            Bytes stop_above) {
+  CachingAllocator allocator(capacity, params);
   allocator.reserve_buffers(schedule.buffers.size());
   MemoryOutcome out;
   // As Engine::allocate_buffer: a GPU buffer through the allocator; one that does not fit is

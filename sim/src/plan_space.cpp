@@ -56,6 +56,14 @@ std::size_t strategy_of(const PlanSpace& space, std::size_t index) {
   return encode(space, c);
 }
 
+std::size_t timing_of(const PlanSpace& space, std::size_t index) {
+  PlanConfig c = decode(space, index);
+  const auto& dims = space.parts[c.part].dimensions;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].memory_only) c.choices[d] = 0;
+  return encode(space, c);
+}
+
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {
   std::vector<Setting> out = space.common;
   const auto& part = space.parts[c.part];
@@ -190,6 +198,7 @@ PlanDimension searched_dimension(const ScenarioKey& key) {
       simple(std::string(key.label), key.search.changes_compute, std::string(key.path), values);
   if (key.search.memory_grows) d.memory_at_least = increasing(values.size());
   d.tuning = key.search.tuning;
+  d.memory_only = key.search.memory_only;
   return d;
 }
 
@@ -242,6 +251,8 @@ bool narrow(PlanDimension& d, const std::string& key, const std::vector<std::str
   }
   if (!sets_key) return false;
   PlanDimension narrowed{d.name, d.compute, {}, {}};
+  narrowed.tuning = d.tuning;
+  narrowed.memory_only = d.memory_only;
   for (std::size_t i : kept) {
     narrowed.choices.push_back(d.choices[i]);
     if (d.memory_at_least.empty()) continue;

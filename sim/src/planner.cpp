@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -20,6 +21,7 @@
 #include "shardscope/sim/memory_replay.hpp"
 #include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/rank_simulation.hpp"
+#include "shardscope/sim/step_floor.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
@@ -70,50 +72,102 @@ struct Evaluated {
   bool fits = false;
   bool screened = false;   // its memory replayed, not simulated: it does not fit
   bool unlowered = false;  // screened before lowering, by its resident state
-  analysis::Summary summary;
+  TimeNs floor = 0;        // when it fits: its schedule's step_time_floor
+  TimeNs step_time = 0;    // when it fits and was timed
+  Bytes peak_reserved = 0;
   std::vector<Problem> problems;  // why it is not valid
 };
 
-// Lowers and simulates configuration `index`. With `screen`, one whose parameters, optimizer
-// states and saved activations alone are over `budget` (resident_state_floor) is settled before
-// it is lowered, and the memory of the rest is replayed first (replay_memory: exactly the
-// simulation's): one that does not fit is settled without its timing.
-Evaluated evaluate(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                   std::size_t index, Bytes budget, bool critical_path, bool screen) {
+// Configuration `index` simulated in full: what a ranked entry shows. Throws ValidationError for
+// knobs that do not combine.
+analysis::Summary simulated_summary(const ConfigTree& base, const std::string& file,
+                                    const PlanSpace& space, std::size_t index, bool critical_path) {
+  PipelineOptions options;
+  options.origin = file;
+  options.sim.record_memory_samples = false;
+  options.sim.record_critical_path = critical_path;
+  return simulate_scenario(configuration_scenario(base, file, space, index), options).summary;
+}
+
+// The exhaustive search's evaluation: every configuration simulated in full, the reference the
+// pruned search is tested against.
+Evaluated simulated(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                    std::size_t index, Bytes budget) {
   Evaluated e;
   e.index = index;
   e.done = true;
   try {
-    PipelineOptions options;
-    options.origin = file;
-    options.sim.record_memory_samples = false;
-    options.sim.record_critical_path = critical_path;
-    Scenario scenario = configuration_scenario(base, file, space, index);
-    if (screen && resident_state_floor(scenario) > budget) {
-      e.valid = true;  // its resident state and saved activations alone are over the budget
-      e.screened = true;
-      e.unlowered = true;
-      return e;
-    }
-    Schedule schedule = lower(scenario);
-    if (screen) {
-      const MemoryOutcome memory = replay_memory(schedule, scenario.cluster, scenario.allocator);
-      if (memory.out_of_memory || memory.peak_reserved > budget) {
-        e.valid = true;
-        e.screened = true;
-        return e;
-      }
-    }
-    auto result = simulate_schedule(std::move(scenario), std::move(schedule), options);
-    e.summary = std::move(result.summary);
+    const analysis::Summary summary = simulated_summary(base, file, space, index, false);
     e.valid = true;
-    // A simulation records its memory: its reserved peak is known.
-    e.fits = e.summary.out_of_memory.empty() && e.summary.peak_reserved.value() <= budget;
+    e.step_time = summary.step_time;
+    e.peak_reserved = summary.peak_reserved.value();
+    e.fits = summary.out_of_memory.empty() && e.peak_reserved <= budget;
   } catch (const ValidationError& error) {
-    e.valid = false;  // knobs that do not combine (a reshard size the mesh does not divide)
-    e.problems = error.problems();
+    e.problems = error.problems();  // knobs that do not combine (a mesh the reshard size splits)
   }
   return e;
+}
+
+// The pruned search's memory pass over `alike`, configurations of one timing_of: they differ only
+// in knobs that change the caching allocator's decisions, so they share one schedule and one step
+// time. One whose parameters, optimizer states and saved activations alone are over `budget`
+// (resident_state_floor) is settled before anything is lowered; the schedule is lowered once and
+// each remaining member's memory replayed with its own allocator settings (replay_memory: exactly
+// the simulation's peaks). Those that fit get the schedule's step_time_floor; they are timed
+// later, in the order of their floors (time_alike).
+std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string& file,
+                                      const PlanSpace& space, const std::vector<std::size_t>& alike,
+                                      Bytes budget) {
+  std::vector<Evaluated> out(alike.size());
+  std::vector<std::optional<Scenario>> scenarios(alike.size());
+  const auto invalid = [&](std::size_t i, const ValidationError& error) {
+    out[i].valid = out[i].fits = false;
+    out[i].problems = error.problems();
+  };
+  for (std::size_t i = 0; i < alike.size(); ++i) {
+    out[i].index = alike[i];
+    out[i].done = true;
+    try {
+      Scenario scenario = configuration_scenario(base, file, space, alike[i]);
+      out[i].valid = true;
+      if (resident_state_floor(scenario) > budget) {
+        out[i].screened = out[i].unlowered = true;
+      } else {
+        scenarios[i] = std::move(scenario);
+      }
+    } catch (const ValidationError& error) {
+      invalid(i, error);
+    }
+  }
+  const auto first =
+      std::find_if(scenarios.begin(), scenarios.end(), [](const auto& s) { return s.has_value(); });
+  if (first == scenarios.end()) return out;
+  const Scenario& stands_for = **first;
+  try {
+    const Schedule schedule = lower(stands_for);
+    // The members share the cluster, so the memory outside the allocator (CUDA context, NCCL).
+    const Bytes outside = memory_outside_allocator(stands_for.cluster, schedule).total();
+    bool any_fits = false;
+    for (std::size_t i = 0; i < alike.size(); ++i) {
+      if (!scenarios[i]) continue;
+      const AllocatorParams& params = scenarios[i]->allocator;
+      const MemoryOutcome memory = replay_memory(
+          schedule, allocator_capacity(stands_for.cluster.gpu.memory, params, outside), params,
+          budget);
+      out[i].fits = !memory.out_of_memory && memory.peak_reserved <= budget;
+      out[i].screened = !out[i].fits;
+      out[i].peak_reserved = memory.peak_reserved;
+      any_fits = any_fits || out[i].fits;
+    }
+    if (!any_fits) return out;
+    const TimeNs floor = step_time_floor(schedule, CostModel(stands_for));
+    for (auto& e : out) e.floor = e.fits ? floor : 0;
+  } catch (const ValidationError& error) {  // the lowering refused the knobs
+    for (std::size_t i = 0; i < alike.size(); ++i) {
+      if (scenarios[i]) invalid(i, error);
+    }
+  }
+  return out;
 }
 
 // Forward, backward and recompute time of the last iteration on the compute stream: they run one
@@ -319,6 +373,66 @@ std::string change_to(const PlanSpace& space, const PlanConfig& a, const PlanCon
   return out;
 }
 
+// The step time of configuration `index` and of every other configuration of its timing_of,
+// simulated without memory (their memory was replayed). Throws ValidationError for an op too long
+// to simulate.
+TimeNs time_alike(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                  std::size_t index) {
+  const Scenario scenario = configuration_scenario(base, file, space, index);
+  return simulate_step_time(lower(scenario), CostModel(scenario));
+}
+
+// Configurations that fit, found by the memory pass, to be timed: groups of one timing_of, in the
+// order of their step-time floors, which lets the search stop before timing those that cannot
+// rank (a class's bound is the same for all its members; the floor is each schedule's own).
+struct ToTime {
+  std::vector<Evaluated> members;  // that fit; the first stands for the group
+  std::int64_t ops = 0;            // its class's estimated schedule size, for progress
+};
+using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (floor, first index)
+
+// Groups timed together: a constant, so that what is skipped does not depend on the threads.
+constexpr std::size_t kTimingBatch = 8;
+
+// The configurations of one wave, `to_run`, evaluated on `threads` threads; results in their order.
+// The exhaustive search simulates each; the pruned one replays the memory of the configurations of
+// one timing_of together (evaluate_alike).
+template <class Cancelled>
+std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& file,
+                                     const PlanSpace& space, const std::vector<std::size_t>& to_run,
+                                     const PlanOptions& options, unsigned threads,
+                                     const Cancelled& cancelled) {
+  // Positions in `to_run` by timing, in the order of their first member.
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::size_t, std::size_t> group_of;
+  for (std::size_t i = 0; i < to_run.size(); ++i) {
+    const std::size_t key = options.exhaustive ? to_run[i] : timing_of(space, to_run[i]);
+    const auto [it, added] = group_of.emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::vector<Evaluated> out(to_run.size());
+  if (groups.empty()) return out;
+  std::atomic<std::size_t> next{0};
+  const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, groups.size()) - 1);
+  WorkerPool::shared().run(helpers, [&] {
+    for (std::size_t g = next++; g < groups.size(); g = next++) {
+      if (cancelled()) return;
+      if (options.exhaustive) {
+        const std::size_t i = groups[g].front();
+        out[i] = simulated(base, file, space, to_run[i], options.memory_budget);
+        continue;
+      }
+      std::vector<std::size_t> alike;
+      for (std::size_t i : groups[g]) alike.push_back(to_run[i]);
+      auto evaluated = evaluate_alike(base, file, space, alike, options.memory_budget);
+      for (std::size_t k = 0; k < groups[g].size(); ++k)
+        out[groups[g][k]] = std::move(evaluated[k]);
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 PlanWork plan_work(const ConfigTree& base, const std::string& file, const PlanSpace& space) {
@@ -442,22 +556,97 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     return static_cast<std::int64_t>(std::llround(ahead));
   };
 
+  // Configurations that fit and wait to be timed, by floor.
+  TimingQueue to_time;
+  std::int64_t work_to_time = 0;
+  // Counts every configuration the search will not settle: the classes from `k` on and what waits
+  // to be timed (no prediction among them can rank).
+  auto skip_the_rest = [&](std::size_t k) {
+    for (std::size_t rest = k; rest < classes.size(); ++rest)
+      result.skipped_by_bound += classes[rest].members.size();
+    for (const auto& [key, group] : to_time) result.skipped_by_bound += group.members.size();
+    to_time.clear();
+    progress.settled = result.space;
+    progress.work_total = progress.work_done;
+    report();
+  };
+  // Times the waiting groups whose floor is at most `limit`, in order of their floors, a batch at
+  // a time; false when the search is over: the first floor left is beyond the reach of the
+  // entries found, so is everything after it (the classes still to visit have bounds of at least
+  // `limit`).
+  auto time_up_to = [&](TimeNs limit) {
+    while (!to_time.empty() && to_time.begin()->first.first <= limit) {
+      if (cancelled()) {
+        result.cancelled = true;
+        return true;
+      }
+      const TimeNs floor = to_time.begin()->first.first;
+      const double reach = top_entries_reach(predictions, floor, options.top, options.entries);
+      if (static_cast<double>(floor) > reach) return false;
+      std::vector<ToTime> batch;
+      while (batch.size() < kTimingBatch && !to_time.empty() &&
+             to_time.begin()->first.first <= limit) {
+        const bool beyond = static_cast<double>(to_time.begin()->first.first) > reach;
+        if (beyond) result.skipped_by_bound += to_time.begin()->second.members.size();
+        if (!beyond) batch.push_back(std::move(to_time.begin()->second));
+        work_to_time -= to_time.begin()->second.ops;
+        to_time.erase(to_time.begin());
+      }
+      std::vector<std::optional<TimeNs>> steps(batch.size());
+      std::vector<std::vector<Problem>> problems(batch.size());
+      std::atomic<std::size_t> next{0};
+      const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()) - 1);
+      WorkerPool::shared().run(helpers, [&] {
+        for (std::size_t b = next++; b < batch.size(); b = next++) {
+          try {
+            steps[b] = time_alike(base, file, space, batch[b].members.front().index);
+          } catch (const ValidationError& error) {  // an op too long to simulate
+            problems[b] = error.problems();
+          }
+        }
+      });
+      for (std::size_t b = 0; b < batch.size(); ++b) {
+        for (Evaluated& e : batch[b].members) {
+          ++result.simulated;
+          if (!steps[b]) {
+            ++result.invalid;
+            if (!result.first_invalid || e.index < result.first_invalid->index)
+              result.first_invalid = InvalidConfig{e.index, problems[b]};
+            continue;
+          }
+          e.step_time = *steps[b];
+          fitting.push_back(e);
+          predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
+        }
+        progress.work_done += batch[b].ops;
+      }
+      progress.work_total = progress.work_done + work_to_time;
+      report();
+    }
+    return true;
+  };
+
   // Work left undone by a cancel marks the result incomplete; a cancel after the last
   // simulation does not.
-  for (std::size_t k = 0; k < classes.size(); ++k) {
+  bool over = false;
+  for (std::size_t k = 0; k < classes.size() && !over; ++k) {
     const auto& cls = classes[k];
     if (cancelled()) {
       result.cancelled = true;
       break;
     }
+    // What waits to be timed below this class's bound first: its predictions may end the search.
+    if (!options.exhaustive && !time_up_to(cls.bound)) {
+      skip_the_rest(k);
+      over = true;
+      break;
+    }
+    if (result.cancelled) break;
     if (!options.exhaustive &&
         static_cast<double>(cls.bound) >
             top_entries_reach(predictions, cls.bound, options.top, options.entries)) {
-      for (std::size_t rest = k; rest < classes.size(); ++rest)
-        result.skipped_by_bound += classes[rest].members.size();
-      progress.settled = result.space;
-      progress.work_total = progress.work_done;
-      report();
+      skip_the_rest(k);
+      over = true;
       break;
     }
     if (!options.exhaustive && cls.saved > options.memory_budget) {
@@ -490,19 +679,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           to_run.push_back(index);
         }
       }
-      std::vector<Evaluated> out(to_run.size());
-      std::atomic<std::size_t> next{0};
-      if (!to_run.empty()) {
-        const auto helpers =
-            static_cast<unsigned>(std::min<std::size_t>(threads, to_run.size()) - 1);
-        WorkerPool::shared().run(helpers, [&] {
-          for (std::size_t i = next++; i < to_run.size(); i = next++) {
-            if (cancelled()) return;
-            out[i] = evaluate(base, file, space, to_run[i], options.memory_budget, false,
-                              !options.exhaustive);
-          }
-        });
-      }
+      const std::vector<Evaluated> out =
+          evaluate_wave(base, file, space, to_run, options, threads, cancelled);
       std::size_t lowered = 0;
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
@@ -517,17 +695,23 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           not_fitting.insert(e.index);
           continue;
         }
-        ++result.simulated;
         if (!e.valid) {
+          ++result.simulated;
           ++result.invalid;
           if (!result.first_invalid || e.index < result.first_invalid->index)
             result.first_invalid = InvalidConfig{e.index, e.problems};
-        } else if (e.fits) {
-          fitting.push_back(e);
-          predictions.emplace(e.summary.step_time, e.summary.peak_reserved.value(),
-                              strategy_of(space, e.index));
-        } else {
-          not_fitting.insert(e.index);
+        } else if (options.exhaustive) {
+          ++result.simulated;
+          if (e.fits) {
+            fitting.push_back(e);
+          } else {
+            not_fitting.insert(e.index);
+          }
+        } else {  // it fits: timed in the order of its floor
+          ToTime& group = to_time[{e.floor, timing_of(space, e.index)}];
+          if (group.members.empty()) work_to_time += cls.ops;
+          group.members.push_back(e);
+          group.ops = cls.ops;
         }
       }
       progress.settled += members.size();
@@ -535,16 +719,17 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       searched += members.size();
       lowered_so_far += lowered;
       progress.work_done += cls.ops * static_cast<std::int64_t>(lowered);
-      progress.work_total = progress.work_done + work_ahead(k, unsettled);
+      progress.work_total = progress.work_done + work_ahead(k, unsettled) + work_to_time;
       report();
     }
   }
+  if (!over && !result.cancelled && !time_up_to(std::numeric_limits<TimeNs>::max()))
+    skip_the_rest(classes.size());
   result.fitting = fitting.size();
   std::vector<PlanMember> predicted;
   predicted.reserve(fitting.size());
   for (const Evaluated& e : fitting)
-    predicted.push_back({e.index, e.summary.step_time, e.summary.peak_reserved.value(),
-                         strategy_of(space, e.index)});
+    predicted.push_back({e.index, e.step_time, e.peak_reserved, strategy_of(space, e.index)});
   std::sort(predicted.begin(), predicted.end(), ranks_before);
   for (const auto& entry : top_entries(predicted, options.top, options.entries)) {
     PlannedConfig p;
@@ -564,7 +749,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
                               change_to(space, p.config, decode(space, fastest.index)));
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
-    p.summary = evaluate(base, file, space, p.index, options.memory_budget, true, false).summary;
+    p.summary = simulated_summary(base, file, space, p.index, true);
     p.bottleneck = bottleneck_of(p.summary);
     result.ranked.push_back(std::move(p));
   }

@@ -46,6 +46,10 @@ struct KeySearch {
   // which precision, or where the state lives: configurations that differ only in tuning knobs
   // are one strategy in the planner's ranking (sim/…/plan_entries.hpp).
   bool tuning = false;
+  // The values change only the caching allocator's decisions: neither the schedule nor its costs
+  // read them, so configurations that differ only in such knobs have one step time (the planner
+  // lowers and times one of them and replays the memory of each).
+  bool memory_only = false;
 };
 
 struct ScenarioKey {

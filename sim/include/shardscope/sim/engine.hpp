@@ -69,6 +69,14 @@ struct SimulationResult {
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs,
                           const SimOptions& options = {});
 
+/// The step time alone, as analysis::summarize(simulate(...).timeline).step_time gives it, at a
+/// fraction of the cost: no buffer is allocated and no Timeline is built. Memory never delays an
+/// op in this model, so the time is the same (the planner's search takes each configuration's
+/// memory from replay_memory, which equals the simulation's). Memory samples and the critical
+/// path are not recorded, whatever `options` say.
+TimeNs simulate_step_time(const Schedule& schedule, const CostModel& costs,
+                          SimOptions options = {});
+
 /// Several ranks of one job on one clock, one engine per entry of `options` (each with its own
 /// GPU speed): a collective starts on every engine of its instance when the last of them is ready
 /// for it (OpRecord::ready is when each was). `instance[e][k]`: the group id (unique across

@@ -29,6 +29,10 @@ struct MemoryOutcome {
 MemoryOutcome replay_memory(const Schedule& schedule, const ClusterSpec& cluster,
                             const AllocatorParams& params,
                             Bytes stop_above = std::numeric_limits<Bytes>::max());
+/// The same with the allocator's capacity given (allocator_capacity), for callers that replay
+/// one schedule under several allocator settings.
+MemoryOutcome replay_memory(const Schedule& schedule, Bytes capacity, const AllocatorParams& params,
+                            Bytes stop_above = std::numeric_limits<Bytes>::max());
 
 /// What one forward pass of `scenario` saves for backward, every part of every group (the
 /// lowering allocates them in forward and frees them in backward): the compute knobs (micro-batch,

@@ -40,6 +40,9 @@ struct PlanDimension {
   /// Its choices only tune how FSDP schedules the same training (KeySearch::tuning):
   /// configurations that differ only in tuning dimensions are one strategy.
   bool tuning = false;
+  /// Its choices change only the caching allocator's decisions (KeySearch::memory_only):
+  /// configurations that differ only in such dimensions share a schedule and its step time.
+  bool memory_only = false;
 };
 
 struct PlanPart {
@@ -68,6 +71,9 @@ std::size_t encode(const PlanSpace& space, const PlanConfig& config);
 /// The strategy of configuration `index`: the index of its configuration with every tuning
 /// dimension at its first choice. Equal for configurations that differ only in tuning.
 std::size_t strategy_of(const PlanSpace& space, std::size_t index);
+/// The configuration whose schedule and step time `index` shares: its index with every
+/// memory_only dimension at its first choice.
+std::size_t timing_of(const PlanSpace& space, std::size_t index);
 /// The settings of a configuration: the common ones, the part's API, then each dimension's.
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& config);
 
