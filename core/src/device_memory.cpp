@@ -21,8 +21,13 @@ MemoryOutsideAllocator memory_outside_allocator(const ClusterSpec& cluster,
   // PyTorch creates a process group's NCCL communicator on its first collective: a
   // communicator no op uses holds nothing.
   std::vector<bool> used(schedule.communicators.size(), false);
-  for (const Op& op : schedule.ops) {
-    if (op.comm != kNone) used[static_cast<std::size_t>(op.comm)] = true;
+  std::size_t unused = used.size();
+  // Every communicator is usually met within the first backward pass: stop looking then.
+  for (std::size_t i = 0; i < schedule.ops.size() && unused > 0; ++i) {
+    const CommId comm = schedule.ops[i].comm;
+    if (comm == kNone || used[static_cast<std::size_t>(comm)]) continue;
+    used[static_cast<std::size_t>(comm)] = true;
+    --unused;
   }
   for (std::size_t c = 0; c < used.size(); ++c) {
     const Bytes bytes = nccl_communicator_bytes(cluster.nccl, schedule.communicators[c].size);

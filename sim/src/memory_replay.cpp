@@ -59,6 +59,27 @@ Bytes saved_bytes_of(const Scenario& scenario, const std::vector<GroupLayout>& g
   return saved;
 }
 
+// The parameters that stay unsharded from the end of a forward pass to backward
+// (resident_state_floor); 0 without sharding, where no all-gather buffer exists.
+Bytes kept_unsharded_bytes(const Scenario& scenario, const std::vector<GroupLayout>& groups) {
+  const FsdpPolicy& fsdp = scenario.fsdp;
+  if (fsdp.mesh_shard <= 1) return 0;
+  bool root = false, blocks = false;
+  if (fsdp.api == FsdpApi::fsdp1) {
+    const ShardingStrategy strategy = fsdp.sharding_strategy;
+    if (strategy == ShardingStrategy::no_shard) return 0;
+    root = true;
+    blocks = strategy == ShardingStrategy::shard_grad_op ||
+             strategy == ShardingStrategy::hybrid_shard_zero2;
+  } else {
+    root = !fsdp.reshard_root_after_forward;
+    blocks = fsdp.reshard_after_forward.mode == ReshardAfterForward::Mode::off;
+  }
+  std::int64_t numel = 0;
+  for (const GroupLayout& g : groups) numel += (g.is_root ? root : blocks) ? g.numel : 0;
+  return numel * bytes_per_element(param_dtype(fsdp.mixed_precision));
+}
+
 }  // namespace
 
 Bytes saved_activation_bytes(const Scenario& scenario) {
@@ -75,6 +96,7 @@ Bytes resident_state_floor(const Scenario& scenario) {
   // At the end of a forward pass every part's saved activations are live (backward frees them);
   // from the second iteration on, beside the optimizer states the first step created.
   const Bytes after_forward = parameters + saved_bytes_of(scenario, groups) +
+                              kept_unsharded_bytes(scenario, groups) +
                               (scenario.training.iterations >= 2 ? states : 0);
   return std::max(parameters + states, after_forward);
 }

@@ -43,9 +43,13 @@ Bytes saved_activation_bytes(const Scenario& scenario);
 /// two moments the lowering (core/src/lowering/lowerer.cpp) always reaches: the first optimizer
 /// step, when the GPU holds every sharded parameter (live from the start) and the states that
 /// step creates, both fp32; and the end of a forward pass, when it holds the sharded parameters
-/// and every part's saved activations (and, from the second iteration on, the states). Sharded
-/// state counts 0 on the host (CPU offload). A configuration whose floor is above a budget does
-/// not fit it, so the planner settles it before lowering it.
+/// and every part's saved activations (and, from the second iteration on, the states), and the
+/// unsharded parameters forward leaves for backward: the root's (FSDP1 never reshards it after
+/// forward, FSDP2 unless fsdp.reshard_root_after_forward), and every group's under FSDP2 with
+/// reshard_after_forward false or FSDP1's SHARD_GRAD_OP and _HYBRID_SHARD_ZERO2 (their numel in
+/// the parameter dtype; FSDP1's flat parameter is padded beyond it). Sharded state counts 0 on
+/// the host (CPU offload). A configuration whose floor is above a budget does not fit it, so the
+/// planner settles it before lowering it.
 Bytes resident_state_floor(const Scenario& scenario);
 
 }  // namespace shardscope::sim
