@@ -196,6 +196,9 @@ struct ComputeClass {
   // What one forward pass saves for backward (saved_activation_bytes): the compute dimensions
   // decide it, so it is every member's. Above the budget, no member fits.
   Bytes saved = 0;
+  // The share of a sample of its members whose resident_state_floor is within the budget: those
+  // the search lowers (unless a memory rule skips them), for the progress's estimate of the work.
+  double floor_share = 1;
 };
 
 // The classes of every part; members listed in index order.
@@ -253,6 +256,30 @@ std::vector<ComputeClass> sized_classes(const ConfigTree& base, const std::strin
     work.largest_schedule = std::max(work.largest_schedule, cls.ops);
   }
   return classes;
+}
+
+double median_of(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                   values.end());
+  return values[values.size() / 2];
+}
+
+// Members read for a class's floor_share: evenly spaced through its index range.
+constexpr std::size_t kFloorSample = 8;
+
+double sampled_floor_share(const ConfigTree& base, const std::string& file, const PlanSpace& space,
+                           const ComputeClass& cls, Bytes budget) {
+  const std::size_t n = std::min(kFloorSample, cls.members.size());
+  std::size_t within = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    try {
+      const std::size_t at = (2 * j + 1) * cls.members.size() / (2 * n);
+      const Scenario scenario = configuration_scenario(base, file, space, cls.members[at]);
+      if (resident_state_floor(scenario) <= budget) ++within;
+    } catch (const ValidationError&) {
+    }
+  }
+  return n ? static_cast<double>(within) / static_cast<double>(n) : 0.0;
 }
 
 TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSpace& space,
@@ -515,8 +542,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     const std::size_t end = std::min<std::size_t>(classes.size(), begin + threads);
     std::atomic<std::size_t> next{begin};
     WorkerPool::shared().run(static_cast<unsigned>(end - begin - 1), [&] {
-      for (std::size_t k = next++; k < end; k = next++)
+      for (std::size_t k = next++; k < end; k = next++) {
         classes[k].bound = class_bound(base, file, space, classes[k]);
+        if (!options.exhaustive && classes[k].saved <= options.memory_budget)
+          classes[k].floor_share =
+              sampled_floor_share(base, file, space, classes[k], options.memory_budget);
+      }
     });
     for (std::size_t k = begin; k < end; ++k) progress.work_done += classes[k].ops;
     report();
@@ -531,34 +562,64 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::unordered_set<std::size_t> not_fitting;
   // The distinct predictions found so far: they bound the step time that can still rank.
   std::set<Prediction> predictions;
-  // Configurations settled by the search so far, and how many of them it lowered (to replay
-  // their memory or simulate them: the work; one settled by its floor costs next to nothing).
-  std::size_t searched = 0, lowered_so_far = 0;
-  // The work still ahead as the search now sees it, for an honest time left: the classes it can
-  // still visit (those whose bound is within the reach of the entries found so far, a reach that
-  // only shrinks as predictions come) at the share of configurations lowered so far (the memory
-  // rules and the floor settle the rest), and the `unsettled` members of class `k`. Before any
-  // prediction, every class is ahead.
+  // The progress's work, in estimated schedule ops weighted by what each step costs relative to
+  // lowering a configuration and replaying its memory (1): reading one that its floor settles
+  // unlowered, kReadWork; lowering and timing a group, kTimingWork. The weights are the ratios of
+  // the per-configuration times of those steps in the 70B plan of docs/planner.md (a read
+  // 0.07 ms, a lowering and replay 0.6 ms, a lowering and timing 1.6 ms).
+  constexpr double kReadWork = 0.1, kTimingWork = 2.5;
+  // What the classes visited so far did: their members, those read (not skipped by a memory rule)
+  // and those lowered, against what their sampled floor shares expected to be lowered.
+  double visited_members = 0, visited_read = 0, visited_lowered = 0, expected_lowered = 0;
+  // Per class visited that had configurations that fit: its lowest step-time floor over its bound.
+  std::vector<double> best_over_bound;
+  TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
+  // Configurations that fit and wait to be timed, by floor.
+  TimingQueue to_time;
+  // The work still ahead as the search now sees it, for an honest time left. Step times stand in
+  // for the predictions still to come: each waiting group's floor (the floors are tight:
+  // StepFloor.*), and for each class not yet visited whose sampled members show some may fit,
+  // its bound times the median of best floor over bound of the classes visited (a strategy of its
+  // own, as large as the budget, so that it joins rather than leads where it can). The classes it
+  // will still visit are those within the reach of the entries these form; each costs its
+  // members at the read and lowered shares the classes visited so far had (the lowered one
+  // scaled by its own floor share); every waiting group within that reach is timed. `unsettled`
+  // members of class `k` are still to come.
   auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
-    const double share =
-        searched ? static_cast<double>(lowered_so_far) / static_cast<double>(searched) : 1.0;
+    std::set<Prediction> promised = predictions;
+    for (const auto& [key, group] : to_time)
+      promised.emplace(key.first, group.members.front().peak_reserved,
+                       strategy_of(space, group.members.front().index));
+    const double gap = best_over_bound.empty() ? 1.0 : median_of(best_over_bound);
+    for (std::size_t j = k + 1; j < classes.size(); ++j) {
+      if (classes[j].saved > options.memory_budget || classes[j].floor_share == 0) continue;
+      promised.emplace(
+          static_cast<TimeNs>(std::llround(static_cast<double>(classes[j].bound) * gap)),
+          options.memory_budget, space.size() + j);
+    }
     const double reach = options.exhaustive
                              ? std::numeric_limits<double>::infinity()
-                             : top_entries_reach(predictions, std::numeric_limits<TimeNs>::max(),
+                             : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(),
                                                  options.top, options.entries);
-    double ahead = static_cast<double>(classes[k].ops) * static_cast<double>(unsettled) * share;
+    const double read_share = visited_members > 0 ? visited_read / visited_members : 1.0;
+    const double lowered_scale = expected_lowered > 0 ? visited_lowered / expected_lowered : 1.0;
+    const auto class_work = [&](const ComputeClass& c, std::size_t members) {
+      return static_cast<double>(c.ops) * static_cast<double>(members) *
+             (kReadWork * read_share + c.floor_share * lowered_scale);
+    };
+    double ahead = class_work(classes[k], unsettled);
     for (std::size_t j = k + 1; j < classes.size(); ++j) {
       if (static_cast<double>(classes[j].bound) > reach) break;  // visited by increasing bound
       if (classes[j].saved > options.memory_budget) continue;    // settled without lowering
-      ahead += static_cast<double>(classes[j].ops) *
-               static_cast<double>(classes[j].members.size()) * share;
+      ahead += class_work(classes[j], classes[j].members.size());
+    }
+    for (const auto& [key, group] : to_time) {
+      if (static_cast<double>(key.first) > reach) break;
+      ahead += kTimingWork * static_cast<double>(group.ops);
     }
     return static_cast<std::int64_t>(std::llround(ahead));
   };
 
-  // Configurations that fit and wait to be timed, by floor.
-  TimingQueue to_time;
-  std::int64_t work_to_time = 0;
   // Counts every configuration the search will not settle: the classes from `k` on and what waits
   // to be timed (no prediction among them can rank).
   auto skip_the_rest = [&](std::size_t k) {
@@ -573,8 +634,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   // Times the waiting groups whose floor is at most `limit`, in order of their floors, a batch at
   // a time; false when the search is over: the first floor left is beyond the reach of the
   // entries found, so is everything after it (the classes still to visit have bounds of at least
-  // `limit`).
-  auto time_up_to = [&](TimeNs limit) {
+  // `limit`). `k`: the class visited next (classes.size() after the last).
+  auto time_up_to = [&](TimeNs limit, std::size_t k) {
     while (!to_time.empty() && to_time.begin()->first.first <= limit) {
       if (cancelled()) {
         result.cancelled = true;
@@ -589,7 +650,6 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         const bool beyond = static_cast<double>(to_time.begin()->first.first) > reach;
         if (beyond) result.skipped_by_bound += to_time.begin()->second.members.size();
         if (!beyond) batch.push_back(std::move(to_time.begin()->second));
-        work_to_time -= to_time.begin()->second.ops;
         to_time.erase(to_time.begin());
       }
       std::vector<std::optional<TimeNs>> steps(batch.size());
@@ -618,9 +678,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           fitting.push_back(e);
           predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
         }
-        progress.work_done += batch[b].ops;
+        progress.work_done += std::llround(kTimingWork * static_cast<double>(batch[b].ops));
       }
-      progress.work_total = progress.work_done + work_to_time;
+      progress.work_total =
+          progress.work_done + (k < classes.size() ? work_ahead(k, classes[k].members.size())
+                                                   : work_ahead(classes.size() - 1, 0));
       report();
     }
     return true;
@@ -636,7 +698,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       break;
     }
     // What waits to be timed below this class's bound first: its predictions may end the search.
-    if (!options.exhaustive && !time_up_to(cls.bound)) {
+    if (!options.exhaustive && !time_up_to(cls.bound, k)) {
       skip_the_rest(k);
       over = true;
       break;
@@ -654,12 +716,13 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       result.screened_by_memory += cls.members.size();
       result.screened_before_lowering += cls.members.size();
       not_fitting.insert(cls.members.begin(), cls.members.end());
-      // Reported with the next class's first wave; not in `searched`, whose share of lowered
-      // configurations extrapolates to classes that are lowered.
+      // Reported with the next class's first wave; not among the visited, whose shares
+      // extrapolate to classes that are lowered.
       progress.settled += cls.members.size();
       continue;
     }
     // Waves of increasing memory depth; each wave's skipping sees only earlier waves.
+    class_best_floor = 0;
     std::map<std::size_t, std::vector<std::size_t>> waves;
     for (std::size_t index : cls.members)
       waves[memory_depth(space, decode(space, index))].push_back(index);
@@ -708,22 +771,29 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
             not_fitting.insert(e.index);
           }
         } else {  // it fits: timed in the order of its floor
+          if (class_best_floor == 0 || e.floor < class_best_floor) class_best_floor = e.floor;
           ToTime& group = to_time[{e.floor, timing_of(space, e.index)}];
-          if (group.members.empty()) work_to_time += cls.ops;
           group.members.push_back(e);
           group.ops = cls.ops;
         }
       }
       progress.settled += members.size();
       unsettled -= members.size();
-      searched += members.size();
-      lowered_so_far += lowered;
-      progress.work_done += cls.ops * static_cast<std::int64_t>(lowered);
-      progress.work_total = progress.work_done + work_ahead(k, unsettled) + work_to_time;
+      visited_members += static_cast<double>(members.size());
+      visited_read += static_cast<double>(to_run.size());
+      visited_lowered += static_cast<double>(lowered);
+      expected_lowered += cls.floor_share * static_cast<double>(members.size());
+      progress.work_done += std::llround(
+          static_cast<double>(cls.ops) *
+          (kReadWork * static_cast<double>(to_run.size()) + static_cast<double>(lowered)));
+      progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
+    if (class_best_floor > 0 && cls.bound > 0)
+      best_over_bound.push_back(static_cast<double>(class_best_floor) /
+                                static_cast<double>(cls.bound));
   }
-  if (!over && !result.cancelled && !time_up_to(std::numeric_limits<TimeNs>::max()))
+  if (!over && !result.cancelled && !time_up_to(std::numeric_limits<TimeNs>::max(), classes.size()))
     skip_the_rest(classes.size());
   result.fitting = fitting.size();
   std::vector<PlanMember> predicted;
