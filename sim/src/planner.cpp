@@ -264,8 +264,11 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Members read for a class's floor_share: evenly spaced through its index range.
-constexpr std::size_t kFloorSample = 8;
+// Members read for a class's floor_share, spread over every dimension: the j-th sample is member
+// j × a large odd stride, modulo the class size (evenly spaced members would hold the fastest
+// varying knobs, offloading among them, at one value).
+constexpr std::size_t kFloorSample = 16;
+constexpr std::size_t kSampleStride = 2'654'435'761;
 
 double sampled_floor_share(const ConfigTree& base, const std::string& file, const PlanSpace& space,
                            const ComputeClass& cls, Bytes budget) {
@@ -273,7 +276,7 @@ double sampled_floor_share(const ConfigTree& base, const std::string& file, cons
   std::size_t within = 0;
   for (std::size_t j = 0; j < n; ++j) {
     try {
-      const std::size_t at = (2 * j + 1) * cls.members.size() / (2 * n);
+      const std::size_t at = (j * kSampleStride) % cls.members.size();
       const Scenario scenario = configuration_scenario(base, file, space, cls.members[at]);
       if (resident_state_floor(scenario) <= budget) ++within;
     } catch (const ValidationError&) {
@@ -564,13 +567,17 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::set<Prediction> predictions;
   // The progress's work, in estimated schedule ops weighted by what each step costs relative to
   // lowering a configuration and replaying its memory (1): reading one that its floor settles
-  // unlowered, kReadWork; lowering and timing a group, kTimingWork. The weights are the ratios of
-  // the per-configuration times of those steps in the 70B plan of docs/planner.md (a read
-  // 0.07 ms, a lowering and replay 0.6 ms, a lowering and timing 1.6 ms).
-  constexpr double kReadWork = 0.1, kTimingWork = 2.5;
-  // What the classes visited so far did: their members, those read (not skipped by a memory rule)
-  // and those lowered, against what their sampled floor shares expected to be lowered.
-  double visited_members = 0, visited_read = 0, visited_lowered = 0, expected_lowered = 0;
+  // unlowered, kReadWork (a read 0.07 ms against a lowering and replay's 0.6 ms in the 70B plan
+  // of docs/planner.md); lowering and timing a group, kTimingWork (the time per unit of the
+  // timings over that of the memory pass, measured on the three plans of bench/plan_bench).
+  constexpr double kReadWork = 0.1, kTimingWork = 3.5;
+  // What the classes visited so far did, per part of the space (the APIs' spaces differ in their
+  // memory rules): their members, those read (not skipped by a memory rule) and those lowered,
+  // against what their sampled floor shares expected to be lowered. Index parts.size(): all.
+  struct Visited {
+    double members = 0, read = 0, lowered = 0, expected = 0;
+  };
+  std::vector<Visited> visited(space.parts.size() + 1);
   // Per class visited that had configurations that fit: its lowest step-time floor over its bound.
   std::vector<double> best_over_bound;
   TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
@@ -601,9 +608,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
                              ? std::numeric_limits<double>::infinity()
                              : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(),
                                                  options.top, options.entries);
-    const double read_share = visited_members > 0 ? visited_read / visited_members : 1.0;
-    const double lowered_scale = expected_lowered > 0 ? visited_lowered / expected_lowered : 1.0;
+    // A class's part's shares once one of its classes was visited, else those of all.
     const auto class_work = [&](const ComputeClass& c, std::size_t members) {
+      const Visited& v = visited[visited[c.part].members > 0 ? c.part : space.parts.size()];
+      const double read_share = v.members > 0 ? v.read / v.members : 1.0;
+      const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
       return static_cast<double>(c.ops) * static_cast<double>(members) *
              (kReadWork * read_share + c.floor_share * lowered_scale);
     };
@@ -779,10 +788,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       progress.settled += members.size();
       unsettled -= members.size();
-      visited_members += static_cast<double>(members.size());
-      visited_read += static_cast<double>(to_run.size());
-      visited_lowered += static_cast<double>(lowered);
-      expected_lowered += cls.floor_share * static_cast<double>(members.size());
+      for (Visited* v : {&visited[cls.part], &visited.back()}) {
+        v->members += static_cast<double>(members.size());
+        v->read += static_cast<double>(to_run.size());
+        v->lowered += static_cast<double>(lowered);
+        v->expected += cls.floor_share * static_cast<double>(members.size());
+      }
       progress.work_done += std::llround(
           static_cast<double>(cls.ops) *
           (kReadWork * static_cast<double>(to_run.size()) + static_cast<double>(lowered)));
