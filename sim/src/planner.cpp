@@ -7,21 +7,17 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <thread>
 #include <unordered_set>
 
+#include "plan_classes.hpp"
+#include "plan_evaluate.hpp"
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
-#include "shardscope/core/json_field.hpp"
 #include "shardscope/core/lower.hpp"
-#include "shardscope/sim/cost_model.hpp"
-#include "shardscope/sim/memory_replay.hpp"
-#include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/rank_simulation.hpp"
-#include "shardscope/sim/step_floor.hpp"
 #include "shardscope/sim/worker_pool.hpp"
 
 namespace shardscope::sim {
@@ -63,266 +59,13 @@ Scenario configuration_scenario(const ConfigTree& base, const std::string& file,
 
 namespace {
 
-constexpr TimeNs kNoBound = 0;  // a class whose bound could not be computed is never skipped
-
-struct Evaluated {
-  std::size_t index = 0;
-  bool done = false;  // false: not run (cancelled)
-  bool valid = false;
-  bool fits = false;
-  bool screened = false;   // its memory replayed, not simulated: it does not fit
-  bool unlowered = false;  // screened before lowering, by its resident state
-  TimeNs floor = 0;        // when it fits: its schedule's step_time_floor
-  TimeNs step_time = 0;    // when it fits and was timed
-  Bytes peak_reserved = 0;
-  std::vector<Problem> problems;  // why it is not valid
-};
-
-// Configuration `index` simulated in full: what a ranked entry shows. Throws ValidationError for
-// knobs that do not combine.
-analysis::Summary simulated_summary(const ConfigTree& base, const std::string& file,
-                                    const PlanSpace& space, std::size_t index, bool critical_path) {
-  PipelineOptions options;
-  options.origin = file;
-  options.sim.record_memory_samples = false;
-  options.sim.record_critical_path = critical_path;
-  return simulate_scenario(configuration_scenario(base, file, space, index), options).summary;
-}
-
-// The exhaustive search's evaluation: every configuration simulated in full, the reference the
-// pruned search is tested against.
-Evaluated simulated(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                    std::size_t index, Bytes budget) {
-  Evaluated e;
-  e.index = index;
-  e.done = true;
-  try {
-    const analysis::Summary summary = simulated_summary(base, file, space, index, false);
-    e.valid = true;
-    e.step_time = summary.step_time;
-    e.peak_reserved = summary.peak_reserved.value();
-    e.fits = summary.out_of_memory.empty() && e.peak_reserved <= budget;
-  } catch (const ValidationError& error) {
-    e.problems = error.problems();  // knobs that do not combine (a mesh the reshard size splits)
-  }
-  return e;
-}
-
-// The pruned search's memory pass over `alike`, configurations of one timing_of: they differ only
-// in knobs that change the caching allocator's decisions, so they share one schedule and one step
-// time. One whose parameters, optimizer states and saved activations alone are over `budget`
-// (resident_state_floor) is settled before anything is lowered; the schedule is lowered once and
-// each remaining member's memory replayed with its own allocator settings (replay_memory: exactly
-// the simulation's peaks). Those that fit get the schedule's step_time_floor; they are timed
-// later, in the order of their floors (time_alike).
-std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string& file,
-                                      const PlanSpace& space, const std::vector<std::size_t>& alike,
-                                      Bytes budget) {
-  std::vector<Evaluated> out(alike.size());
-  std::vector<std::optional<Scenario>> scenarios(alike.size());
-  const auto invalid = [&](std::size_t i, const ValidationError& error) {
-    out[i].valid = out[i].fits = false;
-    out[i].problems = error.problems();
-  };
-  for (std::size_t i = 0; i < alike.size(); ++i) {
-    out[i].index = alike[i];
-    out[i].done = true;
-    try {
-      Scenario scenario = configuration_scenario(base, file, space, alike[i]);
-      out[i].valid = true;
-      if (resident_state_floor(scenario) > budget) {
-        out[i].screened = out[i].unlowered = true;
-      } else {
-        scenarios[i] = std::move(scenario);
-      }
-    } catch (const ValidationError& error) {
-      invalid(i, error);
-    }
-  }
-  const auto first =
-      std::find_if(scenarios.begin(), scenarios.end(), [](const auto& s) { return s.has_value(); });
-  if (first == scenarios.end()) return out;
-  const Scenario& stands_for = **first;
-  try {
-    const Schedule schedule = lower(stands_for);
-    // The members share the cluster, so the memory outside the allocator (CUDA context, NCCL).
-    const Bytes outside = memory_outside_allocator(stands_for.cluster, schedule).total();
-    bool any_fits = false;
-    for (std::size_t i = 0; i < alike.size(); ++i) {
-      if (!scenarios[i]) continue;
-      const AllocatorParams& params = scenarios[i]->allocator;
-      const MemoryOutcome memory = replay_memory(
-          schedule, allocator_capacity(stands_for.cluster.gpu.memory, params, outside), params,
-          budget);
-      out[i].fits = !memory.out_of_memory && memory.peak_reserved <= budget;
-      out[i].screened = !out[i].fits;
-      out[i].peak_reserved = memory.peak_reserved;
-      any_fits = any_fits || out[i].fits;
-    }
-    if (!any_fits) return out;
-    const TimeNs floor = step_time_floor(schedule, CostModel(stands_for));
-    for (auto& e : out) e.floor = e.fits ? floor : 0;
-  } catch (const ValidationError& error) {  // the lowering refused the knobs
-    for (std::size_t i = 0; i < alike.size(); ++i) {
-      if (scenarios[i]) invalid(i, error);
-    }
-  }
-  return out;
-}
-
-// Forward, backward and recompute time of the last iteration on the compute stream: they run one
-// after another inside the step, so no configuration of the class has a shorter step.
-TimeNs compute_bound(const Scenario& scenario) {
-  const Schedule schedule = lower(scenario);
-  const CostModel costs(scenario);
-  int last = 0;
-  for (const auto& op : schedule.ops) last = std::max(last, op.iteration);
-  TimeNs bound = 0;
-  for (const auto& op : schedule.ops) {
-    if (op.iteration != last) continue;
-    if (op.kind != OpKind::forward && op.kind != OpKind::backward && op.kind != OpKind::recompute)
-      continue;
-    if (schedule.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::compute) continue;
-    bound += costs.cost(schedule, op).duration;
-  }
-  return bound;
-}
-
-struct ComputeClass {
-  std::size_t part = 0;
-  std::vector<std::size_t> members;  // configuration indices, in index order
-  TimeNs bound = kNoBound;
-  std::int64_t ops = 0;  // estimated ops of one member's schedule (0: none of them validates)
-  // What one forward pass saves for backward (saved_activation_bytes): the compute dimensions
-  // decide it, so it is every member's. Above the budget, no member fits.
-  Bytes saved = 0;
-  // The share of a sample of its members whose resident_state_floor is within the budget: those
-  // the search lowers (unless a memory rule skips them), for the progress's estimate of the work.
-  double floor_share = 1;
-};
-
-// The classes of every part; members listed in index order.
-std::vector<ComputeClass> compute_classes(const PlanSpace& space) {
-  std::vector<ComputeClass> classes;
-  std::size_t offset = 0;
-  for (std::size_t p = 0; p < space.parts.size(); ++p) {
-    const auto& dims = space.parts[p].dimensions;
-    std::map<std::vector<std::size_t>, std::size_t> by_key;
-    for (std::size_t i = 0; i < space.parts[p].size(); ++i) {
-      const PlanConfig c = decode(space, offset + i);
-      std::vector<std::size_t> key;
-      for (std::size_t d = 0; d < dims.size(); ++d) {
-        if (dims[d].compute) key.push_back(c.choices[d]);
-      }
-      auto [it, added] = by_key.emplace(key, classes.size());
-      if (added) classes.push_back({p, {}, kNoBound});
-      classes[it->second].members.push_back(offset + i);
-    }
-    offset += space.parts[p].size();
-  }
-  return classes;
-}
-
-// Members tried for a class's representative: the first that validates stands for the class.
-constexpr std::size_t kRepresentativeTries = 64;
-
-// The estimated schedule size and saved activations of the class's first member that validates.
-// Reading a scenario is cheap next to lowering it, so this sizes the work before any lowering. A
-// schedule above kMaxScheduleOps is refused before it is built: no work.
-void size_class(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                ComputeClass& cls) {
-  for (std::size_t i = 0; i < cls.members.size() && i < kRepresentativeTries; ++i) {
-    try {
-      const Scenario scenario = configuration_scenario(base, file, space, cls.members[i]);
-      const auto ops = estimated_schedule_ops(scenario);
-      cls.ops = ops > kMaxScheduleOps ? 0 : ops;
-      cls.saved = saved_activation_bytes(scenario);
-      return;
-    } catch (const ValidationError&) {
-    }
-  }
-}
-
-// The compute classes with their estimated schedule sizes, and the work they add up to.
-std::vector<ComputeClass> sized_classes(const ConfigTree& base, const std::string& file,
-                                        const PlanSpace& space, PlanWork& work) {
-  auto classes = compute_classes(space);
-  work = PlanWork{};
-  work.configurations = space.size();
-  work.classes = classes.size();
-  for (auto& cls : classes) {
-    size_class(base, file, space, cls);
-    work.ops += cls.ops * static_cast<std::int64_t>(1 + cls.members.size());
-    work.largest_schedule = std::max(work.largest_schedule, cls.ops);
-  }
-  return classes;
-}
+using planning::ComputeClass;
+using planning::Evaluated;
 
 double median_of(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
                    values.end());
   return values[values.size() / 2];
-}
-
-// Members read for a class's floor_share, spread over every dimension: the j-th sample is member
-// j × a large odd stride, modulo the class size (evenly spaced members would hold the fastest
-// varying knobs, offloading among them, at one value).
-constexpr std::size_t kFloorSample = 16;
-constexpr std::size_t kSampleStride = 2'654'435'761;
-
-double sampled_floor_share(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                           const ComputeClass& cls, Bytes budget) {
-  const std::size_t n = std::min(kFloorSample, cls.members.size());
-  std::size_t within = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    try {
-      const std::size_t at = (j * kSampleStride) % cls.members.size();
-      const Scenario scenario = configuration_scenario(base, file, space, cls.members[at]);
-      if (resident_state_floor(scenario) <= budget) ++within;
-    } catch (const ValidationError&) {
-    }
-  }
-  return n ? static_cast<double>(within) / static_cast<double>(n) : 0.0;
-}
-
-TimeNs class_bound(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                   const ComputeClass& cls) {
-  // The first member that lowers stands for the class (all share its compute ops).
-  for (std::size_t i = 0; i < cls.members.size() && i < kRepresentativeTries; ++i) {
-    try {
-      return compute_bound(configuration_scenario(base, file, space, cls.members[i]));
-    } catch (const ValidationError&) {
-    }
-  }
-  return kNoBound;
-}
-
-// How far up the memory rules a configuration sits along the layout dimensions: every
-// configuration it is above has a smaller depth, so waves of increasing depth meet the lower one
-// first.
-std::size_t memory_depth(const PlanSpace& space, const PlanConfig& c) {
-  std::size_t depth = 0;
-  const auto& dims = space.parts[c.part].dimensions;
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    if (!dims[d].memory_at_least.empty()) depth += dims[d].memory_at_least[c.choices[d]].size();
-  }
-  return depth;
-}
-
-// Whether a configuration this one is at least as large as (one knob lower) did not fit.
-bool above_one_that_did_not_fit(const PlanSpace& space, const PlanConfig& c,
-                                const std::unordered_set<std::size_t>& not_fitting) {
-  const auto& dims = space.parts[c.part].dimensions;
-  PlanConfig lower = c;
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d].memory_at_least.empty()) continue;
-    for (std::size_t j : dims[d].memory_at_least[c.choices[d]]) {
-      lower.choices[d] = j;
-      if (not_fitting.count(encode(space, lower))) return true;
-    }
-    lower.choices[d] = c.choices[d];
-  }
-  return false;
 }
 
 // "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
@@ -403,15 +146,6 @@ std::string change_to(const PlanSpace& space, const PlanConfig& a, const PlanCon
   return out;
 }
 
-// The step time of configuration `index` and of every other configuration of its timing_of,
-// simulated without memory (their memory was replayed). Throws ValidationError for an op too long
-// to simulate.
-TimeNs time_alike(const ConfigTree& base, const std::string& file, const PlanSpace& space,
-                  std::size_t index) {
-  const Scenario scenario = configuration_scenario(base, file, space, index);
-  return simulate_step_time(lower(scenario), CostModel(scenario));
-}
-
 // Configurations that fit, found by the memory pass, to be timed: groups of one timing_of, in the
 // order of their step-time floors, which lets the search stop before timing those that cannot
 // rank (a class's bound is the same for all its members; the floor is each schedule's own).
@@ -424,50 +158,11 @@ using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (fl
 // Groups timed together: a constant, so that what is skipped does not depend on the threads.
 constexpr std::size_t kTimingBatch = 8;
 
-// The configurations of one wave, `to_run`, evaluated on `threads` threads; results in their order.
-// The exhaustive search simulates each; the pruned one replays the memory of the configurations of
-// one timing_of together (evaluate_alike).
-template <class Cancelled>
-std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& file,
-                                     const PlanSpace& space, const std::vector<std::size_t>& to_run,
-                                     const PlanOptions& options, unsigned threads,
-                                     const Cancelled& cancelled) {
-  // Positions in `to_run` by timing, in the order of their first member.
-  std::vector<std::vector<std::size_t>> groups;
-  std::map<std::size_t, std::size_t> group_of;
-  for (std::size_t i = 0; i < to_run.size(); ++i) {
-    const std::size_t key = options.exhaustive ? to_run[i] : timing_of(space, to_run[i]);
-    const auto [it, added] = group_of.emplace(key, groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(i);
-  }
-  std::vector<Evaluated> out(to_run.size());
-  if (groups.empty()) return out;
-  std::atomic<std::size_t> next{0};
-  const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, groups.size()) - 1);
-  WorkerPool::shared().run(helpers, [&] {
-    for (std::size_t g = next++; g < groups.size(); g = next++) {
-      if (cancelled()) return;
-      if (options.exhaustive) {
-        const std::size_t i = groups[g].front();
-        out[i] = simulated(base, file, space, to_run[i], options.memory_budget);
-        continue;
-      }
-      std::vector<std::size_t> alike;
-      for (std::size_t i : groups[g]) alike.push_back(to_run[i]);
-      auto evaluated = evaluate_alike(base, file, space, alike, options.memory_budget);
-      for (std::size_t k = 0; k < groups[g].size(); ++k)
-        out[groups[g][k]] = std::move(evaluated[k]);
-    }
-  });
-  return out;
-}
-
 }  // namespace
 
 PlanWork plan_work(const ConfigTree& base, const std::string& file, const PlanSpace& space) {
   PlanWork work;
-  sized_classes(base, file, space, work);
+  planning::sized_classes(base, file, space, work);
   return work;
 }
 
@@ -529,7 +224,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   result.memory_budget = options.memory_budget;
   result.entries = options.entries;
   PlanWork work;
-  auto classes = sized_classes(base, file, space, work);
+  auto classes = planning::sized_classes(base, file, space, work);
   result.classes = classes.size();
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   const unsigned threads =
@@ -546,10 +241,10 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     std::atomic<std::size_t> next{begin};
     WorkerPool::shared().run(static_cast<unsigned>(end - begin - 1), [&] {
       for (std::size_t k = next++; k < end; k = next++) {
-        classes[k].bound = class_bound(base, file, space, classes[k]);
+        classes[k].bound = planning::class_bound(base, file, space, classes[k]);
         if (!options.exhaustive && classes[k].saved <= options.memory_budget)
           classes[k].floor_share =
-              sampled_floor_share(base, file, space, classes[k], options.memory_budget);
+              planning::sampled_floor_share(base, file, space, classes[k], options.memory_budget);
       }
     });
     for (std::size_t k = begin; k < end; ++k) progress.work_done += classes[k].ops;
@@ -668,7 +363,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       WorkerPool::shared().run(helpers, [&] {
         for (std::size_t b = next++; b < batch.size(); b = next++) {
           try {
-            steps[b] = time_alike(base, file, space, batch[b].members.front().index);
+            steps[b] = planning::time_alike(base, file, space, batch[b].members.front().index);
           } catch (const ValidationError& error) {  // an op too long to simulate
             problems[b] = error.problems();
           }
@@ -734,7 +429,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     class_best_floor = 0;
     std::map<std::size_t, std::vector<std::size_t>> waves;
     for (std::size_t index : cls.members)
-      waves[memory_depth(space, decode(space, index))].push_back(index);
+      waves[planning::memory_depth(space, decode(space, index))].push_back(index);
     std::size_t unsettled = cls.members.size();
     for (const auto& [depth, members] : waves) {
       if (cancelled()) {
@@ -744,7 +439,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       std::vector<std::size_t> to_run;
       for (std::size_t index : members) {
         if (!options.exhaustive &&
-            above_one_that_did_not_fit(space, decode(space, index), not_fitting)) {
+            planning::above_one_that_did_not_fit(space, decode(space, index), not_fitting)) {
           not_fitting.insert(index);
           ++result.skipped_by_memory;
         } else {
@@ -752,7 +447,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         }
       }
       const std::vector<Evaluated> out =
-          evaluate_wave(base, file, space, to_run, options, threads, cancelled);
+          planning::evaluate_wave(base, file, space, to_run, options, threads, cancelled);
       std::size_t lowered = 0;
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
@@ -830,7 +525,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
                               change_to(space, p.config, decode(space, fastest.index)));
     p.settings = settings_of(space, p.config);
     // Again with the critical path, for the bottleneck (the same simulation, so the same times).
-    p.summary = simulated_summary(base, file, space, p.index, true);
+    p.summary = planning::simulated_summary(base, file, space, p.index, true);
     p.bottleneck = bottleneck_of(p.summary);
     result.ranked.push_back(std::move(p));
   }
@@ -840,156 +535,6 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     result.ranked[i].change =
         change_to(space, result.ranked[i].config, result.ranked[i + 1].config);
   return result;
-}
-
-void throw_if_none_valid(const PlanSpace& space, const PlanResult& r) {
-  if (r.cancelled || r.simulated == 0 || r.invalid < r.simulated || !r.first_invalid) return;
-  const auto& first = *r.first_invalid;
-  const PlanConfig config = decode(space, first.index);
-  std::vector<Problem> problems;
-  problems.push_back(
-      {"plan", "",
-       fmt::format("every one of the {} configurations simulated is invalid; the first ({} {}) "
-                   "for the reasons that follow",
-                   r.simulated, space.parts[config.part].api, configuration_text(space, config)),
-       "change the --fix and --allow values or the scenario"});
-  problems.insert(problems.end(), first.problems.begin(), first.problems.end());
-  throw ValidationError(std::move(problems));
-}
-
-std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
-  if (p.members.size() < 2) return "";
-  if (r.entries.time == 0 && r.entries.memory == 0) {
-    return fmt::format(
-        "the same prediction for {} configurations; knobs that do not matter "
-        "here: {}",
-        p.members.size(), p.no_effect);
-  }
-  TimeNs slowest = 0;
-  Bytes largest = 0;
-  for (const PlanMember& m : p.members) {
-    slowest = std::max(slowest, m.step_time);
-    largest = std::max(largest, m.peak_reserved);
-  }
-  return fmt::format(
-      "{} configurations at most {:.1f} % slower (the slowest {}), up to {} reserved{}; knobs "
-      "that do not change its speed here: {}",
-      p.members.size(), 100 * r.entries.time, format_duration(slowest), format_bytes(largest),
-      p.fastest.empty() ? std::string() : fmt::format("; the fastest {}", p.fastest), p.no_effect);
-}
-
-std::string plan_table(const PlanSpace& space, const PlanResult& r) {
-  std::string out = fmt::format(
-      "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
-      "the step-time bound, {} skipped as above one that did not fit, {} found not to fit by "
-      "their memory alone ({} of them before lowering: their parameters, optimizer states and "
-      "saved activations alone)\n"
-      "memory budget {} of peak reserved per GPU\n\n",
-      r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
-      r.skipped_by_memory, r.screened_by_memory, r.screened_before_lowering,
-      format_bytes(r.memory_budget));
-  if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
-  const bool p99 = r.objective == PlanObjective::p99;
-  if (p99) {
-    out += fmt::format(
-        "ranked by the p99 step time with every rank replayed with the scenario's variation "
-        "(the {} fastest by step time ranked; {})\n\n",
-        r.p99_candidates,
-        r.p99_exact ? "no other configuration could rank: the variation only slows ranks"
-                    : "one outside them could rank: widen --p99-candidates");
-  }
-  const auto p99_text = [&](const PlannedConfig& p) {
-    return p99 ? fmt::format("  {:>11}", p.percentiles ? format_duration(p.percentiles->p99)
-                                                       : std::string("unknown"))
-               : std::string();
-  };
-  out += fmt::format("{:>4}{}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", "rank",
-                     p99 ? fmt::format("  {:>11}", "p99 step") : "", "step", "tokens/s/GPU", "MFU",
-                     "reserved", "headroom", "bottleneck");
-  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-    const auto& p = r.ranked[i];
-    const auto& s = p.summary;
-    out += fmt::format("{:>4}{}  {:>11}  {:>12}  {:>6}  {:>12}  {:>11}  {}\n", i + 1, p99_text(p),
-                       format_duration(s.step_time),
-                       s.tokens_per_s_per_gpu ? fmt::format("{:.0f}", *s.tokens_per_s_per_gpu)
-                                              : std::string("unknown"),
-                       analysis::percent_text(s.mfu), format_bytes(s.peak_reserved.value()),
-                       format_bytes(r.memory_budget - s.peak_reserved.value()), p.bottleneck);
-  }
-  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-    const auto& p = r.ranked[i];
-    out += fmt::format("\n#{} {}: {}\n", i + 1, space.parts[p.config.part].api,
-                       configuration_text(space, p.config));
-    if (p.members.size() > 1) out += fmt::format("   {}\n", entry_text(r, p));
-    if (!p.change.empty()) out += fmt::format("   against #{}: {}\n", i + 2, p.change);
-  }
-  return out;
-}
-
-std::string plan_json(const PlanSpace& space, const PlanResult& r) {
-  nlohmann::ordered_json j;
-  j["schema"] = "shardscope.plan/1";
-  j["space"] = r.space;
-  j["compute_classes"] = r.classes;
-  j["simulated"] = r.simulated;
-  j["fitting"] = r.fitting;
-  j["invalid"] = r.invalid;
-  j["skipped_by_bound"] = r.skipped_by_bound;
-  j["skipped_by_memory"] = r.skipped_by_memory;
-  j["screened_by_memory"] = r.screened_by_memory;
-  j["screened_before_lowering"] = r.screened_before_lowering;
-  j["complete"] = !r.cancelled;
-  j["memory_budget_bytes"] = r.memory_budget;
-  j["entry_step_time_tolerance"] = r.entries.time;
-  j["entry_reserved_tolerance_bytes"] = r.entries.memory;
-  j["objective"] = r.objective == PlanObjective::p99 ? "p99" : "step_time";
-  if (r.objective == PlanObjective::p99) {
-    j["p99_candidates"] = r.p99_candidates;
-    j["p99_exact"] = r.p99_exact;
-  }
-  auto& ranked = j["ranked"] = nlohmann::ordered_json::array();
-  for (const auto& p : r.ranked) {
-    const auto& s = p.summary;
-    nlohmann::ordered_json e;
-    e["index"] = p.index;
-    e["api"] = space.parts[p.config.part].api;
-    auto& settings = e["settings"] = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : p.settings) settings[k] = v;
-    e["step_time_s"] = ns_to_s(s.step_time);
-    if (p.percentiles) {
-      e["p50_step_time_s"] = ns_to_s(p.percentiles->p50);
-      e["p99_step_time_s"] = ns_to_s(p.percentiles->p99);
-      e["max_step_time_s"] = ns_to_s(p.percentiles->max);
-    }
-    e["tokens_per_s_per_gpu"] = json_or_null(s.tokens_per_s_per_gpu);
-    e["mfu"] = json_or_null(s.mfu);
-    e["peak_reserved_bytes"] = s.peak_reserved.value();
-    e["headroom_bytes"] = r.memory_budget - s.peak_reserved.value();
-    e["bottleneck"] = p.bottleneck;
-    e["equivalent_configurations"] = p.members.size();
-    e["no_effect"] = p.no_effect;
-    // Every configuration of the entry, with its prediction and the settings in which it
-    // differs from the entry's first.
-    auto& members = e["members"] = nlohmann::ordered_json::array();
-    for (const PlanMember& m : p.members) {
-      nlohmann::ordered_json member;
-      member["index"] = m.index;
-      member["step_time_s"] = ns_to_s(m.step_time);
-      member["peak_reserved_bytes"] = m.peak_reserved;
-      auto& differs = member["differs"] = nlohmann::ordered_json::object();
-      for (const Setting& setting : settings_of(space, decode(space, m.index))) {
-        const auto same =
-            std::find_if(p.settings.begin(), p.settings.end(),
-                         [&](const Setting& other) { return other.first == setting.first; });
-        if (same == p.settings.end() || same->second != setting.second)
-          differs[setting.first] = setting.second;
-      }
-      members.push_back(std::move(member));
-    }
-    e["change_to_next"] = p.change;
-    ranked.push_back(std::move(e));
-  }
-  return j.dump(2) + "\n";
 }
 
 }  // namespace shardscope::sim
