@@ -266,32 +266,56 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   // of docs/planner.md); lowering and timing a group, kTimingWork (the time per unit of the
   // timings over that of the memory pass, measured on the three plans of bench/plan_bench).
   constexpr double kReadWork = 0.1, kTimingWork = 3.5;
-  // What the classes visited so far did, per part of the space (the APIs' spaces differ in their
-  // memory rules): their members, those read (not skipped by a memory rule) and those lowered,
-  // against what their sampled floor shares expected to be lowered. Index parts.size(): all.
+  // What the classes visited so far did, by part of the space and schedule size (the APIs'
+  // spaces differ in their memory rules, and a micro-batch split, which sets the schedule's size,
+  // in how many configurations fit): their members, those read (not skipped by a memory rule)
+  // and those lowered, against what their sampled floor shares expected to be lowered.
   struct Visited {
     double members = 0, read = 0, lowered = 0, expected = 0;
   };
-  std::vector<Visited> visited(space.parts.size() + 1);
+  std::map<std::pair<std::size_t, std::int64_t>, Visited> visited;  // classes done
+  Visited visited_all;
+  Visited visiting;  // the class being visited, so far: its first waves, the leanest, fit more
+  // The visited classes most like `c`: of its part and schedule size, else of its part and the
+  // nearest size, else all.
+  const auto most_like = [&](const ComputeClass& c) -> const Visited& {
+    const Visited* best = nullptr;
+    double distance = std::numeric_limits<double>::infinity();
+    for (const auto& [key, v] : visited) {
+      if (key.first != c.part || v.members == 0) continue;
+      const double d =
+          std::abs(std::log(static_cast<double>(std::max<std::int64_t>(1, key.second))) -
+                   std::log(static_cast<double>(std::max<std::int64_t>(1, c.ops))));
+      if (d <= distance) best = &v, distance = d;
+    }
+    if (best) return *best;
+    return visited_all.members > 0 ? visited_all : visiting;
+  };
   // Per class visited that had configurations that fit: its lowest step-time floor over its bound.
   std::vector<double> best_over_bound;
+  // Per group timed: its step time over its floor (at least 1: the floor is a lower bound).
+  std::vector<double> step_over_floor;
   TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
   // Configurations that fit and wait to be timed, by floor.
   TimingQueue to_time;
   // The work still ahead as the search now sees it, for an honest time left. Step times stand in
-  // for the predictions still to come: each waiting group's floor (the floors are tight:
-  // StepFloor.*), and for each class not yet visited whose sampled members show some may fit,
+  // for the predictions still to come: each waiting group's floor times the median step over
+  // floor of the groups timed so far (the floors are tight: StepFloor.*), and for each class not
+  // yet visited whose sampled members show some may fit,
   // its bound times the median of best floor over bound of the classes visited (a strategy of its
   // own, as large as the budget, so that it joins rather than leads where it can). The classes it
   // will still visit are those within the reach of the entries these form; each costs its
-  // members at the read and lowered shares the classes visited so far had (the lowered one
-  // scaled by its own floor share); every waiting group within that reach is timed. `unsettled`
+  // members at the read and lowered shares the visited classes most like it had (the lowered
+  // one scaled by its own floor share); every waiting group within that reach is timed. `unsettled`
   // members of class `k` are still to come.
   auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
     std::set<Prediction> promised = predictions;
-    for (const auto& [key, group] : to_time)
-      promised.emplace(key.first, group.members.front().peak_reserved,
-                       strategy_of(space, group.members.front().index));
+    const double above_floor = step_over_floor.empty() ? 1.0 : median_of(step_over_floor);
+    for (const auto& [key, group] : to_time) {
+      promised.emplace(
+          static_cast<TimeNs>(std::llround(static_cast<double>(key.first) * above_floor)),
+          group.members.front().peak_reserved, strategy_of(space, group.members.front().index));
+    }
     const double gap = best_over_bound.empty() ? 1.0 : median_of(best_over_bound);
     for (std::size_t j = k + 1; j < classes.size(); ++j) {
       if (classes[j].saved > options.memory_budget || classes[j].floor_share == 0) continue;
@@ -303,9 +327,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
                              ? std::numeric_limits<double>::infinity()
                              : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(),
                                                  options.top, options.entries);
-    // A class's part's shares once one of its classes was visited, else those of all.
     const auto class_work = [&](const ComputeClass& c, std::size_t members) {
-      const Visited& v = visited[visited[c.part].members > 0 ? c.part : space.parts.size()];
+      const Visited& v = most_like(c);
       const double read_share = v.members > 0 ? v.read / v.members : 1.0;
       const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
       return static_cast<double>(c.ops) * static_cast<double>(members) *
@@ -379,6 +402,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
             continue;
           }
           e.step_time = *steps[b];
+          if (e.floor > 0 && &e == &batch[b].members.front())
+            step_over_floor.push_back(static_cast<double>(e.step_time) /
+                                      static_cast<double>(e.floor));
           fitting.push_back(e);
           predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
         }
@@ -483,18 +509,23 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       progress.settled += members.size();
       unsettled -= members.size();
-      for (Visited* v : {&visited[cls.part], &visited.back()}) {
-        v->members += static_cast<double>(members.size());
-        v->read += static_cast<double>(to_run.size());
-        v->lowered += static_cast<double>(lowered);
-        v->expected += cls.floor_share * static_cast<double>(members.size());
-      }
+      visiting.members += static_cast<double>(members.size());
+      visiting.read += static_cast<double>(to_run.size());
+      visiting.lowered += static_cast<double>(lowered);
+      visiting.expected += cls.floor_share * static_cast<double>(members.size());
       progress.work_done += std::llround(
           static_cast<double>(cls.ops) *
           (kReadWork * static_cast<double>(to_run.size()) + static_cast<double>(lowered)));
       progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
+    for (Visited* v : {&visited[{cls.part, cls.ops}], &visited_all}) {
+      v->members += visiting.members;
+      v->read += visiting.read;
+      v->lowered += visiting.lowered;
+      v->expected += visiting.expected;
+    }
+    visiting = {};
     if (class_best_floor > 0 && cls.bound > 0)
       best_over_bound.push_back(static_cast<double>(class_best_floor) /
                                 static_cast<double>(cls.bound));
