@@ -14,6 +14,7 @@
 
 #include "plan_classes.hpp"
 #include "plan_evaluate.hpp"
+#include "plan_progress.hpp"
 #include "shardscope/core/device_memory.hpp"
 #include "shardscope/core/error.hpp"
 #include "shardscope/core/lower.hpp"
@@ -61,12 +62,9 @@ namespace {
 
 using planning::ComputeClass;
 using planning::Evaluated;
-
-double median_of(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
-                   values.end());
-  return values[values.size() / 2];
-}
+using planning::TimingQueue;
+using planning::ToTime;
+using planning::WorkEstimate;
 
 // "reduce dtype fp32, bf16; expandable segments false, true": the choices `members` (one
 // prediction) take in each dimension where they differ.
@@ -145,15 +143,6 @@ std::string change_to(const PlanSpace& space, const PlanConfig& a, const PlanCon
   }
   return out;
 }
-
-// Configurations that fit, found by the memory pass, to be timed: groups of one timing_of, in the
-// order of their step-time floors, which lets the search stop before timing those that cannot
-// rank (a class's bound is the same for all its members; the floor is each schedule's own).
-struct ToTime {
-  std::vector<Evaluated> members;  // that fit; the first stands for the group
-  std::int64_t ops = 0;            // its class's estimated schedule size, for progress
-};
-using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (floor, first index)
 
 // Groups timed together: a constant, so that what is skipped does not depend on the threads.
 constexpr std::size_t kTimingBatch = 8;
@@ -260,91 +249,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::unordered_set<std::size_t> not_fitting;
   // The distinct predictions found so far: they bound the step time that can still rank.
   std::set<Prediction> predictions;
-  // The progress's work, in estimated schedule ops weighted by what each step costs relative to
-  // lowering a configuration and replaying its memory (1): reading one that its floor settles
-  // unlowered, kReadWork (a read 0.07 ms against a lowering and replay's 0.6 ms in the 70B plan
-  // of docs/planner.md); lowering and timing a group, kTimingWork (the time per unit of the
-  // timings over that of the memory pass, measured on the three plans of bench/plan_bench).
-  constexpr double kReadWork = 0.1, kTimingWork = 3.5;
-  // What the classes visited so far did, by part of the space and schedule size (the APIs'
-  // spaces differ in their memory rules, and a micro-batch split, which sets the schedule's size,
-  // in how many configurations fit): their members, those read (not skipped by a memory rule)
-  // and those lowered, against what their sampled floor shares expected to be lowered.
-  struct Visited {
-    double members = 0, read = 0, lowered = 0, expected = 0;
-  };
-  std::map<std::pair<std::size_t, std::int64_t>, Visited> visited;  // classes done
-  Visited visited_all;
-  Visited visiting;  // the class being visited, so far: its first waves, the leanest, fit more
-  // The visited classes most like `c`: of its part and schedule size, else of its part and the
-  // nearest size, else all.
-  const auto most_like = [&](const ComputeClass& c) -> const Visited& {
-    const Visited* best = nullptr;
-    double distance = std::numeric_limits<double>::infinity();
-    for (const auto& [key, v] : visited) {
-      if (key.first != c.part || v.members == 0) continue;
-      const double d =
-          std::abs(std::log(static_cast<double>(std::max<std::int64_t>(1, key.second))) -
-                   std::log(static_cast<double>(std::max<std::int64_t>(1, c.ops))));
-      if (d <= distance) best = &v, distance = d;
-    }
-    if (best) return *best;
-    return visited_all.members > 0 ? visited_all : visiting;
-  };
-  // Per class visited that had configurations that fit: its lowest step-time floor over its bound.
-  std::vector<double> best_over_bound;
-  // Per group timed: its step time over its floor (at least 1: the floor is a lower bound).
-  std::vector<double> step_over_floor;
-  TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
   // Configurations that fit and wait to be timed, by floor.
   TimingQueue to_time;
-  // The work still ahead as the search now sees it, for an honest time left. Step times stand in
-  // for the predictions still to come: each waiting group's floor times the median step over
-  // floor of the groups timed so far (the floors are tight: StepFloor.*), and for each class not
-  // yet visited whose sampled members show some may fit,
-  // its bound times the median of best floor over bound of the classes visited (a strategy of its
-  // own, as large as the budget, so that it joins rather than leads where it can). The classes it
-  // will still visit are those within the reach of the entries these form; each costs its
-  // members at the read and lowered shares the visited classes most like it had (the lowered
-  // one scaled by its own floor share); every waiting group within that reach is timed. `unsettled`
-  // members of class `k` are still to come.
-  auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
-    std::set<Prediction> promised = predictions;
-    const double above_floor = step_over_floor.empty() ? 1.0 : median_of(step_over_floor);
-    for (const auto& [key, group] : to_time) {
-      promised.emplace(
-          static_cast<TimeNs>(std::llround(static_cast<double>(key.first) * above_floor)),
-          group.members.front().peak_reserved, strategy_of(space, group.members.front().index));
-    }
-    const double gap = best_over_bound.empty() ? 1.0 : median_of(best_over_bound);
-    for (std::size_t j = k + 1; j < classes.size(); ++j) {
-      if (classes[j].saved > options.memory_budget || classes[j].floor_share == 0) continue;
-      promised.emplace(
-          static_cast<TimeNs>(std::llround(static_cast<double>(classes[j].bound) * gap)),
-          options.memory_budget, space.size() + j);
-    }
-    const double reach = options.exhaustive
-                             ? std::numeric_limits<double>::infinity()
-                             : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(),
-                                                 options.top, options.entries);
-    const auto class_work = [&](const ComputeClass& c, std::size_t members) {
-      const Visited& v = most_like(c);
-      const double read_share = v.members > 0 ? v.read / v.members : 1.0;
-      const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
-      return static_cast<double>(c.ops) * static_cast<double>(members) *
-             (kReadWork * read_share + c.floor_share * lowered_scale);
-    };
-    double ahead = class_work(classes[k], unsettled);
-    for (std::size_t j = k + 1; j < classes.size(); ++j) {
-      if (static_cast<double>(classes[j].bound) > reach) break;  // visited by increasing bound
-      if (classes[j].saved > options.memory_budget) continue;    // settled without lowering
-      ahead += class_work(classes[j], classes[j].members.size());
-    }
-    for (const auto& [key, group] : to_time) {
-      if (static_cast<double>(key.first) > reach) break;
-      ahead += kTimingWork * static_cast<double>(group.ops);
-    }
-    return static_cast<std::int64_t>(std::llround(ahead));
+  TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
+  WorkEstimate estimate(space, options, classes);
+  const auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
+    return estimate.ahead(k, unsettled, predictions, to_time);
   };
 
   // Counts every configuration the search will not settle: the classes from `k` on and what waits
@@ -402,13 +312,11 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
             continue;
           }
           e.step_time = *steps[b];
-          if (e.floor > 0 && &e == &batch[b].members.front())
-            step_over_floor.push_back(static_cast<double>(e.step_time) /
-                                      static_cast<double>(e.floor));
           fitting.push_back(e);
           predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
         }
-        progress.work_done += std::llround(kTimingWork * static_cast<double>(batch[b].ops));
+        if (steps[b]) estimate.group_timed(*steps[b], batch[b].members.front().floor);
+        progress.work_done += WorkEstimate::timing_work(batch[b]);
       }
       progress.work_total =
           progress.work_done + (k < classes.size() ? work_ahead(k, classes[k].members.size())
@@ -509,26 +417,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       progress.settled += members.size();
       unsettled -= members.size();
-      visiting.members += static_cast<double>(members.size());
-      visiting.read += static_cast<double>(to_run.size());
-      visiting.lowered += static_cast<double>(lowered);
-      visiting.expected += cls.floor_share * static_cast<double>(members.size());
-      progress.work_done += std::llround(
-          static_cast<double>(cls.ops) *
-          (kReadWork * static_cast<double>(to_run.size()) + static_cast<double>(lowered)));
+      estimate.wave_done(cls, members.size(), to_run.size(), lowered);
+      progress.work_done += WorkEstimate::wave_work(cls, to_run.size(), lowered);
       progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
-    for (Visited* v : {&visited[{cls.part, cls.ops}], &visited_all}) {
-      v->members += visiting.members;
-      v->read += visiting.read;
-      v->lowered += visiting.lowered;
-      v->expected += visiting.expected;
-    }
-    visiting = {};
-    if (class_best_floor > 0 && cls.bound > 0)
-      best_over_bound.push_back(static_cast<double>(class_best_floor) /
-                                static_cast<double>(cls.bound));
+    estimate.class_done(cls, class_best_floor);
   }
   if (!over && !result.cancelled && !time_up_to(std::numeric_limits<TimeNs>::max(), classes.size()))
     skip_the_rest(classes.size());
