@@ -123,8 +123,7 @@ class Engine {
   // of the next-to-last iteration's ops to the last end of the last iteration's.
   TimeNs run_step_time() {
     run_to_end();
-    int last = 0;
-    for (const Op& op : s_.ops) last = std::max(last, op.iteration);
+    const int last = last_iteration(s_);
     TimeNs start = 0, end = 0;
     for (std::size_t i = 0; i < n_; ++i) {
       if (s_.ops[i].iteration == last) end = std::max(end, rec_[i].end);

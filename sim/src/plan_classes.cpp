@@ -16,8 +16,7 @@ namespace {
 TimeNs compute_bound(const Scenario& scenario) {
   const Schedule schedule = lower(scenario);
   const CostModel costs(scenario);
-  int last = 0;
-  for (const auto& op : schedule.ops) last = std::max(last, op.iteration);
+  const int last = last_iteration(schedule);
   TimeNs bound = 0;
   for (const auto& op : schedule.ops) {
     if (op.iteration != last) continue;

@@ -48,20 +48,25 @@ std::size_t encode(const PlanSpace& space, const PlanConfig& c) {
   return index + inner;
 }
 
-std::size_t strategy_of(const PlanSpace& space, std::size_t index) {
+namespace {
+
+// Configuration `index` with every dimension marked by `flag` at its first choice.
+std::size_t at_first_choice(const PlanSpace& space, std::size_t index, bool PlanDimension::*flag) {
   PlanConfig c = decode(space, index);
   const auto& dims = space.parts[c.part].dimensions;
   for (std::size_t d = 0; d < dims.size(); ++d)
-    if (dims[d].tuning) c.choices[d] = 0;
+    if (dims[d].*flag) c.choices[d] = 0;
   return encode(space, c);
 }
 
+}  // namespace
+
+std::size_t strategy_of(const PlanSpace& space, std::size_t index) {
+  return at_first_choice(space, index, &PlanDimension::tuning);
+}
+
 std::size_t timing_of(const PlanSpace& space, std::size_t index) {
-  PlanConfig c = decode(space, index);
-  const auto& dims = space.parts[c.part].dimensions;
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    if (dims[d].memory_only) c.choices[d] = 0;
-  return encode(space, c);
+  return at_first_choice(space, index, &PlanDimension::memory_only);
 }
 
 std::vector<Setting> settings_of(const PlanSpace& space, const PlanConfig& c) {

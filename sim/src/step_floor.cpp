@@ -18,8 +18,7 @@ bool is_compute_work(OpKind kind) {
 
 TimeNs step_time_floor(const Schedule& s, const CostModel& costs) {
   constexpr TimeNs kUnreached = std::numeric_limits<TimeNs>::min();
-  int last = 0;
-  for (const Op& op : s.ops) last = std::max(last, op.iteration);
+  const int last = last_iteration(s);
   // The earliest end, after the step's start, of each op a chain from the compute ops reaches.
   std::vector<TimeNs> end(s.ops.size(), kUnreached);
   std::vector<TimeNs> stream_end(s.streams.size(), kUnreached);  // the last reached op's

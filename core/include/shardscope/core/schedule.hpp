@@ -4,6 +4,7 @@
 // memory over time is a consequence of the schedule, never a separate guess. All ranks of an FSDP
 // job issue the same schedule (SPMD), so one rank's IR describes the job.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -209,6 +210,13 @@ inline std::string_view op_label(const Schedule& s, const Op& op) {
 inline std::span<const Kernel> op_kernels(const Schedule& s, const Op& op) {
   if (op.kernels == kNone) return {};
   return s.kernel_sets[static_cast<std::size_t>(op.kernels)];
+}
+
+/// The highest iteration any op belongs to (0 for an empty schedule): the steady state's.
+inline int last_iteration(const Schedule& s) {
+  int last = 0;
+  for (const Op& op : s.ops) last = std::max(last, op.iteration);
+  return last;
 }
 
 /// The default CUDA stream, on which the model was built: buffers live at start (sharded
