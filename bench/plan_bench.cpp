@@ -60,6 +60,7 @@ void plan_case(benchmark::State& state, const std::vector<std::string>& override
   state.counters["simulated"] = static_cast<double>(result.simulated);
   state.counters["memory_only"] = static_cast<double>(result.screened_by_memory);
   state.counters["unlowered"] = static_cast<double>(result.screened_before_lowering);
+  state.counters["by_floor"] = static_cast<double>(result.skipped_by_floor);
   // What shardscope plan's --work-limit is measured against: schedule ops lowered and
   // simulated per second of wall time on all cores.
   state.counters["ops"] = static_cast<double>(ops);

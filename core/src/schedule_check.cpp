@@ -215,6 +215,16 @@ std::vector<Problem> check_schedule(const Schedule& s, const std::string& origin
     if (!in_range(op.stream, s.streams.size()))
       add(key + ".stream", fmt::format("stream {} does not exist", op.stream),
           fmt::format("0..{}", s.streams.size() - 1));
+    if (op.iteration < 0 || op.iteration >= s.iterations) {
+      add(key + ".iteration",
+          fmt::format("iteration {} is not one of the schedule's {}", op.iteration, s.iterations),
+          fmt::format("0..{}", s.iterations - 1));
+    } else if (i > 0 && op.iteration < s.ops[i - 1].iteration) {
+      add(key + ".iteration",
+          fmt::format("iteration {} is issued after an op of iteration {}", op.iteration,
+                      s.ops[i - 1].iteration),
+          "ops in the order of their iterations: the CPU issues one after another");
+    }
     if (op.group != kNone && !in_range(op.group, s.groups.size()))
       add(key + ".group", fmt::format("group {} does not exist", op.group));
     if (op.comm != kNone && !in_range(op.comm, s.communicators.size()))

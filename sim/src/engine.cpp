@@ -125,9 +125,9 @@ class Engine {
     run_to_end();
     const int last = last_iteration(s_);
     TimeNs start = 0, end = 0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (s_.ops[i].iteration == last) end = std::max(end, rec_[i].end);
-      if (s_.ops[i].iteration == last - 1) start = std::max(start, rec_[i].end);
+    for (std::size_t i = first_op_of(s_, last - 1); i < n_; ++i) {
+      TimeNs& t = s_.ops[i].iteration == last ? end : start;
+      t = std::max(t, rec_[i].end);
     }
     return end - start;
   }

@@ -16,10 +16,10 @@ namespace {
 TimeNs compute_bound(const Scenario& scenario) {
   const Schedule schedule = lower(scenario);
   const CostModel costs(scenario);
-  const int last = last_iteration(schedule);
   TimeNs bound = 0;
-  for (const auto& op : schedule.ops) {
-    if (op.iteration != last) continue;
+  for (std::size_t i = first_op_of(schedule, last_iteration(schedule)); i < schedule.ops.size();
+       ++i) {
+    const Op& op = schedule.ops[i];
     if (op.kind != OpKind::forward && op.kind != OpKind::backward && op.kind != OpKind::recompute)
       continue;
     if (schedule.streams[static_cast<std::size_t>(op.stream)].kind != StreamKind::compute) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -52,13 +53,15 @@ Evaluated simulated(const ConfigTree& base, const std::string& file, const PlanS
 // The pruned search's memory pass over `alike`, configurations of one timing_of: they differ only
 // in knobs that change the caching allocator's decisions, so they share one schedule and one step
 // time. One whose parameters, optimizer states and saved activations alone are over `budget`
-// (resident_state_floor) is settled before anything is lowered; the schedule is lowered once and
-// each remaining member's memory replayed with its own allocator settings (replay_memory: exactly
-// the simulation's peaks). Those that fit get the schedule's step_time_floor; they are timed
-// later, in the order of their floors (time_alike).
+// (resident_state_floor) is settled before anything is lowered; the schedule is lowered once.
+// Once the search knows a reach (finite `reach`), a schedule whose step_time_floor is beyond it
+// cannot rank whether it fits or not: its members are `beyond`, their memory never replayed.
+// Otherwise each remaining member's memory is replayed with its own allocator settings
+// (replay_memory: exactly the simulation's peaks); those that fit get the schedule's floor and are
+// timed later, in the order of their floors (time_alike).
 std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string& file,
                                       const PlanSpace& space, const std::vector<std::size_t>& alike,
-                                      Bytes budget) {
+                                      Bytes budget, double reach) {
   std::vector<Evaluated> out(alike.size());
   std::vector<std::optional<Scenario>> scenarios(alike.size());
   const auto invalid = [&](std::size_t i, const ValidationError& error) {
@@ -86,6 +89,15 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
   const Scenario& stands_for = **first;
   try {
     const Schedule schedule = lower(stands_for);
+    // While the reach is unknown most schedules fit nothing: their floor is not worth computing.
+    std::optional<TimeNs> floor;
+    if (std::isfinite(reach)) {
+      floor = step_time_floor(schedule, CostModel(stands_for));
+      if (static_cast<double>(*floor) > reach) {
+        for (std::size_t i = 0; i < alike.size(); ++i) out[i].beyond = scenarios[i].has_value();
+        return out;
+      }
+    }
     // The members share the cluster, so the memory outside the allocator (CUDA context, NCCL).
     const Bytes outside = memory_outside_allocator(stands_for.cluster, schedule).total();
     bool any_fits = false;
@@ -101,8 +113,8 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
       any_fits = any_fits || out[i].fits;
     }
     if (!any_fits) return out;
-    const TimeNs floor = step_time_floor(schedule, CostModel(stands_for));
-    for (auto& e : out) e.floor = e.fits ? floor : 0;
+    if (!floor) floor = step_time_floor(schedule, CostModel(stands_for));
+    for (auto& e : out) e.floor = e.fits ? *floor : 0;
   } catch (const ValidationError& error) {  // the lowering refused the knobs
     for (std::size_t i = 0; i < alike.size(); ++i) {
       if (scenarios[i]) invalid(i, error);
@@ -127,7 +139,7 @@ TimeNs time_alike(const ConfigTree& base, const std::string& file, const PlanSpa
 // one timing_of together (evaluate_alike).
 std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& file,
                                      const PlanSpace& space, const std::vector<std::size_t>& to_run,
-                                     const PlanOptions& options, unsigned threads,
+                                     const PlanOptions& options, double reach, unsigned threads,
                                      const std::function<bool()>& cancelled) {
   // Positions in `to_run` by timing, in the order of their first member.
   std::vector<std::vector<std::size_t>> groups;
@@ -152,7 +164,7 @@ std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& 
       }
       std::vector<std::size_t> alike;
       for (std::size_t i : groups[g]) alike.push_back(to_run[i]);
-      auto evaluated = evaluate_alike(base, file, space, alike, options.memory_budget);
+      auto evaluated = evaluate_alike(base, file, space, alike, options.memory_budget, reach);
       for (std::size_t k = 0; k < groups[g].size(); ++k)
         out[groups[g][k]] = std::move(evaluated[k]);
     }

@@ -21,6 +21,7 @@ struct Evaluated {
   bool fits = false;
   bool screened = false;   // its memory replayed, not simulated: it does not fit
   bool unlowered = false;  // screened before lowering, by its resident state
+  bool beyond = false;     // lowered; its floor is beyond the reach: it cannot rank, fit or not
   TimeNs floor = 0;        // when it fits: its schedule's step_time_floor
   TimeNs step_time = 0;    // when it fits and was timed
   Bytes peak_reserved = 0;
@@ -35,10 +36,12 @@ analysis::Summary simulated_summary(const ConfigTree& base, const std::string& f
 /// The configurations of one wave, `to_run`, evaluated on `threads` threads; results in their
 /// order. The exhaustive search (PlanOptions::exhaustive) simulates each in full; the pruned one
 /// settles what it can by memory and gives the rest that fit their step-time floor, the
-/// configurations of one timing_of together.
+/// configurations of one timing_of together. `reach`: the step time beyond which no
+/// configuration can rank (top_entries_reach of the predictions so far; infinity while too few);
+/// a schedule whose floor is beyond it is not replayed (Evaluated::beyond).
 std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& file,
                                      const PlanSpace& space, const std::vector<std::size_t>& to_run,
-                                     const PlanOptions& options, unsigned threads,
+                                     const PlanOptions& options, double reach, unsigned threads,
                                      const std::function<bool()>& cancelled);
 
 /// The step time of configuration `index` and of every other configuration of its timing_of,

@@ -49,11 +49,12 @@ std::string entry_text(const PlanResult& r, const PlannedConfig& p) {
 std::string plan_table(const PlanSpace& space, const PlanResult& r) {
   std::string out = fmt::format(
       "{} configurations in {} compute classes: {} simulated ({} fit, {} invalid), {} skipped by "
-      "the step-time bound, {} skipped as above one that did not fit, {} found not to fit by "
+      "the step-time bound ({} of them lowered: their schedule's floor), {} skipped as above one "
+      "that did not fit, {} found not to fit by "
       "their memory alone ({} of them before lowering: their parameters, optimizer states and "
       "saved activations alone)\n"
       "memory budget {} of peak reserved per GPU\n\n",
-      r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound,
+      r.space, r.classes, r.simulated, r.fitting, r.invalid, r.skipped_by_bound, r.skipped_by_floor,
       r.skipped_by_memory, r.screened_by_memory, r.screened_before_lowering,
       format_bytes(r.memory_budget));
   if (r.ranked.empty()) return out + "no configuration fits the memory budget\n";
@@ -103,6 +104,7 @@ std::string plan_json(const PlanSpace& space, const PlanResult& r) {
   j["fitting"] = r.fitting;
   j["invalid"] = r.invalid;
   j["skipped_by_bound"] = r.skipped_by_bound;
+  j["skipped_by_floor"] = r.skipped_by_floor;
   j["skipped_by_memory"] = r.skipped_by_memory;
   j["screened_by_memory"] = r.screened_by_memory;
   j["screened_before_lowering"] = r.screened_before_lowering;

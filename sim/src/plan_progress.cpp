@@ -24,23 +24,25 @@ void WorkEstimate::Visited::add(const Visited& other) {
   members += other.members;
   read += other.read;
   lowered += other.lowered;
+  beyond += other.beyond;
   expected += other.expected;
 }
 
-std::int64_t WorkEstimate::wave_work(const ComputeClass& cls, std::size_t read,
-                                     std::size_t lowered) {
-  return std::llround(static_cast<double>(cls.ops) *
-                      (kReadWork * static_cast<double>(read) + static_cast<double>(lowered)));
+std::int64_t WorkEstimate::wave_work(const ComputeClass& cls, const WaveCounts& wave) {
+  const auto n = [](std::size_t count) { return static_cast<double>(count); };
+  return std::llround(
+      static_cast<double>(cls.ops) *
+      (kReadWork * n(wave.read) + n(wave.lowered - wave.beyond) + kBeyondWork * n(wave.beyond)));
 }
 
 std::int64_t WorkEstimate::timing_work(const ToTime& group) {
   return std::llround(kTimingWork * static_cast<double>(group.ops));
 }
 
-void WorkEstimate::wave_done(const ComputeClass& cls, std::size_t members, std::size_t read,
-                             std::size_t lowered) {
-  visiting_.add({static_cast<double>(members), static_cast<double>(read),
-                 static_cast<double>(lowered), cls.floor_share * static_cast<double>(members)});
+void WorkEstimate::wave_done(const ComputeClass& cls, const WaveCounts& wave) {
+  const auto n = [](std::size_t count) { return static_cast<double>(count); };
+  visiting_.add({n(wave.members), n(wave.read), n(wave.lowered), n(wave.beyond),
+                 cls.floor_share * n(wave.members)});
 }
 
 void WorkEstimate::class_done(const ComputeClass& cls, TimeNs best_floor) {
@@ -74,8 +76,10 @@ double WorkEstimate::class_work(const ComputeClass& c, std::size_t members) cons
   const Visited& v = most_like(c);
   const double read_share = v.members > 0 ? v.read / v.members : 1.0;
   const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
+  const double beyond_share = v.lowered > 0 ? v.beyond / v.lowered : 0.0;
   return static_cast<double>(c.ops) * static_cast<double>(members) *
-         (kReadWork * read_share + c.floor_share * lowered_scale);
+         (kReadWork * read_share +
+          c.floor_share * lowered_scale * (1 - beyond_share * (1 - kBeyondWork)));
 }
 
 std::int64_t WorkEstimate::ahead(std::size_t k, std::size_t unsettled,

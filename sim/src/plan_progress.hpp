@@ -25,28 +25,38 @@ struct ToTime {
 };
 using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (floor, first index)
 
+// What a wave of the memory pass did with its members.
+struct WaveCounts {
+  std::size_t members = 0;
+  std::size_t read = 0;     // not skipped by a memory rule
+  std::size_t lowered = 0;  // of those read: not settled by the floor before lowering
+  std::size_t beyond = 0;   // of those lowered: not replayed, their step-time floor beyond reach
+};
+
 class WorkEstimate {
  public:
-  // Reading a configuration that its floor settles unlowered: a read takes 0.07 ms against a
-  // lowering and replay's 0.6 ms in the 70B plan of docs/planner.md.
+  // The unit is a member's share of a lowering and its own memory replay: 0.53 ms per member in
+  // the 70B plan of docs/planner.md (thread time; a lowering with its floor takes 0.59 ms and
+  // serves two members, who differ in the allocator; a replay 0.23 ms). The other steps there:
+  // a read 0.05 ms.
   static constexpr double kReadWork = 0.1;
-  // Lowering and timing a group: the time per unit of the timings over that of the memory pass,
-  // measured on the three plans of bench/plan_bench.
-  static constexpr double kTimingWork = 3.5;
+  // A lowered member whose floor is beyond the reach: its share of the lowering, no replay.
+  static constexpr double kBeyondWork = 0.55;
+  // Reading, lowering and timing a group: 1.6 ms.
+  static constexpr double kTimingWork = 3.0;
 
   /// `classes` in the order the search visits them; they must outlive the estimate.
   WorkEstimate(const PlanSpace& space, const PlanOptions& options,
                const std::vector<ComputeClass>& classes)
       : space_(space), options_(options), classes_(classes) {}
 
-  /// The work of a wave of `cls` that read `read` configurations and lowered `lowered`.
-  static std::int64_t wave_work(const ComputeClass& cls, std::size_t read, std::size_t lowered);
+  /// The work of a wave of `cls`.
+  static std::int64_t wave_work(const ComputeClass& cls, const WaveCounts& wave);
   /// The work of timing `group`.
   static std::int64_t timing_work(const ToTime& group);
 
-  /// A wave of `cls` settled `members`, of which it read `read` and lowered `lowered`.
-  void wave_done(const ComputeClass& cls, std::size_t members, std::size_t read,
-                 std::size_t lowered);
+  /// A wave of `cls` is done.
+  void wave_done(const ComputeClass& cls, const WaveCounts& wave);
   /// The class being visited is done; `best_floor`: its lowest step-time floor (0: none fits).
   void class_done(const ComputeClass& cls, TimeNs best_floor);
   /// A group whose floor is `floor` was timed at `step`.
@@ -65,10 +75,10 @@ class WorkEstimate {
                      const TimingQueue& to_time) const;
 
  private:
-  // What classes did: their members, those read (not skipped by a memory rule) and those
-  // lowered, against what their sampled floor shares expected to be lowered.
+  // What classes did: their members, those read (not skipped by a memory rule), lowered and
+  // beyond the reach, against what their sampled floor shares expected to be lowered.
   struct Visited {
-    double members = 0, read = 0, lowered = 0, expected = 0;
+    double members = 0, read = 0, lowered = 0, beyond = 0, expected = 0;
     void add(const Visited& other);
   };
   const Visited& most_like(const ComputeClass& c) const;

@@ -268,12 +268,22 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     progress.work_total = progress.work_done;
     report();
   };
-  // Times the waiting groups whose floor is at most `limit`, in order of their floors, a batch at
-  // a time; false when the search is over: the first floor left is beyond the reach of the
-  // entries found, so is everything after it (the classes still to visit have bounds of at least
-  // `limit`). `k`: the class visited next (classes.size() after the last).
-  auto time_up_to = [&](TimeNs limit, std::size_t k) {
-    while (!to_time.empty() && to_time.begin()->first.first <= limit) {
+  // The step time beyond which nothing can rank, from every prediction so far (infinity while
+  // they form fewer than `top` entries). A floor beyond it is beyond its own reach too: the
+  // entries that form it all lie below.
+  const auto reach_now = [&] {
+    return top_entries_reach(predictions, std::numeric_limits<TimeNs>::max(), options.top,
+                             options.entries);
+  };
+  // Times waiting groups in the order of their floors, a batch at a time: those whose floor is at
+  // most `limit`, and with `within_reach` only while the first floor waiting is within the reach
+  // of the entries found (infinite while they are too few). False when the search is over: the
+  // first floor left is beyond the reach, so is everything after it (the classes still to visit
+  // have bounds of at least `limit`). `k`, `unsettled`: the class being visited (or next;
+  // classes.size() after the last) and its members still to settle, for the progress.
+  auto time_waiting = [&](TimeNs limit, bool within_reach, std::size_t k, std::size_t unsettled) {
+    while (!to_time.empty() && to_time.begin()->first.first <= limit &&
+           !(within_reach && static_cast<double>(to_time.begin()->first.first) > reach_now())) {
       if (cancelled()) {
         result.cancelled = true;
         return true;
@@ -319,8 +329,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         progress.work_done += WorkEstimate::timing_work(batch[b]);
       }
       progress.work_total =
-          progress.work_done + (k < classes.size() ? work_ahead(k, classes[k].members.size())
-                                                   : work_ahead(classes.size() - 1, 0));
+          progress.work_done +
+          (k < classes.size() ? work_ahead(k, unsettled) : work_ahead(classes.size() - 1, 0));
       report();
     }
     return true;
@@ -336,7 +346,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       break;
     }
     // What waits to be timed below this class's bound first: its predictions may end the search.
-    if (!options.exhaustive && !time_up_to(cls.bound, k)) {
+    if (!options.exhaustive && !time_waiting(cls.bound, false, k, cls.members.size())) {
       skip_the_rest(k);
       over = true;
       break;
@@ -380,16 +390,26 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           to_run.push_back(index);
         }
       }
-      const std::vector<Evaluated> out =
-          planning::evaluate_wave(base, file, space, to_run, options, threads, cancelled);
-      std::size_t lowered = 0;
+      // What waits within the reach is timed now, ahead of the classes' order, so that the reach
+      // tightens: a schedule whose floor is beyond it is never replayed. (This ends nothing: no
+      // floor it times is beyond the reach.)
+      if (!options.exhaustive) time_waiting(std::numeric_limits<TimeNs>::max(), true, k, unsettled);
+      const std::vector<Evaluated> out = planning::evaluate_wave(base, file, space, to_run, options,
+                                                                 reach_now(), threads, cancelled);
+      planning::WaveCounts wave{members.size(), to_run.size()};
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
         if (!e.done) {  // cancelled before it ran
           result.cancelled = true;
           continue;
         }
-        lowered += e.unlowered ? 0 : 1;
+        wave.lowered += e.unlowered ? 0 : 1;
+        if (e.beyond) {
+          ++wave.beyond;
+          ++result.skipped_by_bound;
+          ++result.skipped_by_floor;
+          continue;
+        }
         if (e.screened) {
           ++result.screened_by_memory;
           result.screened_before_lowering += e.unlowered ? 1 : 0;
@@ -417,14 +437,15 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       progress.settled += members.size();
       unsettled -= members.size();
-      estimate.wave_done(cls, members.size(), to_run.size(), lowered);
-      progress.work_done += WorkEstimate::wave_work(cls, to_run.size(), lowered);
+      estimate.wave_done(cls, wave);
+      progress.work_done += WorkEstimate::wave_work(cls, wave);
       progress.work_total = progress.work_done + work_ahead(k, unsettled);
       report();
     }
     estimate.class_done(cls, class_best_floor);
   }
-  if (!over && !result.cancelled && !time_up_to(std::numeric_limits<TimeNs>::max(), classes.size()))
+  if (!over && !result.cancelled &&
+      !time_waiting(std::numeric_limits<TimeNs>::max(), false, classes.size(), 0))
     skip_the_rest(classes.size());
   result.fitting = fitting.size();
   std::vector<PlanMember> predicted;

@@ -25,9 +25,8 @@ TimeNs step_time_floor(const Schedule& s, const CostModel& costs) {
   TimeNs cpu_end = kUnreached;  // the last reached op the CPU ran: nothing is issued before
   TimeNs floor = 0;
   OpCostCache cache;
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+  for (std::size_t i = first_op_of(s, last); i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    if (op.iteration != last) continue;
     const auto stream = static_cast<std::size_t>(op.stream);
     const StreamKind kind = s.streams[stream].kind;
     const bool on_cpu = kind == StreamKind::cpu;

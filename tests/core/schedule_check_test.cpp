@@ -76,6 +76,23 @@ TEST(ScheduleCheck, KernelsMustExistSuitTheOpAndAddUpToItsWork) {
   EXPECT_TRUE(mentions(p, "ops[4].kernels: reshard runs no kernels"));
 }
 
+TEST(ScheduleCheck, OpsComeInTheOrderOfTheirIterations) {
+  // The CPU issues one iteration after another: last_iteration and first_op_of rely on it.
+  auto s = golden();
+  s.iterations = 2;
+  for (std::size_t i = 3; i < s.ops.size(); ++i) s.ops[i].iteration = 1;
+  EXPECT_TRUE(check_schedule(s).empty());
+  EXPECT_EQ(last_iteration(s), 1);
+  EXPECT_EQ(first_op_of(s, 1), 3u);
+  EXPECT_EQ(first_op_of(s, 2), s.ops.size());
+  s.ops[4].iteration = 0;
+  EXPECT_TRUE(mentions(check_schedule(s),
+                       "ops[4].iteration: iteration 0 is issued after an op of "
+                       "iteration 1"));
+  s.ops[4].iteration = 2;
+  EXPECT_TRUE(mentions(check_schedule(s), "iteration 2 is not one of the schedule's 2"));
+}
+
 TEST(ScheduleCheck, CollectivesNeedCommunicatorsAndIdsMustExist) {
   auto s = golden();
   s.ops[1].comm = kNone;

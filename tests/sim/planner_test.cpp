@@ -104,7 +104,7 @@ TEST(Planner, FindsExactlyTheTopOfAnExhaustiveSearchWhileSimulatingLess) {
   const PlanSpace space = small_space();
   const ConfigTree tree = load_config_file(kDefault);
   // A budget some configurations miss, so that the memory rules skip some.
-  std::size_t skipped_by_memory = 0, skipped_by_bound = 0, screened = 0;
+  std::size_t skipped_by_memory = 0, skipped_by_bound = 0, skipped_by_floor = 0, screened = 0;
   for (Bytes budget : {Bytes{40} * kGiB, Bytes{70} * kGiB}) {
     const auto all = plan(tree, kDefault, space, options_with(budget, true));
     const auto fast = plan(tree, kDefault, space, options_with(budget, false));
@@ -124,11 +124,14 @@ TEST(Planner, FindsExactlyTheTopOfAnExhaustiveSearchWhileSimulatingLess) {
     skipped_by_memory += fast.skipped_by_memory;
     screened += fast.screened_by_memory;
     skipped_by_bound += fast.skipped_by_bound;
+    skipped_by_floor += fast.skipped_by_floor;
   }
   // The tight budget skips configurations above ones that missed it; the loose one skips the
   // fully checkpointed classes, whose recompute alone makes them slower than the best five.
   EXPECT_GT(skipped_by_memory, 0u);
   EXPECT_GT(skipped_by_bound, 0u);
+  // Lowered schedules whose floor is beyond the reach the first entries timed form.
+  EXPECT_GT(skipped_by_floor, 0u);
   // Replicating 8B's fp32 parameters and AdamW states on every GPU (FSDP2's shard size 1,
   // FSDP1's NO_SHARD) holds 12 bytes per parameter, 90 GiB, before the first op.
   EXPECT_GT(screened, 0u);

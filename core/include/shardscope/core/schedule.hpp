@@ -212,11 +212,19 @@ inline std::span<const Kernel> op_kernels(const Schedule& s, const Op& op) {
   return s.kernel_sets[static_cast<std::size_t>(op.kernels)];
 }
 
-/// The highest iteration any op belongs to (0 for an empty schedule): the steady state's.
+/// The highest iteration any op belongs to (0 for an empty schedule): the steady state's. The CPU
+/// issues one iteration after another, so the last op's (check_schedule holds ops to that order).
 inline int last_iteration(const Schedule& s) {
-  int last = 0;
-  for (const Op& op : s.ops) last = std::max(last, op.iteration);
-  return last;
+  return s.ops.empty() ? 0 : s.ops.back().iteration;
+}
+
+/// The index of the first op of `iteration` or of a later one (ops.size() when none): where a
+/// pass over one iteration starts (check_schedule holds ops in the order of their iterations).
+inline std::size_t first_op_of(const Schedule& s, int iteration) {
+  return static_cast<std::size_t>(
+      std::partition_point(s.ops.begin(), s.ops.end(),
+                           [&](const Op& op) { return op.iteration < iteration; }) -
+      s.ops.begin());
 }
 
 /// The default CUDA stream, on which the model was built: buffers live at start (sharded

@@ -113,11 +113,14 @@ struct InvalidConfig {
 struct PlanResult {
   std::vector<PlannedConfig> ranked;  // the top k fitting configurations, fastest first
   std::size_t space = 0;
-  std::size_t classes = 0;            // compute classes
-  std::size_t simulated = 0;          // configurations simulated
-  std::size_t fitting = 0;            // of those, how many fit
-  std::size_t invalid = 0;            // rejected by validation (knobs that do not combine)
-  std::size_t skipped_by_bound = 0;   // in classes whose bound exceeded the k-th best
+  std::size_t classes = 0;           // compute classes
+  std::size_t simulated = 0;         // configurations simulated
+  std::size_t fitting = 0;           // of those, how many fit
+  std::size_t invalid = 0;           // rejected by validation (knobs that do not combine)
+  std::size_t skipped_by_bound = 0;  // in classes whose bound exceeded the k-th best
+  /// Of those, lowered: their schedule's step-time floor (step_time_floor) is beyond the reach of
+  /// the entries found, so their memory was never replayed nor their time simulated.
+  std::size_t skipped_by_floor = 0;
   std::size_t skipped_by_memory = 0;  // above a configuration that did not fit
   /// Found not to fit by replaying their memory (replay_memory, exactly a simulation's) without
   /// simulating their time.
