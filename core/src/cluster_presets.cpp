@@ -87,8 +87,28 @@ ClusterSpec h200() {
   return c;
 }
 
-const std::array<ClusterPreset, 3>& presets() {
-  static const std::array<ClusterPreset, 3> kPresets{
+// HGX B200 at 1,000 W, 8 per node on NVLink 5 (NVSwitch), one 400 Gb/s ConnectX-7 per GPU (DGX
+// B200), a PCIe Gen5 host. Dense peaks from NVIDIA's HGX B200 datasheet (FP32 80, BF16/FP16 2,250,
+// FP8 4,500 TFLOP/s); 148 SMs and the HBM rate from the driver: a 7,680-bit bus at 3,996 MHz,
+// 7.67 TB/s (pytorch/ao#4002; the datasheet's 8 TB/s assumed 8,192 bits); 183,359 MiB as
+// nvidia-smi reports it (NVIDIA/TensorRT-LLM#10278). No B200 kernel or run has been measured for
+// this project: the efficiencies are the H200's measured ones carried over, so the preset answers
+// "what if the kernels reach Hopper's share of peak", not what a B200 does.
+ClusterSpec b200() {
+  ClusterSpec c = h200();
+  c.name = "b200-sxm-180gb";
+  c.gpu.name = "B200-SXM-180GB";
+  c.gpu.memory = 183359 * kMiB;
+  c.gpu.peak_flops = {80e12, 2250e12, 2250e12, 4500e12};
+  c.gpu.hbm_bandwidth = 7.67e12;
+  c.gpu.sm_count = 148;
+  c.gpu.tdp_w = 1000;
+  c.nvlink = {900e9, 1 * kNsPerUs};  // NVLink 5: 1.8 TB/s both directions
+  return c;
+}
+
+const std::array<ClusterPreset, 4>& presets() {
+  static const std::array<ClusterPreset, 4> kPresets{
       ClusterPreset{"a100-sxm-80gb",
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
@@ -103,6 +123,14 @@ const std::array<ClusterPreset, 3>& presets() {
                     "NVIDIA H200 datasheet (2024): 989 TFLOP/s bf16, 4.8 TB/s, 132 SMs",
                     "PyTorch's GEMMs (kernel_sweep.csv) and FlashAttention-2 (a profiled step) "
                     "measured on an H200 (tests/data/measured/2026-11-27-h200-2/)"},
+      ClusterPreset{"b200-sxm-180gb",
+                    "8x B200 SXM 180GB per node (HGX, 1000 W), NVLink5/NVSwitch, 400 Gb/s NIC "
+                    "per GPU",
+                    b200(),
+                    "datasheet, not yet validated: NVIDIA HGX B200 (2025): 2,250 TFLOP/s bf16; "
+                    "the driver's 7.67 TB/s and 148 SMs",
+                    "not validated: the H200's measured efficiencies carried over (no B200 "
+                    "kernel or published run checks them)"},
   };
   return kPresets;
 }

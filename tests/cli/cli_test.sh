@@ -26,6 +26,9 @@ expect presets-70b 0 'llama3.1-70b +70,553,706,496' -- presets
 expect presets-405b 0 'llama3.1-405b +405,853,388,800' -- presets
 expect presets-h200 0 'h200-sxm-141gb' -- presets
 expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 % +65.0 %  NVIDIA H200 datasheet' -- presets
+# A preset no measurement checks says so where its numbers are listed (issue 34).
+expect presets-b200 0 'b200-sxm-180gb +148 +74.5 % +30.0 % +65.0 %  datasheet, not yet validated' -- presets
+expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- presets
 expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
 expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"
