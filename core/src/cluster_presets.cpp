@@ -107,8 +107,30 @@ ClusterSpec b200() {
   return c;
 }
 
-const std::array<ClusterPreset, 4>& presets() {
-  static const std::array<ClusterPreset, 4> kPresets{
+// One GB200 NVL72 rack: 18 nodes (compute trays) of 4 Blackwell GPUs at 1,200 W, all 72 on one
+// NVLink 5 domain, one 400 Gb/s ConnectX-7 per GPU, each pair of GPUs hosted by a Grace CPU over
+// NVLink-C2C. NVIDIA's GB200 NVL72 datasheet: per GPU 2,500 TFLOP/s bf16 dense (360 PFLOP/s
+// sparse over 72), 186 GB of HBM3e at 8 TB/s (13.4 TB and 576 TB/s over 72), 1.8 TB/s NVLink;
+// NVLink-C2C 900 GB/s both ways per Grace and its two GPUs: 225 GB/s a GPU and a direction.
+// FP32 90 TFLOP/s (the 1,200 W part's table). The SM count is the B200's. As for the B200, the
+// efficiencies are the H200's carried over and nothing here has been checked by a run.
+ClusterSpec gb200_nvl72() {
+  ClusterSpec c = b200();
+  c.name = "gb200-nvl72";
+  c.gpu.name = "GB200-NVL72";
+  c.gpu.memory = Bytes{186'000'000'000};
+  c.gpu.peak_flops = {90e12, 2500e12, 2500e12, 5000e12};
+  c.gpu.hbm_bandwidth = 8e12;
+  c.gpu.tdp_w = 1200;
+  c.nodes = 18;
+  c.gpus_per_node = 4;
+  c.nvlink_domain = 72;
+  c.pcie = {225e9, 90e9, 10 * kNsPerUs};  // NVLink-C2C stands for PCIe
+  return c;
+}
+
+const std::array<ClusterPreset, 5>& presets() {
+  static const std::array<ClusterPreset, 5> kPresets{
       ClusterPreset{"a100-sxm-80gb",
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
@@ -130,6 +152,14 @@ const std::array<ClusterPreset, 4>& presets() {
                     "datasheet, not yet validated: NVIDIA HGX B200 (2025): 2,250 TFLOP/s bf16; "
                     "the driver's 7.67 TB/s and 148 SMs",
                     "not validated: the H200's measured efficiencies carried over (no B200 "
+                    "kernel or published run checks them)"},
+      ClusterPreset{"gb200-nvl72",
+                    "GB200 NVL72 rack: 18 nodes x 4 GPUs (1200 W) on one 72-GPU NVLink5 "
+                    "domain, Grace hosts over NVLink-C2C, 400 Gb/s NIC per GPU",
+                    gb200_nvl72(),
+                    "datasheet, not yet validated: NVIDIA GB200 NVL72 (2025): 2,500 TFLOP/s "
+                    "bf16, 186 GB at 8 TB/s, NVLink-C2C 900 GB/s per 2 GPUs",
+                    "not validated: the H200's measured efficiencies carried over (no GB200 "
                     "kernel or published run checks them)"},
   };
   return kPresets;

@@ -427,6 +427,14 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   }
   set_if(read_int(r, "cluster.nodes"), c.nodes);
   set_if(read_int(r, "cluster.gpus_per_node"), c.gpus_per_node);
+  if (auto domain = read_int(r, "cluster.nvlink.domain"))
+    c.nvlink_domain = static_cast<int>(*domain);
+  if (c.nvlink_domain > 0 && c.nvlink_domain % c.gpus_per_node != 0) {
+    r.add_problem("cluster.nvlink.domain",
+                  fmt::format("{} GPUs is not a whole number of {}-GPU nodes", c.nvlink_domain,
+                              c.gpus_per_node),
+                  "a multiple of cluster.gpus_per_node");
+  }
   set_if(read_bytes(r, "cluster.gpu.memory"), c.gpu.memory);
   set_if(read_flops_rate(r, "cluster.gpu.peak_flops.fp32"), c.gpu.peak_flops.fp32);
   set_if(read_flops_rate(r, "cluster.gpu.peak_flops.bf16"), c.gpu.peak_flops.bf16);

@@ -220,8 +220,9 @@ std::vector<PlanDimension> part_dimensions(FsdpApi api, const Scenario& base,
   dims.push_back(sharding_dimension(api, world));
   if (api == FsdpApi::fsdp2) {
     std::vector<std::string> reshard{"true", "false"};
-    const int node = base.cluster.gpus_per_node;
-    if (node > 1 && node < world) reshard.insert(reshard.begin() + 1, std::to_string(node));
+    // Resharding to the NVLink domain keeps the backward's all-gathers off the network.
+    const int domain = base.cluster.gpus_per_nvlink_domain();
+    if (domain > 1 && domain < world) reshard.insert(reshard.begin() + 1, std::to_string(domain));
     auto d = simple("reshard_after_forward", false, "fsdp.reshard_after_forward", reshard);
     // Keeping parameters unsharded after forward never needs less memory than resharding.
     d.memory_at_least = increasing(reshard.size());

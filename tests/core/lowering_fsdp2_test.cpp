@@ -284,6 +284,29 @@ TEST(Fsdp2GradAccumulation, NoReduceScatterUntilTheLastMicrobatch) {
   EXPECT_TRUE(check_schedule(kept).empty());
 }
 
+// A communicator spans NVLink domains, not nodes: a GB200 NVL72 rack's 18 nodes of 4 GPUs are
+// one domain, so its 72-rank shard group runs on NVLink; 72 B200s in 9 HGX nodes span 9.
+TEST(Fsdp2NvlinkDomain, ACommunicatorSpansDomainsNotNodes) {
+  const auto nodes_of = [](const std::string& cluster, std::vector<std::string> sets) {
+    const auto s = lower_text(
+        "model: {preset: tiny}\ncluster: " + cluster + "\ntraining: {seq_len: 64, iterations: 1}\n",
+        std::move(sets));
+    EXPECT_TRUE(check_schedule(s).empty());
+    std::map<std::string, int> out;
+    for (const auto& c : s.communicators) out[c.name] = c.nodes;
+    return out;
+  };
+  EXPECT_EQ(nodes_of("{preset: gb200-nvl72}", {}).at("shard"), 1);
+  EXPECT_EQ(nodes_of("{preset: b200-sxm-180gb, nodes: 9}", {}).at("shard"), 9);
+  // Two racks under HSDP: shard within a rack, replicate across the two.
+  const auto hsdp =
+      nodes_of("{preset: gb200-nvl72, nodes: 36}", {"fsdp.mesh.replicate=2", "fsdp.mesh.shard=72"});
+  EXPECT_EQ(hsdp.at("shard"), 1);
+  EXPECT_EQ(hsdp.at("replicate"), 2);
+  // The key joins nodes into one domain on any cluster.
+  EXPECT_EQ(nodes_of("{nodes: 4, gpus_per_node: 8, nvlink: {domain: 16}}", {}).at("shard"), 2);
+}
+
 TEST(Fsdp2ReshardToSmallerMesh, BackwardGathersOnThePostForwardCommunicator) {
   const auto s = lower_text(transformer(2, 8), {"fsdp.reshard_after_forward=4"});
   for (const auto& op : s.ops) {

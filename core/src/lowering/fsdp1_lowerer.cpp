@@ -44,11 +44,11 @@ class Fsdp1Lowerer final : public Lowerer {
     pre_unshard_ = b_.add_stream("pre_unshard", StreamKind::copy);
     unshard_ = b_.add_stream("unshard", StreamKind::communication);
     post_backward_ = b_.add_stream("post_backward", StreamKind::communication);
-    shard_ = b_.add_communicator("shard", world(), nodes_spanned(world()));
+    shard_ = b_.add_communicator("shard", world(), domains_spanned(world()));
     if (hybrid() || no_shard()) {
       const int replicas = static_cast<int>(s_.fsdp.mesh_replicate);
       replicate_ = b_.add_communicator("replicate", replicas,
-                                       std::min(replicas, nodes_spanned(replicas * world())));
+                                       std::min(replicas, domains_spanned(replicas * world())));
     }
     if (hybrid()) all_reduce_ = b_.add_stream("all_reduce", StreamKind::communication);
     st_.assign(layouts_.size(), {});

@@ -64,20 +64,20 @@ class Fsdp2Lowerer final : public Lowerer {
     copy_in_ = b_.add_stream("all_gather_copy_in", StreamKind::copy);
     all_gather_ = b_.add_stream("all_gather", StreamKind::communication);
     reduce_scatter_ = b_.add_stream("reduce_scatter", StreamKind::communication);
-    shard_ = b_.add_communicator("shard", world(), nodes_spanned(world()));
+    shard_ = b_.add_communicator("shard", world(), domains_spanned(world()));
     if (f.is_hybrid()) {
       all_reduce_ = b_.add_stream("all_reduce", StreamKind::communication);
       // Replicas are the ranks i·shard + j; they span as many nodes as their stride reaches.
       const int replicas = static_cast<int>(f.mesh_replicate);
-      const int nodes = std::min(replicas, nodes_spanned(replicas * world()));
+      const int nodes = std::min(replicas, domains_spanned(replicas * world()));
       replicate_ = b_.add_communicator("replicate", replicas, std::max(1, nodes));
     }
     if (f.reshard_after_forward.mode == ReshardAfterForward::Mode::to_size) {
       const int size = static_cast<int>(f.reshard_after_forward.size);
-      post_forward_ = b_.add_communicator("post_forward", size, nodes_spanned(size));
+      post_forward_ = b_.add_communicator("post_forward", size, domains_spanned(size));
     }
     rs_comm_ = f.separate_reduce_scatter_group
-                   ? b_.add_communicator("reduce_scatter", world(), nodes_spanned(world()))
+                   ? b_.add_communicator("reduce_scatter", world(), domains_spanned(world()))
                    : shard_;
     st_.assign(layouts_.size(), {});
     for (int g = 0; g < static_cast<int>(layouts_.size()); ++g) {

@@ -51,9 +51,9 @@ bool Lowerer::sync_gradients() const {
   return s_.fsdp.requires_gradient_sync == SyncSchedule::every_microbatch || last_microbatch();
 }
 
-int Lowerer::nodes_spanned(int ranks) const {
-  const int per_node = s_.cluster.gpus_per_node;
-  return std::max(1, (ranks + per_node - 1) / per_node);
+int Lowerer::domains_spanned(int ranks) const {
+  const int per_domain = s_.cluster.gpus_per_nvlink_domain();
+  return std::max(1, (ranks + per_domain - 1) / per_domain);
 }
 
 const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {

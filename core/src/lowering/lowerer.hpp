@@ -65,7 +65,9 @@ class Lowerer {
   BufferName buffer_name(std::string_view what) { return b_.step_name(b_.label(what)); }
   Bytes elems(std::int64_t numel, DType dtype) const { return numel * bytes_per_element(dtype); }
   int world() const { return static_cast<int>(s_.fsdp.mesh_shard); }
-  int nodes_spanned(int ranks) const;
+  /// NVLink domains `ranks` consecutive ranks span (nodes, unless cluster.nvlink.domain joins
+  /// several): what Communicator::nodes holds.
+  int domains_spanned(int ranks) const;
 
   /// Forward compute of one part; allocates its saved activations.
   void forward_part(int g, std::size_t part);

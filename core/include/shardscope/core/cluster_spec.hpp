@@ -79,7 +79,10 @@ struct ClusterSpec {
   GpuSpec gpu;
   int nodes = 1;
   int gpus_per_node = 8;
-  LinkSpec nvlink;    // intra-node fabric (NVLink/NVSwitch), per GPU
+  // GPUs on one NVLink fabric, a multiple of gpus_per_node (GB200 NVL72: 72 GPUs, 4 per node);
+  // 0: each node's own. A collective whose ranks lie in one domain runs on NVLink.
+  int nvlink_domain = 0;
+  LinkSpec nvlink;    // NVLink/NVSwitch fabric of a domain, per GPU
   LinkSpec network;   // inter-node NIC, per GPU
   HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
@@ -89,6 +92,7 @@ struct ClusterSpec {
   std::shared_ptr<const Calibration> calibration;
 
   int world_size() const { return nodes * gpus_per_node; }
+  int gpus_per_nvlink_domain() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
 };
 
 struct ClusterPreset {

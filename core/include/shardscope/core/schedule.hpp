@@ -95,7 +95,7 @@ struct Stream {
 struct Communicator {
   std::string name;  // e.g. "shard", "replicate", "post_forward", "reduce_scatter"
   int size = 1;      // ranks
-  int nodes = 1;     // nodes the ranks span
+  int nodes = 1;     // NVLink domains the ranks span (nodes unless cluster.nvlink.domain is set)
 };
 
 struct ParamGroup {
