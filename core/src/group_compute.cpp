@@ -47,7 +47,7 @@ RootParams root_params(const TransformerConfig& c) {
   RootParams p;
   p.embedding =
       c.vocab * c.hidden + (c.pos_emb == PosEmbedding::learned ? c.max_seq * c.hidden : 0);
-  const std::int64_t norm = c.norm == NormKind::layernorm && c.norm_bias ? 2 * c.hidden : c.hidden;
+  const std::int64_t norm = is_layernorm(c.norm) && c.norm_bias ? 2 * c.hidden : c.hidden;
   p.head = norm + c.vocab * c.hidden;  // tied: the shared weight's gradient starts here
   if (c.tie_embeddings) p.embedding -= c.vocab * c.hidden;
   return p;
@@ -93,10 +93,12 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
   // The final norm's input and output (the head's input).
   head.saved_bytes = 2 * t * h * e;
   if (shape.cast_from) {
-    // Autocast: the final norm keeps its input in the residual stream's dtype; the head's
-    // matmul keeps its cast input (not the norm's output) and the cast output weight (for its
-    // input gradient).
-    const Bytes from = bytes_per_element(*shape.cast_from);
+    // Autocast: the final norm keeps its input in the residual stream's dtype (a low-precision
+    // LayerNorm its own low-precision copy); the head's matmul keeps its cast input (not the
+    // norm's output; or the low-precision norm's output itself) and the cast output weight (for
+    // its input gradient).
+    const Bytes from =
+        c.norm == NormKind::low_precision_layernorm ? e : bytes_per_element(*shape.cast_from);
     head.saved_bytes = t * h * from + t * h * e + vocab * h * e;
   }
   // The loss reads the logits in their (possibly cast) dtype.
@@ -256,17 +258,20 @@ Bytes mlp_saved_bytes_per_token(const TransformerConfig& c, Bytes elem, Bytes ca
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from) {
   const std::int64_t h = c.hidden;
-  const std::int64_t norm_stats =
-      c.norm == NormKind::layernorm ? 4 : 2;  // mean+rstd or rstd, two norms
+  const std::int64_t norm_stats = is_layernorm(c.norm) ? 4 : 2;  // mean+rstd or rstd, two norms
   // The two norms keep their inputs (with a parallel residual both read the block input: one
   // tensor) and the projections reading them keep their outputs: four tensors (three) in the
   // residual stream's dtype. Under autocast each projection casts the norm output it reads and
-  // keeps that copy instead, so the norms' outputs are not kept.
-  const Bytes residual = cast_from > 0 ? cast_from : elem;
+  // keeps that copy instead, so the norms' outputs are not kept. A low-precision LayerNorm under
+  // autocast keeps its own low-precision copy of its input and returns a low-precision output,
+  // which the projections keep as they are (one tensor for those that share it): as without
+  // autocast, in the low precision.
+  const bool cast_norms = cast_from > 0 && c.norm != NormKind::low_precision_layernorm;
+  const Bytes norm_elem = cast_norms ? cast_from : elem;
   const std::int64_t norm_inputs = c.parallel_residual ? 1 : 2;
-  const std::int64_t norm_tensors = cast_from > 0 ? norm_inputs : norm_inputs + 2;
-  const std::int64_t cast_inputs = cast_from > 0 ? detail::projection_inputs(c) * h : 0;
-  return tokens * residual * norm_tensors * h + tokens * elem * cast_inputs +
+  const std::int64_t norm_tensors = cast_norms ? norm_inputs : norm_inputs + 2;
+  const std::int64_t cast_inputs = cast_norms ? detail::projection_inputs(c) * h : 0;
+  return tokens * norm_elem * norm_tensors * h + tokens * elem * cast_inputs +
          tokens * mlp_saved_bytes_per_token(c, elem, cast_from) + tokens * 4 * norm_stats +
          attention_saved_bytes(c, tokens, seq_len, elem) +
          block_dropout_bytes(c, tokens, seq_len, elem);

@@ -19,7 +19,7 @@ TransformerParams count_params(const TransformerConfig& c) {
     p.mlp = 2 * h * f;
     if (c.mlp_bias) p.mlp += f + h;
   }
-  const std::int64_t norm = c.norm == NormKind::layernorm && c.norm_bias ? 2 * h : h;
+  const std::int64_t norm = is_layernorm(c.norm) && c.norm_bias ? 2 * h : h;
   p.block_norms = 2 * norm;
   p.token_embedding = c.vocab * h;
   p.position_embedding = c.pos_emb == PosEmbedding::learned ? c.max_seq * h : 0;

@@ -11,7 +11,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 
 void add_norm(std::vector<ParamShape>& shapes, const TransformerConfig& c) {
   shapes.push_back({c.hidden, 1});
-  if (c.norm == NormKind::layernorm && c.norm_bias) shapes.push_back({c.hidden, 1});
+  if (is_layernorm(c.norm) && c.norm_bias) shapes.push_back({c.hidden, 1});
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import itertools
 import json
 import os
@@ -65,8 +66,11 @@ GPT2_XL = ModelShape(hidden=1600, layers=48, heads=25, kv_heads=25, ffn_hidden=6
 LLAMA_8B = ModelShape(hidden=4096, layers=32, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
 # "tiny": for oracles that ask whether PyTorch trains a setting at all (mixed_precision_oracle.py),
 # not how much it allocates: real tensors at world 8 in seconds.
+# llm-foundry's MPT recipe: LPLayerNorm (low_precision_layernorm) under bf16 autocast over fp32
+# parameters (its DEFAULT precision), on the GPT shape.
+GPT_LPLN = dataclasses.replace(GPT, norm="low_precision_layernorm")
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
-          "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA}
+          "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA, "gpt-lpln": GPT_LPLN}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
@@ -110,6 +114,12 @@ def grid(pairwise: bool = False) -> list[dict]:
                                             ["none", "full"]):
         rows.append(row(f"{model} {api} {ac} autocast", model, fsdp__api=api,
                         training__activation_checkpointing=ac, **AUTOCAST))
+    # The low-precision LayerNorm keeps its tensors in bf16 under autocast (a LayerNorm keeps
+    # fp32 ones), and without autocast is a LayerNorm.
+    for api, ac in itertools.product(["fsdp2", "fsdp1"], ["none", "full"]):
+        rows.append(row(f"gpt-lpln {api} {ac} autocast", "gpt-lpln", fsdp__api=api,
+                        training__activation_checkpointing=ac, **AUTOCAST))
+    rows.append(row("gpt-lpln fsdp2 none bf16", "gpt-lpln", **BF16))
     for model in ("llama", "gpt"):
         rows.append(row(f"{model} fsdp2 fp32", model))
         rows.append(row(f"{model} fsdp2 math attention", model, model__attention="math", **BF16))

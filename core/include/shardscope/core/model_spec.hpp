@@ -25,7 +25,14 @@ enum class AttentionKind { flash, math, cudnn };
 inline bool fused_attention(AttentionKind a) {
   return a != AttentionKind::math;
 }
-enum class NormKind { rmsnorm, layernorm };
+/// low_precision_layernorm: llm-foundry's LPLayerNorm (MPT), a LayerNorm that under autocast casts
+/// its input, weight and bias to the autocast dtype and runs with autocast off, so what it keeps
+/// and returns is low precision (a plain LayerNorm runs in fp32 under autocast).
+enum class NormKind { rmsnorm, layernorm, low_precision_layernorm };
+/// A LayerNorm of either kind: weight and bias (unless norm_bias is false), mean and rstd.
+inline bool is_layernorm(NormKind n) {
+  return n != NormKind::rmsnorm;
+}
 /// rope: rotary on q and k; learned: a position table; alibi: a per-head linear bias added to
 /// the attention scores (no parameters, no rotary kernel).
 enum class PosEmbedding { rope, learned, alibi };
