@@ -254,7 +254,21 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
     const auto ratio = keys.integer({"expansion_ratio"}, "model.ffn_hidden").value_or(4);
     c.ffn_hidden = ratio * c.hidden;
     c.mlp = MlpKind::gelu;
-    c.norm = NormKind::layernorm;
+    // llm-foundry's MPT (what mosaicml's configs load through auto_map) builds the norm its
+    // norm_type names; its default, low_precision_layernorm, is LPLayerNorm. transformers' own
+    // MptModel builds nn.LayerNorm whatever the config says: a config without it is that.
+    const std::string norm = keys.text("norm_type");
+    if (norm.empty() || norm == "layernorm") {
+      c.norm = NormKind::layernorm;
+    } else if (norm == "low_precision_layernorm") {
+      c.norm = NormKind::low_precision_layernorm;
+    } else if (norm == "rmsnorm") {
+      c.norm = NormKind::rmsnorm;
+    } else {
+      problems.push_back({origin, "norm_type",
+                          fmt::format("'{}' is not a norm shardscope models", norm),
+                          "layernorm, low_precision_layernorm, rmsnorm"});
+    }
     c.pos_emb = PosEmbedding::alibi;
     const bool bias = !keys.boolean("no_bias").value_or(true);
     c.qkv_bias = c.out_proj_bias = c.mlp_bias = c.norm_bias = bias;

@@ -53,6 +53,29 @@ TEST(HfConfig, MptHasAlibiAndNoBiasAnywhere) {
   EXPECT_EQ(m.total_params(), 6'649'286'656);  // MPT-7B, as Hugging Face reports it
 }
 
+// llm-foundry's MPT builds the norm norm_type names (LPLayerNorm by default in its configs);
+// transformers' MptModel, which a config without it describes, a LayerNorm.
+TEST(HfConfig, MptNormTypeNamesTheNormLlmFoundryBuilds) {
+  const auto with = [](const std::string& norm_type, std::vector<Problem>& problems) {
+    const std::string text = R"({"model_type": "mpt", "d_model": 64, "n_layers": 2,
+        "n_heads": 4, "vocab_size": 100)" +
+                             norm_type + "}";
+    return transformer_from_hf_config(parse_config_text(text, "config.json"), "config.json",
+                                      problems);
+  };
+  std::vector<Problem> problems;
+  EXPECT_EQ(with("", problems).norm, NormKind::layernorm);
+  EXPECT_EQ(with(R"(, "norm_type": "low_precision_layernorm")", problems).norm,
+            NormKind::low_precision_layernorm);
+  EXPECT_EQ(with(R"(, "norm_type": "layernorm")", problems).norm, NormKind::layernorm);
+  EXPECT_TRUE(problems.empty());
+  with(R"(, "norm_type": "triton_rmsnorm")", problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].key, "norm_type");
+  EXPECT_NE(problems[0].to_string().find("'triton_rmsnorm' is not a norm shardscope models"),
+            std::string::npos);
+}
+
 TEST(HfConfig, DropoutIsTheLargestProbabilityTheConfigGives) {
   std::vector<Problem> problems;
   const auto llama = transformer_from_hf_config(
