@@ -287,10 +287,10 @@ TEST(Fsdp2GradAccumulation, NoReduceScatterUntilTheLastMicrobatch) {
 // A communicator spans NVLink domains, not nodes: a GB200 NVL72 rack's 18 nodes of 4 GPUs are
 // one domain, so its 72-rank shard group runs on NVLink; 72 B200s in 9 HGX nodes span 9.
 TEST(Fsdp2NvlinkDomain, ACommunicatorSpansDomainsNotNodes) {
-  const auto nodes_of = [](const std::string& cluster, std::vector<std::string> sets) {
+  const auto nodes_of = [](const std::string& cluster, const std::vector<std::string>& sets) {
     const auto s = lower_text(
         "model: {preset: tiny}\ncluster: " + cluster + "\ntraining: {seq_len: 64, iterations: 1}\n",
-        std::move(sets));
+        sets);
     EXPECT_TRUE(check_schedule(s).empty());
     std::map<std::string, int> out;
     for (const auto& c : s.communicators) out[c.name] = c.nodes;
