@@ -255,19 +255,18 @@ TransformerConfig transformer_from_hf_config(const ConfigTree& config, const std
     c.ffn_hidden = ratio * c.hidden;
     c.mlp = MlpKind::gelu;
     // llm-foundry's MPT (what mosaicml's configs load through auto_map) builds the norm its
-    // norm_type names; its default, low_precision_layernorm, is LPLayerNorm. transformers' own
-    // MptModel builds nn.LayerNorm whatever the config says: a config without it is that.
+    // norm_type names, in model.norm's spelling; its default, low_precision_layernorm, is
+    // LPLayerNorm. transformers' own MptModel builds nn.LayerNorm whatever the config says: a
+    // config without it is that.
     const std::string norm = keys.text("norm_type");
-    if (norm.empty() || norm == "layernorm") {
+    if (norm.empty()) {
       c.norm = NormKind::layernorm;
-    } else if (norm == "low_precision_layernorm") {
-      c.norm = NormKind::low_precision_layernorm;
-    } else if (norm == "rmsnorm") {
-      c.norm = NormKind::rmsnorm;
+    } else if (const auto kind = parse_choice<NormKind>("model.norm", norm)) {
+      c.norm = *kind;
     } else {
       problems.push_back({origin, "norm_type",
                           fmt::format("'{}' is not a norm shardscope models", norm),
-                          "layernorm, low_precision_layernorm, rmsnorm"});
+                          std::string(key_of("model.norm").choices)});
     }
     c.pos_emb = PosEmbedding::alibi;
     const bool bias = !keys.boolean("no_bias").value_or(true);
