@@ -11,6 +11,7 @@
 
 #include "shardscope/core/config_tree.hpp"
 #include "shardscope/core/scenario.hpp"
+#include "shardscope/core/time_left.hpp"
 #include "shardscope/sim/planner.hpp"
 
 namespace {
@@ -28,50 +29,48 @@ void plan_case(benchmark::State& state, const std::vector<std::string>& override
   const auto space = sim::default_plan_space(load_scenario(file, overrides), inputs);
   sim::PlanOptions options;
   options.memory_budget = Bytes{75} * kGiB;
-  std::int64_t ops = 0;  // the work done, in estimated schedule ops (sim::PlanProgress)
-  // Each report's time and share of the work (work_done / work_total, as the CLI's progress
-  // shows it), to measure how far its time-left estimate is from the truth.
-  std::vector<std::pair<double, double>> reports;
+  // The time left the progress line would say at each report (TimeLeft, as cli/progress.hpp
+  // says it), to measure how far it is from the truth.
+  TimeLeft time_left;
+  std::vector<std::pair<double, double>> said;  // (elapsed s, time left s)
+  double thread_s = 0;                          // the work, in thread time (sim::PlanProgress)
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   options.progress = [&](const sim::PlanProgress& at) {
-    ops = at.work_done;
-    reports.emplace_back(elapsed(),
-                         static_cast<double>(at.work_done) /
-                             static_cast<double>(std::max<std::int64_t>(1, at.work_total)));
+    const double t = elapsed();
+    thread_s = at.seconds_done;
+    if (const auto left = time_left.update(t, at.seconds_done, at.seconds_total, at.estimated))
+      said.emplace_back(t, *left);
   };
   sim::PlanResult result;
   for (auto _ : state) result = sim::plan(tree, file, space, options);
   const double total = elapsed();
-  // The time left the progress line says (elapsed × (1 − share) / share, once 3 s have passed:
-  // cli/progress.hpp) against the time that was left, over the reports between a tenth and nine
-  // tenths of the run (the goal: within 30 % after a tenth of the work; at the very end any error
-  // is a large share of nothing). 0 when the run ends before the line says anything.
-  // time_left_error_unsaid: the same from a tenth of the run without waiting 3 s, what the line
-  // would say on runs that end before it speaks.
+  // The worst error of the time left said from `from` seconds on, against the time that was
+  // left, up to nine tenths of the run (at the very end any error is a large share of nothing).
+  // The line says it once kSayTimeLeftAfterS have passed (time_left_error: 0 when the run ends
+  // before);
+  // time_left_error_unsaid is the same from a tenth of the run without that wait, what a slower
+  // machine would show. time_left_from: the share of the run before the first time left (the line
+  // says it is estimating until then).
   const auto worst_error = [&](double from) {
     double worst = 0;
-    for (const auto& [t, share] : reports) {
-      if (t < from || t > 0.9 * total || share <= 0 || share >= 1) continue;
-      const double said = t * (1 - share) / share, truth = total - t;
-      worst = std::max(worst, std::abs(said - truth) / truth);
+    for (const auto& [t, left] : said) {
+      if (t < from || t > 0.9 * total) continue;
+      worst = std::max(worst, std::abs(left - (total - t)) / (total - t));
     }
     return worst;
   };
-  state.counters["time_left_error"] = worst_error(std::max(3.0, 0.1 * total));
+  state.counters["time_left_error"] = worst_error(std::max(kSayTimeLeftAfterS, 0.1 * total));
   state.counters["time_left_error_unsaid"] = worst_error(0.1 * total);
+  state.counters["time_left_from"] = said.empty() ? 1.0 : said.front().first / total;
+  state.counters["thread_s"] = thread_s;
   state.counters["configurations"] = static_cast<double>(result.space);
   state.counters["simulated"] = static_cast<double>(result.simulated);
   state.counters["memory_only"] = static_cast<double>(result.screened_by_memory);
   state.counters["unlowered"] = static_cast<double>(result.screened_before_lowering);
   state.counters["by_floor"] = static_cast<double>(result.skipped_by_floor);
-  // What shardscope plan's --work-limit is measured against: schedule ops lowered and
-  // simulated per second of wall time on all cores.
-  state.counters["ops"] = static_cast<double>(ops);
-  state.counters["ops_per_s"] =
-      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
 }
 
 // Llama 3.1 8B on 8 H100 at 8 sequences of 8192 tokens per GPU per step: 350,208 configurations.

@@ -1,8 +1,9 @@
 #pragma once
 // Progress of a long command on stderr: a bar on a terminal; otherwise (logs) a line every 10 %
 // and at least once a minute. Once a few seconds have passed, it says how long is left at the rate
-// so far. Thread-safe: the sweep's workers report to it. Timings go to stderr only, so the
-// command's output stays the same byte for byte.
+// so far (TimeLeft: since the estimate of the work became one to trust). Thread-safe: the sweep's
+// workers report to it. Timings go to stderr only, so the command's output stays the same byte for
+// byte.
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "shardscope/core/time_left.hpp"
 
 namespace shardscope::cli {
 
@@ -23,18 +26,25 @@ class Progress {
   Progress(std::string what, std::size_t total)
       : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
 
-  /// `done` configurations of the total. `work` (0..1) is the share of the work done when
-  /// configurations differ in cost (a plan's are weighted by schedule size); else done / total.
-  void update(std::size_t done, std::optional<double> work = std::nullopt) {
+  /// `done` configurations of the total, each as much work as another.
+  void update(std::size_t done) {
+    const auto n = static_cast<double>(done);
+    update(done, n, static_cast<double>(std::max<std::size_t>(1, total_)), true);
+  }
+
+  /// `done` configurations of the total, and the work: `work_done` units of an estimated
+  /// `work_total` (a plan's configurations differ in cost), `trusted` once that estimate is one
+  /// to extrapolate (before, the line says it is still estimating).
+  void update(std::size_t done, double work_done, double work_total, bool trusted) {
     std::lock_guard lock(mutex_);
-    const double share =
-        std::clamp(work.value_or(static_cast<double>(done) /
-                                 static_cast<double>(std::max<std::size_t>(1, total_))),
-                   0.0, 1.0);
+    const double share = std::clamp(work_done / std::max(1.0, work_total), 0.0, 1.0);
     const int pct = static_cast<int>(100 * share);
     const auto now = Clock::now();
+    const double elapsed_s = std::chrono::duration<double>(now - start_).count();
+    const std::optional<double> left_s =
+        time_left_.update(elapsed_s, work_done, work_total, trusted);
     const std::string counts =
-        fmt::format("{}/{} configurations{}", done, total_, left(share, now));
+        fmt::format("{}/{} configurations{}", done, total_, left(elapsed_s, trusted, left_s));
     if (tty_) {
       const int filled = pct * 30 / 100;
       fmt::print(stderr, "\r[{:<30}] {:>3} % ({})\x1b[K",
@@ -47,20 +57,17 @@ class Progress {
     }
   }
 
-  /// A duration to the precision an extrapolation has: "45 s", "12 min", "3.2 h".
-  static std::string coarse(double seconds) {
-    if (seconds < 90) return fmt::format("{:.0f} s", seconds);
-    if (seconds < 90 * 60) return fmt::format("{:.0f} min", seconds / 60);
-    return fmt::format("{:.1f} h", seconds / 3600);
-  }
-
  private:
-  // "; about 2.5 min left" at the rate so far, once there is a rate worth extrapolating.
-  std::string left(double share, Clock::time_point now) const {
-    const double elapsed_s = std::chrono::duration<double>(now - start_).count();
-    if (share <= 0 || share >= 1 || elapsed_s < 3) return "";
-    const double left_s = elapsed_s * (1 - share) / share;
-    return fmt::format("; {} so far, about {} left", coarse(elapsed_s), coarse(left_s));
+  // "; 12 s so far, about 2.5 min left" once a few seconds have passed and there is a rate worth
+  // extrapolating; "; 12 s so far, estimating the time left" while the work is not yet known.
+  static std::string left(double elapsed_s, bool trusted, std::optional<double> left_s) {
+    if (elapsed_s < kSayTimeLeftAfterS) return "";
+    if (left_s)
+      return fmt::format("; {} so far, about {} left", coarse_duration(elapsed_s),
+                         coarse_duration(*left_s));
+    if (!trusted)
+      return fmt::format("; {} so far, estimating the time left", coarse_duration(elapsed_s));
+    return "";
   }
 
   std::string what_;
@@ -69,6 +76,7 @@ class Progress {
   int next_pct_ = 10;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_line_ = start_;
+  TimeLeft time_left_;
   std::mutex mutex_;
 };
 

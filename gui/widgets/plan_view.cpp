@@ -14,9 +14,12 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <chrono>
 #include <filesystem>
+#include <memory>
 
 #include "shardscope/core/output_file.hpp"
+#include "shardscope/core/time_left.hpp"
 #include "shardscope/sim/plan_emit.hpp"
 #include "shardscope/sim/sweep.hpp"
 
@@ -202,12 +205,31 @@ void PlanView::start_plan() {
   run_->setText("Stop");
   status_->setText(QString("planning over %1 configurations on all cores…").arg(total));
   cancel_ = false;
-  worker_ = std::thread([this, prepared = std::move(*prepared)]() mutable {
+  worker_ = std::thread([this, total, prepared = std::move(*prepared)]() mutable {
     prepared.options.cancel = &cancel_;
-    prepared.options.progress = [this](const sim::PlanProgress& at) {
+    // The time left as the CLI's line says it (TimeLeft), on the status line.
+    prepared.options.progress = [this, total, time_left = std::make_shared<TimeLeft>(),
+                                 start = std::chrono::steady_clock::now()](
+                                    const sim::PlanProgress& at) {
+      const double elapsed_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const auto left =
+          time_left->update(elapsed_s, at.seconds_done, at.seconds_total, at.estimated);
+      QString status = QString("planning over %1 configurations on all cores").arg(total);
+      if (elapsed_s < kSayTimeLeftAfterS) {
+        status += "…";
+      } else if (left) {
+        status += QString::fromStdString(fmt::format(": about {} left", coarse_duration(*left)));
+      } else {
+        status += at.estimated ? "…" : ": estimating the time left";
+      }
       const auto settled = at.settled;
       QMetaObject::invokeMethod(
-          progress_, [this, settled] { progress_->setValue(static_cast<int>(settled)); },
+          progress_,
+          [this, settled, status] {
+            progress_->setValue(static_cast<int>(settled));
+            status_->setText(status);
+          },
           Qt::QueuedConnection);
     };
     std::optional<sim::PlanResult> result;

@@ -15,6 +15,7 @@
 #include "shardscope/sim/pipeline.hpp"
 #include "shardscope/sim/step_floor.hpp"
 #include "shardscope/sim/worker_pool.hpp"
+#include "stopwatch.hpp"
 
 namespace shardscope::sim::planning {
 
@@ -69,6 +70,7 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
     out[i].problems = error.problems();
   };
   for (std::size_t i = 0; i < alike.size(); ++i) {
+    const Stopwatch read;
     out[i].index = alike[i];
     out[i].done = true;
     try {
@@ -82,11 +84,22 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
     } catch (const ValidationError& error) {
       invalid(i, error);
     }
+    out[i].seconds = read.seconds();
   }
   const auto first =
       std::find_if(scenarios.begin(), scenarios.end(), [](const auto& s) { return s.has_value(); });
   if (first == scenarios.end()) return out;
   const Scenario& stands_for = **first;
+  // The lowering and the floor serve every member lowered: each bears an equal share of them.
+  const auto lowered = static_cast<double>(std::count_if(
+      scenarios.begin(), scenarios.end(), [](const auto& s) { return s.has_value(); }));
+  const Stopwatch since_read;
+  double replays = 0;  // of that time, the members' own replays
+  const auto share_out = [&] {
+    const double each = (since_read.seconds() - replays) / lowered;
+    for (std::size_t i = 0; i < alike.size(); ++i)
+      if (scenarios[i]) out[i].seconds += each;
+  };
   try {
     const Schedule schedule = lower(stands_for);
     // While the reach is unknown most schedules fit nothing: their floor is not worth computing.
@@ -94,7 +107,11 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
     if (std::isfinite(reach)) {
       floor = step_time_floor(schedule, CostModel(stands_for));
       if (static_cast<double>(*floor) > reach) {
-        for (std::size_t i = 0; i < alike.size(); ++i) out[i].beyond = scenarios[i].has_value();
+        for (std::size_t i = 0; i < alike.size(); ++i) {
+          out[i].beyond = scenarios[i].has_value();
+          out[i].floor = out[i].beyond ? *floor : 0;
+        }
+        share_out();
         return out;
       }
     }
@@ -103,6 +120,7 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
     bool any_fits = false;
     for (std::size_t i = 0; i < alike.size(); ++i) {
       if (!scenarios[i]) continue;
+      const Stopwatch replay;
       const AllocatorParams& params = scenarios[i]->allocator;
       const MemoryOutcome memory = replay_memory(
           schedule, allocator_capacity(stands_for.cluster.gpu.memory, params, outside), params,
@@ -111,11 +129,15 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
       out[i].screened = !out[i].fits;
       out[i].peak_reserved = memory.peak_reserved;
       any_fits = any_fits || out[i].fits;
+      out[i].seconds += replay.seconds();
+      replays += replay.seconds();
     }
-    if (!any_fits) return out;
-    if (!floor) floor = step_time_floor(schedule, CostModel(stands_for));
-    for (auto& e : out) e.floor = e.fits ? *floor : 0;
+    if (any_fits && !floor) floor = step_time_floor(schedule, CostModel(stands_for));
+    for (std::size_t i = 0; i < alike.size(); ++i)
+      out[i].floor = floor && scenarios[i] ? *floor : 0;
+    share_out();
   } catch (const ValidationError& error) {  // the lowering refused the knobs
+    share_out();
     for (std::size_t i = 0; i < alike.size(); ++i) {
       if (scenarios[i]) invalid(i, error);
     }
@@ -159,7 +181,9 @@ std::vector<Evaluated> evaluate_wave(const ConfigTree& base, const std::string& 
       if (cancelled()) return;
       if (options.exhaustive) {
         const std::size_t i = groups[g].front();
+        const Stopwatch simulating;
         out[i] = simulated(base, file, space, to_run[i], options.memory_budget);
+        out[i].seconds = simulating.seconds();
         continue;
       }
       std::vector<std::size_t> alike;

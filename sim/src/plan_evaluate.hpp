@@ -22,10 +22,14 @@ struct Evaluated {
   bool screened = false;   // its memory replayed, not simulated: it does not fit
   bool unlowered = false;  // screened before lowering, by its resident state
   bool beyond = false;     // lowered; its floor is beyond the reach: it cannot rank, fit or not
-  TimeNs floor = 0;        // when it fits: its schedule's step_time_floor
-  TimeNs step_time = 0;    // when it fits and was timed
+  TimeNs floor = 0;  // its schedule's step_time_floor when computed (lowered under a known reach,
+                     // or it or a member of its timing_of fits), else 0
+  TimeNs step_time = 0;  // when it fits and was timed
   Bytes peak_reserved = 0;
   std::vector<Problem> problems;  // why it is not valid
+  // Thread time spent on it: its full simulation (the exhaustive search); or its read, and when
+  // lowered its share of the lowering and floor its timing_of shares, and its own replay.
+  double seconds = 0;
 };
 
 /// Configuration `index` simulated in full: what a ranked entry shows. Throws ValidationError for

@@ -14,6 +14,20 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// The share of `sorted` above `x`.
+double share_above(const std::vector<double>& sorted, double x) {
+  const auto above = sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), x);
+  return static_cast<double>(above) / static_cast<double>(sorted.size());
+}
+
+// How unlike two schedule sizes are: the distance of their logarithms.
+double size_distance(std::int64_t a, std::int64_t b) {
+  const auto log_of = [](std::int64_t x) {
+    return std::log(static_cast<double>(std::max<std::int64_t>(1, x)));
+  };
+  return std::abs(log_of(a) - log_of(b));
+}
+
 TimeNs scaled(TimeNs t, double factor) {
   return static_cast<TimeNs>(std::llround(static_cast<double>(t) * factor));
 }
@@ -26,17 +40,22 @@ void WorkEstimate::Visited::add(const Visited& other) {
   lowered += other.lowered;
   beyond += other.beyond;
   expected += other.expected;
+  groups += other.groups;
 }
 
-std::int64_t WorkEstimate::wave_work(const ComputeClass& cls, const WaveCounts& wave) {
-  const auto n = [](std::size_t count) { return static_cast<double>(count); };
-  return std::llround(
-      static_cast<double>(cls.ops) *
-      (kReadWork * n(wave.read) + n(wave.lowered - wave.beyond) + kBeyondWork * n(wave.beyond)));
+void StepCosts::add(Step step, double seconds, std::int64_t ops) {
+  const auto s = static_cast<std::size_t>(step);
+  seconds_[s] += seconds;
+  units_[s] += step == Step::read ? 1.0 : static_cast<double>(ops);
 }
 
-std::int64_t WorkEstimate::timing_work(const ToTime& group) {
-  return std::llround(kTimingWork * static_cast<double>(group.ops));
+double StepCosts::seconds(Step step, std::int64_t ops) const {
+  const auto s = static_cast<std::size_t>(step);
+  const auto n = static_cast<double>(ops);
+  if (units_[s] > 0) return seconds_[s] / units_[s] * (step == Step::read ? 1.0 : n);
+  const auto replayed = static_cast<std::size_t>(Step::replayed);
+  const double per_op = units_[replayed] > 0 ? seconds_[replayed] / units_[replayed] : lowering_;
+  return kPrior[s] * per_op * n;
 }
 
 void WorkEstimate::wave_done(const ComputeClass& cls, const WaveCounts& wave) {
@@ -45,12 +64,42 @@ void WorkEstimate::wave_done(const ComputeClass& cls, const WaveCounts& wave) {
                  cls.floor_share * n(wave.members)});
 }
 
-void WorkEstimate::class_done(const ComputeClass& cls, TimeNs best_floor) {
+void WorkEstimate::floor_seen(const ComputeClass& cls, TimeNs floor) {
+  if (cls.bound > 0)
+    ratios_[cls.part].lowered.push_back(static_cast<double>(floor) /
+                                        static_cast<double>(cls.bound));
+}
+
+void WorkEstimate::fit_found(const ComputeClass& cls, TimeNs floor, Bytes peak_reserved,
+                             std::size_t strategy, bool new_group) {
+  const auto [it, added] = visiting_fits_.try_emplace(strategy, floor, peak_reserved);
+  if (!added && floor < it->second.first) it->second = {floor, peak_reserved};
+  if (!new_group) return;
+  visiting_.groups += 1;
+  if (cls.bound > 0)
+    ratios_[cls.part].groups.push_back(static_cast<double>(floor) / static_cast<double>(cls.bound));
+}
+
+void WorkEstimate::class_done(const ComputeClass& cls) {
   visited_[{cls.part, cls.ops}].add(visiting_);
   visited_all_.add(visiting_);
   visiting_ = {};
-  if (best_floor > 0 && cls.bound > 0)
-    best_over_bound_.push_back(static_cast<double>(best_floor) / static_cast<double>(cls.bound));
+  if (!visiting_fits_.empty() && cls.bound > 0) yields_[{cls.part, cls.ops}] = visiting_yield(cls);
+  visiting_fits_.clear();
+  if (const auto r = ratios_.find(cls.part); r != ratios_.end()) {
+    std::sort(r->second.lowered.begin(), r->second.lowered.end());
+    std::sort(r->second.groups.begin(), r->second.groups.end());
+  }
+}
+
+WorkEstimate::Yield WorkEstimate::visiting_yield(const ComputeClass& cls) const {
+  Yield yield;
+  for (const auto& [strategy, fastest] : visiting_fits_)
+    yield.emplace_back(static_cast<double>(fastest.first) / static_cast<double>(cls.bound),
+                       fastest.second);
+  std::sort(yield.begin(), yield.end());
+  yield.resize(std::min(yield.size(), options_.top));
+  return yield;
 }
 
 void WorkEstimate::group_timed(TimeNs step, TimeNs floor) {
@@ -64,53 +113,93 @@ const WorkEstimate::Visited& WorkEstimate::most_like(const ComputeClass& c) cons
   double distance = std::numeric_limits<double>::infinity();
   for (const auto& [key, v] : visited_) {
     if (key.first != c.part || v.members == 0) continue;
-    const double d = std::abs(std::log(static_cast<double>(std::max<std::int64_t>(1, key.second))) -
-                              std::log(static_cast<double>(std::max<std::int64_t>(1, c.ops))));
+    const double d = size_distance(key.second, c.ops);
     if (d <= distance) best = &v, distance = d;
   }
   if (best) return *best;
   return visited_all_.members > 0 ? visited_all_ : visiting_;
 }
 
-double WorkEstimate::class_work(const ComputeClass& c, std::size_t members) const {
+// What the finished class of `c`'s part nearest its schedule size yielded (nullptr: none of its
+// part has).
+const WorkEstimate::Yield* WorkEstimate::yield_like(const ComputeClass& c) const {
+  const Yield* best = nullptr;
+  double distance = std::numeric_limits<double>::infinity();
+  for (const auto& [key, yield] : yields_) {
+    if (key.first != c.part) continue;
+    const double d = size_distance(key.second, c.ops);
+    if (d <= distance) best = &yield, distance = d;
+  }
+  return best;
+}
+
+double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, double reach) const {
   const Visited& v = most_like(c);
   const double read_share = v.members > 0 ? v.read / v.members : 1.0;
   const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
-  const double beyond_share = v.lowered > 0 ? v.beyond / v.lowered : 0.0;
-  return static_cast<double>(c.ops) * static_cast<double>(members) *
-         (kReadWork * read_share +
-          c.floor_share * lowered_scale * (1 - beyond_share * (1 - kBeyondWork)));
+  const double lowered_share = std::min(read_share, c.floor_share * lowered_scale);
+  // Of its lowered members, those beyond the reach; of its timing groups, those within it: as
+  // the floors over their bounds seen in its part say, else as the class most like it had.
+  const auto r = ratios_.find(c.part);
+  const double scale = c.bound > 0 ? reach / static_cast<double>(c.bound) : 0;
+  double beyond_share = v.lowered > 0 ? v.beyond / v.lowered : 0.0;
+  if (r != ratios_.end() && !r->second.lowered.empty() && c.bound > 0)
+    beyond_share = share_above(r->second.lowered, scale);
+  double timed_share = 1;
+  if (r != ratios_.end() && !r->second.groups.empty() && c.bound > 0)
+    timed_share = 1 - share_above(r->second.groups, scale);
+  const double replayed_per_group =
+      v.groups > 0 ? (v.lowered - v.beyond) / v.groups : std::numeric_limits<double>::infinity();
+  const double n = static_cast<double>(members);
+  const double replayed = n * lowered_share * (1 - beyond_share);
+  return n * (read_share - lowered_share) * costs_.seconds(Step::read, c.ops) +
+         n * lowered_share * beyond_share * costs_.seconds(Step::beyond, c.ops) +
+         replayed * costs_.seconds(Step::replayed, c.ops) +
+         replayed / replayed_per_group * timed_share * costs_.seconds(Step::timed, c.ops);
 }
 
-std::int64_t WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
-                                 const std::set<Prediction>& predictions,
-                                 const TimingQueue& to_time) const {
+double WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
+                           const std::set<Prediction>& predictions,
+                           const TimingQueue& to_time) const {
   std::set<Prediction> promised = predictions;
   const double above_floor = step_over_floor_.empty() ? 1.0 : median_of(step_over_floor_);
   for (const auto& [key, group] : to_time) {
     promised.emplace(scaled(key.first, above_floor), group.members.front().peak_reserved,
                      strategy_of(space_, group.members.front().index));
   }
-  const double gap = best_over_bound_.empty() ? 1.0 : median_of(best_over_bound_);
   for (std::size_t j = k + 1; j < classes_.size(); ++j) {
-    if (classes_[j].saved > options_.memory_budget || classes_[j].floor_share == 0) continue;
-    promised.emplace(scaled(classes_[j].bound, gap), options_.memory_budget, space_.size() + j);
+    if (classes_[j].saved > options_.memory_budget) continue;
+    const std::size_t first_id = space_.size() + j * options_.top;  // strategies of its own
+    const Yield* yield = yield_like(classes_[j]);
+    if (!yield) {
+      promised.emplace(classes_[j].bound, options_.memory_budget, first_id);
+      continue;
+    }
+    for (std::size_t i = 0; i < yield->size(); ++i)
+      promised.emplace(scaled(classes_[j].bound, (*yield)[i].first * above_floor),
+                       (*yield)[i].second, first_id + i);
   }
-  const double reach = options_.exhaustive
-                           ? std::numeric_limits<double>::infinity()
-                           : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(),
-                                               options_.top, options_.entries);
-  double ahead = class_work(classes_[k], unsettled);
+  double reach = options_.exhaustive
+                     ? std::numeric_limits<double>::infinity()
+                     : top_entries_reach(promised, std::numeric_limits<TimeNs>::max(), options_.top,
+                                         options_.entries);
+  if (!options_.exhaustive && !std::isfinite(reach) && promised.size() >= options_.top) {
+    // Too few entries form: the top's size of predictions, each its own entry, reach at least
+    // this far.
+    const auto kth = std::next(promised.begin(), static_cast<std::ptrdiff_t>(options_.top - 1));
+    reach = static_cast<double>(std::get<0>(*kth)) * (1 + options_.entries.time);
+  }
+  double ahead = class_seconds(classes_[k], unsettled, reach);
   for (std::size_t j = k + 1; j < classes_.size(); ++j) {
     if (static_cast<double>(classes_[j].bound) > reach) break;  // visited by increasing bound
     if (classes_[j].saved > options_.memory_budget) continue;   // settled without lowering
-    ahead += class_work(classes_[j], classes_[j].members.size());
+    ahead += class_seconds(classes_[j], classes_[j].members.size(), reach);
   }
   for (const auto& [key, group] : to_time) {
     if (static_cast<double>(key.first) > reach) break;
-    ahead += kTimingWork * static_cast<double>(group.ops);
+    ahead += costs_.seconds(Step::timed, group.ops);
   }
-  return std::llround(ahead);
+  return ahead;
 }
 
 }  // namespace shardscope::sim::planning

@@ -1,9 +1,12 @@
 #pragma once
 // The planner's estimate of the work ahead, for a time left one can trust (sim-internal,
-// planner.cpp; docs/planner.md, "The work, before it starts"). Work is counted in estimated
-// schedule ops weighted by what each step costs relative to lowering a configuration and
-// replaying its memory (1).
+// planner.cpp; docs/planner.md, "The work, before it starts"). Work is thread time: measured for
+// every step the search has run, and predicted for those ahead from what each kind of step has
+// cost so far per schedule op, so the rate it is extrapolated at does not depend on which steps
+// come first (the same counts of steps cost 20-60 M ops/s on one thread across the 405B plan's
+// tenths when weighted by constants).
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -21,9 +24,17 @@ namespace shardscope::sim::planning {
 // rank (a class's bound is the same for all its members; the floor is each schedule's own).
 struct ToTime {
   std::vector<Evaluated> members;  // that fit; the first stands for the group
-  std::int64_t ops = 0;            // its class's estimated schedule size, for progress
+  std::int64_t ops = 0;            // its class's estimated schedule size
 };
 using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (floor, first index)
+
+// What the search does with a configuration or a group, each a kind of cost.
+enum class Step {
+  read,      // read and settled without lowering (its resident state is over the budget)
+  beyond,    // lowered (its share of a lowering shared by its timing_of), its floor beyond reach
+  replayed,  // lowered and its memory replayed
+  timed,     // a timing_of group read, lowered and simulated for its step time
+};
 
 // What a wave of the memory pass did with its members.
 struct WaveCounts {
@@ -33,67 +44,108 @@ struct WaveCounts {
   std::size_t beyond = 0;   // of those lowered: not replayed, their step-time floor beyond reach
 };
 
+// The thread time of each Step, measured as the search runs: a read by the configuration (reading
+// one does not lower it), the others by the op of its class's estimated schedule size.
+class StepCosts {
+ public:
+  /// `lowering`: seconds per op of lowering a schedule for its bound, what a step not yet
+  /// measured is priced from (× its prior).
+  explicit StepCosts(double lowering) : lowering_(lowering) {}
+
+  /// A step of a class whose schedules have `ops` ops took `seconds`.
+  void add(Step step, double seconds, std::int64_t ops);
+  /// The seconds `step` takes for a class whose schedules have `ops` ops: as measured so far, or
+  /// until it has run, its prior times a replayed member's cost (or a lowering's, before a
+  /// member has been replayed).
+  double seconds(Step step, std::int64_t ops) const;
+
+ private:
+  // Priors relative to a replayed member, measured in thread time on the 70B plan of
+  // docs/planner.md: a read 0.05 ms, a lowering with its floor 0.59 ms for two members, a replay
+  // 0.23 ms, a timing 1.6 ms (0.53 ms a replayed member). Each is replaced once measured.
+  static constexpr std::array<double, 4> kPrior = {0.1, 0.55, 1.0, 3.0};
+  double lowering_;
+  std::array<double, 4> seconds_{}, units_{};  // per Step: configurations read, else ops
+};
+
 class WorkEstimate {
  public:
-  // The unit is a member's share of a lowering and its own memory replay: 0.53 ms per member in
-  // the 70B plan of docs/planner.md (thread time; a lowering with its floor takes 0.59 ms and
-  // serves two members, who differ in the allocator; a replay 0.23 ms). The other steps there:
-  // a read 0.05 ms.
-  static constexpr double kReadWork = 0.1;
-  // A lowered member whose floor is beyond the reach: its share of the lowering, no replay.
-  static constexpr double kBeyondWork = 0.55;
-  // Reading, lowering and timing a group: 1.6 ms.
-  static constexpr double kTimingWork = 3.0;
-
-  /// `classes` in the order the search visits them; they must outlive the estimate.
+  /// `classes` in the order the search visits them; they must outlive the estimate. `lowering`:
+  /// as StepCosts's.
   WorkEstimate(const PlanSpace& space, const PlanOptions& options,
-               const std::vector<ComputeClass>& classes)
-      : space_(space), options_(options), classes_(classes) {}
+               const std::vector<ComputeClass>& classes, double lowering)
+      : space_(space), options_(options), classes_(classes), costs_(lowering) {}
 
-  /// The work of a wave of `cls`.
-  static std::int64_t wave_work(const ComputeClass& cls, const WaveCounts& wave);
-  /// The work of timing `group`.
-  static std::int64_t timing_work(const ToTime& group);
-
+  /// A step of a class whose schedules have `ops` ops took `seconds` of thread time.
+  void step_done(Step step, double seconds, std::int64_t ops) { costs_.add(step, seconds, ops); }
   /// A wave of `cls` is done.
   void wave_done(const ComputeClass& cls, const WaveCounts& wave);
-  /// The class being visited is done; `best_floor`: its lowest step-time floor (0: none fits).
-  void class_done(const ComputeClass& cls, TimeNs best_floor);
+  /// A member of `cls` was lowered once the reach was known: its schedule's step-time floor.
+  void floor_seen(const ComputeClass& cls, TimeNs floor);
+  /// A member of `cls` fits, with step-time floor `floor`; `new_group`: the first of its timing_of.
+  void fit_found(const ComputeClass& cls, TimeNs floor, Bytes peak_reserved, std::size_t strategy,
+                 bool new_group);
+  /// The class being visited is done.
+  void class_done(const ComputeClass& cls);
   /// A group whose floor is `floor` was timed at `step`.
   void group_timed(TimeNs step, TimeNs floor);
 
-  /// The work the search will still do, with `unsettled` members of class `k` still to come.
-  /// Step times stand in for the predictions still to come: each waiting group's floor times
-  /// the median step over floor of the groups timed so far (the floors are tight: StepFloor.*),
-  /// and for each class not yet visited whose sampled members show some may fit, its bound
-  /// times the median of best floor over bound of the classes visited (a strategy of its own, as
-  /// large as the budget, so that it joins rather than leads where it can). The classes it will
-  /// still visit are those within the reach of the entries these form; each costs its members
-  /// at the read and lowered shares the finished classes most like it had (the lowered one
-  /// scaled by its own floor share); every waiting group within that reach is timed.
-  std::int64_t ahead(std::size_t k, std::size_t unsettled, const std::set<Prediction>& predictions,
-                     const TimingQueue& to_time) const;
+  /// Whether a class has been visited to its end: what ahead() says rests on the shares of its
+  /// steps (before, on the first waves of the first class, which nothing yet skips).
+  bool grounded() const { return visited_all_.members > 0; }
+
+  /// The thread time in seconds the search will still take, with `unsettled` members of class
+  /// `k` still to come. Predictions stand in for those still to come: each waiting group's floor
+  /// times the median step over floor of the groups timed so far (the floors are tight:
+  /// StepFloor.*), and each class not yet visited and not over the budget by its saved
+  /// activations yields what the finished class of its part most like it yielded, scaled to its
+  /// own bound: that class's fastest strategies (up to the top's size), each at its floor over
+  /// its class's bound and its peak reserved, as strategies of its own (before a class of its
+  /// part yielded one: a single one at its bound, as large as the budget; parts differ in how far
+  /// above their bounds they run). The classes it will still visit are those within the reach of
+  /// the entries these form (when they form too few: of the top's size of them, each its own
+  /// entry). Each costs its members at the shares of reads and lowerings the finished classes most
+  /// like it had (the lowered one scaled by its own floor share); of those lowered, the share
+  /// whose floors lie beyond the reach, and the timing groups of those that fit within it, as
+  /// the floors over their bounds seen in its part say; every waiting group within the reach is
+  /// timed. Steps are priced by StepCosts.
+  double ahead(std::size_t k, std::size_t unsettled, const std::set<Prediction>& predictions,
+               const TimingQueue& to_time) const;
 
  private:
   // What classes did: their members, those read (not skipped by a memory rule), lowered and
   // beyond the reach, against what their sampled floor shares expected to be lowered.
   struct Visited {
     double members = 0, read = 0, lowered = 0, beyond = 0, expected = 0;
+    double groups = 0;  // timing groups its fits formed
     void add(const Visited& other);
   };
+  // Floors over their class's bound, in a part of the space, sorted when a class is done.
+  struct Ratios {
+    std::vector<double> lowered;  // of members lowered once the reach was known
+    std::vector<double> groups;   // of timing groups formed
+  };
+  // What a class yielded: its fastest strategies' floors over its bound and their peak reserved,
+  // fastest first.
+  using Yield = std::vector<std::pair<double, Bytes>>;
   const Visited& most_like(const ComputeClass& c) const;
-  double class_work(const ComputeClass& c, std::size_t members) const;
+  const Yield* yield_like(const ComputeClass& c) const;
+  Yield visiting_yield(const ComputeClass& cls) const;
+  double class_seconds(const ComputeClass& c, std::size_t members, double reach) const;
 
   const PlanSpace& space_;
   const PlanOptions& options_;
   const std::vector<ComputeClass>& classes_;
+  StepCosts costs_;
   // By part of the space and schedule size (the APIs' spaces differ in their memory rules, and a
   // micro-batch split, which sets the schedule's size, in how many configurations fit).
   std::map<std::pair<std::size_t, std::int64_t>, Visited> visited_;  // classes done
   Visited visited_all_;
   Visited visiting_;  // the class being visited, so far: its first waves, the leanest, fit more
-  std::vector<double> best_over_bound_;  // per class visited with some fit
-  std::vector<double> step_over_floor_;  // per group timed (at least 1)
+  std::map<std::pair<std::size_t, std::int64_t>, Yield> yields_;   // the latest of each kind
+  std::map<std::size_t, std::pair<TimeNs, Bytes>> visiting_fits_;  // by strategy: its fastest
+  std::vector<double> step_over_floor_;                            // per group timed (at least 1)
+  std::map<std::size_t, Ratios> ratios_;                           // by part
 };
 
 }  // namespace shardscope::sim::planning

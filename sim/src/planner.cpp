@@ -20,6 +20,7 @@
 #include "shardscope/core/lower.hpp"
 #include "shardscope/sim/rank_simulation.hpp"
 #include "shardscope/sim/worker_pool.hpp"
+#include "stopwatch.hpp"
 
 namespace shardscope::sim {
 
@@ -62,6 +63,7 @@ namespace {
 
 using planning::ComputeClass;
 using planning::Evaluated;
+using planning::Step;
 using planning::TimingQueue;
 using planning::ToTime;
 using planning::WorkEstimate;
@@ -213,30 +215,46 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   result.memory_budget = options.memory_budget;
   result.entries = options.entries;
   PlanWork work;
+  const planning::Stopwatch setup;
   auto classes = planning::sized_classes(base, file, space, work);
   result.classes = classes.size();
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   const unsigned threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   if (options.on_work) options.on_work(work);
-  PlanProgress progress{0, result.space, 0, work.ops};
+  PlanProgress progress{0, result.space, setup.seconds(), 0, false};
   auto report = [&] {
     if (options.progress) options.progress(progress);
   };
 
-  // The bounds, in batches of one class per thread so that progress shows between them.
+  // The bounds, in batches of one class per thread so that progress shows between them. Until
+  // the search starts, the total is the worst case (PlanWork::ops) at the bounds' cost per op.
+  double bound_seconds = 0;
+  std::int64_t bound_ops = 0;
+  const auto lowering_per_op = [&] {
+    return bound_ops > 0 ? bound_seconds / static_cast<double>(bound_ops) : 0.0;
+  };
   for (std::size_t begin = 0; begin < classes.size() && !cancelled(); begin += threads) {
     const std::size_t end = std::min<std::size_t>(classes.size(), begin + threads);
+    std::vector<double> seconds(end - begin);
     std::atomic<std::size_t> next{begin};
     WorkerPool::shared().run(static_cast<unsigned>(end - begin - 1), [&] {
       for (std::size_t k = next++; k < end; k = next++) {
+        const planning::Stopwatch bounding;
         classes[k].bound = planning::class_bound(base, file, space, classes[k]);
         if (!options.exhaustive && classes[k].saved <= options.memory_budget)
           classes[k].floor_share =
               planning::sampled_floor_share(base, file, space, classes[k], options.memory_budget);
+        seconds[k - begin] = bounding.seconds();
       }
     });
-    for (std::size_t k = begin; k < end; ++k) progress.work_done += classes[k].ops;
+    for (std::size_t k = begin; k < end; ++k) {
+      bound_seconds += seconds[k - begin];
+      bound_ops += classes[k].ops;
+      progress.seconds_done += seconds[k - begin];
+    }
+    progress.seconds_total =
+        progress.seconds_done + static_cast<double>(work.ops - bound_ops) * lowering_per_op();
     report();
   }
   if (cancelled()) {
@@ -251,10 +269,12 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
   std::set<Prediction> predictions;
   // Configurations that fit and wait to be timed, by floor.
   TimingQueue to_time;
-  TimeNs class_best_floor = 0;  // of the class being visited (0: none fits yet)
-  WorkEstimate estimate(space, options, classes);
-  const auto work_ahead = [&](std::size_t k, std::size_t unsettled) {
-    return estimate.ahead(k, unsettled, predictions, to_time);
+  WorkEstimate estimate(space, options, classes, lowering_per_op());
+  // The work expected by now, with `unsettled` members of class `k` still to come.
+  const auto expect = [&](std::size_t k, std::size_t unsettled) {
+    progress.seconds_total =
+        progress.seconds_done + estimate.ahead(k, unsettled, predictions, to_time);
+    progress.estimated = estimate.grounded();
   };
 
   // Counts every configuration the search will not settle: the classes from `k` on and what waits
@@ -265,7 +285,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
     for (const auto& [key, group] : to_time) result.skipped_by_bound += group.members.size();
     to_time.clear();
     progress.settled = result.space;
-    progress.work_total = progress.work_done;
+    progress.seconds_total = progress.seconds_done;
+    progress.estimated = true;
     report();
   };
   // The step time beyond which nothing can rank, from every prediction so far (infinity while
@@ -301,15 +322,18 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       }
       std::vector<std::optional<TimeNs>> steps(batch.size());
       std::vector<std::vector<Problem>> problems(batch.size());
+      std::vector<double> seconds(batch.size());
       std::atomic<std::size_t> next{0};
       const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()) - 1);
       WorkerPool::shared().run(helpers, [&] {
         for (std::size_t b = next++; b < batch.size(); b = next++) {
+          const planning::Stopwatch timing;
           try {
             steps[b] = planning::time_alike(base, file, space, batch[b].members.front().index);
           } catch (const ValidationError& error) {  // an op too long to simulate
             problems[b] = error.problems();
           }
+          seconds[b] = timing.seconds();
         }
       });
       for (std::size_t b = 0; b < batch.size(); ++b) {
@@ -326,11 +350,14 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
         }
         if (steps[b]) estimate.group_timed(*steps[b], batch[b].members.front().floor);
-        progress.work_done += WorkEstimate::timing_work(batch[b]);
+        estimate.step_done(Step::timed, seconds[b], batch[b].ops);
+        progress.seconds_done += seconds[b];
       }
-      progress.work_total =
-          progress.work_done +
-          (k < classes.size() ? work_ahead(k, unsettled) : work_ahead(classes.size() - 1, 0));
+      if (k < classes.size()) {
+        expect(k, unsettled);
+      } else {
+        expect(classes.size() - 1, 0);
+      }
       report();
     }
     return true;
@@ -370,7 +397,6 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       continue;
     }
     // Waves of increasing memory depth; each wave's skipping sees only earlier waves.
-    class_best_floor = 0;
     std::map<std::size_t, std::vector<std::size_t>> waves;
     for (std::size_t index : cls.members)
       waves[planning::memory_depth(space, decode(space, index))].push_back(index);
@@ -394,8 +420,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       // tightens: a schedule whose floor is beyond it is never replayed. (This ends nothing: no
       // floor it times is beyond the reach.)
       if (!options.exhaustive) time_waiting(std::numeric_limits<TimeNs>::max(), true, k, unsettled);
-      const std::vector<Evaluated> out = planning::evaluate_wave(base, file, space, to_run, options,
-                                                                 reach_now(), threads, cancelled);
+      const double reach = reach_now();
+      const std::vector<Evaluated> out =
+          planning::evaluate_wave(base, file, space, to_run, options, reach, threads, cancelled);
       planning::WaveCounts wave{members.size(), to_run.size()};
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
@@ -404,6 +431,14 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           continue;
         }
         wave.lowered += e.unlowered ? 0 : 1;
+        estimate.step_done(e.beyond      ? Step::beyond
+                           : e.unlowered ? Step::read
+                                         : Step::replayed,
+                           e.seconds, cls.ops);
+        progress.seconds_done += e.seconds;
+        // Every member lowered under a known reach has its floor: their spread is what the
+        // estimate reads the classes ahead by (a wave before sees only the floors of fits).
+        if (std::isfinite(reach) && e.floor > 0) estimate.floor_seen(cls, e.floor);
         if (e.beyond) {
           ++wave.beyond;
           ++result.skipped_by_bound;
@@ -429,8 +464,9 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
             not_fitting.insert(e.index);
           }
         } else {  // it fits: timed in the order of its floor
-          if (class_best_floor == 0 || e.floor < class_best_floor) class_best_floor = e.floor;
           ToTime& group = to_time[{e.floor, timing_of(space, e.index)}];
+          estimate.fit_found(cls, e.floor, e.peak_reserved, strategy_of(space, e.index),
+                             group.members.empty());
           group.members.push_back(e);
           group.ops = cls.ops;
         }
@@ -438,11 +474,10 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       progress.settled += members.size();
       unsettled -= members.size();
       estimate.wave_done(cls, wave);
-      progress.work_done += WorkEstimate::wave_work(cls, wave);
-      progress.work_total = progress.work_done + work_ahead(k, unsettled);
+      expect(k, unsettled);
       report();
     }
-    estimate.class_done(cls, class_best_floor);
+    estimate.class_done(cls);
   }
   if (!over && !result.cancelled &&
       !time_waiting(std::numeric_limits<TimeNs>::max(), false, classes.size(), 0))

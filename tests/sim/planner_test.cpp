@@ -570,30 +570,25 @@ TEST(Planner, TheWorkIsKnownBeforeTheSearchAndTheProgressEndsAtIt) {
             static_cast<std::int64_t>(space.size() + work->classes) * work->largest_schedule);
   ASSERT_FALSE(reports.empty());
   for (std::size_t i = 1; i < reports.size(); ++i) {
-    EXPECT_GE(reports[i].work_done, reports[i - 1].work_done);
+    EXPECT_GE(reports[i].seconds_done, reports[i - 1].seconds_done);
     EXPECT_GE(reports[i].settled, reports[i - 1].settled);
+    EXPECT_TRUE(!reports[i - 1].estimated || reports[i].estimated);  // once estimated, it stays
   }
   for (const auto& r : reports) {
-    EXPECT_LE(r.work_done, r.work_total);
-    EXPECT_LE(r.work_total, work->ops);  // never above the worst case
+    EXPECT_LE(r.seconds_done, r.seconds_total);
+    // An estimate rests on a class visited to its end, so none comes before the search has
+    // settled a configuration (the bounds' reports carry the worst case).
+    EXPECT_TRUE(!r.estimated || r.settled > 0);
   }
-  // It ends at what ran: the bounds and the simulations, far less than the worst case.
+  EXPECT_FALSE(reports.front().estimated);
+  // It ends at what ran, measured.
   const auto& last = reports.back();
-  EXPECT_EQ(last.work_done, last.work_total);
-  EXPECT_LT(last.work_done, work->ops);
+  EXPECT_EQ(last.seconds_done, last.seconds_total);
+  EXPECT_GT(last.seconds_done, 0);
+  EXPECT_TRUE(last.estimated);
   EXPECT_EQ(last.settled, space.size());
-  // Once the search has settled configurations, the total it expects is near the work it ends
-  // with, not the worst case: here from 0.32× at its first report (its first classes settle most
-  // configurations by their memory floor, so the share it extrapolates is low) to 1×. The goal,
-  // within 30 % after a tenth of the work, is not met (docs/planner.md, "Speed"); this keeps the
-  // estimate within 4× either way.
-  const auto searching = std::find_if(reports.begin(), reports.end(),
-                                      [](const PlanProgress& r) { return r.settled > 0; });
-  ASSERT_NE(searching, reports.end());
-  for (auto r = searching; r != reports.end(); ++r) {
-    EXPECT_LT(static_cast<double>(r->work_total), 4.0 * static_cast<double>(last.work_done));
-    EXPECT_GT(4.0 * static_cast<double>(r->work_total), static_cast<double>(last.work_done));
-  }
+  // How near the estimate is to the truth is timing, measured by bench/plan_bench
+  // (time_left_error*), not asserted here.
 }
 
 TEST(Planner, ASearchWhereNoConfigurationIsValidSaysWhyInsteadOfNothingFits) {

@@ -39,18 +39,21 @@ struct PlanWork {
   std::int64_t largest_schedule = 0;  // ops of the largest schedule
 };
 
-/// Where a search stands: configurations settled (simulated or skipped) and the work, in the
-/// units of PlanWork::ops. `work_done` counts what ran (the bounds' lowerings, and every
-/// configuration lowered to replay its memory or simulate it; one settled by its floor before
-/// lowering counts nothing); `work_total` is that plus the work the search now expects ahead:
-/// PlanWork::ops until the search starts, then the classes it can still visit at the share of
-/// configurations it has lowered so far, so work_done / work_total extrapolates to the time left.
-/// Equal to work_done when the search ends.
+/// Where a search stands: configurations settled (simulated or skipped) and the work, in seconds
+/// of thread time (every thread's, so a second of wall time holds up to one per thread).
+/// `seconds_done` is measured: reading the space into classes, their bounds, and every step of
+/// the search that ran. `seconds_total` is that plus what the search now expects ahead: until the
+/// search starts, the worst case (PlanWork::ops) at the bounds' cost per op; then the classes it
+/// can still visit and the groups it can still time, each kind of step priced at what it has cost
+/// so far per op. `estimated`: whether that expectation rests on a class the search has visited
+/// to its end; before, it is a worst case or a guess, not one to extrapolate (TimeLeft). Equal
+/// to seconds_done, and estimated, when the search ends.
 struct PlanProgress {
   std::size_t settled = 0;
   std::size_t configurations = 0;
-  std::int64_t work_done = 0;
-  std::int64_t work_total = 0;
+  double seconds_done = 0;
+  double seconds_total = 0;
+  bool estimated = false;
 };
 
 /// What the ranking orders by. p99: the 99th percentile of the job's step time when every rank is
