@@ -467,6 +467,7 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_duration(r, "cluster.nvlink.latency"), c.nvlink.latency);
   set_if(read_bandwidth(r, "cluster.network.bandwidth"), c.network.bandwidth);
   set_if(read_duration(r, "cluster.network.latency"), c.network.latency);
+  set_if(read_choice<NetworkFabric>(r, "cluster.network.fabric"), c.fabric);
   set_if(read_bandwidth(r, "cluster.pcie.bandwidth"), c.pcie.pinned_bandwidth);
   set_if(read_bandwidth(r, "cluster.pcie.pageable_bandwidth"), c.pcie.pageable_bandwidth);
   set_if(read_duration(r, "cluster.pcie.latency"), c.pcie.latency);

@@ -36,7 +36,14 @@ double CollectiveModel::latency_us(OpKind kind, int ranks, int nodes, NcclProtoc
   return params_.base_latency_us[p] + intra * intra_hop + inter * params_.network_hop_us[p];
 }
 
-BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int nodes) const {
+BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes) const {
+  const double nvlink = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
+  if (nodes > 1 && cluster_.fabric != NetworkFabric::efa) {
+    const double efficiency = kind == OpKind::all_reduce ? params_.rail_allreduce_efficiency
+                                                         : params_.rail_allgather_efficiency;
+    const double rails = static_cast<double>(std::max(1, ranks / nodes));
+    return std::min(nvlink, rails * cluster_.network.bandwidth * efficiency);
+  }
   if (nodes > 1) {
     const auto& table = params_.multi_node_allgather_busbw_gbps;
     double gbps = table.back().second;
@@ -61,8 +68,7 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int /*ranks*/, int no
         gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
     return std::max(scaled, cluster_.network.bandwidth * params_.multi_node_min_nic_fraction);
   }
-  const double bw = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
-  return kind == OpKind::all_reduce ? bw * params_.nvls_allreduce_gain : bw;
+  return kind == OpKind::all_reduce ? nvlink * params_.nvls_allreduce_gain : nvlink;
 }
 
 double bus_bytes(OpKind kind, Bytes bytes, int ranks) {

@@ -31,6 +31,7 @@ expect presets-b200 0 'b200-sxm-180gb +148 +74.5 % +30.0 % +65.0 %  datasheet, n
 expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- presets
 expect presets-gb200 0 'gb200-nvl72 +148 +74.5 % +30.0 % +65.0 %  datasheet, not yet validated' -- presets
 expect nvlink-domain-whole-nodes 2 'cluster.nvlink.domain: 6 GPUs is not a whole number of 8-GPU nodes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.nvlink.domain=6
+expect network-fabric-choices 2 "cluster.network.fabric: 'omnipath' is not allowed \(allowed: efa, infiniband, roce\)" -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.fabric=omnipath
 expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
 expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"

@@ -68,5 +68,30 @@ TEST(CollectiveModel, MultiNodeBusBandwidthFollowsTheMeasuredCurve) {
   EXPECT_EQ(m.estimate(OpKind::all_gather, kGiB, 1, 1).time, 0);  // one rank moves nothing
 }
 
+// A rail-optimised fabric: a ring crosses nodes on as many NICs as the communicator has ranks on
+// each node, at the share of the line rate nccl-tests measured on 4 × 8 H100 with 8 × 400 Gb/s
+// InfiniBand (323.5 GB/s all-gather, 330.9 GB/s all-reduce busbw), never faster than the NVLink
+// ring inside a node, and the same at any node count (a ring's bandwidth does not depend on its
+// length).
+TEST(CollectiveModel, ARailOptimisedFabricCrossesNodesOnEveryNicOfANode) {
+  ClusterSpec ib = *find_cluster_preset("h100-sxm-80gb");
+  ib.fabric = NetworkFabric::infiniband;
+  const CollectiveModel m(ib);
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 32, 4) / 1e9, 323.5, 1e-6);
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::reduce_scatter, 512, 64) / 1e9, 323.5, 1e-6);
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_reduce, 32, 4) / 1e9, 330.9, 1e-6);
+  // HSDP's replicate group, one rank a node: one NIC.
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_reduce, 16, 16) / 1e9, 330.9 / 8, 1e-6);
+  // Within a node nothing changes: the NVLink ring (80 % of 450 GB/s).
+  EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 8, 1) / 1e9, 360.0, 1e-6);
+  // A100 nodes with 8 × 200 Gb/s RoCE: 8 × 25 GB/s × 0.809, under NVLink's 240 GB/s.
+  ClusterSpec roce = *find_cluster_preset("a100-sxm-80gb");
+  roce.fabric = NetworkFabric::roce;
+  EXPECT_NEAR(CollectiveModel(roce).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9,
+              8 * 25 * 323.5 / 400, 1e-6);
+  // EFA (the default) keeps the measured curve: 69 GB/s on 8 nodes.
+  EXPECT_NEAR(h100().bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9, 69.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -74,6 +74,12 @@ struct NcclSpec {
   int channels = 24;          // channels a communicator builds; 0: no NCCL (a fake group)
 };
 
+/// How nodes reach each other (cluster.network.fabric). efa: AWS's Elastic Fabric Adapter, whose
+/// multi-node all-gather bandwidth falls with the node count as measured; infiniband and roce:
+/// rail-optimised RDMA fabrics, each GPU's NIC on its own rail, so a ring's inter-node steps run
+/// on every NIC of a node at once.
+enum class NetworkFabric { efa, infiniband, roce };
+
 struct ClusterSpec {
   std::string name;  // preset name
   GpuSpec gpu;
@@ -82,8 +88,9 @@ struct ClusterSpec {
   // GPUs on one NVLink fabric, a multiple of gpus_per_node (GB200 NVL72: 72 GPUs, 4 per node);
   // 0: each node's own. A collective whose ranks lie in one domain runs on NVLink.
   int nvlink_domain = 0;
-  LinkSpec nvlink;    // NVLink/NVSwitch fabric of a domain, per GPU
-  LinkSpec network;   // inter-node NIC, per GPU
+  LinkSpec nvlink;   // NVLink/NVSwitch fabric of a domain, per GPU
+  LinkSpec network;  // inter-node NIC, per GPU
+  NetworkFabric fabric = NetworkFabric::efa;
   HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
   NcclSpec nccl;

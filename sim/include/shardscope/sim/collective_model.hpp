@@ -50,6 +50,15 @@ struct CollectiveModelParams {
   // each cross one NIC keeps at least this share of the NIC line rate on a rail-optimised fabric.
   double multi_node_min_nic_fraction = 0.8;
   double reference_nic_gbps = 50.0;
+  // A rail-optimised fabric (cluster.network.fabric infiniband or roce): the ring's inter-node
+  // steps run over every NIC of a node at once, so a communicator with r ranks on each node
+  // reaches r NICs' line rate at these shares, bounded by the NVLink ring inside a node. Measured
+  // on 4 nodes of 8 H100 with 8 × 400 Gb/s InfiniBand (NCCL 2.24.3; Voltage Park and Georgia
+  // Tech's cluster benchmark, aigatech/vpbenchmarking): all-gather 323.5 GB/s busbw and
+  // all-reduce 330.9 GB/s, of 400 GB/s. A ring's bandwidth does not depend on its length; its
+  // latency does (latency_us).
+  double rail_allgather_efficiency = 323.5 / 400.0;
+  double rail_allreduce_efficiency = 330.9 / 400.0;
 };
 
 /// The bytes a ring moves through the slowest link for a collective of S = `bytes` on `ranks`:
