@@ -72,9 +72,10 @@ sanitize-build: deps
 
 # The unit, golden and GUI tests under AddressSanitizer and UBSan (any report fails the test). Left
 # out: the suites that drive the whole CLI over every example, plan and published run
-# (cli.behaviour, the planned cli.plan_emit cases, docs.examples, published_runs) and the four planner tests that search whole spaces, which
-# `make test` runs: under the sanitizers they took 20 of the 25 CPU-minutes, in code the other
-# unit tests (the planner's included), hostile.acceptance and the fuzzers reach here too.
+# (cli.behaviour, the planned cli.plan_emit cases, docs.examples, published_runs) and the four
+# planner tests that search whole spaces, which `make test` runs: under the sanitizers they took
+# 20 of the 25 CPU-minutes, in code the other unit tests (the planner's included),
+# hostile.acceptance and the fuzzers reach here too.
 ASAN_SKIP := ^(cli\.behaviour|cli\.plan_emit\..*-best|docs\.examples|published_runs|Planner\.(FindsExactlyTheTopOfAnExhaustiveSearchWhileSimulatingLess|ConfigurationsWithOnePredictionRankAsOne|TheMemoryRulesHoldOnEveryConfigurationOfTheSpace|SameInputSameAnswerWhateverTheThreads))$$
 test-asan: sanitize-build
 	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
