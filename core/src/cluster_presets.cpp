@@ -45,6 +45,18 @@ ClusterSpec a100() {
   return c;
 }
 
+// The 40 GB A100: the same GPU with 40 GB of HBM2 at 1,555 GB/s (NVIDIA A100 datasheet, 2021);
+// total_memory 40,536 MiB as CUDA reports it (the device properties PaddlePaddle's
+// get_device_properties documentation prints for an A100-SXM4-40GB).
+ClusterSpec a100_40gb() {
+  ClusterSpec c = a100();
+  c.name = "a100-sxm-40gb";
+  c.gpu.name = "A100-SXM4-40GB";
+  c.gpu.memory = 40536 * kMiB;
+  c.gpu.hbm_bandwidth = 1.555e12;
+  return c;
+}
+
 ClusterSpec h100() {
   ClusterSpec c;
   c.name = "h100-sxm-80gb";
@@ -129,12 +141,18 @@ ClusterSpec gb200_nvl72() {
   return c;
 }
 
-const std::array<ClusterPreset, 5>& presets() {
-  static const std::array<ClusterPreset, 5> kPresets{
+const std::array<ClusterPreset, 6>& presets() {
+  static const std::array<ClusterPreset, 6> kPresets{
       ClusterPreset{"a100-sxm-80gb",
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
                     "not calibrated: guesses, no A100 measurement yet"},
+      ClusterPreset{"a100-sxm-40gb",
+                    "8x A100 SXM4 40GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU",
+                    a100_40gb(),
+                    "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 1,555 GB/s, 108 SMs; "
+                    "40,536 MiB as CUDA reports it",
+                    "not calibrated: the 80 GB A100's guesses"},
       ClusterPreset{"h100-sxm-80gb",
                     "8x H100 SXM5 80GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h100(),
                     "NVIDIA H100 datasheet (2023): 989 TFLOP/s bf16, 3.35 TB/s, 132 SMs",
