@@ -58,16 +58,12 @@ class Progress {
   }
 
  private:
-  // "; 12 s so far, about 2.5 min left" once a few seconds have passed and there is a rate worth
-  // extrapolating; "; 12 s so far, estimating the time left" while the work is not yet known.
+  // "; 12 s so far, about 2.5 min left" or "; 12 s so far, estimating the time left"
+  // (time_left_phrase), or nothing.
   static std::string left(double elapsed_s, bool trusted, std::optional<double> left_s) {
-    if (elapsed_s < kSayTimeLeftAfterS) return "";
-    if (left_s)
-      return fmt::format("; {} so far, about {} left", coarse_duration(elapsed_s),
-                         coarse_duration(*left_s));
-    if (!trusted)
-      return fmt::format("; {} so far, estimating the time left", coarse_duration(elapsed_s));
-    return "";
+    const std::string phrase = time_left_phrase(elapsed_s, trusted, left_s);
+    if (phrase.empty()) return "";
+    return fmt::format("; {} so far, {}", coarse_duration(elapsed_s), phrase);
   }
 
   std::string what_;

@@ -21,4 +21,10 @@ std::string coarse_duration(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
+std::string time_left_phrase(double elapsed_s, bool trusted, std::optional<double> left_s) {
+  if (elapsed_s < kSayTimeLeftAfterS) return "";
+  if (left_s) return fmt::format("about {} left", coarse_duration(*left_s));
+  return trusted ? "" : "estimating the time left";
+}
+
 }  // namespace shardscope

@@ -208,30 +208,25 @@ void PlanView::start_plan() {
   worker_ = std::thread([this, total, prepared = std::move(*prepared)]() mutable {
     prepared.options.cancel = &cancel_;
     // The time left as the CLI's line says it (TimeLeft), on the status line.
-    prepared.options.progress = [this, total, time_left = std::make_shared<TimeLeft>(),
-                                 start = std::chrono::steady_clock::now()](
-                                    const sim::PlanProgress& at) {
-      const double elapsed_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const auto left =
-          time_left->update(elapsed_s, at.seconds_done, at.seconds_total, at.estimated);
-      QString status = QString("planning over %1 configurations on all cores").arg(total);
-      if (elapsed_s < kSayTimeLeftAfterS) {
-        status += "…";
-      } else if (left) {
-        status += QString::fromStdString(fmt::format(": about {} left", coarse_duration(*left)));
-      } else {
-        status += at.estimated ? "…" : ": estimating the time left";
-      }
-      const auto settled = at.settled;
-      QMetaObject::invokeMethod(
-          progress_,
-          [this, settled, status] {
-            progress_->setValue(static_cast<int>(settled));
-            status_->setText(status);
-          },
-          Qt::QueuedConnection);
-    };
+    prepared.options.progress =
+        [this, total, time_left = std::make_shared<TimeLeft>(),
+         start = std::chrono::steady_clock::now()](const sim::PlanProgress& at) {
+          const double elapsed_s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          const auto left =
+              time_left->update(elapsed_s, at.seconds_done, at.seconds_total, at.estimated);
+          const std::string phrase = time_left_phrase(elapsed_s, at.estimated, left);
+          QString status = QString("planning over %1 configurations on all cores").arg(total) +
+                           (phrase.empty() ? QString("…") : ": " + QString::fromStdString(phrase));
+          const auto settled = at.settled;
+          QMetaObject::invokeMethod(
+              progress_,
+              [this, settled, status] {
+                progress_->setValue(static_cast<int>(settled));
+                status_->setText(status);
+              },
+              Qt::QueuedConnection);
+        };
     std::optional<sim::PlanResult> result;
     QString error;
     try {

@@ -129,8 +129,9 @@ std::vector<Evaluated> evaluate_alike(const ConfigTree& base, const std::string&
       out[i].screened = !out[i].fits;
       out[i].peak_reserved = memory.peak_reserved;
       any_fits = any_fits || out[i].fits;
-      out[i].seconds += replay.seconds();
-      replays += replay.seconds();
+      const double replayed = replay.seconds();  // one reading, for the member and the total
+      out[i].seconds += replayed;
+      replays += replayed;
     }
     if (any_fits && !floor) floor = step_time_floor(schedule, CostModel(stands_for));
     for (std::size_t i = 0; i < alike.size(); ++i)

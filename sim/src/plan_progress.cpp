@@ -20,12 +20,23 @@ double share_above(const std::vector<double>& sorted, double x) {
   return static_cast<double>(above) / static_cast<double>(sorted.size());
 }
 
-// How unlike two schedule sizes are: the distance of their logarithms.
-double size_distance(std::int64_t a, std::int64_t b) {
+// The value of `by_kind` (keyed by part and schedule size) for `c`'s part whose schedule size is
+// nearest `c`'s (by the distance of their logarithms; the later of equals), among those `usable`
+// accepts; nullptr when none is.
+template <typename Map, typename Usable>
+const typename Map::mapped_type* nearest_of_part(const Map& by_kind, const ComputeClass& c,
+                                                 Usable usable) {
   const auto log_of = [](std::int64_t x) {
     return std::log(static_cast<double>(std::max<std::int64_t>(1, x)));
   };
-  return std::abs(log_of(a) - log_of(b));
+  const typename Map::mapped_type* best = nullptr;
+  double distance = std::numeric_limits<double>::infinity();
+  for (const auto& [key, value] : by_kind) {
+    if (key.first != c.part || !usable(value)) continue;
+    const double d = std::abs(log_of(key.second) - log_of(c.ops));
+    if (d <= distance) best = &value, distance = d;
+  }
+  return best;
 }
 
 TimeNs scaled(TimeNs t, double factor) {
@@ -109,28 +120,16 @@ void WorkEstimate::group_timed(TimeNs step, TimeNs floor) {
 // The finished classes most like `c`: of its part and schedule size, else of its part and the
 // nearest size, else all, else the class being visited.
 const WorkEstimate::Visited& WorkEstimate::most_like(const ComputeClass& c) const {
-  const Visited* best = nullptr;
-  double distance = std::numeric_limits<double>::infinity();
-  for (const auto& [key, v] : visited_) {
-    if (key.first != c.part || v.members == 0) continue;
-    const double d = size_distance(key.second, c.ops);
-    if (d <= distance) best = &v, distance = d;
-  }
-  if (best) return *best;
+  if (const Visited* v =
+          nearest_of_part(visited_, c, [](const Visited& w) { return w.members > 0; }))
+    return *v;
   return visited_all_.members > 0 ? visited_all_ : visiting_;
 }
 
 // What the finished class of `c`'s part nearest its schedule size yielded (nullptr: none of its
 // part has).
 const WorkEstimate::Yield* WorkEstimate::yield_like(const ComputeClass& c) const {
-  const Yield* best = nullptr;
-  double distance = std::numeric_limits<double>::infinity();
-  for (const auto& [key, yield] : yields_) {
-    if (key.first != c.part) continue;
-    const double d = size_distance(key.second, c.ops);
-    if (d <= distance) best = &yield, distance = d;
-  }
-  return best;
+  return nearest_of_part(yields_, c, [](const Yield&) { return true; });
 }
 
 double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, double reach) const {

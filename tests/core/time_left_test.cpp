@@ -28,5 +28,13 @@ TEST(TimeLeft, SaysNothingOnceTheWorkIsDone) {
   EXPECT_FALSE(t.update(3.0, 40, 40, true));
 }
 
+TEST(TimeLeft, ThePhraseWaitsAFewSecondsThenSaysTheTimeOrThatItIsEstimating) {
+  EXPECT_EQ(time_left_phrase(kSayTimeLeftAfterS - 0.5, true, 40.0), "");
+  EXPECT_EQ(time_left_phrase(kSayTimeLeftAfterS, true, 40.0), "about 40 s left");
+  EXPECT_EQ(time_left_phrase(10, true, 150.0), "about 2 min left");
+  EXPECT_EQ(time_left_phrase(10, false, std::nullopt), "estimating the time left");
+  EXPECT_EQ(time_left_phrase(10, true, std::nullopt), "");  // trusted, no rate yet
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -33,4 +33,10 @@ class TimeLeft {
 /// A duration to the precision an extrapolation has: "45 s", "12 min", "3.2 h".
 std::string coarse_duration(double seconds);
 
+/// What a display says of the time left at `elapsed_s` seconds, given what TimeLeft::update
+/// returned (`left_s`) and whether the work was `trusted`: "about 2 min left" once
+/// kSayTimeLeftAfterS have passed and there is a time left; "estimating the time left" after
+/// that while the work is not yet known; otherwise nothing (empty).
+std::string time_left_phrase(double elapsed_s, bool trusted, std::optional<double> left_s);
+
 }  // namespace shardscope
