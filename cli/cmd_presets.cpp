@@ -29,15 +29,16 @@ int run_presets() {
                format_bandwidth(c.pcie.pinned_bandwidth));
   }
   fmt::print("\nCluster presets: kernels (docs/simulator.md, \"Cost models\")\n");
-  fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8}  {}\n", "name", "SMs", "GEMMs", "flash", "cuDNN",
-             "where the numbers come from");
+  fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  {}\n", "name", "SMs", "GEMMs", "flash",
+             "cuDNN", "Triton", "where the numbers come from");
   for (const auto& p : cluster_presets()) {
     const auto& g = p.spec.gpu;
-    fmt::print("  {:<16} {:>4} {:>6.1f} % {:>6.1f} % {:>6.1f} %  {}\n", p.name, g.sm_count,
-               100 * g.matmul_efficiency, 100 * g.attention_efficiency,
-               100 * g.cudnn_attention_efficiency, p.datasheet);
-    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8}  efficiencies: {}\n", "", "", "", "", "",
-               p.efficiencies);
+    fmt::print("  {:<16} {:>4} {:>6.1f} % {:>6.1f} % {:>6.1f} % {:>6.1f} %  {}\n", p.name,
+               g.sm_count, 100 * g.matmul_efficiency, 100 * g.attention_efficiency,
+               100 * g.cudnn_attention_efficiency, 100 * g.triton_attention_efficiency,
+               p.datasheet);
+    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  efficiencies: {}\n", "", "", "", "", "",
+               "", p.efficiencies);
   }
   return kExitOk;
 }

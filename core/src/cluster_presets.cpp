@@ -31,7 +31,7 @@ ClusterSpec a100() {
            {19.5e12, 312e12, 312e12, 312e12},
            2.039e12,
            108,
-           0.70,
+           0.735,
            0.35,
            400,
            std::nullopt,
@@ -42,6 +42,10 @@ ClusterSpec a100() {
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 8e9};
   // CUBLAS_WORKSPACE_CONFIG's default before sm90, ":4096:2:16:8" (CublasHandlePool.cpp).
   c.gpu.cublas_workspace = 8 * kMiB + 128 * kKiB;  // 2 × 4,096 KiB + 8 × 16 KiB
+  // Matmul and the Triton FlashAttention fitted to llm-foundry's A100 tables (139 runs of both
+  // memory sizes, `scripts/published-runs --fit`; each table left out in docs/validation.md).
+  // FlashAttention-2 and cuDNN attention are guesses: no run of theirs on an A100 is shipped.
+  c.gpu.triton_attention_efficiency = 0.377;
   return c;
 }
 
@@ -81,6 +85,9 @@ ClusterSpec h100() {
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 10e9};
   c.gpu.multicast = true;                   // sm90 on NVSwitch (NVLink SHARP)
   c.gpu.cudnn_attention_efficiency = 0.51;  // the H200's ratio, 0.65 / 0.745 of matmul
+  // Fitted to llm-foundry's H100 tables (70 runs, `scripts/published-runs --fit`), the matmul
+  // efficiency held at TorchTitan's; the H200 and later carry it over.
+  c.gpu.triton_attention_efficiency = 0.206;
   return c;
 }
 
@@ -146,23 +153,26 @@ const std::array<ClusterPreset, 6>& presets() {
       ClusterPreset{"a100-sxm-80gb",
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
-                    "not calibrated: guesses, no A100 measurement yet"},
+                    "matmul and Triton attention fitted to llm-foundry's MPT runs on A100 "
+                    "(scripts/published-runs --fit); FlashAttention-2 and cuDNN guesses"},
       ClusterPreset{"a100-sxm-40gb",
                     "8x A100 SXM4 40GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU",
                     a100_40gb(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 1,555 GB/s, 108 SMs; "
                     "40,536 MiB as CUDA reports it",
-                    "not calibrated: the 80 GB A100's guesses"},
+                    "the 80 GB A100's (one fit over both tables)"},
       ClusterPreset{"h100-sxm-80gb",
                     "8x H100 SXM5 80GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h100(),
                     "NVIDIA H100 datasheet (2023): 989 TFLOP/s bf16, 3.35 TB/s, 132 SMs",
                     "matmul fitted to TorchTitan's Llama 3.1 8B on 8 H100 at 500 W "
-                    "(published_runs.csv), attention (FlashAttention-2) at the H200's ratio"},
+                    "(published_runs.csv), attention (FlashAttention-2) at the H200's ratio, "
+                    "Triton attention fitted to llm-foundry's MPT runs on H100"},
       ClusterPreset{"h200-sxm-141gb",
                     "8x H200 SXM 141GB per node, NVLink4/NVSwitch, 400 Gb/s NIC per GPU", h200(),
                     "NVIDIA H200 datasheet (2024): 989 TFLOP/s bf16, 4.8 TB/s, 132 SMs",
                     "PyTorch's GEMMs (kernel_sweep.csv) and FlashAttention-2 (a profiled step) "
-                    "measured on an H200 (tests/data/measured/2026-11-27-h200-2/)"},
+                    "measured on an H200 (tests/data/measured/2026-11-27-h200-2/); Triton "
+                    "attention carried over from the H100"},
       ClusterPreset{"b200-sxm-180gb",
                     "8x B200 SXM 180GB per node (HGX, 1000 W), NVLink5/NVSwitch, 400 Gb/s NIC "
                     "per GPU",

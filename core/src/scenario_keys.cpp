@@ -105,11 +105,13 @@ constexpr std::array kKeys{
     ScenarioKey{"model.mlp_bias", K::boolean, 0, 0, "", "", "false", "bias on the MLP projections"},
     ScenarioKey{"model.tie_embeddings", K::boolean, 0, 0, "", "", "false",
                 "the output head shares the token embedding"},
-    ScenarioKey{"model.attention", K::choice, 0, 0, "", "flash, math, cudnn", "flash",
+    ScenarioKey{"model.attention", K::choice, 0, 0, "", "flash, math, cudnn, triton", "flash",
                 "SDPA's kernel: FlashAttention-2 (the FLASH_ATTENTION backend), cuDNN's fused "
                 "attention (CUDNN_ATTENTION, torchtitan's first choice since 2025: the same "
                 "memory, priced at cluster.gpu.cudnn_attention_efficiency), or the math path "
-                "that keeps the s × s probabilities (efficient is not modelled yet)"},
+                "that keeps the s × s probabilities (efficient is not modelled yet); or, outside "
+                "SDPA, the Triton FlashAttention of llm-foundry's MPT (attn_impl: triton): "
+                "FlashAttention-2's memory, priced at cluster.gpu.triton_attention_efficiency"},
     ScenarioKey{"model.dropout", K::number, 0, 0.99, "probability", "", "0",
                 "nn.Dropout at the embedding, both residuals and the attention: a saved mask per "
                 "site when > 0"},
@@ -197,6 +199,10 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.gpu.cudnn_attention_efficiency", K::number, 0.01, 1, "fraction of peak",
                 "", "from the preset",
                 "the same for cuDNN's fused attention (model.attention: cudnn)"},
+    ScenarioKey{"cluster.gpu.triton_attention_efficiency", K::number, 0.01, 1,
+                "fraction of peak", "", "from the preset",
+                "the same for the Triton FlashAttention of llm-foundry's MPT (model.attention: "
+                "triton)"},
     ScenarioKey{
         .path = "cluster.gpu.device_profile",
         .type = K::text,

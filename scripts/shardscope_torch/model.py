@@ -96,8 +96,10 @@ def apply_rope(xq, xk, freqs_cis):
     return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
+# llm-foundry's Triton FlashAttention (model.attention: triton) is not one of SDPA's kernels:
+# SDPA's flash kernel saves the same tensors, so memory checks hold; its time is FlashAttention-2's.
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-                 "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
+                 "efficient": "EFFICIENT_ATTENTION", "math": "MATH", "triton": "FLASH_ATTENTION"}
 
 
 def sdpa_backends(attention: str, q, gqa: bool) -> list:

@@ -39,9 +39,11 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
       pinned_(scenario.fsdp.cpu_offload.pin_memory),
       profile_(scenario.cluster.gpu.device_profile) {
   // The attention efficiency is the scenario's kernel's (a calibration, applied below, fits it).
-  if (scenario.model.family == ModelFamily::transformer &&
-      scenario.model.transformer.attention == AttentionKind::cudnn) {
-    cluster_.gpu.attention_efficiency = cluster_.gpu.cudnn_attention_efficiency;
+  if (scenario.model.family == ModelFamily::transformer) {
+    if (scenario.model.transformer.attention == AttentionKind::cudnn)
+      cluster_.gpu.attention_efficiency = cluster_.gpu.cudnn_attention_efficiency;
+    if (scenario.model.transformer.attention == AttentionKind::triton)
+      cluster_.gpu.attention_efficiency = cluster_.gpu.triton_attention_efficiency;
   }
   double clock = 1.0;
   if (cluster_.gpu.power_cap_w && cluster_.gpu.tdp_w > 0) {

@@ -194,7 +194,7 @@ TEST(ScenarioKeys, EveryEnumIsSpelledByItsKeysChoices) {
   expect_last_choice("model.mlp", MlpKind::gelu_new, "gelu_new");
   expect_last_choice("model.norm", NormKind::low_precision_layernorm, "low_precision_layernorm");
   expect_last_choice("model.pos_emb", PosEmbedding::alibi, "alibi");
-  expect_last_choice("model.attention", AttentionKind::cudnn, "cudnn");
+  expect_last_choice("model.attention", AttentionKind::triton, "triton");
   expect_last_choice("training.optimizer", Optimizer::sgd, "sgd");
   expect_last_choice("training.synchronize", Synchronize::after_step, "after_step");
   expect_last_choice("training.loss", LossRecipe::chunked, "chunked");

@@ -226,31 +226,43 @@ TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
   EXPECT_NEAR(layers(a) / backward, 1.0, 0.02);
 }
 
-// model.attention: cudnn saves what flash saves and differs only in the efficiency its attention
-// FLOPs run at: the forward ops' times differ by exactly their attention terms' difference.
-TEST(KernelShapeModel, CudnnAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency) {
+// Another fused attention kernel (`kind`) saves what flash saves and differs only in the
+// efficiency its attention FLOPs run at: the forward ops' times differ by exactly their attention
+// terms' difference.
+void expect_flash_memory_at_its_own_efficiency(const std::string& kind,
+                                               double GpuSpec::* efficiency) {
   const std::string yaml =
       "model: {preset: llama3.1-8b}\ncluster: {preset: h200-sxm-141gb}\n"
       "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
   const auto flash = testing::run_text(yaml);
-  const auto cudnn = testing::run_text(yaml, {"model.attention=cudnn"});
-  EXPECT_EQ(flash.summary.peak_allocated, cudnn.summary.peak_allocated);
-  EXPECT_LT(cudnn.summary.step_time, flash.summary.step_time);
-  const CostModel flash_costs(flash.scenario), cudnn_costs(cudnn.scenario);
+  const auto other = testing::run_text(yaml, {"model.attention=" + kind});
+  EXPECT_EQ(flash.summary.peak_allocated, other.summary.peak_allocated);
+  const CostModel flash_costs(flash.scenario), other_costs(other.scenario);
   const GpuSpec& gpu = flash.scenario.cluster.gpu;
+  EXPECT_EQ(other.summary.step_time < flash.summary.step_time,
+            gpu.*efficiency > gpu.attention_efficiency);
   int priced = 0;
   for (const Op& op : flash.schedule.ops) {
     if (op.kind != OpKind::forward || op.attention_flops <= 0) continue;
     const auto terms = flash_costs.compute_terms(flash.schedule, op);
     ASSERT_TRUE(terms && !flash_costs.bandwidth_bound(*terms));
     const double saved = terms->attention / flash_costs.effective_peak() *
-                         (1 / gpu.attention_efficiency - 1 / gpu.cudnn_attention_efficiency);
+                         (1 / gpu.attention_efficiency - 1 / (gpu.*efficiency));
     const double flash_s = static_cast<double>(flash_costs.cost(flash.schedule, op).duration);
-    const double cudnn_s = static_cast<double>(cudnn_costs.cost(flash.schedule, op).duration);
-    EXPECT_NEAR((flash_s - cudnn_s) * 1e-9, saved, 2e-9);
+    const double other_s = static_cast<double>(other_costs.cost(flash.schedule, op).duration);
+    EXPECT_NEAR((flash_s - other_s) * 1e-9, saved, 2e-9);
     ++priced;
   }
   EXPECT_GT(priced, 0);
+}
+
+TEST(KernelShapeModel, CudnnAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency) {
+  expect_flash_memory_at_its_own_efficiency("cudnn", &GpuSpec::cudnn_attention_efficiency);
+}
+
+// llm-foundry's Triton FlashAttention (model.attention: triton), slower than FlashAttention-2.
+TEST(KernelShapeModel, TritonAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency) {
+  expect_flash_memory_at_its_own_efficiency("triton", &GpuSpec::triton_attention_efficiency);
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ struct GpuSpec {
   // attention_efficiency of SDPA's cuDNN attention (model.attention: cudnn), faster than
   // FlashAttention-2 on Hopper.
   double cudnn_attention_efficiency = 0.35;
+  // attention_efficiency of the Triton FlashAttention llm-foundry's MPT runs (model.attention:
+  // triton, outside SDPA), fitted to the published runs that used it.
+  double triton_attention_efficiency = 0.35;
 };
 
 /// One direction of a link as one GPU sees it.

@@ -21,7 +21,7 @@ enum class MlpKind { swiglu, gelu, gelu_new };
 /// SDPA's kernel: flash (FlashAttention-2, the FLASH_ATTENTION backend) and cudnn (cuDNN's fused
 /// attention, CUDNN_ATTENTION) keep no s × s probabilities and save the same tensors; they differ
 /// in speed. math materializes the probabilities.
-enum class AttentionKind { flash, math, cudnn };
+enum class AttentionKind { flash, math, cudnn, triton };
 inline bool fused_attention(AttentionKind a) {
   return a != AttentionKind::math;
 }
