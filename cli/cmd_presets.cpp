@@ -37,8 +37,8 @@ int run_presets() {
                g.sm_count, 100 * g.matmul_efficiency, 100 * g.attention_efficiency,
                100 * g.cudnn_attention_efficiency, 100 * g.triton_attention_efficiency,
                p.datasheet);
-    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  efficiencies: {}\n", "", "", "", "", "",
-               "", p.efficiencies);
+    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  efficiencies: {}\n", "", "", "", "", "", "",
+               p.efficiencies);
   }
   return kExitOk;
 }

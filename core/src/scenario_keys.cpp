@@ -199,8 +199,8 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.gpu.cudnn_attention_efficiency", K::number, 0.01, 1, "fraction of peak",
                 "", "from the preset",
                 "the same for cuDNN's fused attention (model.attention: cudnn)"},
-    ScenarioKey{"cluster.gpu.triton_attention_efficiency", K::number, 0.01, 1,
-                "fraction of peak", "", "from the preset",
+    ScenarioKey{"cluster.gpu.triton_attention_efficiency", K::number, 0.01, 1, "fraction of peak",
+                "", "from the preset",
                 "the same for the Triton FlashAttention of llm-foundry's MPT (model.attention: "
                 "triton)"},
     ScenarioKey{

@@ -230,7 +230,7 @@ TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
 // efficiency its attention FLOPs run at: the forward ops' times differ by exactly their attention
 // terms' difference.
 void expect_flash_memory_at_its_own_efficiency(const std::string& kind,
-                                               double GpuSpec::* efficiency) {
+                                               double GpuSpec::*efficiency) {
   const std::string yaml =
       "model: {preset: llama3.1-8b}\ncluster: {preset: h200-sxm-141gb}\n"
       "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
@@ -239,8 +239,8 @@ void expect_flash_memory_at_its_own_efficiency(const std::string& kind,
   EXPECT_EQ(flash.summary.peak_allocated, other.summary.peak_allocated);
   const CostModel flash_costs(flash.scenario), other_costs(other.scenario);
   const GpuSpec& gpu = flash.scenario.cluster.gpu;
-  EXPECT_EQ(other.summary.step_time < flash.summary.step_time,
-            gpu.*efficiency > gpu.attention_efficiency);
+  EXPECT_EQ(
+      other.summary.step_time<flash.summary.step_time, gpu.*efficiency> gpu.attention_efficiency);
   int priced = 0;
   for (const Op& op : flash.schedule.ops) {
     if (op.kind != OpKind::forward || op.attention_flops <= 0) continue;
