@@ -1,15 +1,11 @@
-// Orderings the FSDP documentation promises, and the published TorchTitan runs.
+// Orderings the FSDP documentation promises (the published runs: scripts/published-runs).
 #include <gtest/gtest.h>
-
-#include <fstream>
-#include <sstream>
 
 #include "sim/sim_test_util.hpp"
 
 namespace shardscope {
 namespace {
 
-using testing::gib;
 using testing::run_text;
 
 // Llama 3.1 8B on 2 nodes with short sequences: communication matters.
@@ -61,45 +57,6 @@ fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}}
   EXPECT_GE(saved, params + states - 64 * kMiB);
   EXPECT_LE(saved, params + states + grads);
   EXPECT_GT(off.summary.step_time, gpu.summary.step_time);  // PCIe copies and a CPU AdamW
-}
-
-// ../shared/reference/published_runs.csv (copied to tests/data): TorchTitan Llama 3.1 8B runs on
-// H100 with 96 GB HBM capped at 500 W.
-TEST(PublishedRuns, TorchTitanLlama8BWithinTenPercent) {
-  std::ifstream in(std::string(SHARDSCOPE_TEST_DATA_DIR) + "/published_runs.csv");
-  ASSERT_TRUE(in);
-  std::string line;
-  int cases = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("case,", 0) == 0) continue;
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
-    ASSERT_EQ(f.size(), 9u) << line;
-    const int gpus = std::stoi(f[2]), nodes = std::stoi(f[3]);
-    const auto r = testing::run_text(
-        "model: {preset: " + f[1] +
-        "}\n"
-        "cluster: {preset: h100-sxm-80gb, nodes: " +
-        std::to_string(nodes) + ", gpus_per_node: " + std::to_string(gpus / nodes) +
-        // The runs' H100s have 96 GB of HBM2e at about 2.4 TB/s (the CSV's header).
-        ", gpu: {memory: 96GB, hbm_bandwidth: 2.4TB/s, power_cap_w: 500}}\n"
-        "training: {seq_len: " +
-        f[5] + ", micro_batch: " + f[4] + ", activation_checkpointing: " + f[6] +
-        ", iterations: 2}\n"
-        "fsdp: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32}, "
-        "reshard_last_after_forward: false}\n"  // torchtitan keeps the last block unsharded
-        // torchtitan's launch script has run with expandable segments since 2024-10-22
-        // (pytorch/torchtitan#643), before these December 2024 runs.
-        "allocator: {expandable_segments: true}\n");
-    const double tps = std::stod(f[7]), mem = std::stod(f[8]);
-    EXPECT_NEAR(r.summary.tokens_per_s_per_gpu.value() / tps, 1.0, 0.10)
-        << f[0] << ": " << *r.summary.tokens_per_s_per_gpu << " tokens/s";
-    EXPECT_NEAR(gib(r.summary.peak_reserved.value()) / mem, 1.0, 0.10)
-        << f[0] << ": " << gib(*r.summary.peak_reserved) << " GiB";
-    ++cases;
-  }
-  EXPECT_EQ(cases, 2);
 }
 
 }  // namespace
