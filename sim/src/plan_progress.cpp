@@ -54,6 +54,17 @@ void WorkEstimate::Visited::add(const Visited& other) {
   groups += other.groups;
 }
 
+void WorkEstimate::Record::add(const Record& other) {
+  total.add(other.total);
+  if (waves.size() < other.waves.size()) waves.resize(other.waves.size());
+  for (std::size_t i = 0; i < other.waves.size(); ++i) waves[i].add(other.waves[i]);
+}
+
+void WorkEstimate::Shares::add(const Shares& other) {
+  blind.add(other.blind);
+  reached.add(other.reached);
+}
+
 void StepCosts::add(Step step, double seconds, std::int64_t ops) {
   const auto s = static_cast<std::size_t>(step);
   seconds_[s] += seconds;
@@ -71,8 +82,15 @@ double StepCosts::seconds(Step step, std::int64_t ops) const {
 
 void WorkEstimate::wave_done(const ComputeClass& cls, const WaveCounts& wave) {
   const auto n = [](std::size_t count) { return static_cast<double>(count); };
-  visiting_.add({n(wave.members), n(wave.read), n(wave.lowered), n(wave.beyond),
-                 cls.floor_share * n(wave.members)});
+  const Visited counts{n(wave.members),
+                       n(wave.read),
+                       n(wave.lowered),
+                       n(wave.beyond),
+                       cls.floor_share * n(wave.members),
+                       n(wave.groups)};
+  visiting_.total.add(counts);
+  visiting_.waves.push_back(counts);
+  visiting_blind_ = visiting_blind_ || !wave.reach_known;
 }
 
 void WorkEstimate::floor_seen(const ComputeClass& cls, TimeNs floor) {
@@ -85,16 +103,17 @@ void WorkEstimate::fit_found(const ComputeClass& cls, TimeNs floor, Bytes peak_r
                              std::size_t strategy, bool new_group) {
   const auto [it, added] = visiting_fits_.try_emplace(strategy, floor, peak_reserved);
   if (!added && floor < it->second.first) it->second = {floor, peak_reserved};
-  if (!new_group) return;
-  visiting_.groups += 1;
-  if (cls.bound > 0)
+  if (new_group && cls.bound > 0)
     ratios_[cls.part].groups.push_back(static_cast<double>(floor) / static_cast<double>(cls.bound));
 }
 
 void WorkEstimate::class_done(const ComputeClass& cls) {
-  visited_[{cls.part, cls.ops}].add(visiting_);
-  visited_all_.add(visiting_);
+  Shares done;
+  (visiting_blind_ ? done.blind : done.reached) = visiting_;
+  visited_[{cls.part, cls.ops}].add(done);
+  visited_all_.add(done);
   visiting_ = {};
+  visiting_blind_ = false;
   if (!visiting_fits_.empty() && cls.bound > 0) yields_[{cls.part, cls.ops}] = visiting_yield(cls);
   visiting_fits_.clear();
   if (const auto r = ratios_.find(cls.part); r != ratios_.end()) {
@@ -118,12 +137,17 @@ void WorkEstimate::group_timed(TimeNs step, TimeNs floor) {
 }
 
 // The finished classes most like `c`: of its part and schedule size, else of its part and the
-// nearest size, else all, else the class being visited.
-const WorkEstimate::Visited& WorkEstimate::most_like(const ComputeClass& c) const {
-  if (const Visited* v =
-          nearest_of_part(visited_, c, [](const Visited& w) { return w.members > 0; }))
-    return *v;
-  return visited_all_.members > 0 ? visited_all_ : visiting_;
+// nearest size, else all, else the class being visited; of each, what its waves under a known
+// reach did, else what the others did.
+const WorkEstimate::Record& WorkEstimate::most_like(const ComputeClass& c) const {
+  if (const Shares* v =
+          nearest_of_part(visited_, c, [](const Shares& w) { return w.reached.total.members > 0; }))
+    return v->reached;
+  if (const Shares* v =
+          nearest_of_part(visited_, c, [](const Shares& w) { return w.blind.total.members > 0; }))
+    return v->blind;
+  if (visited_all_.reached.total.members > 0) return visited_all_.reached;
+  return visited_all_.blind.total.members > 0 ? visited_all_.blind : visiting_;
 }
 
 // What the finished class of `c`'s part nearest its schedule size yielded (nullptr: none of its
@@ -132,8 +156,27 @@ const WorkEstimate::Yield* WorkEstimate::yield_like(const ComputeClass& c) const
   return nearest_of_part(yields_, c, [](const Yield&) { return true; });
 }
 
-double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, double reach) const {
-  const Visited& v = most_like(c);
+// The finished class most like `c` visited as the class being visited is (blind, or under a
+// known reach from its first wave), nearest in schedule size within its part; nullptr: none.
+const WorkEstimate::Record* WorkEstimate::like_visiting(const ComputeClass& c) const {
+  const Shares* v = nearest_of_part(visited_, c, [&](const Shares& w) {
+    return (visiting_blind_ ? w.blind : w.reached).total.members > 0;
+  });
+  return v ? &(visiting_blind_ ? v->blind : v->reached) : nullptr;
+}
+
+double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, double reach,
+                                   std::size_t from_wave) const {
+  // What the class most like it did; for the rest of the class being visited (`from_wave` > 0),
+  // in its waves from `from_wave` on, from a class visited as this one is (blind or under a known
+  // reach: their deeper waves differ most). Its own first waves, the most expensive, are no
+  // guide to the rest (405B plan: they say six times what the rest takes).
+  Visited v = most_like(c).total;
+  if (const Record* like = from_wave > 0 ? like_visiting(c) : nullptr;
+      like && from_wave < like->waves.size()) {
+    v = {};
+    for (std::size_t i = from_wave; i < like->waves.size(); ++i) v.add(like->waves[i]);
+  }
   const double read_share = v.members > 0 ? v.read / v.members : 1.0;
   const double lowered_scale = v.expected > 0 ? v.lowered / v.expected : 1.0;
   const double lowered_share = std::min(read_share, c.floor_share * lowered_scale);
@@ -188,7 +231,11 @@ double WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
     const auto kth = std::next(promised.begin(), static_cast<std::ptrdiff_t>(options_.top - 1));
     reach = static_cast<double>(std::get<0>(*kth)) * (1 + options_.entries.time);
   }
-  double ahead = class_seconds(classes_[k], unsettled, reach);
+  // The class being visited (or next, between classes): none of it is visited once its bound is
+  // beyond the reach (the search skips it and every class after it).
+  double ahead = k < classes_.size() && static_cast<double>(classes_[k].bound) <= reach
+                     ? class_seconds(classes_[k], unsettled, reach, visiting_.waves.size())
+                     : 0.0;
   for (std::size_t j = k + 1; j < classes_.size(); ++j) {
     if (static_cast<double>(classes_[j].bound) > reach) break;  // visited by increasing bound
     if (classes_[j].saved > options_.memory_budget) continue;   // settled without lowering

@@ -42,6 +42,11 @@ struct WaveCounts {
   std::size_t read = 0;     // not skipped by a memory rule
   std::size_t lowered = 0;  // of those read: not settled by the floor before lowering
   std::size_t beyond = 0;   // of those lowered: not replayed, their step-time floor beyond reach
+  std::size_t groups = 0;   // timing groups its fits started
+  // Whether the reach was known when it ran. Then a member whose floor is beyond it is settled
+  // without knowing whether it fits, so it skips nothing above it: the memory rules skip less
+  // (70B plan: read 19 % of the first class's members, 49-72 % of the later ones').
+  bool reach_known = false;
 };
 
 // The thread time of each Step, measured as the search runs: a read by the configuration (reading
@@ -92,7 +97,9 @@ class WorkEstimate {
 
   /// Whether a class has been visited to its end: what ahead() says rests on the shares of its
   /// steps (before, on the first waves of the first class, which nothing yet skips).
-  bool grounded() const { return visited_all_.members > 0; }
+  bool grounded() const {
+    return visited_all_.blind.total.members > 0 || visited_all_.reached.total.members > 0;
+  }
 
   /// The thread time in seconds the search will still take, with `unsettled` members of class
   /// `k` still to come. Predictions stand in for those still to come: each waiting group's floor
@@ -105,10 +112,11 @@ class WorkEstimate {
   /// above their bounds they run). The classes it will still visit are those within the reach of
   /// the entries these form (when they form too few: of the top's size of them, each its own
   /// entry). Each costs its members at the shares of reads and lowerings the finished classes most
-  /// like it had (the lowered one scaled by its own floor share); of those lowered, the share
-  /// whose floors lie beyond the reach, and the timing groups of those that fit within it, as
-  /// the floors over their bounds seen in its part say; every waiting group within the reach is
-  /// timed. Steps are priced by StepCosts.
+  /// like it had, visited under a known reach where any was (the lowered one scaled by its own
+  /// floor share; the rest of the class being visited at what the waves after as many had); of
+  /// those lowered, the share whose floors lie beyond the reach, and the timing groups of those
+  /// that fit within it, as the floors over their bounds seen in its part say; every waiting group
+  /// within the reach is timed. Steps are priced by StepCosts.
   double ahead(std::size_t k, std::size_t unsettled, const std::set<Prediction>& predictions,
                const TimingQueue& to_time) const;
 
@@ -120,6 +128,22 @@ class WorkEstimate {
     double groups = 0;  // timing groups its fits formed
     void add(const Visited& other);
   };
+  // The same, in all and wave by wave: a class's waves run by increasing memory depth, and the
+  // deeper skip more (405B plan: a class's first wave of six took more than half its time), so
+  // the rest of the class being visited follows the waves after as many as it has run. The waves
+  // of classes of one part line up (the same layout dimensions).
+  struct Record {
+    Visited total;
+    std::vector<Visited> waves;
+    void add(const Record& other);
+  };
+  // By whether the reach was known from a class's first wave on (WaveCounts::reach_known): the
+  // classes ahead are visited so once a reach is known, and read more of their members then (a
+  // class whose first waves ran blind counts as blind).
+  struct Shares {
+    Record blind, reached;
+    void add(const Shares& other);
+  };
   // Floors over their class's bound, in a part of the space, sorted when a class is done.
   struct Ratios {
     std::vector<double> lowered;  // of members lowered once the reach was known
@@ -128,10 +152,12 @@ class WorkEstimate {
   // What a class yielded: its fastest strategies' floors over its bound and their peak reserved,
   // fastest first.
   using Yield = std::vector<std::pair<double, Bytes>>;
-  const Visited& most_like(const ComputeClass& c) const;
+  const Record& most_like(const ComputeClass& c) const;
+  const Record* like_visiting(const ComputeClass& c) const;
   const Yield* yield_like(const ComputeClass& c) const;
   Yield visiting_yield(const ComputeClass& cls) const;
-  double class_seconds(const ComputeClass& c, std::size_t members, double reach) const;
+  double class_seconds(const ComputeClass& c, std::size_t members, double reach,
+                       std::size_t from_wave = 0) const;
 
   const PlanSpace& space_;
   const PlanOptions& options_;
@@ -139,9 +165,10 @@ class WorkEstimate {
   StepCosts costs_;
   // By part of the space and schedule size (the APIs' spaces differ in their memory rules, and a
   // micro-batch split, which sets the schedule's size, in how many configurations fit).
-  std::map<std::pair<std::size_t, std::int64_t>, Visited> visited_;  // classes done
-  Visited visited_all_;
-  Visited visiting_;  // the class being visited, so far: its first waves, the leanest, fit more
+  std::map<std::pair<std::size_t, std::int64_t>, Shares> visited_;  // classes done
+  Shares visited_all_;
+  Record visiting_;  // the class being visited, so far: its first waves, the leanest, fit more
+  bool visiting_blind_ = false;  // whether a wave of it ran before the reach was known
   std::map<std::pair<std::size_t, std::int64_t>, Yield> yields_;   // the latest of each kind
   std::map<std::size_t, std::pair<TimeNs, Bytes>> visiting_fits_;  // by strategy: its fastest
   std::vector<double> step_over_floor_;                            // per group timed (at least 1)

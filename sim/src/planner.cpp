@@ -423,7 +423,8 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
       const double reach = reach_now();
       const std::vector<Evaluated> out =
           planning::evaluate_wave(base, file, space, to_run, options, reach, threads, cancelled);
-      planning::WaveCounts wave{members.size(), to_run.size()};
+      planning::WaveCounts wave{
+          .members = members.size(), .read = to_run.size(), .reach_known = std::isfinite(reach)};
       for (std::size_t i = 0; i < to_run.size(); ++i) {
         const auto& e = out[i];
         if (!e.done) {  // cancelled before it ran
@@ -467,6 +468,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           ToTime& group = to_time[{e.floor, timing_of(space, e.index)}];
           estimate.fit_found(cls, e.floor, e.peak_reserved, strategy_of(space, e.index),
                              group.members.empty());
+          if (group.members.empty()) ++wave.groups;
           group.members.push_back(e);
           group.ops = cls.ops;
         }
