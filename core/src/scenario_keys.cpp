@@ -203,6 +203,10 @@ constexpr std::array kKeys{
                 "", "from the preset",
                 "the same for the Triton FlashAttention of llm-foundry's MPT (model.attention: "
                 "triton)"},
+    ScenarioKey{"cluster.gpu.triton_attention_overhead", K::number, 0, 4,
+                "share of FlashAttention-2's", "", "from the preset",
+                "that Triton kernel's per-tile overhead (the keys per query at which it runs at "
+                "half its efficiency) as a share of FlashAttention-2's"},
     ScenarioKey{
         .path = "cluster.gpu.device_profile",
         .type = K::text,

@@ -42,8 +42,11 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
   if (scenario.model.family == ModelFamily::transformer) {
     if (scenario.model.transformer.attention == AttentionKind::cudnn)
       cluster_.gpu.attention_efficiency = cluster_.gpu.cudnn_attention_efficiency;
-    if (scenario.model.transformer.attention == AttentionKind::triton)
+    if (scenario.model.transformer.attention == AttentionKind::triton) {
       cluster_.gpu.attention_efficiency = cluster_.gpu.triton_attention_efficiency;
+      compute_.shapes.attention_forward_half_length *= cluster_.gpu.triton_attention_overhead;
+      compute_.shapes.attention_backward_half_length *= cluster_.gpu.triton_attention_overhead;
+    }
   }
   double clock = 1.0;
   if (cluster_.gpu.power_cap_w && cluster_.gpu.tdp_w > 0) {

@@ -229,13 +229,15 @@ TEST(KernelShapeModel, TheH200PresetPricesTheStepsFlashAttention) {
 // Another fused attention kernel (`kind`) saves what flash saves and differs only in the
 // efficiency its attention FLOPs run at: the forward ops' times differ by exactly their attention
 // terms' difference.
-void expect_flash_memory_at_its_own_efficiency(const std::string& kind,
-                                               double GpuSpec::*efficiency) {
+void expect_flash_memory_at_its_own_efficiency(const std::string& kind, double GpuSpec::*efficiency,
+                                               const std::vector<std::string>& overrides = {}) {
   const std::string yaml =
       "model: {preset: llama3.1-8b}\ncluster: {preset: h200-sxm-141gb}\n"
       "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
-  const auto flash = testing::run_text(yaml);
-  const auto other = testing::run_text(yaml, {"model.attention=" + kind});
+  const auto flash = testing::run_text(yaml, overrides);
+  std::vector<std::string> other_overrides = overrides;
+  other_overrides.push_back("model.attention=" + kind);
+  const auto other = testing::run_text(yaml, other_overrides);
   EXPECT_EQ(flash.summary.peak_allocated, other.summary.peak_allocated);
   const CostModel flash_costs(flash.scenario), other_costs(other.scenario);
   const GpuSpec& gpu = flash.scenario.cluster.gpu;
@@ -260,9 +262,31 @@ TEST(KernelShapeModel, CudnnAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency)
   expect_flash_memory_at_its_own_efficiency("cudnn", &GpuSpec::cudnn_attention_efficiency);
 }
 
-// llm-foundry's Triton FlashAttention (model.attention: triton), slower than FlashAttention-2.
+// llm-foundry's Triton FlashAttention (model.attention: triton), slower than FlashAttention-2
+// (its per-tile overhead held at FlashAttention-2's here: only the efficiency differs).
 TEST(KernelShapeModel, TritonAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency) {
-  expect_flash_memory_at_its_own_efficiency("triton", &GpuSpec::triton_attention_efficiency);
+  expect_flash_memory_at_its_own_efficiency("triton", &GpuSpec::triton_attention_efficiency,
+                                            {"cluster.gpu.triton_attention_overhead=1"});
+}
+
+// The Triton kernel's per-tile overhead is a share of FlashAttention-2's: its half-lengths scale
+// by it, and only under model.attention: triton.
+TEST(KernelShapeModel, TritonAttentionOverheadScalesTheHalfLengths) {
+  const std::string yaml =
+      "model: {preset: llama3.1-8b}\ncluster: {preset: h100-sxm-80gb}\n"
+      "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
+  const KernelShapeParams fa2;
+  const auto half_lengths = [&](const std::vector<std::string>& overrides) {
+    const CostModel costs(testing::run_text(yaml, overrides).scenario);
+    return std::pair{costs.compute_params().shapes.attention_forward_half_length,
+                     costs.compute_params().shapes.attention_backward_half_length};
+  };
+  EXPECT_EQ(half_lengths({"cluster.gpu.triton_attention_overhead=0.5"}),
+            std::pair(fa2.attention_forward_half_length, fa2.attention_backward_half_length));
+  EXPECT_EQ(
+      half_lengths({"model.attention=triton", "cluster.gpu.triton_attention_overhead=0.5"}),
+      std::pair(fa2.attention_forward_half_length / 2, fa2.attention_backward_half_length / 2));
+  EXPECT_EQ(half_lengths({"model.attention=triton"}), std::pair(0.0, 0.0));  // the preset's, fitted
 }
 
 }  // namespace
