@@ -20,7 +20,8 @@ enum class MlpKind { swiglu, gelu, gelu_new };
 /// probabilities materialised).
 /// SDPA's kernel: flash (FlashAttention-2, the FLASH_ATTENTION backend) and cudnn (cuDNN's fused
 /// attention, CUDNN_ATTENTION) keep no s × s probabilities and save the same tensors; they differ
-/// in speed. math materializes the probabilities.
+/// in speed. math materializes the probabilities. triton is not SDPA's: llm-foundry's Triton
+/// FlashAttention (MPT's attn_impl: triton), FlashAttention-2's memory at its own speed.
 enum class AttentionKind { flash, math, cudnn, triton };
 inline bool fused_attention(AttentionKind a) {
   return a != AttentionKind::math;
