@@ -136,33 +136,30 @@ void WorkEstimate::group_timed(TimeNs step, TimeNs floor) {
   if (floor > 0) step_over_floor_.push_back(static_cast<double>(step) / static_cast<double>(floor));
 }
 
+// The finished class of `c`'s part nearest its schedule size visited blind or under a known reach
+// (`reached`), as that way of visiting recorded it; nullptr: none of its part was visited so.
+const WorkEstimate::Record* WorkEstimate::nearest_visited(const ComputeClass& c,
+                                                          bool reached) const {
+  const Shares* v = nearest_of_part(
+      visited_, c, [&](const Shares& w) { return w.of(reached).total.members > 0; });
+  return v ? &v->of(reached) : nullptr;
+}
+
 // The finished classes most like `c`: of its part and schedule size, else of its part and the
 // nearest size, else all, else the class being visited; of each, what its waves under a known
 // reach did, else what the others did.
 const WorkEstimate::Record& WorkEstimate::most_like(const ComputeClass& c) const {
-  if (const Shares* v =
-          nearest_of_part(visited_, c, [](const Shares& w) { return w.reached.total.members > 0; }))
-    return v->reached;
-  if (const Shares* v =
-          nearest_of_part(visited_, c, [](const Shares& w) { return w.blind.total.members > 0; }))
-    return v->blind;
-  if (visited_all_.reached.total.members > 0) return visited_all_.reached;
-  return visited_all_.blind.total.members > 0 ? visited_all_.blind : visiting_;
+  for (const bool reached : {true, false})
+    if (const Record* r = nearest_visited(c, reached)) return *r;
+  for (const bool reached : {true, false})
+    if (visited_all_.of(reached).total.members > 0) return visited_all_.of(reached);
+  return visiting_;
 }
 
 // What the finished class of `c`'s part nearest its schedule size yielded (nullptr: none of its
 // part has).
 const WorkEstimate::Yield* WorkEstimate::yield_like(const ComputeClass& c) const {
   return nearest_of_part(yields_, c, [](const Yield&) { return true; });
-}
-
-// The finished class most like `c` visited as the class being visited is (blind, or under a
-// known reach from its first wave), nearest in schedule size within its part; nullptr: none.
-const WorkEstimate::Record* WorkEstimate::like_visiting(const ComputeClass& c) const {
-  const Shares* v = nearest_of_part(visited_, c, [&](const Shares& w) {
-    return (visiting_blind_ ? w.blind : w.reached).total.members > 0;
-  });
-  return v ? &(visiting_blind_ ? v->blind : v->reached) : nullptr;
 }
 
 double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, double reach,
@@ -172,7 +169,7 @@ double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, d
   // reach: their deeper waves differ most). Its own first waves, the most expensive, are no
   // guide to the rest (405B plan: they say six times what the rest takes).
   Visited v = most_like(c).total;
-  if (const Record* like = from_wave > 0 ? like_visiting(c) : nullptr;
+  if (const Record* like = from_wave > 0 ? nearest_visited(c, !visiting_blind_) : nullptr;
       like && from_wave < like->waves.size()) {
     v = {};
     for (std::size_t i = from_wave; i < like->waves.size(); ++i) v.add(like->waves[i]);

@@ -143,6 +143,7 @@ class WorkEstimate {
   struct Shares {
     Record blind, reached;
     void add(const Shares& other);
+    const Record& of(bool under_reach) const { return under_reach ? reached : blind; }
   };
   // Floors over their class's bound, in a part of the space, sorted when a class is done.
   struct Ratios {
@@ -152,8 +153,8 @@ class WorkEstimate {
   // What a class yielded: its fastest strategies' floors over its bound and their peak reserved,
   // fastest first.
   using Yield = std::vector<std::pair<double, Bytes>>;
+  const Record* nearest_visited(const ComputeClass& c, bool reached) const;
   const Record& most_like(const ComputeClass& c) const;
-  const Record* like_visiting(const ComputeClass& c) const;
   const Yield* yield_like(const ComputeClass& c) const;
   Yield visiting_yield(const ComputeClass& cls) const;
   double class_seconds(const ComputeClass& c, std::size_t members, double reach,
