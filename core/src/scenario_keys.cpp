@@ -207,6 +207,10 @@ constexpr std::array kKeys{
                 "share of FlashAttention-2's", "", "from the preset",
                 "that Triton kernel's per-tile overhead (the keys per query at which it runs at "
                 "half its efficiency) as a share of FlashAttention-2's"},
+    ScenarioKey{"cluster.gpu.triton_attention_head_dim_overhead", K::number, 0, 4,
+                "share of FlashAttention-2's", "", "from the preset",
+                "that Triton kernel's slowdown at a head dimension below 128 (the head-dimension "
+                "overhead d0) as a share of FlashAttention-2's"},
     ScenarioKey{
         .path = "cluster.gpu.device_profile",
         .type = K::text,

@@ -451,6 +451,8 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_number(r, "cluster.gpu.triton_attention_efficiency"),
          c.gpu.triton_attention_efficiency);
   set_if(read_number(r, "cluster.gpu.triton_attention_overhead"), c.gpu.triton_attention_overhead);
+  set_if(read_number(r, "cluster.gpu.triton_attention_head_dim_overhead"),
+         c.gpu.triton_attention_head_dim_overhead);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;
   if (auto profile = r.get_string("cluster.gpu.device_profile")) {
     c.gpu.device_profile = read_linked_file<DeviceProfile>(

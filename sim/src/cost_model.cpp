@@ -46,6 +46,8 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
       cluster_.gpu.attention_efficiency = cluster_.gpu.triton_attention_efficiency;
       compute_.shapes.attention_forward_half_length *= cluster_.gpu.triton_attention_overhead;
       compute_.shapes.attention_backward_half_length *= cluster_.gpu.triton_attention_overhead;
+      compute_.shapes.attention_head_dim_overhead *=
+          cluster_.gpu.triton_attention_head_dim_overhead;
     }
   }
   double clock = 1.0;

@@ -286,7 +286,38 @@ TEST(KernelShapeModel, TritonAttentionOverheadScalesTheHalfLengths) {
   EXPECT_EQ(
       half_lengths({"model.attention=triton", "cluster.gpu.triton_attention_overhead=0.5"}),
       std::pair(fa2.attention_forward_half_length / 2, fa2.attention_backward_half_length / 2));
-  EXPECT_EQ(half_lengths({"model.attention=triton"}), std::pair(0.0, 0.0));  // the preset's, fitted
+  const double preset = find_cluster_preset("h100-sxm-80gb")->gpu.triton_attention_overhead;
+  EXPECT_EQ(half_lengths({"model.attention=triton"}),  // the preset's share, fitted
+            std::pair(fa2.attention_forward_half_length * preset,
+                      fa2.attention_backward_half_length * preset));
+}
+
+// Its cost of a small head dimension is a share of FlashAttention-2's too: d0 scales by it, only
+// under model.attention: triton, and a head dimension of 128 costs the same at any share.
+TEST(KernelShapeModel, TritonAttentionHeadDimOverheadScalesFlashAttention2s) {
+  const std::string yaml =
+      "model: {preset: llama3.1-8b}\ncluster: {preset: a100-sxm-80gb}\n"
+      "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
+  const KernelShapeParams fa2;
+  const auto d0 = [&](const std::vector<std::string>& overrides) {
+    const CostModel costs(testing::run_text(yaml, overrides).scenario);
+    return costs.compute_params().shapes.attention_head_dim_overhead;
+  };
+  EXPECT_EQ(d0({"cluster.gpu.triton_attention_head_dim_overhead=0.5"}),
+            fa2.attention_head_dim_overhead);
+  EXPECT_EQ(d0({"model.attention=triton", "cluster.gpu.triton_attention_head_dim_overhead=0.5"}),
+            fa2.attention_head_dim_overhead / 2);
+
+  const auto full_rate = [&](std::int64_t head_dim, double share) {
+    KernelShapeParams p;
+    p.attention_head_dim_overhead *= share;
+    return attention_full_rate_flops(
+        Attention{.batch = 1, .heads = 8, .q_len = 4096, .kv_len = 4096, .head_dim = head_dim}, 1,
+        p);
+  };
+  EXPECT_DOUBLE_EQ(full_rate(128, 0.25), full_rate(128, 1));
+  EXPECT_LT(full_rate(64, 0.25), full_rate(64, 1));
+  EXPECT_DOUBLE_EQ(full_rate(64, 0), full_rate(128, 0) / 2);  // no overhead: FLOPs alone
 }
 
 }  // namespace

@@ -49,11 +49,13 @@ struct GpuSpec {
   // FlashAttention-2 on Hopper.
   double cudnn_attention_efficiency = 0.35;
   // attention_efficiency of the Triton FlashAttention llm-foundry's MPT runs (model.attention:
-  // triton, outside SDPA), fitted to the published runs that used it; and its per-tile overhead
+  // triton, outside SDPA), fitted to the published runs that used it; its per-tile overhead
   // as a share of FlashAttention-2's (the attention half-lengths of kernel_shape_model.hpp), so
-  // that short sequences cost it less over its asymptote.
+  // that short sequences cost it less over its asymptote; and its cost of a small head
+  // dimension as a share of FlashAttention-2's (the head-dimension overhead d0 there).
   double triton_attention_efficiency = 0.35;
   double triton_attention_overhead = 1;
+  double triton_attention_head_dim_overhead = 1;
 };
 
 /// One direction of a link as one GPU sees it.
