@@ -370,6 +370,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   // Autocast's weight copies: saved with the activations of a block that keeps them, held by the
   // cast cache or freed after use in a checkpointed one, and cast again by its recompute.
   const Bytes casts = cast_from ? block_weight_cast_bytes(c, elem) : 0;
+  const Bytes largest_cast = cast_from ? detail::largest_projection_params(c) * elem : 0;
   // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs; under math
   // attention also the probabilities' and the scores' gradients ([b, heads, s, s] each).
   WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
@@ -410,12 +411,14 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     if (checkpointed > 0) {  // full or every_n: the rest of the blocks keep everything
       part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * (all + casts);
       part.weight_casts = checkpointed * casts;
+      part.largest_weight_cast = largest_cast;
       part.recompute = kernels.pass(block_full_recompute, checkpointed);
       part.recompute_bytes = checkpointed * (all + casts);
       part.forward_workspace.push_back(mlp_transient);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;
       part.weight_casts = g.block_count * casts;
+      part.largest_weight_cast = largest_cast;
       part.forward_workspace.push_back(mlp_transient);
       part.recompute = kernels.pass(block_sac, g.block_count);
       part.recompute_bytes = g.block_count * (all - sac_saved + casts);

@@ -153,6 +153,13 @@ std::int64_t block_projection_params(const TransformerConfig& c) {
   return p.attention + p.mlp;
 }
 
+std::int64_t largest_projection_params(const TransformerConfig& c) {
+  std::int64_t largest = fused_qkv(c) ? c.hidden * (c.hidden + 2 * c.kv_dim()) : 0;
+  const BlockMatmuls mm = block_matmuls(c);
+  for (const Matmul& m : mm.all()) largest = std::max(largest, m.in * m.out);
+  return largest;
+}
+
 bool fused_qkv(const TransformerConfig& c) {
   return c.mlp != MlpKind::swiglu;
 }

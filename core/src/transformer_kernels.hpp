@@ -39,6 +39,9 @@ bool fused_qkv(const TransformerConfig& c);
 std::int64_t projection_inputs(const TransformerConfig& c);
 /// A block's projection weights and biases (what autocast casts per use).
 std::int64_t block_projection_params(const TransformerConfig& c);
+/// The weights of its largest single projection (a fused qkv counted as one): the most autocast's
+/// casts hold at once when each is freed after its use.
+std::int64_t largest_projection_params(const TransformerConfig& c);
 
 /// Every kernel of a block's forward: q, k, v projections, attention, output projection, MLP,
 /// and one memory-bound kernel for norms, RoPE, the MLP activation and residual adds.

@@ -172,16 +172,29 @@ TEST(Autocast, Fsdp2CachesCheckpointedBlocksCastsUntilTheForwardEnds) {
   }
 }
 
+// Each cast is freed after the projection that reads it: one projection's copy at a time, the
+// largest (Llama's w1, w3 and w2: ffn × hidden each; GPT's fc, or its fused qkv when wider), as
+// real PyTorch's forward peak under MPT's recipe shows at 30B scale (docs/validation.md).
 TEST(Autocast, Fsdp1FreesCheckpointedBlocksCastsAfterUse) {
-  const Schedule s = lower(llama_training(", autocast: bf16, activation_checkpointing: full",
-                                          "api: fsdp1, sharding_strategy: FULL_SHARD"));
+  const std::string fsdp1 = "api: fsdp1, sharding_strategy: FULL_SHARD";
+  const Scenario with = llama_training(", autocast: bf16, activation_checkpointing: full", fsdp1);
+  const Schedule s = lower(with);
   EXPECT_TRUE(check_schedule(s).empty());
   const auto casts = cast_buffers(s);
   ASSERT_EQ(casts.size(), 2u);
+  const TransformerConfig& c = with.model.transformer;
   for (const auto& life : casts) {
     EXPECT_EQ(life.alloc, life.free);
     EXPECT_EQ(s.ops[static_cast<std::size_t>(life.alloc)].kind, OpKind::forward);
+    EXPECT_EQ(life.size, c.ffn_hidden * c.hidden * 2);
   }
+  // A GPT-style block whose fused qkv outweighs its fc: that projection's copy.
+  Scenario wide_qkv = with;
+  wide_qkv.model.transformer.mlp = MlpKind::gelu;
+  wide_qkv.model.transformer.kv_heads = wide_qkv.model.transformer.heads;
+  wide_qkv.model.transformer.ffn_hidden = 2 * c.hidden;
+  const std::int64_t h = c.hidden;
+  for (const auto& life : cast_buffers(lower(wide_qkv))) EXPECT_EQ(life.size, 3 * h * h * 2);
 }
 
 TEST(Autocast, TheHeadSavesItsCastWeightAndFp32NormTensors) {

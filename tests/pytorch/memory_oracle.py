@@ -69,8 +69,18 @@ LLAMA_8B = ModelShape(hidden=4096, layers=32, heads=32, kv_heads=8, ffn_hidden=1
 # llm-foundry's MPT recipe: LPLayerNorm (low_precision_layernorm) under bf16 autocast over fp32
 # parameters (its DEFAULT precision), on the GPT shape.
 GPT_LPLN = dataclasses.replace(GPT, norm="low_precision_layernorm")
+# llm-foundry's MPT-30B and MPT-13B blocks (scripts/train/yamls/pretrain/mpt-30b.yaml, -13b:
+# d_model 7168 and 5120, 56 and 40 heads, expansion 4, vocab 50368, the recipe above), four of
+# them (--grid mpt): a block's memory at the scale of the published runs
+# (tests/data/published/llm_foundry_mpt.csv), whose peak moves one block at a time.
+MPT_30B = ModelShape(hidden=7168, layers=4, heads=56, kv_heads=56, ffn_hidden=28672, vocab=50368,
+                     mlp="gelu", norm="low_precision_layernorm", pos_emb="learned", max_seq=8192,
+                     bias=True, tie_embeddings=True)
+MPT_13B = dataclasses.replace(MPT_30B, hidden=5120, heads=40, kv_heads=40, ffn_hidden=20480,
+                              max_seq=16384)
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
-          "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA, "gpt-lpln": GPT_LPLN}
+          "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA, "gpt-lpln": GPT_LPLN,
+          "mpt-30b-4blocks": MPT_30B, "mpt-13b-4blocks": MPT_13B}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
@@ -211,8 +221,24 @@ def llama_8b_grid() -> list[dict]:
             for ac in ("selective_op", "full", "none")]
 
 
+def mpt_grid() -> list[dict]:
+    """Two of the published MPT runs shardscope finds out of memory, at four blocks: 30B at
+    8,192 × 1 tokens and 13B at 16,384 × 3 on 8 GPUs, as Composer ran them (FSDP1 FULL_SHARD,
+    fp32 parameters with bf16 reduction (its DEFAULT), bf16 autocast, full checkpointing, the
+    fused loss, BACKWARD_POST prefetch, limit_all_gathers); fake tensors, about 40 s."""
+    mpt = dict(fsdp__api="fsdp1", fsdp__mixed_precision__param_dtype="fp32",
+               fsdp__mixed_precision__reduce_dtype="bf16", fsdp__backward_prefetch="BACKWARD_POST",
+               fsdp__limit_all_gathers=True, training__autocast="bf16",
+               training__activation_checkpointing="full", training__loss="fused")
+    return [row("mpt-30b fsdp1 8192x1 full fused", "mpt-30b-4blocks", training__seq_len=8192,
+                training__micro_batch=1, **mpt),
+            row("mpt-13b fsdp1 16384x3 full fused", "mpt-13b-4blocks", training__seq_len=16384,
+                training__micro_batch=3, **mpt)]
+
+
 GRIDS = {"oracle": grid, "pairwise": lambda: grid(pairwise=True), "large": large_grid,
-         "large-quick": lambda: large_grid(quick=True), "llama-8b": llama_8b_grid}
+         "large-quick": lambda: large_grid(quick=True), "llama-8b": llama_8b_grid,
+         "mpt": mpt_grid}
 
 
 def scenario_keys(r: dict, device: str | None = None) -> dict[str, str]:
@@ -520,6 +546,16 @@ KNOWN_DIFFERENCES = [
                  "frees each saved tensor as the backward consumes it and makes the gradients "
                  "one linear at a time (FSDP1: the flat gradient only at the end, by torch.cat)",
     },
+    {
+        "name": "FSDP1 cast beside the MLP",
+        "applies": lambda r: r["model"].startswith("mpt-"),
+        "phases": ("forward",),
+        "bound": 0.04,
+        "cause": "a checkpointed block's forward under FSDP1 and autocast: shardscope holds its "
+                 "largest weight cast beside the MLP's intermediates; PyTorch frees each cast after "
+                 "its projection, before GELU makes the second intermediate (+3.3 % at MPT-30B's "
+                 "width, within 3 % at 13B's)",
+    },
 ]
 
 
@@ -647,7 +683,7 @@ def main() -> int:
                    help="cuda: real tensors on this machine's GPU, allocated and reserved bytes")
     p.add_argument("--grid", choices=sorted(GRIDS), default="oracle",
                    help="the rows: the oracle's (default), CI's share of them (pairwise) or\n"
-                        "GPU-sized ones (large, large-quick, llama-8b)")
+                        "GPU-sized ones (large, large-quick, llama-8b), or MPT blocks (mpt)")
     p.add_argument("--part", default="1/1", metavar="K/N",
                    help="only every N-th row from the K-th (to measure in N processes)")
     args = p.parse_args()

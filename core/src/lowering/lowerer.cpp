@@ -346,12 +346,14 @@ void Lowerer::forward_part(int g, std::size_t p) {
   add_cublas_workspace(op);
   if (part.weight_casts > 0) {
     // Autocast caches the casts of leaf parameters until its context exits: FSDP2's unsharded
-    // parameters are such leaves; FSDP1's are views of the flat parameter, cast per use.
-    const BufferId casts =
-        b_.add_buffer(b_.step_name(part_labels(g, p).weight_casts), part.weight_casts, param_dtype_,
-                      BufferCategory::activations, gid(g));
+    // parameters are such leaves, all of them held; FSDP1's are views of the flat parameter, cast
+    // per use and freed after it, one projection's at a time.
+    const bool cached = s_.fsdp.api == FsdpApi::fsdp2;
+    const BufferId casts = b_.add_buffer(b_.step_name(part_labels(g, p).weight_casts),
+                                         cached ? part.weight_casts : part.largest_weight_cast,
+                                         param_dtype_, BufferCategory::activations, gid(g));
     op.allocs.push_back(casts);
-    if (s_.fsdp.api == FsdpApi::fsdp2) {
+    if (cached) {
       autocast_cache_.push_back(casts);
     } else {
       op.frees.push_back(casts);
