@@ -69,7 +69,7 @@ struct ComputePart {
   // are cacheable leaves; freed after use under FSDP1, whose flat-parameter views are not cached
   // (docs/semantics.md, "Autocast"). Casts a non-checkpointed block saves are in saved_bytes.
   Bytes weight_casts = 0;
-  Bytes largest_weight_cast = 0;  // the largest one of them: what FSDP1 holds at once
+  Bytes largest_weight_cast = 0;      // the largest one of them: what FSDP1 holds at once
   WorkspaceSizes backward_workspace;  // tensors transient during the backward op
   std::optional<TimeNs> forward_time;
   std::optional<TimeNs> backward_time;
