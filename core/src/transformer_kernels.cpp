@@ -1,5 +1,6 @@
 #include "transformer_kernels.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -153,11 +154,22 @@ std::int64_t block_projection_params(const TransformerConfig& c) {
   return p.attention + p.mlp;
 }
 
-std::int64_t largest_projection_params(const TransformerConfig& c) {
-  std::int64_t largest = fused_qkv(c) ? c.hidden * (c.hidden + 2 * c.kv_dim()) : 0;
+std::vector<std::int64_t> projection_weight_numels(const TransformerConfig& c) {
   const BlockMatmuls mm = block_matmuls(c);
-  for (const Matmul& m : mm.all()) largest = std::max(largest, m.in * m.out);
-  return largest;
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < mm.count; ++i) {
+    if (fused_qkv(c) && i < kAttentionAfter) {
+      if (i == 0) out.push_back(c.hidden * (c.hidden + 2 * c.kv_dim()));
+      continue;
+    }
+    out.push_back(mm.layers[i].in * mm.layers[i].out);
+  }
+  return out;
+}
+
+std::int64_t largest_projection_params(const TransformerConfig& c) {
+  const auto numels = projection_weight_numels(c);
+  return *std::max_element(numels.begin(), numels.end());
 }
 
 bool fused_qkv(const TransformerConfig& c) {

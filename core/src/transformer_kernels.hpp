@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "shardscope/core/kernel.hpp"
 #include "shardscope/core/model_spec.hpp"
@@ -39,8 +40,10 @@ bool fused_qkv(const TransformerConfig& c);
 std::int64_t projection_inputs(const TransformerConfig& c);
 /// A block's projection weights and biases (what autocast casts per use).
 std::int64_t block_projection_params(const TransformerConfig& c);
-/// The weights of its largest single projection (a fused qkv counted as one): the most autocast's
-/// casts hold at once when each is freed after its use.
+/// Each projection's weight elements in forward order, a fused qkv as one: the separate
+/// parameters (and gradients) a block's linears have.
+std::vector<std::int64_t> projection_weight_numels(const TransformerConfig& c);
+/// The largest of them: the most autocast's casts hold at once when each is freed after its use.
 std::int64_t largest_projection_params(const TransformerConfig& c);
 
 /// Every kernel of a block's forward: q, k, v projections, attention, output projection, MLP,

@@ -544,7 +544,8 @@ KNOWN_DIFFERENCES = [
                  "losses keep the loss below it), shardscope holds the block's saved "
                  "activations, all its gradients and its backward workspace at once; PyTorch "
                  "frees each saved tensor as the backward consumes it and makes the gradients "
-                 "one linear at a time (FSDP1: the flat gradient only at the end, by torch.cat)",
+                 "one linear at a time (FSDP2; FSDP1's flat gradient, made by torch.cat after "
+                 "the block's backward, shardscope now makes there too)",
     },
     {
         "name": "FSDP1 cast beside the MLP",

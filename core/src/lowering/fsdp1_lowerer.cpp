@@ -8,8 +8,10 @@
 // docs/semantics.md walks through what each emitted op stands for.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 
+#include "../transformer_kernels.hpp"
 #include "fsdp_lowerers.hpp"
 
 namespace shardscope::lowering {
@@ -24,7 +26,8 @@ class Fsdp1Lowerer final : public Lowerer {
     bool unsharded = false;
     BufferId full_param = kNone;  // the padded unsharded FlatParameter (all-gather output)
     bool ran_pre_backward = false;
-    BufferId grad = kNone;  // unsharded flat gradient (accumulates under no_sync)
+    BufferId grad = kNone;     // unsharded flat gradient (accumulates under no_sync)
+    bool grad_at_cat = false;  // the flat gradient is made after the backward (flat_grad_at_cat)
     OpId post_reduce = kNone;
   };
 
@@ -120,14 +123,58 @@ class Fsdp1Lowerer final : public Lowerer {
     st.unsharded = true;
   }
 
-  void reshard(int g) {
+  // The reshard op, or kNone when the handle holds no unsharded parameter.
+  OpId reshard(int g) {
     auto& st = st_[static_cast<std::size_t>(g)];
-    if (!st.unsharded || st.full_param == kNone) return;
+    if (!st.unsharded || st.full_param == kNone) return kNone;
     b_.add_op(OpKind::reshard, compute_stream_, gid(g)).frees.push_back(st.full_param);
     const OpId id = b_.last_op();
     if (s_.fsdp.limit_all_gathers) free_events_.push_back(id);
     st.full_param = kNone;
     st.unsharded = false;
+    return id;
+  }
+
+  // Whether the flat gradient of `g` is made after its backward op rather than by it. Autograd
+  // makes the gradient of each parameter view as the backward reaches its linear, while the
+  // block's saved (or recomputed) tensors are freed as they are consumed; once all views have
+  // theirs, the split's backward concatenates them into the flat gradient (torch.cat), the views'
+  // gradients freed after it, and then the post-backward hook runs and reshards. The block's
+  // activations and its gradients are never all alive at once: the backward op holds the
+  // activations and its workspace, the post-backward's reshard op (on the same stream, before
+  // the parameters are freed) the views' gradients and the flat one. A block's handle that
+  // reshards after its backward and syncs: the root's views (a tied head's gradient made early,
+  // the embedding's last) and gradients accumulated under no_sync stay with the backward op.
+  bool flat_grad_at_cat(int g) const { return !is_root(g) && !no_shard() && sync_gradients(); }
+
+  // The views' gradients torch.cat reads, as the tensors the allocator sees: autograd makes one
+  // per parameter, so no hole larger than a block's largest projection weight is needed. Each
+  // block's projection weights in order, neighbours that together are no larger than the
+  // largest as one (Llama's q, k, v and o projections), and the rest of the handle (biases,
+  // norms) as one: what the allocator needs at a fraction of the buffers.
+  std::vector<std::int64_t> view_grad_numels(int g) const {
+    std::vector<std::int64_t> out;
+    std::int64_t rest = layout(g).numel;
+    if (s_.model.family == ModelFamily::transformer) {
+      const auto per_block = detail::projection_weight_numels(s_.model.transformer);
+      const std::int64_t largest = *std::max_element(per_block.begin(), per_block.end());
+      std::vector<std::int64_t> packed;
+      for (const std::int64_t numel : per_block) {
+        if (!packed.empty() && packed.back() + numel <= largest) {
+          packed.back() += numel;
+        } else {
+          packed.push_back(numel);
+        }
+      }
+      for (std::int64_t b = 0; b < layout(g).block_count; ++b) {
+        for (const std::int64_t numel : packed) {
+          out.push_back(numel);
+          rest -= numel;
+        }
+      }
+    }
+    if (rest > 0) out.push_back(rest);
+    return out;
   }
 
   // The handle FSDP1 prefetches in backward: the one before `g` in post-forward order, if it
@@ -218,6 +265,10 @@ class Fsdp1Lowerer final : public Lowerer {
   void on_backward_op(int g, std::size_t /*p*/, std::int64_t param_numel, Op& op) override {
     if (param_numel == 0) return;
     auto& st = st_[static_cast<std::size_t>(g)];
+    if (st.grad == kNone && flat_grad_at_cat(g)) {
+      st.grad_at_cat = true;
+      return;
+    }
     if (st.grad == kNone) {
       st.grad =
           b_.add_buffer(buffer_name("unsharded_flat_grad"), elems(padded_numel(g), param_dtype_),
@@ -234,7 +285,23 @@ class Fsdp1Lowerer final : public Lowerer {
     // _should_free_in_backward: sharded strategies free after backward, except that strategies
     // keeping parameters after forward also keep them while not syncing (no_sync).
     const bool sync = sync_gradients();
-    if (!no_shard() && (sync || reshard_after_forward_strategy())) reshard(g);
+    OpId resharded = kNone;
+    if (!no_shard() && (sync || reshard_after_forward_strategy())) resharded = reshard(g);
+    if (st.grad_at_cat) {
+      // torch.cat of the views' gradients into the flat one, just before the hook's reshard.
+      Op& cat = b_.op(resharded != kNone ? resharded : b_.last_on(compute_stream_));
+      st.grad =
+          b_.add_buffer(buffer_name("unsharded_flat_grad"), elems(padded_numel(g), param_dtype_),
+                        param_dtype_, BufferCategory::unsharded_grads, gid(g));
+      cat.allocs.push_back(st.grad);
+      for (const std::int64_t numel : view_grad_numels(g)) {
+        const BufferId view = b_.add_buffer(buffer_name("view_grad"), elems(numel, param_dtype_),
+                                            param_dtype_, BufferCategory::unsharded_grads, gid(g));
+        cat.allocs.push_back(view);
+        cat.frees.push_back(view);
+      }
+      st.grad_at_cat = false;
+    }
     if (s_.fsdp.backward_prefetch == BackwardPrefetch::backward_post) {
       if (const int target = backward_prefetch_target(g); target >= 0) unshard(target, true);
     }
