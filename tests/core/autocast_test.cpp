@@ -194,7 +194,9 @@ TEST(Autocast, Fsdp1FreesCheckpointedBlocksCastsAfterUse) {
   wide_qkv.model.transformer.kv_heads = wide_qkv.model.transformer.heads;
   wide_qkv.model.transformer.ffn_hidden = 2 * c.hidden;
   const std::int64_t h = c.hidden;
-  for (const auto& life : cast_buffers(lower(wide_qkv))) EXPECT_EQ(life.size, 3 * h * h * 2);
+  for (const auto& life : cast_buffers(lower(wide_qkv))) {
+    EXPECT_EQ(life.size, 3 * h * h * 2);
+  }
 }
 
 TEST(Autocast, TheHeadSavesItsCastWeightAndFp32NormTensors) {

@@ -331,8 +331,9 @@ TEST(Fsdp1FlatGradient, MadeByTheCatBeforeTheReshardBesideTheViewsGradients) {
                  {"training.grad_accum=2"});
   for (const Op& op : accumulating.ops) {
     for (BufferId b : op.allocs) {
-      if (buffer_name(accumulating, b).find("unsharded_flat_grad") != std::string::npos)
+      if (buffer_name(accumulating, b).find("unsharded_flat_grad") != std::string::npos) {
         EXPECT_EQ(op.kind, OpKind::backward);
+      }
     }
   }
 }
