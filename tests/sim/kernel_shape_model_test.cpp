@@ -269,17 +269,22 @@ TEST(KernelShapeModel, TritonAttentionKeepsFlashsMemoryAndRunsAtItsOwnEfficiency
                                             {"cluster.gpu.triton_attention_overhead=1"});
 }
 
+// The shape model's constants the cost model prices Llama 3.1 8B's kernels with on `cluster` (a
+// preset), under `overrides`.
+KernelShapeParams shapes_priced(const std::string& cluster,
+                                const std::vector<std::string>& overrides) {
+  const std::string yaml = "model: {preset: llama3.1-8b}\ncluster: {preset: " + cluster +
+                           "}\ntraining: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
+  return CostModel(testing::run_text(yaml, overrides).scenario).compute_params().shapes;
+}
+
 // The Triton kernel's per-tile overhead is a share of FlashAttention-2's: its half-lengths scale
 // by it, and only under model.attention: triton.
 TEST(KernelShapeModel, TritonAttentionOverheadScalesTheHalfLengths) {
-  const std::string yaml =
-      "model: {preset: llama3.1-8b}\ncluster: {preset: h100-sxm-80gb}\n"
-      "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
   const KernelShapeParams fa2;
-  const auto half_lengths = [&](const std::vector<std::string>& overrides) {
-    const CostModel costs(testing::run_text(yaml, overrides).scenario);
-    return std::pair{costs.compute_params().shapes.attention_forward_half_length,
-                     costs.compute_params().shapes.attention_backward_half_length};
+  const auto half_lengths = [](const std::vector<std::string>& overrides) {
+    const KernelShapeParams p = shapes_priced("h100-sxm-80gb", overrides);
+    return std::pair{p.attention_forward_half_length, p.attention_backward_half_length};
   };
   EXPECT_EQ(half_lengths({"cluster.gpu.triton_attention_overhead=0.5"}),
             std::pair(fa2.attention_forward_half_length, fa2.attention_backward_half_length));
@@ -295,13 +300,9 @@ TEST(KernelShapeModel, TritonAttentionOverheadScalesTheHalfLengths) {
 // Its cost of a small head dimension is a share of FlashAttention-2's too: d0 scales by it, only
 // under model.attention: triton, and a head dimension of 128 costs the same at any share.
 TEST(KernelShapeModel, TritonAttentionHeadDimOverheadScalesFlashAttention2s) {
-  const std::string yaml =
-      "model: {preset: llama3.1-8b}\ncluster: {preset: a100-sxm-80gb}\n"
-      "training: {seq_len: 8192, micro_batch: 1, iterations: 1}\n";
   const KernelShapeParams fa2;
-  const auto d0 = [&](const std::vector<std::string>& overrides) {
-    const CostModel costs(testing::run_text(yaml, overrides).scenario);
-    return costs.compute_params().shapes.attention_head_dim_overhead;
+  const auto d0 = [](const std::vector<std::string>& overrides) {
+    return shapes_priced("a100-sxm-80gb", overrides).attention_head_dim_overhead;
   };
   EXPECT_EQ(d0({"cluster.gpu.triton_attention_head_dim_overhead=0.5"}),
             fa2.attention_head_dim_overhead);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <vector>
 
 #include "../transformer_kernels.hpp"
 #include "fsdp_lowerers.hpp"
@@ -17,9 +18,30 @@
 namespace shardscope::lowering {
 namespace {
 
+// The views' gradients of one block as the tensors the allocator sees (Fsdp1Lowerer's
+// view_grad_numels): autograd makes one per parameter, so no hole larger than the block's largest
+// projection weight is needed. Its projection weights in order, neighbours that together are no
+// larger than the largest as one (Llama's q, k, v and o projections): what the allocator needs at
+// a fraction of the buffers. None for a model without blocks.
+std::vector<std::int64_t> block_view_grad_numels(const ModelSpec& model) {
+  if (model.family != ModelFamily::transformer) return {};
+  const auto per_block = detail::projection_weight_numels(model.transformer);
+  const std::int64_t largest = *std::max_element(per_block.begin(), per_block.end());
+  std::vector<std::int64_t> packed;
+  for (const std::int64_t numel : per_block) {
+    if (!packed.empty() && packed.back() + numel <= largest) {
+      packed.back() += numel;
+    } else {
+      packed.push_back(numel);
+    }
+  }
+  return packed;
+}
+
 class Fsdp1Lowerer final : public Lowerer {
  public:
-  using Lowerer::Lowerer;
+  explicit Fsdp1Lowerer(const Scenario& scenario)
+      : Lowerer(scenario), block_view_grads_(block_view_grad_numels(scenario.model)) {}
 
  private:
   struct HandleState {
@@ -147,30 +169,15 @@ class Fsdp1Lowerer final : public Lowerer {
   // the embedding's last) and gradients accumulated under no_sync stay with the backward op.
   bool flat_grad_at_cat(int g) const { return !is_root(g) && !no_shard() && sync_gradients(); }
 
-  // The views' gradients torch.cat reads, as the tensors the allocator sees: autograd makes one
-  // per parameter, so no hole larger than a block's largest projection weight is needed. Each
-  // block's projection weights in order, neighbours that together are no larger than the
-  // largest as one (Llama's q, k, v and o projections), and the rest of the handle (biases,
-  // norms) as one: what the allocator needs at a fraction of the buffers.
+  // The views' gradients torch.cat reads: each block's (block_view_grads_), and the rest of the
+  // handle (biases, norms) as one.
   std::vector<std::int64_t> view_grad_numels(int g) const {
     std::vector<std::int64_t> out;
     std::int64_t rest = layout(g).numel;
-    if (s_.model.family == ModelFamily::transformer) {
-      const auto per_block = detail::projection_weight_numels(s_.model.transformer);
-      const std::int64_t largest = *std::max_element(per_block.begin(), per_block.end());
-      std::vector<std::int64_t> packed;
-      for (const std::int64_t numel : per_block) {
-        if (!packed.empty() && packed.back() + numel <= largest) {
-          packed.back() += numel;
-        } else {
-          packed.push_back(numel);
-        }
-      }
-      for (std::int64_t b = 0; b < layout(g).block_count; ++b) {
-        for (const std::int64_t numel : packed) {
-          out.push_back(numel);
-          rest -= numel;
-        }
+    for (std::int64_t b = 0; b < layout(g).block_count; ++b) {
+      for (const std::int64_t numel : block_view_grads_) {
+        out.push_back(numel);
+        rest -= numel;
       }
     }
     if (rest > 0) out.push_back(rest);
@@ -404,6 +411,7 @@ class Fsdp1Lowerer final : public Lowerer {
   StreamId pre_unshard_ = kNone, unshard_ = kNone, post_backward_ = kNone, all_reduce_ = kNone;
   CommId shard_ = kNone, replicate_ = kNone;
   std::vector<HandleState> st_;
+  const std::vector<std::int64_t> block_view_grads_;  // one block's (block_view_grad_numels)
   std::deque<OpId> free_events_;
   int pre_backward_hooks_ = 0;
 };
