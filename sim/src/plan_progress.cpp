@@ -65,19 +65,30 @@ void WorkEstimate::Shares::add(const Shares& other) {
   reached.add(other.reached);
 }
 
-void StepCosts::add(Step step, double seconds, std::int64_t ops) {
-  const auto s = static_cast<std::size_t>(step);
-  seconds_[s] += seconds;
-  units_[s] += step == Step::read ? 1.0 : static_cast<double>(ops);
+void StepCosts::Measured::add(Step step, double secs, double n) {
+  seconds[static_cast<std::size_t>(step)] += secs;
+  units[static_cast<std::size_t>(step)] += n;
 }
 
-double StepCosts::seconds(Step step, std::int64_t ops) const {
+double StepCosts::Measured::per_unit(Step step) const {
   const auto s = static_cast<std::size_t>(step);
-  const auto n = static_cast<double>(ops);
-  if (units_[s] > 0) return seconds_[s] / units_[s] * (step == Step::read ? 1.0 : n);
-  const auto replayed = static_cast<std::size_t>(Step::replayed);
-  const double per_op = units_[replayed] > 0 ? seconds_[replayed] / units_[replayed] : lowering_;
-  return kPrior[s] * per_op * n;
+  return units[s] > 0 ? seconds[s] / units[s] : 0.0;
+}
+
+void StepCosts::add(Step step, std::size_t part, double seconds, std::int64_t ops) {
+  const double n = step == Step::read ? 1.0 : static_cast<double>(ops);
+  all_.add(step, seconds, n);
+  by_part_[part].add(step, seconds, n);
+}
+
+double StepCosts::seconds(Step step, std::size_t part, std::int64_t ops) const {
+  const double n = step == Step::read ? 1.0 : static_cast<double>(ops);
+  if (const auto p = by_part_.find(part); p != by_part_.end() && p->second.per_unit(step) > 0)
+    return p->second.per_unit(step) * n;
+  if (all_.per_unit(step) > 0) return all_.per_unit(step) * n;
+  const double replayed = all_.per_unit(Step::replayed);
+  return kPrior[static_cast<std::size_t>(step)] * (replayed > 0 ? replayed : lowering_) *
+         static_cast<double>(ops);
 }
 
 void WorkEstimate::wave_done(const ComputeClass& cls, const WaveCounts& wave) {
@@ -191,10 +202,10 @@ double WorkEstimate::class_seconds(const ComputeClass& c, std::size_t members, d
       v.groups > 0 ? (v.lowered - v.beyond) / v.groups : std::numeric_limits<double>::infinity();
   const double n = static_cast<double>(members);
   const double replayed = n * lowered_share * (1 - beyond_share);
-  return n * (read_share - lowered_share) * costs_.seconds(Step::read, c.ops) +
-         n * lowered_share * beyond_share * costs_.seconds(Step::beyond, c.ops) +
-         replayed * costs_.seconds(Step::replayed, c.ops) +
-         replayed / replayed_per_group * timed_share * costs_.seconds(Step::timed, c.ops);
+  return n * (read_share - lowered_share) * costs_.seconds(Step::read, c.part, c.ops) +
+         n * lowered_share * beyond_share * costs_.seconds(Step::beyond, c.part, c.ops) +
+         replayed * costs_.seconds(Step::replayed, c.part, c.ops) +
+         replayed / replayed_per_group * timed_share * costs_.seconds(Step::timed, c.part, c.ops);
 }
 
 double WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
@@ -240,7 +251,7 @@ double WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
   }
   for (const auto& [key, group] : to_time) {
     if (static_cast<double>(key.first) > reach) break;
-    ahead += costs_.seconds(Step::timed, group.ops);
+    ahead += costs_.seconds(Step::timed, group.part, group.ops);
   }
   return ahead;
 }

@@ -25,6 +25,7 @@ namespace shardscope::sim::planning {
 struct ToTime {
   std::vector<Evaluated> members;  // that fit; the first stands for the group
   std::int64_t ops = 0;            // its class's estimated schedule size
+  std::size_t part = 0;            // its class's part of the space
 };
 using TimingQueue = std::map<std::pair<TimeNs, std::size_t>, ToTime>;  // by (floor, first index)
 
@@ -57,20 +58,29 @@ class StepCosts {
   /// measured is priced from (× its prior).
   explicit StepCosts(double lowering) : lowering_(lowering) {}
 
-  /// A step of a class whose schedules have `ops` ops took `seconds`.
-  void add(Step step, double seconds, std::int64_t ops);
-  /// The seconds `step` takes for a class whose schedules have `ops` ops: as measured so far, or
-  /// until it has run, its prior times a replayed member's cost (or a lowering's, before a
-  /// member has been replayed).
-  double seconds(Step step, std::int64_t ops) const;
+  /// A step of a class of part `part` whose schedules have `ops` ops took `seconds`.
+  void add(Step step, std::size_t part, double seconds, std::int64_t ops);
+  /// The seconds `step` takes for a class of part `part` whose schedules have `ops` ops: as
+  /// measured so far in that part, else in all parts, or until it has run anywhere, its prior
+  /// times a replayed member's cost (or a lowering's, before a member has been replayed). Parts
+  /// differ per op (70B plan: an FSDP1 schedule makes each block's flat gradient beside its
+  /// views' gradients, so it costs more to lower and replay than an FSDP2 one of as many ops).
+  double seconds(Step step, std::size_t part, std::int64_t ops) const;
 
  private:
+  struct Measured {
+    std::array<double, 4> seconds{}, units{};  // per Step: configurations read, else ops
+    void add(Step step, double seconds, double units);
+    // Seconds per unit of `step`; 0 until it has run.
+    double per_unit(Step step) const;
+  };
   // Priors relative to a replayed member, measured in thread time on the 70B plan of
   // docs/planner.md: a read 0.05 ms, a lowering with its floor 0.59 ms for two members, a replay
   // 0.23 ms, a timing 1.6 ms (0.53 ms a replayed member). Each is replaced once measured.
   static constexpr std::array<double, 4> kPrior = {0.1, 0.55, 1.0, 3.0};
   double lowering_;
-  std::array<double, 4> seconds_{}, units_{};  // per Step: configurations read, else ops
+  Measured all_;
+  std::map<std::size_t, Measured> by_part_;
 };
 
 class WorkEstimate {
@@ -81,8 +91,11 @@ class WorkEstimate {
                const std::vector<ComputeClass>& classes, double lowering)
       : space_(space), options_(options), classes_(classes), costs_(lowering) {}
 
-  /// A step of a class whose schedules have `ops` ops took `seconds` of thread time.
-  void step_done(Step step, double seconds, std::int64_t ops) { costs_.add(step, seconds, ops); }
+  /// A step of a class of part `part` whose schedules have `ops` ops took `seconds` of thread
+  /// time.
+  void step_done(Step step, std::size_t part, double seconds, std::int64_t ops) {
+    costs_.add(step, part, seconds, ops);
+  }
   /// A wave of `cls` is done.
   void wave_done(const ComputeClass& cls, const WaveCounts& wave);
   /// A member of `cls` was lowered once the reach was known: its schedule's step-time floor.

@@ -350,7 +350,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           predictions.emplace(e.step_time, e.peak_reserved, strategy_of(space, e.index));
         }
         if (steps[b]) estimate.group_timed(*steps[b], batch[b].members.front().floor);
-        estimate.step_done(Step::timed, seconds[b], batch[b].ops);
+        estimate.step_done(Step::timed, batch[b].part, seconds[b], batch[b].ops);
         progress.seconds_done += seconds[b];
       }
       if (k < classes.size()) {
@@ -435,7 +435,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
         estimate.step_done(e.beyond      ? Step::beyond
                            : e.unlowered ? Step::read
                                          : Step::replayed,
-                           e.seconds, cls.ops);
+                           cls.part, e.seconds, cls.ops);
         progress.seconds_done += e.seconds;
         // Every member lowered under a known reach has its floor: their spread is what the
         // estimate reads the classes ahead by (a wave before sees only the floors of fits).
@@ -471,6 +471,7 @@ PlanResult plan(const ConfigTree& base, const std::string& file, const PlanSpace
           if (group.members.empty()) ++wave.groups;
           group.members.push_back(e);
           group.ops = cls.ops;
+          group.part = cls.part;
         }
       }
       progress.settled += members.size();
