@@ -217,17 +217,27 @@ double WorkEstimate::ahead(std::size_t k, std::size_t unsettled,
     promised.emplace(scaled(key.first, above_floor), group.members.front().peak_reserved,
                      strategy_of(space_, group.members.front().index));
   }
-  for (std::size_t j = k + 1; j < classes_.size(); ++j) {
+  // The class being visited, while members of it are still to come, promises what of its yield
+  // the strategies it has found so far do not beat: its first waves, the leanest in memory, fit
+  // fewer strategies, and slower ones, than its deeper waves do.
+  const std::size_t first_promising = unsettled > 0 ? k : k + 1;
+  for (std::size_t j = first_promising; j < classes_.size(); ++j) {
     if (classes_[j].saved > options_.memory_budget) continue;
     const std::size_t first_id = space_.size() + j * options_.top;  // strategies of its own
     const Yield* yield = yield_like(classes_[j]);
     if (!yield) {
-      promised.emplace(classes_[j].bound, options_.memory_budget, first_id);
+      if (j != k || visiting_fits_.empty())
+        promised.emplace(classes_[j].bound, options_.memory_budget, first_id);
       continue;
     }
-    for (std::size_t i = 0; i < yield->size(); ++i)
+    const Yield found = j == k && classes_[j].bound > 0 ? visiting_yield(classes_[j]) : Yield{};
+    std::size_t beaten = 0;  // of the yield's ranks so far, how many found strategies beat
+    for (std::size_t i = 0; i < yield->size(); ++i) {
+      while (beaten < found.size() && found[beaten].first <= (*yield)[i].first) ++beaten;
+      if (beaten + i >= yield->size()) break;  // the yield's size of strategies already
       promised.emplace(scaled(classes_[j].bound, (*yield)[i].first * above_floor),
                        (*yield)[i].second, first_id + i);
+    }
   }
   double reach = options_.exhaustive
                      ? std::numeric_limits<double>::infinity()

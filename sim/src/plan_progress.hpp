@@ -122,14 +122,15 @@ class WorkEstimate {
   /// own bound: that class's fastest strategies (up to the top's size), each at its floor over
   /// its class's bound and its peak reserved, as strategies of its own (before a class of its
   /// part yielded one: a single one at its bound, as large as the budget; parts differ in how far
-  /// above their bounds they run). The classes it will still visit are those within the reach of
-  /// the entries these form (when they form too few: of the top's size of them, each its own
-  /// entry). Each costs its members at the shares of reads and lowerings the finished classes most
-  /// like it had, visited under a known reach where any was (the lowered one scaled by its own
-  /// floor share; the rest of the class being visited at what the waves after as many had); of
-  /// those lowered, the share whose floors lie beyond the reach, and the timing groups of those
-  /// that fit within it, as the floors over their bounds seen in its part say; every waiting group
-  /// within the reach is timed. Steps are priced by StepCosts.
+  /// above their bounds they run); the class being visited, until its last wave, promises those
+  /// of that yield its strategies found so far do not beat. The classes it will still visit are
+  /// those within the reach of the entries these form (when they form too few: of the top's size of
+  /// them, each its own entry). Each costs its members at the shares of reads and lowerings the
+  /// finished classes most like it had, visited under a known reach where any was (the lowered one
+  /// scaled by its own floor share; the rest of the class being visited at what the waves after as
+  /// many had); of those lowered, the share whose floors lie beyond the reach, and the timing
+  /// groups of those that fit within it, as the floors over their bounds seen in its part say;
+  /// every waiting group within the reach is timed. Steps are priced by StepCosts.
   double ahead(std::size_t k, std::size_t unsettled, const std::set<Prediction>& predictions,
                const TimingQueue& to_time) const;
 
