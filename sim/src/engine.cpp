@@ -541,17 +541,20 @@ class Engine {
     for (std::size_t i = 0; i < n_; ++i)
       by_stream[static_cast<std::size_t>(s_.ops[i].stream)].push_back(static_cast<OpId>(i));
     std::vector<std::size_t> head(by_stream.size(), 0);
+    // The start of each stream's next op (kNever once it has none): the merge scans this array.
+    const auto next_start = [&](std::size_t st) {
+      return head[st] < by_stream[st].size()
+                 ? rec_[static_cast<std::size_t>(by_stream[st][head[st]])].start
+                 : kNever;
+    };
+    std::vector<TimeNs> head_start(by_stream.size());
+    for (std::size_t st = 0; st < by_stream.size(); ++st) head_start[st] = next_start(st);
     t.ops.reserve(n_);
     for (std::size_t placed = 0; placed < n_; ++placed) {
-      std::size_t pick = by_stream.size();
-      for (std::size_t st = 0; st < by_stream.size(); ++st) {
-        if (head[st] == by_stream[st].size()) continue;
-        if (pick == by_stream.size() ||
-            rec_[static_cast<std::size_t>(by_stream[st][head[st]])].start <
-                rec_[static_cast<std::size_t>(by_stream[pick][head[pick]])].start)
-          pick = st;
-      }
+      const auto pick = static_cast<std::size_t>(
+          std::min_element(head_start.begin(), head_start.end()) - head_start.begin());
       const OpId id = by_stream[pick][head[pick]++];
+      head_start[pick] = next_start(pick);
       const OpRecord& rec = rec_[static_cast<std::size_t>(id)];
       TimelineOp& op = t.ops.emplace_back(timeline_op_of(s_, id, rec.start, rec.end));
       if (!op_on_cpu_[static_cast<std::size_t>(id)]) {
