@@ -188,31 +188,6 @@ Bytes math_attention_elem(Bytes elem) {
   return std::max<Bytes>(elem, 4);
 }
 
-// What the attention keeps for its backward. Flash: q (after RoPE), k and v at their own heads
-// (GQA through enable_gqa), its output (the output projection's input, a view of it) and the
-// fp32 log-sum-exp per head and token. Math, in fp32: q scaled, k and v repeated to every head,
-// softmax's probabilities, and the output cast back (the output projection's input).
-Bytes attention_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                            Bytes elem) {
-  const std::int64_t h = c.hidden, kv = c.kv_dim();
-  if (fused_attention(c.attention)) return tokens * elem * (2 * h + 2 * kv) + tokens * 4 * c.heads;
-  const Bytes acc = math_attention_elem(elem);
-  return tokens * acc * 3 * h + attention_probabilities(c, tokens, seq_len) * acc +
-         tokens * elem * h;
-}
-
-// Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
-// attention also the probabilities' mask and the dropped probabilities (attn @ v saves its
-// input). Flash attention keeps only its RNG state.
-Bytes block_dropout_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                          Bytes elem) {
-  if (c.dropout <= 0) return 0;
-  const Bytes residual = 2 * tokens * c.hidden;
-  return fused_attention(c.attention) ? residual
-                                      : residual + attention_probabilities(c, tokens, seq_len) *
-                                                       (1 + math_attention_elem(elem));
-}
-
 }  // namespace
 
 DType compute_dtype(const Scenario& s) {
@@ -255,10 +230,37 @@ Bytes mlp_saved_bytes_per_token(const TransformerConfig& c, Bytes elem, Bytes ca
 
 }  // namespace
 
-Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
-                             Bytes elem, Bytes cast_from) {
-  const std::int64_t h = c.hidden;
-  const std::int64_t norm_stats = is_layernorm(c.norm) ? 4 : 2;  // mean+rstd or rstd, two norms
+namespace {
+
+// What the MLP saves for backward, tensor by tensor (mlp_saved_bytes_per_token's, times tokens).
+void append_mlp_saved(WorkspaceSizes& out, const TransformerConfig& c, std::int64_t tokens,
+                      Bytes elem, Bytes cast_from) {
+  const Bytes f = tokens * c.ffn_hidden;
+  const auto add = [&](std::initializer_list<Bytes> element_sizes) {
+    for (Bytes e : element_sizes) out.push_back(f * e);
+  };
+  switch (c.mlp) {
+    case MlpKind::swiglu:
+      add({elem, elem, elem, elem});
+      return;
+    case MlpKind::gelu:
+      add({elem, elem});
+      return;
+    case MlpKind::gelu_new:
+      if (cast_from > 0) {
+        add({4, 4, elem, 4, elem});
+      } else {
+        add({elem, elem, elem, elem, elem});
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t tokens,
+                                   std::int64_t seq_len, Bytes elem, Bytes cast_from) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim();
   // The two norms keep their inputs (with a parallel residual both read the block input: one
   // tensor) and the projections reading them keep their outputs: four tensors (three) in the
   // residual stream's dtype. Under autocast each projection casts the norm output it reads and
@@ -270,11 +272,119 @@ Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, st
   const Bytes norm_elem = cast_norms ? cast_from : elem;
   const std::int64_t norm_inputs = c.parallel_residual ? 1 : 2;
   const std::int64_t norm_tensors = cast_norms ? norm_inputs : norm_inputs + 2;
-  const std::int64_t cast_inputs = cast_norms ? detail::projection_inputs(c) * h : 0;
-  return tokens * norm_elem * norm_tensors * h + tokens * elem * cast_inputs +
-         tokens * mlp_saved_bytes_per_token(c, elem, cast_from) + tokens * 4 * norm_stats +
-         attention_saved_bytes(c, tokens, seq_len, elem) +
-         block_dropout_bytes(c, tokens, seq_len, elem);
+  WorkspaceSizes out;
+  for (std::int64_t i = 0; i < norm_tensors; ++i) out.push_back(tokens * norm_elem * h);
+  if (cast_norms)
+    for (std::int64_t i = 0; i < detail::projection_inputs(c); ++i)
+      out.push_back(tokens * elem * h);
+  append_mlp_saved(out, c, tokens, elem, cast_from);
+  // Per norm its fp32 statistics: LayerNorm's mean and rstd, RMSNorm's rstd.
+  const std::int64_t stats = is_layernorm(c.norm) ? 4 : 2;
+  for (std::int64_t i = 0; i < stats; ++i) out.push_back(tokens * 4);
+  // What the attention keeps for its backward. Flash: q (after RoPE), k and v at their own heads
+  // (GQA through enable_gqa), its output (the output projection's input, a view of it) and the
+  // fp32 log-sum-exp per head and token. Math, in fp32: q scaled, k and v repeated to every head,
+  // softmax's probabilities, and the output cast back (the output projection's input).
+  if (fused_attention(c.attention)) {
+    for (Bytes b : {tokens * elem * h, tokens * elem * kv, tokens * elem * kv, tokens * elem * h,
+                    tokens * 4 * c.heads})
+      out.push_back(b);
+  } else {
+    const Bytes acc = math_attention_elem(elem);
+    for (Bytes b : {tokens * acc * h, tokens * acc * h, tokens * acc * h,
+                    attention_probabilities(c, tokens, seq_len) * acc, tokens * elem * h})
+      out.push_back(b);
+  }
+  // Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
+  // attention also the probabilities' mask and the dropped probabilities (attn @ v saves its
+  // input). Flash attention keeps only its RNG state.
+  if (c.dropout > 0) {
+    out.push_back(tokens * h);
+    out.push_back(tokens * h);
+    if (!fused_attention(c.attention)) {
+      const std::int64_t probabilities = attention_probabilities(c, tokens, seq_len);
+      out.push_back(probabilities);
+      out.push_back(probabilities * math_attention_elem(elem));
+    }
+  }
+  return out;
+}
+
+Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
+                             Bytes elem, Bytes cast_from) {
+  Bytes sum = 0;
+  for (Bytes b : block_saved_tensors(c, tokens, seq_len, elem, cast_from)) sum += b;
+  return sum;
+}
+
+namespace {
+
+// One moment of a block's backward: the gradients alive then and the saved tensors the backward
+// has already released (autograd frees a node's saved tensors once its backward has run, and a
+// checkpoint's recomputed ones as they are unpacked).
+struct BackwardMoment {
+  WorkspaceSizes alive;
+  Bytes released = 0;
+  Bytes excess() const {
+    Bytes sum = 0;
+    for (Bytes b : alive) sum += b;
+    return sum - released;
+  }
+};
+
+// `moment`'s gradients less what it has released, taken from the largest first: tensors whose
+// sum is the moment's memory beyond the block's saved tensors.
+WorkspaceSizes net_of_released(BackwardMoment moment) {
+  std::vector<Bytes> sizes(moment.alive.begin(), moment.alive.end());
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  Bytes left = moment.released;
+  WorkspaceSizes out;
+  for (Bytes size : sizes) {
+    const Bytes taken = std::min(size, left);
+    left -= taken;
+    if (size > taken) out.push_back(size - taken);
+  }
+  return out;
+}
+
+}  // namespace
+
+WorkspaceSizes block_backward_workspace(const TransformerConfig& c, std::int64_t tokens,
+                                        std::int64_t seq_len, Bytes elem, Bytes cast_from) {
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  const Bytes residual = cast_from > 0 ? cast_from : elem;
+  const Bytes grad = tokens * h * residual;  // the gradient flowing down the residual stream
+  // Under autocast the residual add's backward casts it to the MLP output's dtype for fc2.
+  const Bytes grad_cast = cast_from > 0 ? tokens * h * elem : 0;
+  const Bytes ffn = tokens * f * elem;
+  const Bytes mlp_saved = tokens * mlp_saved_bytes_per_token(c, elem, cast_from);
+  std::vector<BackwardMoment> moments;
+  // The MLP's output projection: its input's gradient beside the incoming one.
+  moments.push_back({{grad, grad_cast, ffn}, 0});
+  if (c.mlp == MlpKind::swiglu) {
+    // The product's backward: the gradients of silu's output and of w3's, the product's own
+    // still alive; w2's saved input (the product) released.
+    moments.push_back({{grad, ffn, ffn, ffn}, ffn});
+  } else {
+    // GELU's backward: its input's gradient beside its output's; fc2's saved input released.
+    moments.push_back({{grad, ffn, ffn}, ffn});
+  }
+  // The attention's backward, the MLP's saved tensors released: the residual gradient after the
+  // MLP's branch joins it, and q's, k's and v's gradients beside the output's (math attention:
+  // the probabilities' and the scores' gradients, [b, heads, s, s] each, in its precision).
+  BackwardMoment attention{{grad, grad}, mlp_saved};
+  if (fused_attention(c.attention)) {
+    attention.alive.push_back(tokens * elem * (2 * h + 2 * kv));
+  } else {
+    const Bytes scores = attention_probabilities(c, tokens, seq_len) * math_attention_elem(elem);
+    attention.alive.push_back(scores);
+    attention.alive.push_back(scores);
+  }
+  moments.push_back(attention);
+  const auto peak = std::max_element(
+      moments.begin(), moments.end(),
+      [](const BackwardMoment& a, const BackwardMoment& b) { return a.excess() < b.excess(); });
+  return net_of_released(*peak);
 }
 
 Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
@@ -300,13 +410,24 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
   return 0;
 }
 
-Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
-                                Bytes cast_from) {
+WorkspaceSizes block_mlp_transient_tensors(const TransformerConfig& c, std::int64_t tokens,
+                                           Bytes elem, Bytes cast_from) {
   const Bytes residual_elem = cast_from > 0 ? cast_from : elem;
   const bool swiglu = c.mlp == MlpKind::swiglu;
-  return tokens * c.hidden * residual_elem * (swiglu ? 2 : 1) +
-         tokens * c.ffn_hidden * elem * (swiglu ? 3 : 2) +
-         (cast_from > 0 ? tokens * c.hidden * elem * (swiglu ? 2 : 1) : 0);
+  const std::int64_t residuals = swiglu ? 2 : 1, ffns = swiglu ? 3 : 2;
+  WorkspaceSizes tensors;
+  for (std::int64_t i = 0; i < residuals; ++i) tensors.push_back(tokens * c.hidden * residual_elem);
+  for (std::int64_t i = 0; i < ffns; ++i) tensors.push_back(tokens * c.ffn_hidden * elem);
+  if (cast_from > 0)
+    for (std::int64_t i = 0; i < residuals; ++i) tensors.push_back(tokens * c.hidden * elem);
+  return tensors;
+}
+
+Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
+                                Bytes cast_from) {
+  Bytes sum = 0;
+  for (Bytes b : block_mlp_transient_tensors(c, tokens, elem, cast_from)) sum += b;
+  return sum;
 }
 
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
@@ -370,24 +491,31 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   // Autocast's weight copies: saved with the activations of a block that keeps them, held by the
   // cast cache or freed after use in a checkpointed one, and cast again by its recompute.
   const Bytes casts = cast_from ? block_weight_cast_bytes(c, elem) : 0;
+  // What a fully checkpointed block's recompute allocates, tensor by tensor: its saved tensors
+  // and, under autocast, each projection's weight copy (the biases' together).
+  WorkspaceSizes recomputed = block_saved_tensors(c, t, seq, elem, from);
+  if (casts > 0) {
+    Bytes weights = 0;
+    for (std::int64_t numel : detail::projection_weight_numels(c)) {
+      recomputed.push_back(numel * elem);
+      weights += numel * elem;
+    }
+    if (casts > weights) recomputed.push_back(casts - weights);
+  }
   const Bytes largest_cast = cast_from ? detail::largest_projection_params(c) * elem : 0;
-  // Gradients flowing through one block: hidden-sized, kv-sized and ffn-sized pairs; under math
-  // attention also the probabilities' and the scores' gradients ([b, heads, s, s] each).
-  WorkspaceSizes block_workspace{t * elem * 2 * c.hidden, t * elem * 2 * c.kv_dim(),
-                                 t * elem * 2 * c.ffn_hidden};
+  // A block's backward beyond its saved tensors, at its largest moment (block_backward_workspace).
+  const WorkspaceSizes block_workspace = block_backward_workspace(c, t, seq, elem, from);
   // Math attention's forward: the scores, then the causally masked scores (masked_fill is out of
   // place), before softmax writes the probabilities it saves.
   WorkspaceSizes block_forward_workspace;
   if (c.attention == AttentionKind::math) {
     const Bytes scores = attention_probabilities(c, t, seq) * math_attention_elem(elem);
-    block_workspace.push_back(scores);
-    block_workspace.push_back(scores);
     block_forward_workspace = {scores, scores};
   }
   // A block whose forward keeps less than everything still makes every tensor while it runs:
   // the MLP's intermediates are its largest moment (real PyTorch's forward peak under
   // checkpointing).
-  const Bytes mlp_transient = block_mlp_transient_bytes(c, t, elem, from);
+  const WorkspaceSizes mlp_transient = block_mlp_transient_tensors(c, t, elem, from);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     if (g.is_root) {
@@ -414,12 +542,14 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
       part.largest_weight_cast = largest_cast;
       part.recompute = kernels.pass(block_full_recompute, checkpointed);
       part.recompute_bytes = checkpointed * (all + casts);
-      part.forward_workspace.push_back(mlp_transient);
+      for (std::int64_t b = 0; b < checkpointed; ++b)
+        for (Bytes tensor : recomputed) part.recompute_tensors.push_back(tensor);
+      for (Bytes tensor : mlp_transient) part.forward_workspace.push_back(tensor);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;
       part.weight_casts = g.block_count * casts;
       part.largest_weight_cast = largest_cast;
-      part.forward_workspace.push_back(mlp_transient);
+      for (Bytes tensor : mlp_transient) part.forward_workspace.push_back(tensor);
       part.recompute = kernels.pass(block_sac, g.block_count);
       part.recompute_bytes = g.block_count * (all - sac_saved + casts);
     } else {

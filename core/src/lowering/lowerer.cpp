@@ -74,6 +74,8 @@ const Lowerer::PartLabels& Lowerer::part_labels(int g, std::size_t p) {
   const auto complete = [&](PartLabels& l) -> const PartLabels& {
     workspace_labels(".forward_workspace.", part.forward_workspace.size(), l.forward_workspace);
     workspace_labels(".backward_workspace.", part.backward_workspace.size(), l.backward_workspace);
+    for (std::size_t i = l.recomputed_tensors.size(); i < part.recompute_tensors.size(); ++i)
+      l.recomputed_tensors.push_back(b_.label(part.label + ".recomputed." + std::to_string(i)));
     return l;
   };
   for (std::size_t i = 0; i < part_labels_.size(); ++i) {
@@ -420,16 +422,25 @@ void Lowerer::clear_autocast_cache() {
 void Lowerer::backward_part(int g, std::size_t p) {
   const ComputePart& part = compute_.parts_of(static_cast<std::size_t>(g))[p];
   const BufferId params = unsharded_params(g);
-  BufferId recompute = kNone;
+  IdList recomputed;  // the recompute's tensors, which the backward frees
   if (part.recompute.flops > 0 || part.recompute_bytes > 0) {
     Op& re = b_.add_op(OpKind::recompute, compute_stream_, gid(g));
     set_pass(re, part.recompute);
     re.label = b_.op_label(part.label);
     if (params != kNone) re.uses.push_back(params);
-    if (part.recompute_bytes > 0) {
-      recompute = b_.add_buffer(b_.step_name(part_labels(g, p).recomputed), part.recompute_bytes,
-                                param_dtype_, BufferCategory::recompute, gid(g));
-      re.allocs.push_back(recompute);
+    if (!part.recompute_tensors.empty()) {
+      const std::vector<std::int32_t>& labels = part_labels(g, p).recomputed_tensors;
+      for (std::size_t i = 0; i < part.recompute_tensors.size(); ++i) {
+        const BufferId tensor = b_.add_buffer(b_.step_name(labels[i]), part.recompute_tensors[i],
+                                              param_dtype_, BufferCategory::recompute, gid(g));
+        re.allocs.push_back(tensor);
+        recomputed.push_back(tensor);
+      }
+    } else if (part.recompute_bytes > 0) {
+      recomputed.push_back(b_.add_buffer(b_.step_name(part_labels(g, p).recomputed),
+                                         part.recompute_bytes, param_dtype_,
+                                         BufferCategory::recompute, gid(g)));
+      re.allocs.push_back(recomputed.back());
     }
     add_cublas_workspace(re);
   }
@@ -442,7 +453,7 @@ void Lowerer::backward_part(int g, std::size_t p) {
     op.frees.push_back(saved);
     saved = kNone;
   }
-  if (recompute != kNone) op.frees.push_back(recompute);
+  for (BufferId tensor : recomputed) op.frees.push_back(tensor);
   if (has_params(g)) on_backward_op(g, p, part.param_numel, op);
   add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);
   if (part.input_becomes_grad) {

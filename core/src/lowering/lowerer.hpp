@@ -105,7 +105,8 @@ class Lowerer {
     std::int32_t saved = kNone, recomputed = kNone, weight_casts = kNone, output = kNone,
                  grad_input = kNone;
     std::vector<std::int32_t> forward_workspace,
-        backward_workspace;  // "<part>.<pass>_workspace.<i>"
+        backward_workspace;                        // "<part>.<pass>_workspace.<i>"
+    std::vector<std::int32_t> recomputed_tensors;  // "<part>.recomputed.<i>"
   };
   const PartLabels& part_labels(int g, std::size_t part);
   std::vector<PartLabels> part_labels_;

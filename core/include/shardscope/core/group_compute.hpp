@@ -64,6 +64,9 @@ struct ComputePart {
   Bytes saved_bytes = 0;             // kept from forward to backward
   WorkspaceSizes forward_workspace;  // tensors transient during the forward op
   Bytes recompute_bytes = 0;         // rematerialised before backward, freed by it
+  // The same tensor by tensor, each its own allocation (their sum is recompute_bytes); empty:
+  // one buffer of recompute_bytes.
+  WorkspaceSizes recompute_tensors;
   // Autocast's low-precision weight copies that autograd does not save (checkpointed blocks):
   // held by autocast's cast cache until the forward ends under FSDP2, whose unsharded parameters
   // are cacheable leaves; freed after use under FSDP1, whose flat-parameter views are not cached
@@ -138,12 +141,32 @@ Bytes block_saved_bytes(const TransformerConfig& c, std::int64_t tokens, std::in
                         Bytes elem, ActivationCheckpointing ac, Bytes cast_from = 0);
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from = 0);
+/// The tensors block_activation_bytes sums, each as PyTorch allocates it: the norms' inputs and
+/// outputs (or autocast's casts of them), the MLP's, the norms' statistics, the attention's and
+/// the dropout masks.
+WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t tokens,
+                                   std::int64_t seq_len, Bytes elem, Bytes cast_from = 0);
 /// What a block's forward holds at once at its largest moment, the MLP's intermediates: SwiGLU's
 /// residual stream and FFN norm output (read by w1 and w3), silu's output, w3's output and their
 /// product; GELU's residual stream, fc output and GELU's; under autocast (`cast_from` > 0) also
 /// the projections' cast inputs.
 Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
                                 Bytes cast_from = 0);
+/// The same, tensor by tensor (each its own allocation in PyTorch: one buffer of their sum would
+/// need a contiguous hole no real tensor needs, and leave segments the later tensors fit badly).
+WorkspaceSizes block_mlp_transient_tensors(const TransformerConfig& c, std::int64_t tokens,
+                                           Bytes elem, Bytes cast_from = 0);
+/// What a block's backward holds beyond its saved tensors at its largest moment, as tensors: the
+/// gradient flowing down the residual stream with, in turn, the MLP output projection's input
+/// gradient (under autocast also the incoming gradient's cast), the activation's backward (GELU:
+/// its input's gradient beside its output's, fc2's saved input released; SwiGLU: silu's and w3's
+/// output gradients beside the product's, w2's saved input released), and the attention's
+/// backward once the MLP's saved tensors are released (q's, k's and v's gradients; math: the
+/// probabilities' and the scores'). Autograd frees a node's saved tensors after its backward and
+/// a checkpoint's recomputed tensors as they are unpacked, so the moment's released saved tensors
+/// come off its gradients (the largest first); weight gradients are not counted here.
+WorkspaceSizes block_backward_workspace(const TransformerConfig& c, std::int64_t tokens,
+                                        std::int64_t seq_len, Bytes elem, Bytes cast_from = 0);
 /// Autocast's copies of one block's projection weights and biases in the `elem`-sized dtype.
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem);
 
