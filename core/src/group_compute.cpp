@@ -349,6 +349,31 @@ WorkspaceSizes net_of_released(BackwardMoment moment) {
 
 }  // namespace
 
+namespace {
+
+// `tensors` with those under 1/64 of their sum as one allocation at the end: they fit the holes
+// the large ones leave either way, and each tensor is a buffer the planner lowers and replays for
+// every configuration (MPT-13B at 16k x 3: the same reserved peak as every tensor on its own;
+// Llama 3.1 70B's plan 9.1 s against 9.4 s).
+WorkspaceSizes with_small_tensors_together(const WorkspaceSizes& tensors) {
+  constexpr Bytes kSmallShare = 64;
+  Bytes total = 0;
+  for (Bytes b : tensors) total += b;
+  WorkspaceSizes out;
+  Bytes small = 0;
+  for (Bytes b : tensors) {
+    if (b * kSmallShare < total) {
+      small += b;
+    } else {
+      out.push_back(b);
+    }
+  }
+  if (small > 0) out.push_back(small);
+  return out;
+}
+
+}  // namespace
+
 WorkspaceSizes block_backward_workspace(const TransformerConfig& c, std::int64_t tokens,
                                         std::int64_t seq_len, Bytes elem, Bytes cast_from) {
   const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
@@ -502,6 +527,7 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     }
     if (casts > weights) recomputed.push_back(casts - weights);
   }
+  recomputed = with_small_tensors_together(recomputed);
   const Bytes largest_cast = cast_from ? detail::largest_projection_params(c) * elem : 0;
   // A block's backward beyond its saved tensors, at its largest moment (block_backward_workspace).
   const WorkspaceSizes block_workspace = block_backward_workspace(c, t, seq, elem, from);

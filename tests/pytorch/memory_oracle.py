@@ -537,7 +537,8 @@ def read_csv(path: Path) -> list[dict]:
 KNOWN_DIFFERENCES = [
     {
         "name": "block backward's gradients at once",
-        "applies": lambda r: r["keys"].get("training.loss") in ("fused", "chunked"),
+        "applies": lambda r: r["keys"].get("training.loss") in ("fused", "chunked")
+        and not gpt_on_gpu(r),
         "phases": ("backward",),
         "bound": 0.10,
         "cause": "when the backward peak falls inside a block's backward (the fused and chunked "
@@ -569,6 +570,10 @@ def gpt_fsdp1(r: dict) -> bool:
     return r["model"] == "gpt" and r["keys"].get("fsdp.api") == "fsdp1"
 
 
+def gpt_on_gpu(r: dict) -> bool:
+    return on_gpu(r) and r["model"] == "gpt"
+
+
 # What the first GPU measurement (tests/data/measured/2026-11-27-h200, an H200) found beyond the
 # tolerance and shardscope does not explain yet: each held at the size it was measured at, so that
 # a change that makes it worse fails, until its cause is found and modelled (docs/validation.md,
@@ -593,6 +598,18 @@ OPEN_ON_GPU = [
                  "the default allocator settings (none with expandable segments) and 3-5 % more "
                  "in the fused and chunked losses' forward; not a block's unsplit remainder, "
                  "which shardscope's allocator model already counts as allocated",
+    },
+    {
+        "name": "GPT block backward on CUDA",
+        "applies": lambda r: gpt_on_gpu(r) and r["keys"].get("training.loss") != "upcast_fp32",
+        "phases": ("backward",),
+        "bound": 0.10,
+        "cause": "GPT-style blocks (GELU, LayerNorm, biases, fused qkv, tied embeddings) with the "
+                 "fused and chunked losses: PyTorch's backward peak on the H200 is 3.5-9.2 % above "
+                 "shardscope's, whose block backward is priced at its largest moment (FSDP1 5-9 %, "
+                 "FSDP2 3.5-5 %), while the CPU's rows of the same settings are within 1.3 % "
+                 "(FSDP1) and Llama's CUDA rows within 5 %: PyTorch holds about 14 MB more on CUDA "
+                 "than on the CPU beyond the cuBLAS workspaces, for a reason not yet found",
     },
     {
         "name": "root fp32 output on CUDA",

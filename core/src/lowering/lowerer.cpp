@@ -136,11 +136,16 @@ void Lowerer::plan_groups() {
 
 Schedule Lowerer::run() {
   auto& sched = b_.schedule();
-  // At most about 24 ops and 14 buffers per group and micro-batch (the examples reach 20 and 13),
-  // and a sharded parameter buffer per group: reserve before the first is added, not regrow.
+  // At most about 24 ops and 14 buffers per group and micro-batch (the examples reach 20 and 13)
+  // besides the parts' tensors (workspaces, a checkpointed block's recomputed tensors), and a
+  // sharded parameter buffer per group: reserve before the first is added, not regrow.
   const auto steps = static_cast<std::size_t>(s_.training.iterations * s_.training.grad_accum);
+  std::size_t tensors = 0;
+  for (const ComputePart& part : compute_.parts)
+    tensors += part.forward_workspace.size() + part.backward_workspace.size() +
+               part.recompute_tensors.size();
   sched.ops.reserve(steps * layouts_.size() * 24 + 64);
-  sched.buffers.reserve(steps * layouts_.size() * 14 + layouts_.size() + 64);
+  sched.buffers.reserve(steps * (layouts_.size() * 14 + tensors) + layouts_.size() + 64);
   plan_groups();
   cpu_ = b_.add_stream("cpu", StreamKind::cpu);
   compute_stream_ = b_.add_stream("compute", StreamKind::compute);
@@ -430,6 +435,9 @@ void Lowerer::backward_part(int g, std::size_t p) {
     if (params != kNone) re.uses.push_back(params);
     if (!part.recompute_tensors.empty()) {
       const std::vector<std::int32_t>& labels = part_labels(g, p).recomputed_tensors;
+      const auto tensors = static_cast<std::uint32_t>(part.recompute_tensors.size());
+      re.allocs.reserve(tensors + 1);  // and the cuBLAS workspace
+      recomputed.reserve(tensors);
       for (std::size_t i = 0; i < part.recompute_tensors.size(); ++i) {
         const BufferId tensor = b_.add_buffer(b_.step_name(labels[i]), part.recompute_tensors[i],
                                               param_dtype_, BufferCategory::recompute, gid(g));
@@ -453,6 +461,8 @@ void Lowerer::backward_part(int g, std::size_t p) {
     op.frees.push_back(saved);
     saved = kNone;
   }
+  op.frees.reserve(static_cast<std::uint32_t>(recomputed.size() + part.backward_workspace.size()) +
+                   2);
   for (BufferId tensor : recomputed) op.frees.push_back(tensor);
   if (has_params(g)) on_backward_op(g, p, part.param_numel, op);
   add_workspace(g, part_labels(g, p).backward_workspace, part.backward_workspace, op);

@@ -56,6 +56,10 @@ class SmallVector {
   }
   ~SmallVector() { release(); }
 
+  /// Room for `capacity` elements without another allocation (a no-op when there is).
+  void reserve(std::uint32_t capacity) {
+    if (capacity > (on_heap() ? heap_capacity() : N)) grow(capacity);
+  }
   void push_back(T value) {
     const std::uint32_t n = size_ & kCount;
     if (!on_heap()) {
