@@ -12,7 +12,8 @@
 #include "shardscope/core/scenario.hpp"
 
 namespace shardscope {
-namespace {
+// Named, not anonymous: unity builds (CI) put several test files in one translation unit.
+namespace block_backward_memory_test {
 
 constexpr std::int64_t kTokens = 2048, kSeq = 1024, kH = 1024, kF = 4096;
 
@@ -74,5 +75,5 @@ TEST(BlockBackwardMemory, MathAttentionPeaksAtTheScoresGradients) {
                                            scores - 2 * kTokens * kF * e, scores}));
 }
 
-}  // namespace
+}  // namespace block_backward_memory_test
 }  // namespace shardscope
