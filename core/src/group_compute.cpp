@@ -347,10 +347,6 @@ WorkspaceSizes net_of_released(BackwardMoment moment) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // `tensors` with the smallest as one allocation, as many as their sum stays within the largest
 // tensor: that allocation needs no larger hole than the largest already does, and each tensor is
 // a buffer the planner lowers and replays for every configuration and a sweep for every point
