@@ -211,28 +211,13 @@ std::optional<DType> autocast_cast_source(const Scenario& s) {
 
 namespace {
 
-// What the MLP saves for backward per token, by MLP kind.
-Bytes mlp_saved_bytes_per_token(const TransformerConfig& c, Bytes elem, Bytes cast_from) {
-  const std::int64_t f = c.ffn_hidden;
-  switch (c.mlp) {
-    case MlpKind::swiglu:  // w1 and w3 outputs, silu's output, the product (w2's input)
-      return 4 * f * elem;
-    case MlpKind::gelu:  // fc's output (GELU's input), GELU's output (the second fc's input)
-      return 2 * f * elem;
-    case MlpKind::gelu_new:
-      // 0.5·x·(1 + tanh(c·(x + 0.044715·pow(x, 3)))): pow saves its input, tanh its output,
-      // the last product both factors; under autocast pow casts x to fp32 (its fp32 list), so
-      // everything after it is fp32 and the second fc saves its own cast input.
-      return cast_from > 0 ? f * (4 + 4 + elem + 4 + elem) : 5 * f * elem;
-  }
-  return 0;
+Bytes total_bytes(const WorkspaceSizes& tensors) {
+  Bytes sum = 0;
+  for (Bytes b : tensors) sum += b;
+  return sum;
 }
 
-}  // namespace
-
-namespace {
-
-// What the MLP saves for backward, tensor by tensor (mlp_saved_bytes_per_token's, times tokens).
+// What the MLP saves for backward, tensor by tensor, by MLP kind.
 void append_mlp_saved(WorkspaceSizes& out, const TransformerConfig& c, std::int64_t tokens,
                       Bytes elem, Bytes cast_from) {
   const Bytes f = tokens * c.ffn_hidden;
@@ -240,13 +225,16 @@ void append_mlp_saved(WorkspaceSizes& out, const TransformerConfig& c, std::int6
     for (Bytes e : element_sizes) out.push_back(f * e);
   };
   switch (c.mlp) {
-    case MlpKind::swiglu:
+    case MlpKind::swiglu:  // w1 and w3 outputs, silu's output, the product (w2's input)
       add({elem, elem, elem, elem});
       return;
-    case MlpKind::gelu:
+    case MlpKind::gelu:  // fc's output (GELU's input), GELU's output (the second fc's input)
       add({elem, elem});
       return;
     case MlpKind::gelu_new:
+      // 0.5·x·(1 + tanh(c·(x + 0.044715·pow(x, 3)))): pow saves its input, tanh its output,
+      // the last product both factors; under autocast pow casts x to fp32 (its fp32 list), so
+      // everything after it is fp32 and the second fc saves its own cast input.
       if (cast_from > 0) {
         add({4, 4, elem, 4, elem});
       } else {
@@ -312,9 +300,7 @@ WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t toke
 
 Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, std::int64_t seq_len,
                              Bytes elem, Bytes cast_from) {
-  Bytes sum = 0;
-  for (Bytes b : block_saved_tensors(c, tokens, seq_len, elem, cast_from)) sum += b;
-  return sum;
+  return total_bytes(block_saved_tensors(c, tokens, seq_len, elem, cast_from));
 }
 
 namespace {
@@ -325,11 +311,7 @@ namespace {
 struct BackwardMoment {
   WorkspaceSizes alive;
   Bytes released = 0;
-  Bytes excess() const {
-    Bytes sum = 0;
-    for (Bytes b : alive) sum += b;
-    return sum - released;
-  }
+  Bytes excess() const { return total_bytes(alive) - released; }
 };
 
 // `moment`'s gradients less what it has released, taken from the largest first: tensors whose
@@ -384,7 +366,9 @@ WorkspaceSizes block_backward_workspace(const TransformerConfig& c, std::int64_t
   // Under autocast the residual add's backward casts it to the MLP output's dtype for fc2.
   const Bytes grad_cast = cast_from > 0 ? tokens * h * elem : 0;
   const Bytes ffn = tokens * f * elem;
-  const Bytes mlp_saved = tokens * mlp_saved_bytes_per_token(c, elem, cast_from);
+  WorkspaceSizes mlp_tensors;
+  append_mlp_saved(mlp_tensors, c, tokens, elem, cast_from);
+  const Bytes mlp_saved = total_bytes(mlp_tensors);
   std::vector<BackwardMoment> moments;
   // The MLP's output projection: its input's gradient beside the incoming one.
   moments.push_back({{grad, grad_cast, ffn}, 0});
@@ -452,9 +436,7 @@ WorkspaceSizes block_mlp_transient_tensors(const TransformerConfig& c, std::int6
 
 Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens, Bytes elem,
                                 Bytes cast_from) {
-  Bytes sum = 0;
-  for (Bytes b : block_mlp_transient_tensors(c, tokens, elem, cast_from)) sum += b;
-  return sum;
+  return total_bytes(block_mlp_transient_tensors(c, tokens, elem, cast_from));
 }
 
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
@@ -511,7 +493,10 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const KernelSet block_sac = detail::block_selective_recompute_kernels(shape);
   const KernelSet block_full_recompute = detail::block_full_recompute_kernels(shape);
   const std::int64_t seq = s.training.seq_len;
-  const Bytes all = block_activation_bytes(c, t, seq, elem, from);
+  // A block's saved tensors, once: their sum is what a block that keeps everything saves, and
+  // a fully checkpointed block's recompute allocates them again.
+  WorkspaceSizes recomputed = block_saved_tensors(c, t, seq, elem, from);
+  const Bytes all = total_bytes(recomputed);
   const Bytes sac_saved =
       block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::selective_op, from);
   const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full, from);
@@ -520,7 +505,6 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const Bytes casts = cast_from ? block_weight_cast_bytes(c, elem) : 0;
   // What a fully checkpointed block's recompute allocates, tensor by tensor: its saved tensors
   // and, under autocast, each projection's weight copy (the biases' together).
-  WorkspaceSizes recomputed = block_saved_tensors(c, t, seq, elem, from);
   if (casts > 0) {
     Bytes weights = 0;
     for (std::int64_t numel : detail::projection_weight_numels(c)) {
