@@ -247,7 +247,8 @@ void append_mlp_saved(WorkspaceSizes& out, const TransformerConfig& c, std::int6
 }  // namespace
 
 WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t tokens,
-                                   std::int64_t seq_len, Bytes elem, Bytes cast_from) {
+                                   std::int64_t seq_len, Bytes elem, Bytes cast_from,
+                                   bool fp8_linears) {
   const std::int64_t h = c.hidden, kv = c.kv_dim();
   // The two norms keep their inputs (with a parallel residual both read the block input: one
   // tensor) and the projections reading them keep their outputs: four tensors (three) in the
@@ -259,13 +260,19 @@ WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t toke
   const bool cast_norms = cast_from > 0 && c.norm != NormKind::low_precision_layernorm;
   const Bytes norm_elem = cast_norms ? cast_from : elem;
   const std::int64_t norm_inputs = c.parallel_residual ? 1 : 2;
-  const std::int64_t norm_tensors = cast_norms ? norm_inputs : norm_inputs + 2;
+  // TransformerEngine's fp8 Linear keeps the fp8 transpose of its own input instead: one byte
+  // per element, one per module reading a norm's output.
+  constexpr Bytes kFp8 = 1;
+  const std::int64_t norm_tensors = cast_norms || fp8_linears ? norm_inputs : norm_inputs + 2;
   WorkspaceSizes out;
   for (std::int64_t i = 0; i < norm_tensors; ++i) out.push_back(tokens * norm_elem * h);
-  if (cast_norms)
+  if (cast_norms || fp8_linears)
     for (std::int64_t i = 0; i < detail::projection_inputs(c); ++i)
-      out.push_back(tokens * elem * h);
+      out.push_back(tokens * (fp8_linears ? kFp8 : elem) * h);
   append_mlp_saved(out, c, tokens, elem, cast_from);
+  // The last tensor the MLP saves is its output projection's input, which only that projection
+  // keeps.
+  if (fp8_linears) out[out.size() - 1] = tokens * c.ffn_hidden * kFp8;
   // Per norm its fp32 statistics: LayerNorm's mean and rstd, RMSNorm's rstd.
   const std::int64_t stats = is_layernorm(c.norm) ? 4 : 2;
   for (std::int64_t i = 0; i < stats; ++i) out.push_back(tokens * 4);
@@ -277,10 +284,12 @@ WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t toke
     for (Bytes b : {tokens * elem * h, tokens * elem * kv, tokens * elem * kv, tokens * elem * h,
                     tokens * 4 * c.heads})
       out.push_back(b);
+    if (fp8_linears) out.push_back(tokens * kFp8 * h);  // the output projection's fp8 input
   } else {
     const Bytes acc = math_attention_elem(elem);
     for (Bytes b : {tokens * acc * h, tokens * acc * h, tokens * acc * h,
-                    attention_probabilities(c, tokens, seq_len) * acc, tokens * elem * h})
+                    attention_probabilities(c, tokens, seq_len) * acc,
+                    tokens * (fp8_linears ? kFp8 : elem) * h})
       out.push_back(b);
   }
   // Dropout's saved masks (bool, one byte per element): the two residual dropouts; under math
@@ -439,6 +448,10 @@ Bytes block_mlp_transient_bytes(const TransformerConfig& c, std::int64_t tokens,
   return total_bytes(block_mlp_transient_tensors(c, tokens, elem, cast_from));
 }
 
+WorkspaceSizes block_fp8_weight_tensors(const TransformerConfig& c) {
+  return detail::projection_weight_numels(c);  // one byte per element
+}
+
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem) {
   return detail::block_projection_params(c) * elem;
 }
@@ -483,8 +496,10 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     return out;
   }
   const auto& c = s.model.transformer;
-  const detail::BlockShape shape{c, s.training.micro_batch, s.training.seq_len, compute_dtype(s),
-                                 cast_from};
+  const bool fp8 = s.training.fp8 != Fp8Recipe::none;
+  detail::BlockShape shape{c, s.training.micro_batch, s.training.seq_len, compute_dtype(s),
+                           cast_from};
+  shape.fp8_linears = fp8;
   KernelSetTable kernels(out.kernel_sets);
   // Every block is the same: its kernels and sizes once (a sweep lowers thousands of 126-block
   // models); a group of n blocks runs each kernel n times.
@@ -495,17 +510,31 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
   const std::int64_t seq = s.training.seq_len;
   // A block's saved tensors, once: their sum is what a block that keeps everything saves, and
   // a fully checkpointed block's recompute allocates them again.
-  WorkspaceSizes recomputed = block_saved_tensors(c, t, seq, elem, from);
+  WorkspaceSizes recomputed = block_saved_tensors(c, t, seq, elem, from, fp8);
   const Bytes all = total_bytes(recomputed);
   const Bytes sac_saved =
       block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::selective_op, from);
   const Bytes full_saved = block_saved_bytes(c, t, seq, elem, ActivationCheckpointing::full, from);
   // Autocast's weight copies: saved with the activations of a block that keeps them, held by the
   // cast cache or freed after use in a checkpointed one, and cast again by its recompute.
-  const Bytes casts = cast_from ? block_weight_cast_bytes(c, elem) : 0;
+  // TransformerEngine's fp8 Linear replaces them: it saves its weight's fp8 transpose with the
+  // activations, and a checkpointed block's forward frees its fp8 copies after each use (no cast
+  // cache): the largest module's copy and transpose are transient there.
+  const WorkspaceSizes fp8_weights = fp8 ? block_fp8_weight_tensors(c) : WorkspaceSizes{};
+  const Bytes casts = fp8         ? total_bytes(fp8_weights)
+                      : cast_from ? block_weight_cast_bytes(c, elem)
+                                  : 0;
+  WorkspaceSizes fp8_forward_workspace;
+  if (fp8) {
+    const Bytes largest = *std::max_element(fp8_weights.begin(), fp8_weights.end());
+    fp8_forward_workspace = {largest, largest};
+  }
   // What a fully checkpointed block's recompute allocates, tensor by tensor: its saved tensors
-  // and, under autocast, each projection's weight copy (the biases' together).
-  if (casts > 0) {
+  // and, under autocast, each projection's weight copy (the biases' together); with fp8 linears
+  // each module's fp8 weight transpose.
+  if (fp8) {
+    recomputed.insert(recomputed.end(), fp8_weights.begin(), fp8_weights.end());
+  } else if (casts > 0) {
     Bytes weights = 0;
     for (std::int64_t numel : detail::projection_weight_numels(c)) {
       recomputed.push_back(numel * elem);
@@ -514,7 +543,8 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
     if (casts > weights) recomputed.push_back(casts - weights);
   }
   recomputed = with_small_tensors_together(recomputed);
-  const Bytes largest_cast = cast_from ? detail::largest_projection_params(c) * elem : 0;
+  const Bytes largest_cast = cast_from && !fp8 ? detail::largest_projection_params(c) * elem : 0;
+  const Bytes held_casts = fp8 ? 0 : casts;  // autocast's copies a checkpointed forward holds
   // A block's backward beyond its saved tensors, at its largest moment (block_backward_workspace).
   const WorkspaceSizes block_workspace = block_backward_workspace(c, t, seq, elem, from);
   // Math attention's forward: the scores, then the causally masked scores (masked_fill is out of
@@ -550,13 +580,14 @@ ModelCompute group_compute(const Scenario& s, const std::vector<GroupLayout>& gr
       checkpointed += block_fully_checkpointed(s.training, b) ? 1 : 0;
     if (checkpointed > 0) {  // full or every_n: the rest of the blocks keep everything
       part.saved_bytes = checkpointed * full_saved + (g.block_count - checkpointed) * (all + casts);
-      part.weight_casts = checkpointed * casts;
+      part.weight_casts = checkpointed * held_casts;
       part.largest_weight_cast = largest_cast;
       part.recompute = kernels.pass(block_full_recompute, checkpointed);
       part.recompute_bytes = checkpointed * (all + casts);
       for (std::int64_t b = 0; b < checkpointed; ++b)
         for (Bytes tensor : recomputed) part.recompute_tensors.push_back(tensor);
       for (Bytes tensor : mlp_transient) part.forward_workspace.push_back(tensor);
+      for (Bytes tensor : fp8_forward_workspace) part.forward_workspace.push_back(tensor);
     } else if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
       part.saved_bytes = g.block_count * sac_saved;
       part.weight_casts = g.block_count * casts;

@@ -54,6 +54,10 @@ std::string_view to_string(KvCache cache) {
   return choice_name("training.generation.kv_cache", cache);
 }
 
+std::string_view to_string(Fp8Recipe recipe) {
+  return choice_name("training.fp8", recipe);
+}
+
 int optimizer_states_per_param(Optimizer optimizer) {
   return optimizer == Optimizer::sgd ? 0 : 2;
 }

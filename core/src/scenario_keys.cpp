@@ -192,6 +192,9 @@ constexpr std::array kKeys{
                 "a power cap (nvidia-smi -pl): lowers the compute clock"},
     ScenarioKey{"cluster.gpu.matmul_efficiency", K::number, 0.01, 1, "fraction of peak", "",
                 "from the preset", "achieved fraction of peak FLOP/s on large GEMMs"},
+    ScenarioKey{"cluster.gpu.fp8_matmul_efficiency", K::number, 0.01, 1, "fraction of fp8 peak", "",
+                "from the preset",
+                "achieved fraction of the fp8 peak on large fp8 GEMMs (training.fp8)"},
     ScenarioKey{"cluster.gpu.attention_efficiency", K::number, 0.01, 1, "fraction of peak", "",
                 "from the preset",
                 "achieved fraction of peak FLOP/s in FlashAttention-2 (model.attention: flash) at "
@@ -371,6 +374,16 @@ constexpr std::array kKeys{
             [](const Scenario& s) {
               return s.training.autocast ? std::string(to_string(*s.training.autocast)) : "none";
             }},
+    ScenarioKey{
+        .path = "training.fp8",
+        .type = K::choice,
+        .choices = "none, transformer_engine",
+        .default_value = "none",
+        .models = "the blocks' projections as TransformerEngine fp8 Linear modules (delayed "
+                  "scaling; llm-foundry's amp_fp8 with fc_type te): their GEMMs at the fp8 peak, "
+                  "their casts, their fp8 saved tensors; docs/semantics.md",
+        .label = "fp8",
+        .value_of = [](const Scenario& s) { return std::string(to_string(s.training.fp8)); }},
     ScenarioKey{.path = "training.generation",
                 .type = K::section,
                 .models = "calls of a method registered with register_fsdp_forward_method "

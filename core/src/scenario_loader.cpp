@@ -446,6 +446,7 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(r.get_bool("cluster.gpu.multicast"), c.gpu.multicast);
   set_if(read_number(r, "cluster.gpu.matmul_efficiency"), c.gpu.matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.attention_efficiency"), c.gpu.attention_efficiency);
+  set_if(read_number(r, "cluster.gpu.fp8_matmul_efficiency"), c.gpu.fp8_matmul_efficiency);
   set_if(read_number(r, "cluster.gpu.cudnn_attention_efficiency"),
          c.gpu.cudnn_attention_efficiency);
   set_if(read_number(r, "cluster.gpu.triton_attention_efficiency"),
@@ -532,6 +533,7 @@ TrainingSpec read_training(ConfigReader& r) {
     if (*autocast == "bf16") t.autocast = DType::bf16;
     if (*autocast == "fp16") t.autocast = DType::fp16;
   }
+  set_if(read_choice<Fp8Recipe>(r, "training.fp8"), t.fp8);
   GenerationSpec& g = t.generation;
   set_if(read_int(r, "training.generation.calls"), g.calls);
   set_if(read_int(r, "training.generation.batch"), g.batch);
@@ -891,6 +893,40 @@ void check_generation(ConfigReader& r, const Scenario& s) {
   }
 }
 
+// TransformerEngine's fp8 Linear: what TE itself refuses and what shardscope does not model.
+void check_fp8(ConfigReader& r, const Scenario& s) {
+  if (s.training.fp8 == Fp8Recipe::none) return;
+  const std::string_view key = "training.fp8";
+  if (s.model.family != ModelFamily::transformer) {
+    r.add_problem(key, "replaces a transformer's projections; model.family custom has none",
+                  "none, or describe the model as a transformer");
+    return;
+  }
+  const GpuSpec& gpu = s.cluster.gpu;
+  if (!(gpu.peak_flops.fp8 > gpu.peak_flops.bf16)) {
+    r.add_problem(key,
+                  fmt::format("{} has no fp8 tensor cores (its fp8 peak is not above its bf16 "
+                              "peak): TransformerEngine's fp8_autocast refuses to run there",
+                              gpu.name),
+                  "none, or a Hopper or later GPU (cluster.gpu.peak_flops.fp8)");
+  }
+  // TE's Linear runs in the activation dtype outside its fp8 GEMMs: autocast's, else the
+  // parameters'. fp32 activations are not a recipe anyone trains fp8 with.
+  const DType activations = s.training.autocast.value_or(param_dtype(s.fsdp.mixed_precision));
+  if (activations == DType::fp32) {
+    r.add_problem(key,
+                  "not modelled with fp32 activations: fp8 training runs TE's Linear under bf16 "
+                  "autocast or on bf16 parameters",
+                  "training.autocast: bf16, or fsdp.mixed_precision.param_dtype: bf16");
+  }
+  if (s.training.activation_checkpointing == ActivationCheckpointing::selective_op) {
+    r.add_problem(key,
+                  "not modelled with training.activation_checkpointing: selective_op (which "
+                  "of TE's fp8 tensors the op-level policy keeps)",
+                  "none, full or every_N");
+  }
+}
+
 }  // namespace
 
 Scenario read_scenario(const ConfigTree& tree, const std::string& file,
@@ -948,6 +984,7 @@ Scenario read_scenario(const ConfigTree& tree, const std::string& file,
                   "false, or training.loss: upcast_fp32 or fused");
   }
   check_generation(r, s);
+  check_fp8(r, s);
   // Each factor is bounded by the key table; their product must also stay within what lowering's
   // integer arithmetic (tokens × hidden × bytes per element) holds.
   constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 27;

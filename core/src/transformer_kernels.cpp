@@ -39,19 +39,65 @@ BlockMatmuls block_matmuls(const TransformerConfig& c) {
       6};
 }
 
+// What a linear's GEMMs read: fp8 operands in TransformerEngine's fp8 Linear, else the compute
+// dtype. They write the compute dtype, but TE writes the weight gradient in the weights' own
+// dtype (no autocast cast back).
+DType linear_operands(const BlockShape& b) {
+  return b.fp8_linears ? DType::fp8 : b.dtype;
+}
+DType weight_grad_output(const BlockShape& b) {
+  return b.fp8_linears ? b.cast_from.value_or(b.dtype) : b.dtype;
+}
+
 // y = x·Wᵀ
 Kernel linear_forward(const Matmul& mm, const BlockShape& b) {
-  return {mm.name, 1, Gemm{b.tokens(), mm.out, mm.in, 1, false, true, b.dtype, b.dtype}};
+  return {mm.name, 1, Gemm{b.tokens(), mm.out, mm.in, 1, false, true, linear_operands(b), b.dtype}};
 }
 // dx = dy·W
 Kernel linear_input_grad(const Matmul& mm, const BlockShape& b) {
   return {std::string(mm.name) + ".dgrad", 1,
-          Gemm{b.tokens(), mm.in, mm.out, 1, false, false, b.dtype, b.dtype}};
+          Gemm{b.tokens(), mm.in, mm.out, 1, false, false, linear_operands(b), b.dtype}};
 }
 // dW = dyᵀ·x
 Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
-  return {std::string(mm.name) + ".wgrad", 1,
-          Gemm{mm.out, mm.in, b.tokens(), 1, true, false, b.dtype, b.dtype}};
+  return {
+      std::string(mm.name) + ".wgrad", 1,
+      Gemm{mm.out, mm.in, b.tokens(), 1, true, false, linear_operands(b), weight_grad_output(b)}};
+}
+
+// The block's projections as modules: a fused qkv projection is one module of three matmuls'
+// outputs (MPT's Wqkv), the rest one module per matmul. `first` and `count` select a range of
+// block_matmuls' layers.
+std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t first,
+                                       std::size_t count) {
+  const BlockMatmuls mm = block_matmuls(c);
+  std::vector<Matmul> out;
+  for (std::size_t i = first; i < first + count && i < mm.count; ++i) {
+    if (fused_qkv(c) && i < kAttentionAfter && !out.empty() && i > first) {
+      out.back().out += mm.layers[i].out;
+      continue;
+    }
+    out.push_back(mm.layers[i]);
+  }
+  return out;
+}
+
+// TransformerEngine's casts around its fp8 Linear modules (fp8_cast_transpose_fused: read once,
+// write the fp8 copy and its fp8 transpose, the amax alongside). Forward: each module's input
+// and its weight, read in the dtype FSDP hands it. Backward: each module's output gradient.
+void add_fp8_forward_casts(KernelSet& out, const BlockShape& b, std::size_t modules_of) {
+  const Bytes elem = bytes_per_element(b.dtype);
+  const Bytes weight = bytes_per_element(b.cast_from.value_or(b.dtype));
+  Bytes bytes = 0;
+  for (const Matmul& m : projection_modules(b.config, 0, modules_of))
+    bytes += b.tokens() * m.in * (elem + 2) + m.in * m.out * (weight + 2);
+  out.push_back({"fp8.cast_transpose", 1, MemoryBound{bytes, 0}});
+}
+void add_fp8_backward_casts(KernelSet& out, const BlockShape& b) {
+  Bytes bytes = 0;
+  for (const Matmul& m : projection_modules(b.config, 0, block_matmuls(b.config).count))
+    bytes += b.tokens() * m.out * (bytes_per_element(b.dtype) + 2);
+  out.push_back({"fp8.grad_cast_transpose", 1, MemoryBound{bytes, 0}});
 }
 
 // Dropout's traffic at `sites` sites of `elements` each: read the input, write the output and
@@ -183,7 +229,11 @@ std::int64_t projection_inputs(const TransformerConfig& c) {
 KernelSet block_forward_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
   KernelSet out;
-  add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
+  if (b.fp8_linears) {
+    add_fp8_forward_casts(out, b, mm.count);
+  } else {
+    add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
+  }
   for (std::size_t i = 0; i < mm.count; ++i) {
     if (i == kAttentionAfter) add_attention(out, b, false);
     out.push_back(linear_forward(mm.layers[i], b));
@@ -201,7 +251,11 @@ KernelSet block_backward_kernels(const BlockShape& b) {
     if (i == kAttentionAfter) add_attention(out, b, true);
   }
   out.push_back(elementwise(b, 2));
-  add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts");
+  if (b.fp8_linears) {
+    add_fp8_backward_casts(out, b);
+  } else {
+    add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts");
+  }
   return out;
 }
 
@@ -268,8 +322,12 @@ KernelSet block_full_recompute_kernels(const BlockShape& b) {
   const auto mm = block_matmuls(b.config);
   const Matmul& last = mm.layers[mm.count - 1];  // w2 / fc2: its output is no saved tensor
   KernelSet out;
-  add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
-            "autocast.weight_casts");
+  if (b.fp8_linears) {
+    add_fp8_forward_casts(out, b, mm.count - 1);
+  } else {
+    add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
+              "autocast.weight_casts");
+  }
   for (std::size_t i = 0; i + 1 < mm.count; ++i) {
     if (i == kAttentionAfter) add_attention(out, b, false);
     out.push_back(linear_forward(mm.layers[i], b));

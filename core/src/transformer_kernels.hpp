@@ -25,6 +25,9 @@ struct BlockShape {
   // The positions each token attends to: 0 for seq_len (training, prefill); a decode step's one
   // token (seq_len 1) attends to the whole KV cache, unmasked.
   std::int64_t kv_len = 0;
+  // The block's projections are TransformerEngine fp8 Linear modules (training.fp8): fp8 GEMMs
+  // and TE's casts instead of autocast's. The output head never is.
+  bool fp8_linears = false;
 
   std::int64_t tokens() const { return micro_batch * seq_len; }
   std::int64_t keys() const { return kv_len > 0 ? kv_len : seq_len; }

@@ -57,6 +57,11 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
   }
   if (cluster_.calibration) apply(*cluster_.calibration);
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
+  if (cluster_.gpu.peak_flops.fp8 > 0 && cluster_.gpu.fp8_matmul_efficiency > 0) {
+    fp8_gemm_time_scale_ =
+        peak_ * cluster_.gpu.matmul_efficiency /
+        (cluster_.gpu.peak_flops.fp8 * clock * cluster_.gpu.fp8_matmul_efficiency);
+  }
   const RunFacts facts = analysis::run_facts(scenario, Schedule{});
   model_flops_per_token_ = facts.model_flops_per_token;
   mfu_peak_ = facts.peak_flops;
@@ -135,9 +140,10 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
     priced = true;
     switch (k.kind()) {
       case KernelKind::gemm: {
-        const GemmCost g =
-            gemm_cost(std::get<Gemm>(k.shape), k.repeat, cluster_.gpu.sm_count, compute_.shapes);
-        t.matmul += g.full_rate_flops;
+        const Gemm& gemm = std::get<Gemm>(k.shape);
+        const GemmCost g = gemm_cost(gemm, k.repeat, cluster_.gpu.sm_count, compute_.shapes);
+        t.matmul +=
+            gemm.input == DType::fp8 ? g.full_rate_flops * fp8_gemm_time_scale_ : g.full_rate_flops;
         t.memory_bytes += g.split_k_bytes;
         t.operand_bytes += kernel_operand_bytes(k);
         break;

@@ -56,6 +56,9 @@ struct GpuSpec {
   double triton_attention_efficiency = 0.35;
   double triton_attention_overhead = 1;
   double triton_attention_head_dim_overhead = 1;
+  // Share of the fp8 dense peak the fp8 GEMMs of TransformerEngine's Linear reach
+  // (training.fp8); unused on a GPU without fp8 tensor cores.
+  double fp8_matmul_efficiency = 0.7;
 };
 
 /// One direction of a link as one GPU sees it.

@@ -143,9 +143,13 @@ Bytes block_activation_bytes(const TransformerConfig& c, std::int64_t tokens, st
                              Bytes elem, Bytes cast_from = 0);
 /// The tensors block_activation_bytes sums, each as PyTorch allocates it: the norms' inputs and
 /// outputs (or autocast's casts of them), the MLP's, the norms' statistics, the attention's and
-/// the dropout masks.
+/// the dropout masks. `fp8_linears` (training.fp8: transformer_engine): each projection module
+/// keeps the fp8 transpose of its input (one byte per element) instead of its input, the norms'
+/// outputs and the MLP output projection's input are kept by no one else, and the output
+/// projection keeps its fp8 copy of the attention's output beside the attention's own.
 WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t tokens,
-                                   std::int64_t seq_len, Bytes elem, Bytes cast_from = 0);
+                                   std::int64_t seq_len, Bytes elem, Bytes cast_from = 0,
+                                   bool fp8_linears = false);
 /// What a block's forward holds at once at its largest moment, the MLP's intermediates: SwiGLU's
 /// residual stream and FFN norm output (read by w1 and w3), silu's output, w3's output and their
 /// product; GELU's residual stream, fc output and GELU's; under autocast (`cast_from` > 0) also
@@ -169,6 +173,9 @@ WorkspaceSizes block_backward_workspace(const TransformerConfig& c, std::int64_t
                                         std::int64_t seq_len, Bytes elem, Bytes cast_from = 0);
 /// Autocast's copies of one block's projection weights and biases in the `elem`-sized dtype.
 Bytes block_weight_cast_bytes(const TransformerConfig& c, Bytes elem);
+/// TransformerEngine's fp8 transposes of one block's projection weights, one per module (a fused
+/// qkv projection is one), one byte per element: each fp8 Linear saves its own for backward.
+WorkspaceSizes block_fp8_weight_tensors(const TransformerConfig& c);
 
 /// Tokens per chunk of a chunked loss: training.loss_chunk_tokens, else Liger's default (its
 /// fused_linear_cross_entropy: the next power of two of ⌈tokens ÷ ⌈vocab ÷ hidden⌉⌉, so a chunk's

@@ -32,6 +32,18 @@ enum class LossRecipe {
   chunked,  // head and loss per chunk of tokens, no full logits; the head recomputed in backward
 };
 
+/// Which linear layers run their GEMMs in fp8, and through what (docs/semantics.md, "fp8
+/// linears").
+enum class Fp8Recipe {
+  none,
+  // The blocks' projections as TransformerEngine Linear modules under te.fp8_autocast with
+  // delayed scaling (llm-foundry's `precision: amp_fp8` with `fc_type: te`): each casts its
+  // input, its weight and, in backward, its output gradient to fp8 with their transposes, runs
+  // its three GEMMs in fp8 and keeps the fp8 transposes of its input and weight for backward.
+  // The output head, the attention and everything else stay in the compute dtype.
+  transformer_engine,
+};
+
 /// Where the training loop makes the CPU wait for the GPU (torch.cuda.synchronize(), loss.item()).
 enum class Synchronize { none, after_forward, after_step };
 
@@ -71,6 +83,7 @@ struct TrainingSpec {
   // torch.autocast over the forward and the loss (docs/semantics.md, "Autocast"): matmuls run in
   // this dtype, casting weights kept in another dtype per use. Unset: no autocast.
   std::optional<DType> autocast;
+  Fp8Recipe fp8 = Fp8Recipe::none;
   GenerationSpec generation;
 
   std::int64_t tokens_per_microbatch() const { return seq_len * micro_batch; }
@@ -85,6 +98,7 @@ std::string_view to_string(Synchronize synchronize);
 std::string_view to_string(LossRecipe loss);
 std::optional<LossRecipe> parse_loss_recipe(std::string_view text);
 std::string_view to_string(KvCache cache);
+std::string_view to_string(Fp8Recipe recipe);
 /// Optimizer states per parameter, each in the parameter's dtype: Adam(W) 2 (exp_avg,
 /// exp_avg_sq), SGD 0 (torch.optim.SGD's default momentum of 0 keeps no momentum buffer).
 int optimizer_states_per_param(Optimizer optimizer);

@@ -105,6 +105,9 @@ class CostModel {
   InterferenceParams interference_;
   CollectiveModel collectives_;
   FlopsPerSecond peak_ = 0;
+  // An fp8 GEMM's seconds per FLOP over a compute-dtype GEMM's: the compute dtype's peak and
+  // GEMM efficiency over the fp8 ones. Its FLOPs count at the compute dtype's rate × this.
+  double fp8_gemm_time_scale_ = 1;
   double model_flops_per_token_ = 0;
   FlopsPerSecond mfu_peak_ = 0;  // dense peak of the parameter dtype, MFU's denominator
   bool pinned_ = true;
