@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <string>
+
 #include "commands.hpp"
 #include "shardscope/core/cluster_spec.hpp"
 #include "shardscope/core/model_presets.hpp"
@@ -29,16 +31,20 @@ int run_presets() {
                format_bandwidth(c.pcie.pinned_bandwidth));
   }
   fmt::print("\nCluster presets: kernels (docs/simulator.md, \"Cost models\")\n");
-  fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  {}\n", "name", "SMs", "GEMMs", "flash",
-             "cuDNN", "Triton", "where the numbers come from");
+  fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "name", "SMs", "GEMMs", "flash",
+             "cuDNN", "Triton", "fp8 GEMMs", "where the numbers come from");
   for (const auto& p : cluster_presets()) {
     const auto& g = p.spec.gpu;
-    fmt::print("  {:<16} {:>4} {:>6.1f} % {:>6.1f} % {:>6.1f} % {:>6.1f} %  {}\n", p.name,
+    // The fp8 GEMMs' share of the fp8 peak; a GPU without fp8 tensor cores has none.
+    const std::string fp8 = g.peak_flops.fp8 > g.peak_flops.bf16
+                                ? fmt::format("{:.1f} %", 100 * g.fp8_matmul_efficiency)
+                                : "none";
+    fmt::print("  {:<16} {:>4} {:>6.1f} % {:>6.1f} % {:>6.1f} % {:>6.1f} % {:>9}  {}\n", p.name,
                g.sm_count, 100 * g.matmul_efficiency, 100 * g.attention_efficiency,
-               100 * g.cudnn_attention_efficiency, 100 * g.triton_attention_efficiency,
+               100 * g.cudnn_attention_efficiency, 100 * g.triton_attention_efficiency, fp8,
                p.datasheet);
-    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8}  efficiencies: {}\n", "", "", "", "", "", "",
-               p.efficiencies);
+    fmt::print("  {:<16} {:>4} {:>8} {:>8} {:>8} {:>8} {:>9}  efficiencies: {}\n", "", "", "", "",
+               "", "", "", p.efficiencies);
   }
   return kExitOk;
 }

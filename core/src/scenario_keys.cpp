@@ -177,7 +177,7 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.gpu.peak_flops.fp16", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
                 "peak FLOP/s in fp16"},
     ScenarioKey{"cluster.gpu.peak_flops.fp8", K::flops_rate, 1e9, 1e17, "", "", "from the preset",
-                "peak FLOP/s in fp8 (shown by presets; FSDP compute never runs in fp8)"},
+                "peak FLOP/s in fp8 (the GEMMs of training.fp8's linears)"},
     ScenarioKey{"cluster.gpu.hbm_bandwidth", K::bandwidth, 1e9, 1e14, "", "", "from the preset",
                 "HBM bandwidth (memory-bound kernels)"},
     ScenarioKey{"cluster.gpu.sm_count", K::integer, 1, 10'000, "SMs", "", "from the preset",

@@ -225,6 +225,13 @@ std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context) {
   if (target == EmitTarget::scenario)
     throw std::logic_error("emit_plan: a scenario is emitted from its tree (emit_scenario)");
+  // The emitted code builds the model's own nn.Linear layers; TransformerEngine's modules and
+  // fp8_autocast are the training script's to set up.
+  if (scenario.training.fp8 != Fp8Recipe::none)
+    throw ValidationError({{"training.fp8", std::string(to_string(scenario.training.fp8)),
+                            "the emitted code does not build TransformerEngine's fp8 modules "
+                            "(torchtitan's fp8 is torchao's Float8Linear, not modelled)",
+                            "none, or --emit scenario"}});
   if (target == EmitTarget::torchtitan) return emit_torchtitan(scenario, context);
   const FsdpApi api = target == EmitTarget::fsdp1 ? FsdpApi::fsdp1 : FsdpApi::fsdp2;
   if (scenario.fsdp.api != api)

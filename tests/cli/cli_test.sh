@@ -25,11 +25,14 @@ expect presets-8b 0 'llama3.1-8b +8,030,261,248' -- presets
 expect presets-70b 0 'llama3.1-70b +70,553,706,496' -- presets
 expect presets-405b 0 'llama3.1-405b +405,853,388,800' -- presets
 expect presets-h200 0 'h200-sxm-141gb' -- presets
-expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 % +65.0 % +19.6 %  NVIDIA H200 datasheet' -- presets
+expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 % +65.0 % +19.6 % +66.5 %  NVIDIA H200 datasheet' -- presets
+# The fp8 GEMMs' efficiency where the GPU has fp8 tensor cores, and where it comes from.
+expect presets-fp8 0 'h100-sxm-80gb +132 +59.0 % +24.0 % +51.0 % +19.6 % +52.7 %  NVIDIA H100' -- presets
+expect presets-no-fp8 0 'a100-sxm-80gb +108 +71.3 % +35.0 % +35.0 % +35.2 % +none  NVIDIA A100' -- presets
 # A preset no measurement checks says so where its numbers are listed (issue 34).
-expect presets-b200 0 'b200-sxm-180gb +148 +74.5 % +30.0 % +65.0 % +19.6 %  datasheet, not yet validated' -- presets
+expect presets-b200 0 'b200-sxm-180gb +148 +74.5 % +30.0 % +65.0 % +19.6 % +66.5 %  datasheet, not yet validated' -- presets
 expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- presets
-expect presets-gb200 0 'gb200-nvl72 +148 +74.5 % +30.0 % +65.0 % +19.6 %  datasheet, not yet validated' -- presets
+expect presets-gb200 0 'gb200-nvl72 +148 +74.5 % +30.0 % +65.0 % +19.6 % +66.5 %  datasheet, not yet validated' -- presets
 expect nvlink-domain-whole-nodes 2 'cluster.nvlink.domain: 6 GPUs is not a whole number of 8-GPU nodes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.nvlink.domain=6
 expect network-fabric-choices 2 "cluster.network.fabric: 'omnipath' is not allowed \(allowed: efa, infiniband, roce\)" -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.fabric=omnipath
 expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
@@ -319,6 +322,8 @@ expect plan-emit-bad-target 2 '--emit: deepspeed: not an emit target \(fsdp2, fs
 if grep -q "rank 1 of \`shardscope plan $plan_example --top 1 --fix training.loss=fused --fix training.activation_checkpointing=none --emit fsdp2 $tmpdir/cmd.py\`" "$tmpdir/cmd.py"; then echo "ok   plan-emit-command-line"; passed=$((passed + 1)); else echo "FAIL plan-emit-command-line"; grep -n prediction "$tmpdir/cmd.py"; failed=$((failed + 1)); fi
 expect plan-emit-one-size 2 'writes one plan, not one per cluster size' -- plan "$plan_example" --nodes 1,2 --emit fsdp2 "$tmpdir/x.py"
 expect plan-emit-api 2 '--api: fsdp1: --emit torchtitan writes fsdp2 code' -- plan "$plan_example" --api fsdp1 --emit torchtitan "$tmpdir/x.toml"
+expect plan-emit-fp8 2 'training.fp8: transformer_engine: --emit fsdp2 writes code that builds the model.s own nn.Linear layers' -- plan "$plan_example" --set training.autocast=bf16 --set training.fp8=transformer_engine --emit fsdp2 "$tmpdir/x.py"
+expect simulate-fp8-a100 2 'training.fp8: .*no fp8 tensor cores' -- simulate "$plan_example" --set cluster.preset=a100-sxm-80gb --set training.autocast=bf16 --set training.fp8=transformer_engine
 expect plan-emit-rank 2 '--emit-rank: 4: only the top 3 are ranked' -- plan "$plan_example" --top 3 --emit-rank 4 --emit fsdp2 "$tmpdir/x.py"
 expect calibrate-not-a-run 2 'llama3-8b-h100x8.yaml' -- calibrate --scenario "$default" "$default"
 sed 's/"value": 0.4[0-9]*/"value": 4/' "$tmpdir/cal.json" > "$tmpdir/bad_cal.json"

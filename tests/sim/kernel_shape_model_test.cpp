@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shardscope/core/cluster_spec.hpp"
+#include "shardscope/core/lower.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/cost_model.hpp"
 #include "sim/sim_test_util.hpp"
@@ -319,6 +320,33 @@ TEST(KernelShapeModel, TritonAttentionHeadDimOverheadScalesFlashAttention2s) {
   EXPECT_DOUBLE_EQ(full_rate(128, 0.25), full_rate(128, 1));
   EXPECT_LT(full_rate(64, 0.25), full_rate(64, 1));
   EXPECT_DOUBLE_EQ(full_rate(64, 0), full_rate(128, 0) / 2);  // no overhead: FLOPs alone
+}
+
+// training.fp8: a projection's GEMM at the fp8 peak and the fp8 GEMM efficiency: the same shapes
+// cost the bf16 rate's (peak × matmul_efficiency) over the fp8 rate's; the attention, which
+// stays in bf16, costs the same.
+TEST(KernelShapeModel, Fp8GemmsRunAtTheFp8PeakAndEfficiency) {
+  const auto block_forward = [](const std::string& fp8) {
+    const Scenario s = scenario_from_text(
+        "model: {preset: llama3.1-8b, layers: 2}\ncluster: {preset: h100-sxm-80gb}\n"
+        "training: {seq_len: 2048, autocast: bf16, fp8: " +
+            fp8 + "}\nfsdp: {api: fsdp2}\n",
+        {});
+    const Schedule schedule = lower(s);
+    for (const Op& op : schedule.ops) {
+      if (op.kind == OpKind::forward && op_label(schedule, op) == "block")
+        return std::pair{*CostModel(s).compute_terms(schedule, op), CostModel(s).cluster().gpu};
+    }
+    throw std::runtime_error("no block forward");
+  };
+  const auto [bf16, gpu] = block_forward("none");
+  const auto [fp8, same_gpu] = block_forward("transformer_engine");
+  const double rate_bf16 = gpu.peak_flops.bf16 * gpu.matmul_efficiency;
+  const double rate_fp8 = gpu.peak_flops.fp8 * gpu.fp8_matmul_efficiency;
+  ASSERT_GT(bf16.matmul, 0);
+  EXPECT_NEAR(fp8.matmul / bf16.matmul, rate_bf16 / rate_fp8, 1e-12);
+  EXPECT_LT(fp8.matmul, bf16.matmul);
+  EXPECT_DOUBLE_EQ(fp8.attention, bf16.attention);
 }
 
 }  // namespace
