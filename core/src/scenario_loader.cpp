@@ -925,6 +925,12 @@ void check_fp8(ConfigReader& r, const Scenario& s) {
                   "of TE's fp8 tensors the op-level policy keeps)",
                   "none, full or every_N");
   }
+  if (s.training.generation.calls > 0) {
+    r.add_problem(key,
+                  "not modelled with training.generation (the generation's forwards through TE's "
+                  "fp8 modules)",
+                  "none, or training.generation.calls: 0");
+  }
 }
 
 }  // namespace

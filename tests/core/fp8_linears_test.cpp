@@ -159,6 +159,9 @@ TEST(Fp8Linears, RefusedWhereTransformerEngineOrTheModelCannotRunIt) {
       has_problem(problems_of(training_text(
                       kLlama, ", fp8: transformer_engine, activation_checkpointing: selective_op")),
                   "training.fp8", "selective_op"));
+  EXPECT_TRUE(has_problem(
+      problems_of(training_text(kLlama, ", fp8: transformer_engine, generation: {calls: 1}")),
+      "training.fp8", "training.generation"));
   EXPECT_TRUE(has_problem(problems_of(training_text(kLlama, ", fp8: te")), "training.fp8",
                           "transformer_engine"));
   EXPECT_TRUE(problems_of(training_text(kLlama, ", fp8: transformer_engine")).empty());
