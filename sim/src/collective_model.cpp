@@ -1,7 +1,9 @@
 #include "shardscope/sim/collective_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "shardscope/sim/op_duration.hpp"
 
@@ -19,6 +21,10 @@ std::string_view to_string(NcclProtocol protocol) {
   return "Simple";
 }
 
+std::string_view to_string(NcclAlgorithm algorithm) {
+  return algorithm == NcclAlgorithm::tree ? "Tree" : "Ring";
+}
+
 CollectiveModel::CollectiveModel(const ClusterSpec& cluster, CollectiveModelParams params)
     : cluster_(cluster), params_(params) {}
 
@@ -33,7 +39,18 @@ double CollectiveModel::latency_us(OpKind kind, int ranks, int nodes, NcclProtoc
     const double floor = params_.min_intra_step_us * (protocol == NcclProtocol::simple ? 3.0 : 1.0);
     intra_hop = std::max(intra_hop, floor);
   }
-  return params_.base_latency_us[p] + intra * intra_hop + inter * params_.network_hop_us[p];
+  // One rank per node: every step crosses the network, at the tree's network latency.
+  const double net_hop =
+      ranks == nodes ? params_.tree_network_hop_us[p] : params_.network_hop_us[p];
+  return params_.base_latency_us[p] + intra * intra_hop + inter * net_hop;
+}
+
+double CollectiveModel::tree_latency_us(int ranks, int nodes, NcclProtocol protocol) const {
+  const auto p = static_cast<std::size_t>(protocol);
+  const int levels = std::bit_width(static_cast<unsigned>(nodes)) - 1;  // ⌊log2 nodes⌋
+  return params_.tree_base_latency_us[p] +
+         2 * ((ranks / nodes - 1) * params_.tree_nvlink_hop_us[p] +
+              levels * params_.tree_network_hop_us[p]);
 }
 
 BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes) const {
@@ -91,19 +108,37 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
   }
   const BytesPerSecond busbw = bus_bandwidth(kind, ranks, nodes);
   best.time = -1;
-  for (auto protocol : {NcclProtocol::ll, NcclProtocol::ll128, NcclProtocol::simple}) {
-    const double lat_us = latency_us(kind, ranks, nodes, protocol);
-    const double bw = busbw * params_.protocol_bandwidth[static_cast<std::size_t>(protocol)];
-    // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three
-    // kinds.
-    const double seconds = lat_us * 1e-6 + traffic / bw;
+  const auto consider = [&](NcclAlgorithm algorithm, NcclProtocol protocol, double lat_us,
+                            double seconds) {
     const auto t = op_duration_ns(seconds, "a collective");
     if (best.time < 0 || t < best.time) {
       best.time = t;
       best.latency = static_cast<TimeNs>(std::llround(lat_us * 1e3));
+      best.algorithm = algorithm;
       best.protocol = protocol;
-      best.busbw = traffic / (seconds);
+      best.busbw = traffic / seconds;
     }
+  };
+  for (auto protocol : {NcclProtocol::ll, NcclProtocol::ll128, NcclProtocol::simple}) {
+    const auto p = static_cast<std::size_t>(protocol);
+    const double lat_us = latency_us(kind, ranks, nodes, protocol);
+    // all-reduce busbw is defined on 2(n−1)/n of the buffer, so `traffic / bw` holds for all three
+    // kinds.
+    consider(NcclAlgorithm::ring, protocol, lat_us,
+             lat_us * 1e-6 + traffic / (busbw * params_.protocol_bandwidth[p]));
+    // NCCL's tree runs all-reduces only, and on one node its model never beats the ring (nor
+    // NVLink SHARP).
+    if (kind != OpKind::all_reduce || nodes <= 1) continue;
+    const double tree_us = tree_latency_us(ranks, nodes, protocol);
+    const auto size_class =
+        static_cast<int>(std::bit_width(static_cast<std::uint64_t>(bytes) >> 6)) - 1;
+    const double correction =
+        size_class >= 0 && size_class < static_cast<int>(params_.tree_size_correction[p].size())
+            ? params_.tree_size_correction[p][static_cast<std::size_t>(size_class)]
+            : 1.0;
+    const double algbw = 0.5 * busbw * params_.tree_bandwidth[p] * correction;
+    consider(NcclAlgorithm::tree, protocol, tree_us,
+             tree_us * 1e-6 + static_cast<double>(bytes) / algbw);
   }
   return best;
 }

@@ -30,6 +30,44 @@ TEST(CollectiveModel, DerivedSimpleLatenciesByScale) {
   EXPECT_NEAR(m.latency_us(OpKind::all_reduce, 8, 1, NcclProtocol::simple), 8.4 + 14 * 3.4, 1e-9);
 }
 
+// NCCL's tree all-reduce (tuning.cc): base + 2·((ranks per node − 1)·NVLink hop + ⌊log2 nodes⌋·net
+// hop), tree constants LL 6.8 / 0.6 / 5.0, LL128 14.0 / 1.25 / 8.5, Simple 8.4 / 4.0 / 14 µs; a
+// ring with one rank per node pays the tree's network hop at each of its 2(n−1) steps.
+TEST(CollectiveModel, TreeLatencyGrowsWithLog2OfTheNodes) {
+  const auto m = h100();
+  EXPECT_NEAR(m.tree_latency_us(16, 16, NcclProtocol::simple), 8.4 + 2 * 4 * 14.0, 1e-9);
+  EXPECT_NEAR(m.tree_latency_us(16, 16, NcclProtocol::ll), 6.8 + 2 * 4 * 5.0, 1e-9);
+  EXPECT_NEAR(m.tree_latency_us(128, 16, NcclProtocol::ll), 6.8 + 2 * (7 * 0.6 + 4 * 5.0), 1e-9);
+  EXPECT_NEAR(m.tree_latency_us(24, 3, NcclProtocol::ll128), 14.0 + 2 * (7 * 1.25 + 1 * 8.5), 1e-9);
+  EXPECT_NEAR(m.latency_us(OpKind::all_reduce, 16, 16, NcclProtocol::ll), 6.6 + 2 * 15 * 5.0, 1e-9);
+  // With several ranks per node the ring keeps its own network hop (the H100 pair above).
+  EXPECT_NEAR(m.latency_us(OpKind::all_gather, 16, 2, NcclProtocol::ll), 23.3, 1e-9);
+}
+
+// A small all-reduce across many nodes (HSDP's replicas: one rank per node) is latency-bound and
+// runs as a tree; a large one keeps the ring, whose bandwidth the tree's (0.92 of it, halved by
+// reduce-then-broadcast against the ring's 2(n−1)/n) does not reach. All-gathers never use it.
+TEST(CollectiveModel, AllReducesAcrossNodesPickTheTreeWhenItIsFaster) {
+  const auto m = h100();
+  const auto small = m.estimate(OpKind::all_reduce, kMiB, 64, 64);
+  EXPECT_EQ(small.algorithm, NcclAlgorithm::tree);
+  const double ring_small = m.latency_us(OpKind::all_reduce, 64, 64, small.protocol);
+  EXPECT_LT(small.time, static_cast<TimeNs>(ring_small * 1e3));
+  const auto large = m.estimate(OpKind::all_reduce, kGiB, 16, 2);
+  EXPECT_EQ(large.algorithm, NcclAlgorithm::ring);
+  EXPECT_EQ(m.estimate(OpKind::all_gather, kMiB, 64, 64).algorithm, NcclAlgorithm::ring);
+  EXPECT_EQ(m.estimate(OpKind::all_reduce, kMiB, 8, 1).algorithm, NcclAlgorithm::ring);
+  // The tree's time in closed form: 256 MiB and up is past NCCL's size correction, Simple.
+  const Bytes s = 512 * kMiB;
+  const auto tree = m.estimate(OpKind::all_reduce, s, 512, 512);
+  ASSERT_EQ(tree.algorithm, NcclAlgorithm::tree);
+  ASSERT_EQ(tree.protocol, NcclProtocol::simple);
+  const double busbw = m.bus_bandwidth(OpKind::all_reduce, 512, 512);
+  const double seconds =
+      (8.4 + 2 * 9 * 14.0) * 1e-6 + static_cast<double>(s) / (0.5 * busbw * 0.92);
+  EXPECT_NEAR(static_cast<double>(tree.time), seconds * 1e9, 2.0);
+}
+
 TEST(CollectiveModel, LargeAllGatherIsLatencyPlusRingTrafficOverBusBandwidth) {
   const auto m = h100();
   const Bytes s = kGiB;

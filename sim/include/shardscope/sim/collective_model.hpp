@@ -7,7 +7,9 @@
 // Latency = base(protocol) + intra_steps · intra_hop(protocol) + inter_steps · net_hop(protocol),
 // with n−1 ring steps (2(n−1) for all-reduce), nodes−1 of them (2(nodes−1)) across the network,
 // and each intra-node step costing at least the per-step network overhead once several nodes are
-// involved (1 µs, ×3 for Simple).
+// involved (1 µs, ×3 for Simple). An all-reduce across nodes may also run as NCCL's tree: a chain
+// inside each node and a binary tree across nodes, reduce then broadcast, whose latency grows with
+// log2(nodes) instead of nodes.
 
 #include <array>
 #include <string_view>
@@ -20,10 +22,13 @@ namespace shardscope::sim {
 
 enum class NcclProtocol { ll, ll128, simple };
 std::string_view to_string(NcclProtocol protocol);
+enum class NcclAlgorithm { ring, tree };
+std::string_view to_string(NcclAlgorithm algorithm);
 
 struct CollectiveEstimate {
   TimeNs time = 0;
   TimeNs latency = 0;
+  NcclAlgorithm algorithm = NcclAlgorithm::ring;
   NcclProtocol protocol = NcclProtocol::simple;
   BytesPerSecond busbw = 0;  // achieved bus bandwidth at this size
 };
@@ -59,6 +64,25 @@ struct CollectiveModelParams {
   // latency does (latency_us).
   double rail_allgather_efficiency = 323.5 / 400.0;
   double rail_allreduce_efficiency = 330.9 / 400.0;
+  // Tree all-reduce (NCCL's tuning.cc at 5067397, June 2026): base latency, NVLink hop (the
+  // chain inside a node) and network hop per protocol (LL, LL128, Simple); the network hop is
+  // also what a ring with one rank per node pays per inter-node step ("with ppn=1 latencies are
+  // fully exposed"). Latency = base + 2·((ranks per node − 1)·nvlink hop + ⌊log2 nodes⌋·net hop).
+  std::array<double, 3> tree_base_latency_us{6.8, 14.0, 8.4};
+  std::array<double, 3> tree_nvlink_hop_us{0.6, 1.25, 4.0};
+  std::array<double, 3> tree_network_hop_us{5.0, 8.5, 14.0};
+  // Its bus bandwidth as a share of the ring's Simple busbw: 0.92 for an all-reduce tree, LL a
+  // further 1/3.8, LL128 120/128. Its algorithm bandwidth is half of it (reduce, then broadcast).
+  std::array<double, 3> tree_bandwidth{0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92};
+  // NCCL's correction of the tree's bandwidth at medium sizes, by protocol and ⌊log2(bytes / 64)⌋
+  // from 0 (64 B) to 22 (256 MiB); 1 beyond (tuning.cc, treeCorrectionFactor).
+  std::array<std::array<double, 23>, 3> tree_size_correction{
+      {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+        .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+       {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+        .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+       {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+        .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}}};
 };
 
 /// The bytes a ring moves through the slowest link for a collective of S = `bytes` on `ranks`:
@@ -74,6 +98,8 @@ class CollectiveModel {
   CollectiveEstimate estimate(OpKind kind, Bytes bytes, int ranks, int nodes) const;
   /// Latency of one protocol (exposed for tests against NCCL's printed tables).
   double latency_us(OpKind kind, int ranks, int nodes, NcclProtocol protocol) const;
+  /// The same for a tree all-reduce across `nodes` > 1.
+  double tree_latency_us(int ranks, int nodes, NcclProtocol protocol) const;
   /// Large-message Simple busbw for this group shape.
   BytesPerSecond bus_bandwidth(OpKind kind, int ranks, int nodes) const;
 
