@@ -47,7 +47,7 @@ double CollectiveModel::latency_us(OpKind kind, int ranks, int nodes, NcclProtoc
 
 double CollectiveModel::tree_latency_us(int ranks, int nodes, NcclProtocol protocol) const {
   const auto p = static_cast<std::size_t>(protocol);
-  const int levels = std::bit_width(static_cast<unsigned>(nodes)) - 1;  // ⌊log2 nodes⌋
+  const int levels = static_cast<int>(std::bit_width(static_cast<unsigned>(nodes))) - 1;  // ⌊log2⌋
   const int chain = ranks / nodes - 1;  // a node's ranks in a chain: whole ranks per node
   return params_.tree_base_latency_us[p] +
          2 * (chain * params_.tree_nvlink_hop_us[p] + levels * params_.tree_network_hop_us[p]);
