@@ -40,13 +40,10 @@ BlockMatmuls block_matmuls(const TransformerConfig& c) {
 }
 
 // What a linear's GEMMs read: fp8 operands in TransformerEngine's fp8 Linear, else the compute
-// dtype. They write the compute dtype, but TE writes the weight gradient in the weights' own
-// dtype (no autocast cast back).
+// dtype. Either way they write the compute dtype (TE's weight gradient too: its activation
+// dtype).
 DType linear_operands(const BlockShape& b) {
   return b.fp8_linears ? DType::fp8 : b.dtype;
-}
-DType weight_grad_output(const BlockShape& b) {
-  return b.fp8_linears ? b.cast_from.value_or(b.dtype) : b.dtype;
 }
 
 // y = x·Wᵀ
@@ -60,9 +57,8 @@ Kernel linear_input_grad(const Matmul& mm, const BlockShape& b) {
 }
 // dW = dyᵀ·x
 Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
-  return {
-      std::string(mm.name) + ".wgrad", 1,
-      Gemm{mm.out, mm.in, b.tokens(), 1, true, false, linear_operands(b), weight_grad_output(b)}};
+  return {std::string(mm.name) + ".wgrad", 1,
+          Gemm{mm.out, mm.in, b.tokens(), 1, true, false, linear_operands(b), b.dtype}};
 }
 
 // The block's projections as modules: a fused qkv projection is one module of three matmuls'
@@ -251,8 +247,12 @@ KernelSet block_backward_kernels(const BlockShape& b) {
     if (i == kAttentionAfter) add_attention(out, b, true);
   }
   out.push_back(elementwise(b, 2));
+  // The weight gradients come out in the compute dtype and are cast to the weights' own: by
+  // autocast's ToCopyBackward, or for TE's modules (outside autocast) by the autograd engine,
+  // which casts a gradient to its input's dtype.
   if (b.fp8_linears) {
     add_fp8_backward_casts(out, b);
+    add_casts(out, b, block_projection_params(b.config), "weight_grad_casts");
   } else {
     add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts");
   }

@@ -61,10 +61,14 @@ TEST(Fp8Linears, ProjectionGemmsReadFp8WhileTheOutputHeadStaysBf16) {
     ASSERT_NE(k, nullptr) << label;
     EXPECT_EQ(std::get<Gemm>(k->shape).input, DType::fp8) << label;
   }
-  // The forward and input gradients come out in bf16, the weight gradient in the fp32 weights'
-  // dtype (TE writes it there: no autocast cast back).
+  // Every GEMM writes bf16, the weight gradient too (TE's activation dtype); the autograd engine
+  // casts it to the fp32 weights' dtype: 2 bytes read and 4 written per projection parameter.
   EXPECT_EQ(std::get<Gemm>(find_kernel(s, fwd, "wq")->shape).output, DType::bf16);
-  EXPECT_EQ(std::get<Gemm>(find_kernel(s, bwd, "wo.wgrad")->shape).output, DType::fp32);
+  EXPECT_EQ(std::get<Gemm>(find_kernel(s, bwd, "wo.wgrad")->shape).output, DType::bf16);
+  const TransformerConfig& c = scenario_from_text(training_text(kLlama, "")).model.transformer;
+  const std::int64_t h = c.hidden, kv = c.kv_dim(), f = c.ffn_hidden;
+  EXPECT_EQ(memory_bytes(s, bwd, "weight_grad_casts"),
+            (2 * h * h + 2 * h * kv + 3 * h * f) * (2 + 4));
   const Op& head = first_op(s, OpKind::forward, "head");
   const Kernel* output = find_kernel(s, head, "output");
   ASSERT_NE(output, nullptr);
