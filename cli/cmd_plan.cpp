@@ -306,12 +306,8 @@ int run_plan(const PlanArgs& args) {
                         "variation.* keys in the scenario, e.g. --set variation.slow_nodes=1:1.1"});
   }
   const auto target = emit_target(args, inputs, problems);
-  if (target && *target != sim::EmitTarget::scenario && base.training.fp8 != Fp8Recipe::none) {
-    problems.push_back({"training.fp8", std::string(to_string(base.training.fp8)),
-                        fmt::format("--emit {} writes code that builds the model's own nn.Linear "
-                                    "layers, not TransformerEngine's fp8 modules",
-                                    args.emit[0]),
-                        "none, or --emit scenario"});
+  if (target) {
+    for (auto& p : sim::emit_problems(*target, base)) problems.push_back(std::move(p));
   }
   const sim::EntryTolerance entries = group_within(args.group_within, problems);
   throw_if_any(std::move(problems));

@@ -61,15 +61,14 @@ Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
           Gemm{mm.out, mm.in, b.tokens(), 1, true, false, linear_operands(b), b.dtype}};
 }
 
-// The block's projections as modules: a fused qkv projection is one module of three matmuls'
-// outputs (MPT's Wqkv), the rest one module per matmul. `first` and `count` select a range of
-// block_matmuls' layers.
-std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t first,
-                                       std::size_t count) {
+// The block's projections as modules, those of block_matmuls' first `layers` layers: a fused qkv
+// projection is one module of three matmuls' outputs (MPT's Wqkv), the rest one module per
+// matmul.
+std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t layers) {
   const BlockMatmuls mm = block_matmuls(c);
   std::vector<Matmul> out;
-  for (std::size_t i = first; i < first + count && i < mm.count; ++i) {
-    if (fused_qkv(c) && i < kAttentionAfter && !out.empty() && i > first) {
+  for (std::size_t i = 0; i < layers && i < mm.count; ++i) {
+    if (fused_qkv(c) && i > 0 && i < kAttentionAfter) {
       out.back().out += mm.layers[i].out;
       continue;
     }
@@ -81,17 +80,17 @@ std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t f
 // TransformerEngine's casts around its fp8 Linear modules (fp8_cast_transpose_fused: read once,
 // write the fp8 copy and its fp8 transpose, the amax alongside). Forward: each module's input
 // and its weight, read in the dtype FSDP hands it. Backward: each module's output gradient.
-void add_fp8_forward_casts(KernelSet& out, const BlockShape& b, std::size_t modules_of) {
+void add_fp8_forward_casts(KernelSet& out, const BlockShape& b, std::size_t layers) {
   const Bytes elem = bytes_per_element(b.dtype);
   const Bytes weight = bytes_per_element(b.cast_from.value_or(b.dtype));
   Bytes bytes = 0;
-  for (const Matmul& m : projection_modules(b.config, 0, modules_of))
+  for (const Matmul& m : projection_modules(b.config, layers))
     bytes += b.tokens() * m.in * (elem + 2) + m.in * m.out * (weight + 2);
   out.push_back({"fp8.cast_transpose", 1, MemoryBound{bytes, 0}});
 }
 void add_fp8_backward_casts(KernelSet& out, const BlockShape& b) {
   Bytes bytes = 0;
-  for (const Matmul& m : projection_modules(b.config, 0, block_matmuls(b.config).count))
+  for (const Matmul& m : projection_modules(b.config, block_matmuls(b.config).count))
     bytes += b.tokens() * m.out * (bytes_per_element(b.dtype) + 2);
   out.push_back({"fp8.grad_cast_transpose", 1, MemoryBound{bytes, 0}});
 }
@@ -197,15 +196,8 @@ std::int64_t block_projection_params(const TransformerConfig& c) {
 }
 
 std::vector<std::int64_t> projection_weight_numels(const TransformerConfig& c) {
-  const BlockMatmuls mm = block_matmuls(c);
   std::vector<std::int64_t> out;
-  for (std::size_t i = 0; i < mm.count; ++i) {
-    if (fused_qkv(c) && i < kAttentionAfter) {
-      if (i == 0) out.push_back(c.hidden * (c.hidden + 2 * c.kv_dim()));
-      continue;
-    }
-    out.push_back(mm.layers[i].in * mm.layers[i].out);
-  }
+  for (const Matmul& m : projection_modules(c, block_matmuls(c).count)) out.push_back(m.in * m.out);
   return out;
 }
 

@@ -222,16 +222,23 @@ std::string emit_torchtitan(const Scenario& s, const EmitContext& c) {
 
 }  // namespace
 
+std::vector<Problem> emit_problems(EmitTarget target, const Scenario& base) {
+  // The emitted code builds the model's own nn.Linear layers; TransformerEngine's modules and
+  // fp8_autocast are the training script's to set up (torchtitan's fp8 is torchao's
+  // Float8Linear, not modelled). A scenario file says training.fp8 as it is.
+  if (target == EmitTarget::scenario || base.training.fp8 == Fp8Recipe::none) return {};
+  return {{"training.fp8", std::string(to_string(base.training.fp8)),
+           fmt::format("--emit {} writes code that builds the model's own nn.Linear layers, not "
+                       "TransformerEngine's fp8 modules",
+                       to_string(target)),
+           "none, or --emit scenario"}};
+}
+
 std::string emit_plan(EmitTarget target, const Scenario& scenario, const EmitContext& context) {
   if (target == EmitTarget::scenario)
     throw std::logic_error("emit_plan: a scenario is emitted from its tree (emit_scenario)");
-  // The emitted code builds the model's own nn.Linear layers; TransformerEngine's modules and
-  // fp8_autocast are the training script's to set up.
-  if (scenario.training.fp8 != Fp8Recipe::none)
-    throw ValidationError({{"training.fp8", std::string(to_string(scenario.training.fp8)),
-                            "the emitted code does not build TransformerEngine's fp8 modules "
-                            "(torchtitan's fp8 is torchao's Float8Linear, not modelled)",
-                            "none, or --emit scenario"}});
+  if (auto problems = emit_problems(target, scenario); !problems.empty())
+    throw ValidationError(std::move(problems));
   if (target == EmitTarget::torchtitan) return emit_torchtitan(scenario, context);
   const FsdpApi api = target == EmitTarget::fsdp1 ? FsdpApi::fsdp1 : FsdpApi::fsdp2;
   if (scenario.fsdp.api != api)

@@ -147,15 +147,7 @@ TEST(Autocast, BlocksThatKeepActivationsSaveTheirWeightCasts) {
   EXPECT_TRUE(cast_buffers(s).empty());  // nothing checkpointed: autograd saves the casts
   const TransformerConfig& c = with.model.transformer;
   const Bytes saved = block_activation_bytes(c, 4096, 2048, 2, 4) + block_weight_cast_bytes(c, 2);
-  int blocks = 0;
-  for (const Buffer& b : s.buffers) {
-    if (b.category == BufferCategory::activations && b.group != kNone &&
-        s.groups[static_cast<std::size_t>(b.group)].name.starts_with("layers.")) {
-      EXPECT_EQ(b.size, saved);
-      ++blocks;
-    }
-  }
-  EXPECT_EQ(blocks, 2);
+  EXPECT_EQ(testing::block_activation_buffers(s), (std::vector<Bytes>{saved, saved}));
 }
 
 TEST(Autocast, Fsdp2CachesCheckpointedBlocksCastsUntilTheForwardEnds) {

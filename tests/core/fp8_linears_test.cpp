@@ -6,6 +6,7 @@
 
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "lowering_test_util.hpp"
 #include "scenario_test_util.hpp"
@@ -130,15 +131,7 @@ TEST(Fp8Linears, BlocksSaveTheirFp8WeightTransposes) {
   const Bytes fp8_weights = 4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn_hidden;
   const WorkspaceSizes saved = block_saved_tensors(c, kTokens, 2048, 2, 4, true);
   const Bytes expected = std::accumulate(saved.begin(), saved.end(), Bytes{0}) + fp8_weights;
-  int blocks = 0;
-  for (const Buffer& b : s.buffers) {
-    if (b.category == BufferCategory::activations && b.group != kNone &&
-        s.groups[static_cast<std::size_t>(b.group)].name.starts_with("layers.")) {
-      EXPECT_EQ(b.size, expected);
-      ++blocks;
-    }
-  }
-  EXPECT_EQ(blocks, 2);
+  EXPECT_EQ(testing::block_activation_buffers(s), (std::vector<Bytes>{expected, expected}));
   const Schedule ckpt = lower(scenario_from_text(
       training_text(kMpt, ", fp8: transformer_engine, activation_checkpointing: full")));
   EXPECT_TRUE(check_schedule(ckpt).empty());

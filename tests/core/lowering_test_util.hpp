@@ -59,6 +59,18 @@ inline int count(const Schedule& s, OpKind kind, Phase phase, int iteration = 0,
   return n;
 }
 
+/// The sizes of the activation buffers of the block groups ("layers.N"), in buffer order: what
+/// each block's forward saves for backward, one buffer per block and micro-batch.
+inline std::vector<Bytes> block_activation_buffers(const Schedule& s) {
+  std::vector<Bytes> out;
+  for (const Buffer& b : s.buffers) {
+    if (b.category == BufferCategory::activations && b.group != kNone &&
+        s.groups[static_cast<std::size_t>(b.group)].name.starts_with("layers."))
+      out.push_back(b.size);
+  }
+  return out;
+}
+
 inline std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;

@@ -24,6 +24,7 @@
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/config_tree.hpp"
+#include "shardscope/core/error.hpp"
 #include "shardscope/core/scenario.hpp"
 #include "shardscope/sim/planner.hpp"
 
@@ -39,6 +40,10 @@ std::string_view emit_api(EmitTarget target);
 
 /// The choices a target can express, as --allow narrowings of the plan space (key, values).
 std::vector<std::pair<std::string, std::vector<std::string>>> emit_constraints(EmitTarget target);
+
+/// What a target cannot write for any configuration of `base` (settings the plan does not
+/// search, such as training.fp8): checked before a plan's search, and again by emit_plan.
+std::vector<Problem> emit_problems(EmitTarget target, const Scenario& base);
 
 /// What the emitted file says about where it came from and what it predicts.
 struct EmitContext {
