@@ -237,7 +237,8 @@ constexpr std::array kKeys{
                 "5,248 KiB)"},
     ScenarioKey{"cluster.nccl.channels", K::integer, 0, 64, "channels", "", "24",
                 "channels per communicator (NCCL's log prints them as 'Channel 00/24'); each "
-                "holds one ring connection's buffers; 0: no NCCL buffers (a fake process group)"},
+                "holds one ring connection's buffers and, while a collective runs, one SM that "
+                "compute cannot use; 0: no NCCL (a fake process group)"},
     ScenarioKey{"cluster.nvlink", K::section, 0, 0, "", "", "",
                 "the NVLink fabric: a node's, or a domain of several (cluster.nvlink.domain)"},
     ScenarioKey{"cluster.nvlink.domain", K::integer, 1, 100'000, "GPUs", "", "from the preset",

@@ -51,8 +51,7 @@ class ComputeFitter {
       : rows_(std::move(rows)), peak_(prior.effective_peak()) {
     const auto& gpu = prior.cluster().gpu;
     problem_.prior = {1 / gpu.matmul_efficiency, 1 / gpu.attention_efficiency,
-                      1 / prior.compute_params().hbm_efficiency,
-                      prior.interference().compute_slowdown};
+                      1 / prior.compute_params().hbm_efficiency, prior.compute_slowdown()};
     problem_.lo = {1, 1, 1, 0};
     problem_.hi = {100, 100, 100, 0.9};
     prior_h_ = prior.compute_params().half_efficiency_flops;

@@ -88,6 +88,17 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes)
   return kind == OpKind::all_reduce ? nvlink * params_.nvls_allreduce_gain : nvlink;
 }
 
+int channels_for(NcclAlgorithm algorithm, NcclProtocol protocol, Bytes bytes, int ranks,
+                 int channels) {
+  if (channels <= 0) return 0;  // no NCCL (a fake process group)
+  const std::int64_t threads = protocol == NcclProtocol::ll128 ? 640 : 512;
+  std::int64_t per_thread = protocol == NcclProtocol::simple ? 64 : 8;
+  if (algorithm == NcclAlgorithm::ring && protocol == NcclProtocol::ll) per_thread *= ranks;
+  // The largest count that the buffer fills: bytes ≥ nc · threads · per_thread.
+  const std::int64_t fill = bytes / (threads * per_thread);
+  return static_cast<int>(std::clamp<std::int64_t>(fill, 1, channels));
+}
+
 double bus_bytes(OpKind kind, Bytes bytes, int ranks) {
   const double n = ranks;
   return static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
@@ -103,6 +114,8 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
       best.time = op_duration_ns(seconds, "a collective");
       best.latency = static_cast<TimeNs>(std::llround(c->latency.value * 1e9));
       best.busbw = traffic / seconds;
+      best.channels = channels_for(NcclAlgorithm::ring, NcclProtocol::simple, bytes, ranks,
+                                   cluster_.nccl.channels);
       return best;
     }
   }
@@ -140,6 +153,7 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
     consider(NcclAlgorithm::tree, protocol, tree_us,
              tree_us * 1e-6 + static_cast<double>(bytes) / algbw);
   }
+  best.channels = channels_for(best.algorithm, best.protocol, bytes, ranks, cluster_.nccl.channels);
   return best;
 }
 

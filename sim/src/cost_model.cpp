@@ -56,6 +56,7 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
                      compute_.power_exponent);
   }
   if (cluster_.calibration) apply(*cluster_.calibration);
+  contended_sms_ = std::clamp(cluster_.nccl.channels, 0, std::max(0, cluster_.gpu.sm_count - 1));
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
   if (cluster_.gpu.peak_flops.fp8 > 0 && cluster_.gpu.fp8_matmul_efficiency > 0) {
     fp8_gemm_time_scale_ =
@@ -88,6 +89,12 @@ void CostModel::apply(const Calibration& c) {
   }
 }
 
+double CostModel::compute_slowdown() const {
+  if (interference_.compute_slowdown) return *interference_.compute_slowdown;
+  if (contended_sms_ <= 0) return 0;
+  return static_cast<double>(contended_sms_) / cluster_.gpu.sm_count;
+}
+
 double CostModel::flop_seconds(const ComputeTerms& t) const {
   double seconds = 0;
   const double size = t.by_shape ? 0.0 : compute_.half_efficiency_flops;
@@ -98,7 +105,7 @@ double CostModel::flop_seconds(const ComputeTerms& t) const {
     seconds += t.attention /
                (peak_ * cluster_.gpu.attention_efficiency * t.attention / (t.attention + size));
   }
-  return seconds;
+  return seconds * t.sm_share;
 }
 
 double CostModel::operand_seconds(const ComputeTerms& t) const {
@@ -126,14 +133,21 @@ TimeNs CostModel::compute_time(Flops flops, Bytes hbm_bytes, Flops attention_flo
 
 // Kernel by kernel: measured kernels at their measured times, GEMMs and attentions by shape,
 // the memory-bound kinds by their bytes.
-ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
+ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) const {
   ComputeTerms t;
   t.by_shape = true;
   bool priced = false;
+  // Each SM runs at its own rate whatever the others do: a GEMM's waves over the SMs left each
+  // take what a wave over all of them takes (gemm_cost), an attention (and a measured GEMM or
+  // attention) stretches by the SMs' share.
+  const double sm_share =
+      sms < cluster_.gpu.sm_count ? static_cast<double>(cluster_.gpu.sm_count) / sms : 1.0;
   for (const Kernel& k : op_kernels(s, op)) {
     if (profile_) {
       if (const auto measured = measured_time(*profile_, k)) {
-        t.fixed += *measured * k.repeat;
+        const bool sm_bound = k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention;
+        t.fixed += static_cast<TimeNs>(
+            std::llround(static_cast<double>(*measured * k.repeat) * (sm_bound ? sm_share : 1.0)));
         continue;
       }
     }
@@ -141,7 +155,7 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
     switch (k.kind()) {
       case KernelKind::gemm: {
         const Gemm& gemm = std::get<Gemm>(k.shape);
-        const GemmCost g = gemm_cost(gemm, k.repeat, cluster_.gpu.sm_count, compute_.shapes);
+        const GemmCost g = gemm_cost(gemm, k.repeat, cluster_.gpu.sm_count, compute_.shapes, sms);
         t.matmul +=
             gemm.input == DType::fp8 ? g.full_rate_flops * fp8_gemm_time_scale_ : g.full_rate_flops;
         t.memory_bytes += g.split_k_bytes;
@@ -149,8 +163,8 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
         break;
       }
       case KernelKind::attention:
-        t.attention +=
-            attention_full_rate_flops(std::get<Attention>(k.shape), k.repeat, compute_.shapes);
+        t.attention += sm_share * attention_full_rate_flops(std::get<Attention>(k.shape), k.repeat,
+                                                            compute_.shapes);
         t.operand_bytes += kernel_operand_bytes(k);
         break;
       default:
@@ -163,6 +177,10 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op) const {
 }
 
 std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op& op) const {
+  return terms_on(s, op, cluster_.gpu.sm_count);
+}
+
+std::optional<ComputeTerms> CostModel::terms_on(const Schedule& s, const Op& op, int sms) const {
   if (op.fixed_time) return std::nullopt;
   const auto memory_bound = [&](Bytes traffic) {
     return ComputeTerms{compute_.kernel_floor, 0, 0, traffic};
@@ -171,10 +189,14 @@ std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op
     case OpKind::forward:
     case OpKind::backward:
     case OpKind::recompute:
-      if (op.kernels != kNone) return shaped_terms(s, op);
-      return ComputeTerms{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
-                          op.attention_flops, op.bytes,
-                          op.kernels == kNone ? 0 : kernel_set_operand_bytes(op_kernels(s, op))};
+      if (op.kernels != kNone) return shaped_terms(s, op, sms);
+      {
+        ComputeTerms t{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
+                       op.attention_flops, op.bytes};
+        if (sms < cluster_.gpu.sm_count)
+          t.sm_share = static_cast<double>(cluster_.gpu.sm_count) / sms;
+        return t;
+      }
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:
@@ -204,6 +226,17 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
     case OpKind::forward:
     case OpKind::backward:
     case OpKind::recompute:
+      c.resource = Resource::gpu;
+      if (op.fixed_time) {
+        c.duration = *op.fixed_time;
+        return c;
+      }
+      c.duration = time_of(*compute_terms(s, op));
+      if (contended_sms_ > 0 && c.duration > 0) {
+        const TimeNs contended = time_of(*terms_on(s, op, cluster_.gpu.sm_count - contended_sms_));
+        c.contended = static_cast<double>(contended) / static_cast<double>(c.duration);
+      }
+      return c;
     case OpKind::copy_in:
     case OpKind::copy_out:
     case OpKind::reduce_copy_in:
@@ -234,11 +267,14 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
       c.resource = comm.nodes > 1 ? Resource::network : Resource::nvlink;
       if (op.fixed_time) {
         c.duration = *op.fixed_time;
+        c.sms = channels_for(NcclAlgorithm::ring, NcclProtocol::simple, op.bytes, comm.size,
+                             cluster_.nccl.channels);
         return c;
       }
       const CollectiveEstimate e = collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes);
       c.duration = e.time;
       c.latency = e.latency;
+      c.sms = e.channels;
       return c;
     }
     case OpKind::h2d:

@@ -25,7 +25,9 @@ struct Active {
   Resource resource;
   double remaining;  // ns of work at full rate left at time `since`
   TimeNs since = 0;
-  bool fixed = false;  // a fixed time is a measured fact: never stretched by sharing
+  bool fixed = false;      // a fixed time is a measured fact: never stretched by sharing
+  double contended = 1.0;  // OpCost::contended (a GPU op)
+  int sms = 0;             // OpCost::sms (a collective)
   double rate = 1.0;
   TimeNs finish = 0;
 };
@@ -410,8 +412,9 @@ class Engine {
   }
 
   void activate(OpId id, Resource resource, double work) {
-    active_.push_back(
-        {id, resource, work, now_, s_.ops[static_cast<std::size_t>(id)].fixed_time.has_value()});
+    const auto i = static_cast<std::size_t>(id);
+    active_.push_back({id, resource, work, now_, s_.ops[i].fixed_time.has_value(),
+                       cost_[i].contended, cost_[i].sms});
     rates_dirty_ = true;
   }
 
@@ -449,11 +452,23 @@ class Engine {
   // linearly, so its remaining work is brought up to date here, not at every event.
   void update_rates() {
     int counts[7] = {0, 0, 0, 0, 0, 0, 0};
-    for (const auto& a : active_) ++counts[static_cast<int>(a.resource)];
+    int held_sms = 0;  // by the collectives running
+    for (const auto& a : active_) {
+      ++counts[static_cast<int>(a.resource)];
+      if (a.resource == Resource::nvlink || a.resource == Resource::network) held_sms += a.sms;
+    }
     const bool comm =
         counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] >
         0;
-    const double slow = comm ? 1.0 - costs_.interference().compute_slowdown : 1.0;
+    // A GPU op's time factor: the fitted slowdown while any collective runs, else its contended
+    // time at the SMs the collectives hold, in proportion to the SMs contended_sms prices.
+    const auto& fitted = costs_.interference().compute_slowdown;
+    const double held_share =
+        costs_.contended_sms() > 0 ? static_cast<double>(held_sms) / costs_.contended_sms() : 0.0;
+    const auto gpu_rate = [&](const Active& a, int sharing) {
+      if (fitted) return (comm ? 1.0 - *fitted : 1.0) / sharing;
+      return 1.0 / ((1.0 + (a.contended - 1.0) * held_share) * sharing);
+    };
     next_finish_ = kNever;
     for (auto& a : active_) {
       if (a.since != now_) {
@@ -462,7 +477,7 @@ class Engine {
       }
       const int k = std::max(1, counts[static_cast<int>(a.resource)]);
       a.rate = a.fixed || a.resource == Resource::host ? 1.0
-               : a.resource == Resource::gpu           ? slow / k
+               : a.resource == Resource::gpu           ? gpu_rate(a, k)
                                                        : 1.0 / k;
       a.finish = now_ + static_cast<TimeNs>(std::ceil(a.remaining / a.rate - 1e-6));
       next_finish_ = std::min(next_finish_, a.finish);

@@ -23,11 +23,12 @@ constexpr std::array<Tile, 3> kTiles{Tile{128, 256}, Tile{256, 128}, Tile{128, 1
 }  // namespace
 
 GemmCost gemm_cost(const Gemm& g, std::int64_t repeat, int sm_count,
-                   const KernelShapeParams& params) {
+                   const KernelShapeParams& params, int sms_left) {
   const double r = static_cast<double>(repeat);
   const Flops flops = shape_flops(g);
   if (sm_count <= 0 || flops <= 0) return {flops * r, 0};
   const std::int64_t sms = sm_count;
+  const std::int64_t left = sms_left > 0 ? std::min<std::int64_t>(sms_left, sms) : sms;
   // Candidates compare by their FLOPs alone: split-K's partial sums are small next to them
   // wherever split-K is chosen (few tiles, long k).
   Flops best_work = std::numeric_limits<double>::infinity();
@@ -37,15 +38,15 @@ GemmCost gemm_cost(const Gemm& g, std::int64_t repeat, int sm_count,
     std::int64_t split = 1;
     if (tiles < sms)
       split = std::max<std::int64_t>(1, std::min(sms / tiles, g.k / params.gemm_split_k_min));
-    const std::int64_t waves = ceil_div(tiles * split, sms);
     const double k_per_tile =
         static_cast<double>(g.k) / static_cast<double>(split) + params.gemm_k_overhead;
-    const Flops work =
-        static_cast<double>(waves * sms) * 2.0 * static_cast<double>(t.m * t.n) * k_per_tile;
-    const Bytes partials = split > 1 ? 4 * g.m * g.n * g.batch * split : 0;
+    const double tile_work = 2.0 * static_cast<double>(t.m * t.n) * k_per_tile;
+    const Flops work = static_cast<double>(ceil_div(tiles * split, sms) * sms) * tile_work;
     if (work < best_work) {
       best_work = work;
-      best = {work * r, partials * repeat};
+      const Bytes partials = split > 1 ? 4 * g.m * g.n * g.batch * split : 0;
+      const Flops ran = static_cast<double>(ceil_div(tiles * split, left) * sms) * tile_work;
+      best = {ran * r, partials * repeat};
     }
   }
   return best;

@@ -95,6 +95,28 @@ TEST(CollectiveModel, SmallMessagesAreLatencyBoundAndPickLowLatencyProtocols) {
   EXPECT_LT(e.time, 20 * kNsPerUs);
 }
 
+// NCCL's channel tuning (enqueue.cc): one channel fewer while the buffer is smaller than
+// channels · threads · bytes per thread (Simple 512 · 64 = 32 KiB a channel, LL 512 · 8 · ranks
+// on a ring, LL128 640 · 8), never under one.
+TEST(CollectiveModel, SmallBuffersRunOnFewerChannels) {
+  using enum NcclProtocol;
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, 1 * kGiB, 8, 24), 24);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, kKiB * 24 * 32, 8, 24), 24);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, kKiB * 24 * 32 - 1, 8, 24), 23);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, kKiB * 5 * 32, 8, 24), 5);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, ll, kKiB * 5 * 4 * 16, 16, 24), 5);
+  EXPECT_EQ(channels_for(NcclAlgorithm::tree, ll, kKiB * 5 * 4, 16, 24), 5);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, ll128, kKiB * 5 * 5, 8, 24), 5);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, 1, 8, 24), 1);
+  EXPECT_EQ(channels_for(NcclAlgorithm::ring, simple, 1 * kGiB, 8, 0), 0);  // no NCCL
+  // The estimate runs on the channels of the protocol it picks.
+  const auto m = h100();
+  EXPECT_EQ(m.estimate(OpKind::all_gather, 256 * kMiB, 8, 1).channels, 24);
+  const auto small = m.estimate(OpKind::all_gather, 4 * kKiB, 8, 1);
+  EXPECT_EQ(small.channels, channels_for(small.algorithm, small.protocol, 4 * kKiB, 8, 24));
+  EXPECT_EQ(small.channels, 1);
+}
+
 TEST(CollectiveModel, MultiNodeBusBandwidthFollowsTheMeasuredCurve) {
   const auto m = h100();
   EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 16, 2) / 1e9, 185.0, 1e-6);

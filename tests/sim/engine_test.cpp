@@ -110,9 +110,45 @@ TEST(Engine, ComputeSlowsWhileCommunicationHoldsSms) {
       static_cast<double>(costs.collectives().estimate(OpKind::all_gather, 256 * kMiB, 8, 1).time) -
       1e3;
   const double c = static_cast<double>(costs.compute_time(1e14, 0));
-  const double slow = costs.interference().compute_slowdown;
-  // While the collective runs the compute progresses at (1 − slowdown): it ends slowdown·d later.
-  EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + slow * d, 2.0);
+  // The collective holds every channel's SM (256 MiB fills them all): the GEMM FLOPs take
+  // sms / (sms − channels) as long while it runs, the kernel floor does not stretch.
+  const int sms = cluster().cluster.gpu.sm_count;
+  const int held = cluster().cluster.nccl.channels;
+  ASSERT_EQ(costs.contended_sms(), held);
+  const double floor = static_cast<double>(ComputeModelParams{}.kernel_floor);
+  const double factor = (floor + (c - floor) * sms / (sms - held)) / c;
+  // While the collective runs the compute progresses at 1/factor: it ends d·(1 − 1/factor) later.
+  EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + d * (1 - 1 / factor), 2.0);
+}
+
+TEST(Engine, MemoryBoundWorkKeepsItsRateBesideACollective) {
+  const CostModel costs(cluster());
+  Builder b;
+  b.add(OpKind::all_gather, kCommA, 0, 256 * kMiB);
+  b.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
+  const auto r = simulate(b.s, costs);
+  Builder alone;
+  alone.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
+  const auto a = simulate(alone.s, costs);
+  EXPECT_EQ(r.ops[1].end - r.ops[1].start, a.ops[0].end - a.ops[0].start);
+}
+
+TEST(Engine, AFittedSlowdownReplacesTheSmModel) {
+  const CostModel costs(cluster(), {}, InterferenceParams{0.1});
+  Builder b;
+  b.add(OpKind::all_gather, kCommA, 0, 256 * kMiB);
+  b.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);  // memory-bound: slowed all the same
+  const auto r = simulate(b.s, costs);
+  const double d =
+      static_cast<double>(costs.collectives().estimate(OpKind::all_gather, 256 * kMiB, 8, 1).time) -
+      1e3;
+  Builder alone;
+  alone.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
+  const auto a = simulate(alone.s, costs);
+  const double c = static_cast<double>(a.ops[0].end - a.ops[0].start);
+  ASSERT_GT(c, d);  // it outlasts the collective
+  // At 1 − 0.1 of its rate while the collective runs: 0.1·d later.
+  EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + 0.1 * d, 2.0);
 }
 
 TEST(Engine, FixedTimesAreNotStretched) {

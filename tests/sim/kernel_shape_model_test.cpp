@@ -349,5 +349,34 @@ TEST(KernelShapeModel, Fp8GemmsRunAtTheFp8PeakAndEfficiency) {
   EXPECT_DOUBLE_EQ(fp8.attention, bf16.attention);
 }
 
+// While a collective holds 24 of the H100's 132 SMs (cluster.nccl.channels), a GEMM runs the
+// tiles picked for 132 SMs in waves over the 108 left, each as long as a wave over all 132: one
+// full wave (132 tiles) becomes two, twice the time (what a 24-block ncclAllGather does to a
+// one-wave GEMM on an H100: NVIDIA developer forum, "Compute-communication overlap causes severe
+// GEMM performance degradation because of tail effect", 2025); many waves stretch by about
+// 132 / 108.
+TEST(KernelShapeModel, ACollectiveLeavesAGemmTheSmsItDoesNotHold) {
+  const auto contended = [](const Gemm& g) {
+    Schedule schedule;
+    schedule.streams = {{"compute", StreamKind::compute}};
+    schedule.kernel_sets.push_back({Kernel{.label = "gemm", .shape = g}});
+    Op op;
+    op.kind = OpKind::forward;
+    op.stream = 0;
+    op.kernels = 0;
+    schedule.ops.push_back(op);
+    const CostModel costs(scenario_from_text(
+        "model: {preset: llama3.1-8b, layers: 2}\ncluster: {preset: h100-sxm-80gb}\n", {}));
+    const OpCost c = costs.cost(schedule, op);
+    const auto floor = static_cast<double>(costs.compute_params().kernel_floor);
+    const auto d = static_cast<double>(c.duration);
+    return (c.contended * d - floor) / (d - floor);  // the GEMM's own stretch
+  };
+  EXPECT_NEAR(contended(gemm(1536, 2816, 4096)), 2.0, 1e-5);  // one wave of 128 × 256 tiles
+  // 16,384 × 14,336: 14,336 tiles of 128 × 128 (109 waves of 132 beat 55 of 128 × 256), 133
+  // waves of 108.
+  EXPECT_NEAR(contended(gemm(16384, 14336, 4096)), 133.0 / 109.0, 1e-5);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -22,8 +22,12 @@ TEST(Orderings, Fsdp1BackwardPrefetchTradesMemoryForTime) {
       run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=BACKWARD_POST"});
   const auto none = run_text(kCommBound, {"fsdp.api=fsdp1", "fsdp.backward_prefetch=none"});
   // PRE and POST queue the same collectives in the same order on the communicator while the CPU
-  // runs ahead, so they tie up to rounding; PRE never loses.
-  EXPECT_LE(pre.summary.step_time, post.summary.step_time + kNsPerUs);
+  // runs ahead, so they tie but for which compute their collectives overlap, and so slow by the
+  // SMs they hold (PRE runs an all-gather beside the previous reduce-scatter more often): within
+  // 0.1 %.
+  EXPECT_NEAR(static_cast<double>(pre.summary.step_time),
+              static_cast<double>(post.summary.step_time),
+              0.001 * static_cast<double>(post.summary.step_time));
   EXPECT_LT(post.summary.step_time, none.summary.step_time);
   EXPECT_GE(pre.summary.peak_allocated, post.summary.peak_allocated);
   EXPECT_GE(post.summary.peak_allocated, none.summary.peak_allocated);

@@ -31,6 +31,9 @@ struct CollectiveEstimate {
   NcclAlgorithm algorithm = NcclAlgorithm::ring;
   NcclProtocol protocol = NcclProtocol::simple;
   BytesPerSecond busbw = 0;  // achieved bus bandwidth at this size
+  // The SMs its kernel holds while it runs: one thread block per channel, NCCL's channels cut
+  // for a small buffer (channels_for).
+  int channels = 0;
 };
 
 struct CollectiveModelParams {
@@ -84,6 +87,13 @@ struct CollectiveModelParams {
        {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
         .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}}};
 };
+
+/// The channels NCCL runs a collective of `bytes` on (enqueue.cc, topoGetAlgoInfo, at 5067397):
+/// the communicator's `channels`, one fewer while bytes < channels · threads · threshold, at
+/// least one. Threads per channel: 512 (LL, Simple), 640 (LL128); bytes per thread: 8 (LL, ×
+/// ranks for a ring), 8 (LL128), 64 (Simple). Each channel is one thread block on its own SM.
+int channels_for(NcclAlgorithm algorithm, NcclProtocol protocol, Bytes bytes, int ranks,
+                 int channels);
 
 /// The bytes a ring moves through the slowest link for a collective of S = `bytes` on `ranks`:
 /// S·(n−1)/n for all-gather and reduce-scatter, 2·S·(n−1)/n for all-reduce (nccl-tests' busbw).

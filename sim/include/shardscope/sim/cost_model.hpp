@@ -46,9 +46,13 @@ struct ComputeModelParams {
   KernelShapeParams shapes;  // what a GEMM's or attention's shape costs (kernel_shape_model.hpp)
 };
 
+// While a collective runs, its kernel holds one SM per channel (NCCL's thread blocks), and the
+// GEMMs and attentions beside it run on the SMs left: a GEMM's waves over fewer SMs
+// (kernel_shape_model.hpp), an attention at the SMs' share. Memory-bound kernels keep their rate
+// (HBM, not SMs, bounds them). A calibration's fitted `compute_slowdown` replaces this model:
+// every GPU op then runs that share slower while any collective runs.
 struct InterferenceParams {
-  // Compute runs this much slower while communication kernels hold SMs (NCCL uses 8–32 of 132).
-  double compute_slowdown = 0.08;
+  std::optional<double> compute_slowdown;
 };
 
 /// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
@@ -61,6 +65,10 @@ struct ComputeTerms {
   // matmul and attention are full-rate FLOPs of known kernel shapes (kernel_shape_model.hpp), not
   // an op's FLOPs, so the size curve e·f/(f+h) does not apply to them.
   bool by_shape = false;
+  // The GPU's SMs over those collectives leave it: matmul's and attention's time × this (terms
+  // not by_shape; shaped terms hold their GEMMs' waves over the SMs left and their attentions'
+  // FLOPs × this).
+  double sm_share = 1;
 };
 
 struct OpCost {
@@ -68,6 +76,10 @@ struct OpCost {
   Resource resource = Resource::none;
   TimeNs cpu = 0;      // CPU time to issue it
   TimeNs latency = 0;  // of `duration`, what no link's bandwidth sets (a collective's latency)
+  // A GPU op: its time while collectives hold CostModel::contended_sms() SMs, over `duration`
+  // (1: SMs do not bound it).
+  double contended = 1.0;
+  int sms = 0;  // a collective: the SMs its kernel holds (its channels)
 };
 
 class CostModel {
@@ -98,12 +110,19 @@ class CostModel {
   const CollectiveModel& collectives() const { return collectives_; }
   const ComputeModelParams& compute_params() const { return compute_; }
   const InterferenceParams& interference() const { return interference_; }
+  /// The SMs one collective on every channel of a communicator holds (cluster.nccl.channels,
+  /// fewer than the GPU's SMs), at which OpCost::contended is priced; 0: none.
+  int contended_sms() const { return contended_sms_; }
+  /// How much slower compute-bound work runs while one such collective runs: the fitted
+  /// compute_slowdown, else the SMs' share it holds (a calibration's prior).
+  double compute_slowdown() const;
 
  private:
   ClusterSpec cluster_;
   ComputeModelParams compute_;
   InterferenceParams interference_;
   CollectiveModel collectives_;
+  int contended_sms_ = 0;
   FlopsPerSecond peak_ = 0;
   // An fp8 GEMM's seconds per FLOP over a compute-dtype GEMM's: the compute dtype's peak and
   // GEMM efficiency over the fp8 ones. Its FLOPs count at the compute dtype's rate × this.
@@ -113,8 +132,11 @@ class CostModel {
   bool pinned_ = true;
   std::shared_ptr<const DeviceProfile> profile_;
 
-  /// An op's terms from its kernels' shapes; a kernel the device profile measured at its time.
-  ComputeTerms shaped_terms(const Schedule& schedule, const Op& op) const;
+  /// An op's terms on `sms` SMs from its kernels' shapes; a kernel the device profile measured
+  /// at its time (its GEMMs' and attentions' stretched by the SMs' share).
+  ComputeTerms shaped_terms(const Schedule& schedule, const Op& op, int sms) const;
+  /// compute_terms on `sms` of the GPU's SMs (the rest held by collectives).
+  std::optional<ComputeTerms> terms_on(const Schedule& schedule, const Op& op, int sms) const;
   /// Seconds of the terms' GEMMs and attentions at their FLOPs (the efficiencies), and of
   /// moving their operands once.
   double flop_seconds(const ComputeTerms& terms) const;

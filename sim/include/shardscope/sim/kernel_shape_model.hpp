@@ -46,8 +46,11 @@ struct GemmCost {
 };
 
 /// The GEMM's cost on a GPU of `sm_count` SMs (sm_count ≤ 0: its FLOPs, no quantization).
+/// `sms_left` > 0: collectives hold the other SMs while it runs; its tiles and split are still
+/// those picked for `sm_count` (the heuristic does not see them), its waves run over `sms_left`
+/// SMs, each as long as a wave over all of them.
 GemmCost gemm_cost(const Gemm& gemm, std::int64_t repeat, int sm_count,
-                   const KernelShapeParams& params);
+                   const KernelShapeParams& params, int sms_left = 0);
 
 /// An attention kernel's full-rate FLOPs, repeats included.
 Flops attention_full_rate_flops(const Attention& attention, std::int64_t repeat,
