@@ -112,6 +112,8 @@ std::string timeline_to_json(const Timeline& t) {
     field("host_overheads", Json{{"launch_ns", t.host.launch}, {"fsdp_hook_ns", t.host.fsdp_hook}});
   // What only some producers know: written as null or left out where unknown.
   if (!t.cpu_busy_by_iteration.empty()) field("cpu_busy_by_iteration_ns", t.cpu_busy_by_iteration);
+  if (!t.contention_by_iteration.empty())
+    field("contention_by_iteration_ns", t.contention_by_iteration);
   field("allocator_retries", t.allocator_retries ? Json(*t.allocator_retries) : Json(nullptr));
   if (const auto& oom = t.out_of_memory) {
     field("out_of_memory", Json{{"op", oom->op},
@@ -407,16 +409,21 @@ class TimelineReader {
     }
   }
 
+  // A per-iteration list of durations under `key`, none negative; left empty (unknown) when the
+  // file has no such key.
+  void read_durations_by_iteration(const char* key, std::vector<TimeNs>& into) {
+    if (!root_.contains(key)) return;
+    guarded(key, [&] {
+      into = json_integers<TimeNs>(root_.at(key));
+      for (const TimeNs d : into)
+        if (d < 0) problem(key, fmt::format("{} ns is negative", d), "≥ 0");
+    });
+  }
+
   // The fields only some producers write (timeline/3); absent: unknown.
   void read_producer_facts() {
-    if (root_.contains("cpu_busy_by_iteration_ns")) {
-      guarded("cpu_busy_by_iteration_ns", [&] {
-        t_.cpu_busy_by_iteration = json_integers<TimeNs>(root_.at("cpu_busy_by_iteration_ns"));
-        for (const TimeNs b : t_.cpu_busy_by_iteration)
-          if (b < 0)
-            problem("cpu_busy_by_iteration_ns", fmt::format("{} ns is negative", b), "≥ 0");
-      });
-    }
+    read_durations_by_iteration("cpu_busy_by_iteration_ns", t_.cpu_busy_by_iteration);
+    read_durations_by_iteration("contention_by_iteration_ns", t_.contention_by_iteration);
     if (root_.contains("allocator_retries") && !root_.at("allocator_retries").is_null()) {
       guarded("allocator_retries", [&] {
         t_.allocator_retries = json_integer<int>(root_.at("allocator_retries"));

@@ -29,6 +29,7 @@ struct Active {
   double contended = 1.0;  // OpCost::contended (a GPU op)
   int sms = 0;             // OpCost::sms (a collective)
   double rate = 1.0;
+  double shared_rate = 1.0;  // a GPU op's rate with no collective beside it: 1 / GPU ops running
   TimeNs finish = 0;
 };
 
@@ -238,6 +239,16 @@ class Engine {
       complete(static_cast<OpId>(i));
     else
       activate(static_cast<OpId>(i), Resource::host, static_cast<double>(work));
+  }
+
+  // The work a GPU op did not do from a.since to `until` because collectives ran beside it
+  // (Timeline::contention_by_iteration).
+  void account_contention(const Active& a, TimeNs until) {
+    if (a.resource != Resource::gpu || a.rate >= a.shared_rate) return;
+    const auto iteration =
+        static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(a.op)].iteration);
+    if (contention_.size() <= iteration) contention_.resize(iteration + 1, 0.0);
+    contention_[iteration] += (a.shared_rate - a.rate) * static_cast<double>(until - a.since);
   }
 
   void cpu_busy(int iteration, TimeNs t) {
@@ -472,10 +483,12 @@ class Engine {
     next_finish_ = kNever;
     for (auto& a : active_) {
       if (a.since != now_) {
+        account_contention(a, now_);
         a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now_ - a.since));
         a.since = now_;
       }
       const int k = std::max(1, counts[static_cast<int>(a.resource)]);
+      a.shared_rate = a.fixed ? 1.0 : 1.0 / k;
       a.rate = a.fixed || a.resource == Resource::host ? 1.0
                : a.resource == Resource::gpu           ? gpu_rate(a, k)
                                                        : 1.0 / k;
@@ -500,7 +513,10 @@ class Engine {
     auto& finished = finished_;    // reused: one event per op would otherwise allocate each time
     finished.clear();
     for (const auto& a : active_) {
-      if (a.finish <= t) finished.push_back(a.op);
+      if (a.finish <= t) {
+        finished.push_back(a.op);
+        account_contention(a, t);
+      }
     }
     if (finished.size() > 1) std::sort(finished.begin(), finished.end());  // one finishes, mostly
     active_.erase(std::remove_if(active_.begin(), active_.end(),
@@ -546,6 +562,9 @@ class Engine {
     t.facts = costs_.run_facts(s_);
     t.memory_capacity = allocator_.capacity();  // a memory fraction's share of the device
     t.cpu_busy_by_iteration = std::move(cpu_busy_);
+    contention_.resize(static_cast<std::size_t>(std::max(1, s_.iterations)), 0.0);
+    for (const double lost : contention_)
+      t.contention_by_iteration.push_back(static_cast<TimeNs>(std::llround(lost)));
     t.allocator_retries = allocator_.retries();
     t.out_of_memory = std::move(out_of_memory_);
     if (options_.record_critical_path) t.critical_path = exact_critical_path();
@@ -585,7 +604,8 @@ class Engine {
   const CostModel& costs_;
   SimOptions options_;
   bool with_memory_ = true;
-  std::vector<TimeNs> cpu_busy_;                   // by iteration: issue overheads and CPU work
+  std::vector<TimeNs> cpu_busy_;    // by iteration: issue overheads and CPU work
+  std::vector<double> contention_;  // by iteration: GPU work lost beside collectives (ns)
   std::optional<OutOfMemoryEvent> out_of_memory_;  // the first allocation that did not fit
   CachingAllocator allocator_;
   std::size_t n_;

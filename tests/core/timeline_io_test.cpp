@@ -32,6 +32,7 @@ Timeline sample() {
   t.peaks = peaks_from_samples(t);
   t.memory_capacity = 80 * kGiB;
   t.cpu_busy_by_iteration = {12, 40};
+  t.contention_by_iteration = {0, 9};
   t.allocator_retries = 3;
   t.out_of_memory =
       OutOfMemoryEvent{1, "grads layers.0", BufferCategory::unsharded_grads, 300, 400};
@@ -57,6 +58,7 @@ TEST(TimelineIo, RoundTripsByteForByte) {
   EXPECT_EQ(back.peaks.allocated.op, 1);
   EXPECT_EQ(back.peaks.allocated_by_phase[static_cast<std::size_t>(Phase::backward)], 200);
   EXPECT_EQ(back.cpu_busy_by_iteration, (std::vector<TimeNs>{12, 40}));
+  EXPECT_EQ(back.contention_by_iteration, (std::vector<TimeNs>{0, 9}));
   EXPECT_EQ(back.allocator_retries, 3);
   ASSERT_TRUE(back.out_of_memory);
   EXPECT_EQ(back.out_of_memory->buffer, "grads layers.0");
@@ -73,6 +75,7 @@ TEST(TimelineIo, RoundTripsByteForByte) {
 TEST(TimelineIo, VersionTwoReadsWithTheProducerFactsUnknown) {
   Timeline t = sample();
   t.cpu_busy_by_iteration.clear();
+  t.contention_by_iteration.clear();
   t.allocator_retries.reset();
   t.out_of_memory.reset();
   t.critical_path.clear();
@@ -81,6 +84,7 @@ TEST(TimelineIo, VersionTwoReadsWithTheProducerFactsUnknown) {
   text.erase(text.find("  \"allocator_retries\": null,\n"), 28);
   const Timeline back = timeline_from_json(text);
   EXPECT_TRUE(back.cpu_busy_by_iteration.empty());
+  EXPECT_TRUE(back.contention_by_iteration.empty());
   EXPECT_FALSE(back.allocator_retries);
   EXPECT_FALSE(back.out_of_memory);
   EXPECT_TRUE(back.critical_path.empty());
@@ -99,6 +103,20 @@ TEST(TimelineIo, RefusesACriticalPathOrOutOfMemoryOfAnOpNotInIt) {
     } catch (const ValidationError& e) {
       EXPECT_NE(std::string(e.what()).find("is not among the ops"), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(TimelineIo, RefusesNegativeContentionNamingTheKey) {
+  std::string text = timeline_to_json(sample());
+  const std::string from = "\"contention_by_iteration_ns\": [0,9]";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  text.replace(text.find(from), from.size(), "\"contention_by_iteration_ns\": [0, -9]");
+  try {
+    timeline_from_json(text, "t.json");
+    FAIL() << "accepted a negative contention";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("contention_by_iteration_ns"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -117,8 +117,12 @@ TEST(Engine, ComputeSlowsWhileCommunicationHoldsSms) {
   ASSERT_EQ(costs.contended_sms(), held);
   const double floor = static_cast<double>(ComputeModelParams{}.kernel_floor);
   const double factor = (floor + (c - floor) * sms / (sms - held)) / c;
-  // While the collective runs the compute progresses at 1/factor: it ends d·(1 − 1/factor) later.
+  // While the collective runs the compute progresses at 1/factor: it ends d·(1 − 1/factor) later,
+  // the GPU work it lost beside the collective.
   EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + d * (1 - 1 / factor), 2.0);
+  ASSERT_EQ(r.timeline.contention_by_iteration.size(), 1U);
+  EXPECT_NEAR(static_cast<double>(r.timeline.contention_by_iteration[0]), d * (1 - 1 / factor),
+              2.0);
 }
 
 TEST(Engine, MemoryBoundWorkKeepsItsRateBesideACollective) {
@@ -131,6 +135,7 @@ TEST(Engine, MemoryBoundWorkKeepsItsRateBesideACollective) {
   alone.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
   const auto a = simulate(alone.s, costs);
   EXPECT_EQ(r.ops[1].end - r.ops[1].start, a.ops[0].end - a.ops[0].start);
+  EXPECT_EQ(r.timeline.contention_by_iteration, (std::vector<TimeNs>{0}));  // known: none lost
 }
 
 TEST(Engine, AFittedSlowdownReplacesTheSmModel) {

@@ -58,18 +58,22 @@ TEST(TimelineAnalysis, EveryExamplesTimelineFileSummarizesAsSimulateDoes) {
   EXPECT_TRUE(retries);
 }
 
-// What no producer recorded is unknown, not zero: the CPU lane and the retries of a timeline
-// without them.
+// What no producer recorded is unknown, not zero: the CPU lane, the compute lost beside
+// collectives and the retries of a timeline without them.
 TEST(TimelineAnalysis, WhatTheProducerDidNotRecordIsUnknown) {
   auto t = run_file(kDefault).result.timeline;
   t.cpu_busy_by_iteration.clear();
+  t.contention_by_iteration.clear();
   t.allocator_retries.reset();
   const auto s = analysis::summarize(t);
   EXPECT_FALSE(s.stream_busy[0].second.has_value());
+  EXPECT_FALSE(s.contention.has_value());
   EXPECT_FALSE(s.allocator_retries.has_value());
-  EXPECT_NE(analysis::summary_table(s).find("cpu unknown"), std::string::npos)
-      << analysis::summary_table(s);
+  const std::string table = analysis::summary_table(s);
+  EXPECT_NE(table.find("cpu unknown"), std::string::npos) << table;
+  EXPECT_NE(table.find("compute beside it           unknown"), std::string::npos) << table;
   EXPECT_NE(analysis::summary_to_json(s).find("\"allocator_retries\": null"), std::string::npos);
+  EXPECT_NE(analysis::summary_to_json(s).find("\"contention_s\": null"), std::string::npos);
 }
 
 TEST(TimelineAnalysis, CriticalPathFromDependenciesEndsWhereTheSimulatorsEnds) {

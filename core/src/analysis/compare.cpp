@@ -168,6 +168,8 @@ Comparison compare(const Timeline& a, const Timeline& b) {
       {"communication", "s", s(c.a.comm_total), s(c.b.comm_total)},
       {"exposed communication", "s", s(c.a.comm_exposed), s(c.b.comm_exposed)},
       {"overlap", "%", percent(c.a.overlap_fraction), percent(c.b.overlap_fraction)},
+      {"compute beside it", "s", c.a.contention ? s(*c.a.contention) : std::nullopt,
+       c.b.contention ? s(*c.b.contention) : std::nullopt},
       {"peak allocated", "B", bytes(c.a.peak_allocated), bytes(c.b.peak_allocated)},
       {"peak reserved", "B", bytes(c.a.peak_reserved), bytes(c.b.peak_reserved)},
   };

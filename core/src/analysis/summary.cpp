@@ -172,6 +172,9 @@ void summarize_memory(const Timeline& t, Summary& out) {
   }
   if (t.out_of_memory) out.out_of_memory = out_of_memory_text(t, *t.out_of_memory);
   out.allocator_retries = t.allocator_retries;
+  if (const auto last = static_cast<std::size_t>(t.last_iteration());
+      last < t.contention_by_iteration.size())
+    out.contention = t.contention_by_iteration[last];
   out.peak_by_category = t.peaks.allocated.by_category;
   out.peak_by_category.resize(all_buffer_categories().size(), 0);
   out.peak_allocated_by_phase = t.peaks.allocated_by_phase;

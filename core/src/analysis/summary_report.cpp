@@ -82,7 +82,9 @@ std::string summary_to_json(const Summary& m) {
       {"generation", m.peak_allocated_by_phase[static_cast<std::size_t>(Phase::generation)]}};
   j["comm"] = {{"total_s", ns_to_s(m.comm_total)},
                {"exposed_s", ns_to_s(m.comm_exposed)},
-               {"overlap_fraction", json_or_null(m.overlap_fraction)}};
+               {"overlap_fraction", json_or_null(m.overlap_fraction)},
+               {"contention_s", m.contention ? nlohmann::ordered_json(ns_to_s(*m.contention))
+                                             : nlohmann::ordered_json(nullptr)}};
   nlohmann::ordered_json coll = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m.collectives) coll[k] = v;
   j["collectives"] = coll;
@@ -126,6 +128,11 @@ std::string summary_table(const Summary& m) {
           ? fmt::format("{} total, {} exposed, {:.1f} % overlapped", format_duration(m.comm_total),
                         format_duration(m.comm_exposed), 100 * *m.overlap_fraction)
           : std::string("none"));
+  if (m.overlap_fraction) {
+    row("compute beside it", m.contention ? fmt::format("{} of GPU work lost while collectives ran",
+                                                        format_duration(*m.contention))
+                                          : std::string("unknown (the run did not record it)"));
+  }
   row("collectives per iteration",
       fmt::format("{} all-gather, {} reduce-scatter, {} all-reduce", m.collectives.at("all_gather"),
                   m.collectives.at("reduce_scatter"), m.collectives.at("all_reduce")));

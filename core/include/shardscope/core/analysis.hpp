@@ -78,6 +78,9 @@ struct Summary {
   std::string out_of_memory;  // where the allocator first could not make room; empty: it never
                               // failed (Timeline::out_of_memory)
   std::optional<int> allocator_retries;  // cached segments released to make room; nullopt: unknown
+  // GPU time compute lost beside collectives in the last iteration
+  // (Timeline::contention_by_iteration); nullopt: the producer did not record it.
+  std::optional<TimeNs> contention;
   bool operator==(const Summary&) const = default;
 };
 

@@ -134,7 +134,10 @@ struct Timeline {
   // What only some producers know (the simulator all of it); empty or nullopt where unknown, and
   // reports print unknown, never 0.
   std::vector<TimeNs> cpu_busy_by_iteration;  // the issuing CPU thread: overheads and CPU work
-  std::optional<int> allocator_retries;       // cached segments released to make room, whole run
+  // GPU time compute lost beside collectives, by iteration: the work GPU ops did not do while
+  // collectives held SMs (or ran at a calibration's fitted slowdown), in ns of the whole GPU.
+  std::vector<TimeNs> contention_by_iteration;
+  std::optional<int> allocator_retries;  // cached segments released to make room, whole run
   std::optional<OutOfMemoryEvent> out_of_memory;  // nullopt: every allocation fitted (or unknown)
   std::vector<CriticalStep> critical_path;        // last op first; empty: analysis derives one
 
