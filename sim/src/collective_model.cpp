@@ -99,6 +99,11 @@ int channels_for(NcclAlgorithm algorithm, NcclProtocol protocol, Bytes bytes, in
   return static_cast<int>(std::clamp<std::int64_t>(fill, 1, channels));
 }
 
+int CollectiveModel::unpriced_channels(Bytes bytes, int ranks) const {
+  return channels_for(NcclAlgorithm::ring, NcclProtocol::simple, bytes, ranks,
+                      cluster_.nccl.channels);
+}
+
 double bus_bytes(OpKind kind, Bytes bytes, int ranks) {
   const double n = ranks;
   return static_cast<double>(bytes) * (n - 1) / n * (kind == OpKind::all_reduce ? 2.0 : 1.0);
@@ -114,8 +119,7 @@ CollectiveEstimate CollectiveModel::estimate(OpKind kind, Bytes bytes, int ranks
       best.time = op_duration_ns(seconds, "a collective");
       best.latency = static_cast<TimeNs>(std::llround(c->latency.value * 1e9));
       best.busbw = traffic / seconds;
-      best.channels = channels_for(NcclAlgorithm::ring, NcclProtocol::simple, bytes, ranks,
-                                   cluster_.nccl.channels);
+      best.channels = unpriced_channels(bytes, ranks);
       return best;
     }
   }

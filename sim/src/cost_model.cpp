@@ -89,6 +89,14 @@ void CostModel::apply(const Calibration& c) {
   }
 }
 
+namespace {
+// The GPU's SMs over `sms` of them: how much longer work that every SM shares takes on those
+// alone (1 on all of them).
+double sm_share(int sm_count, int sms) {
+  return sms < sm_count ? static_cast<double>(sm_count) / sms : 1.0;
+}
+}  // namespace
+
 double CostModel::compute_slowdown() const {
   if (interference_.compute_slowdown) return *interference_.compute_slowdown;
   if (contended_sms_ <= 0) return 0;
@@ -140,14 +148,13 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
   // Each SM runs at its own rate whatever the others do: a GEMM's waves over the SMs left each
   // take what a wave over all of them takes (gemm_cost), an attention (and a measured GEMM or
   // attention) stretches by the SMs' share.
-  const double sm_share =
-      sms < cluster_.gpu.sm_count ? static_cast<double>(cluster_.gpu.sm_count) / sms : 1.0;
+  const double share = sm_share(cluster_.gpu.sm_count, sms);
   for (const Kernel& k : op_kernels(s, op)) {
     if (profile_) {
       if (const auto measured = measured_time(*profile_, k)) {
         const bool sm_bound = k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention;
         t.fixed += static_cast<TimeNs>(
-            std::llround(static_cast<double>(*measured * k.repeat) * (sm_bound ? sm_share : 1.0)));
+            std::llround(static_cast<double>(*measured * k.repeat) * (sm_bound ? share : 1.0)));
         continue;
       }
     }
@@ -163,8 +170,8 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
         break;
       }
       case KernelKind::attention:
-        t.attention += sm_share * attention_full_rate_flops(std::get<Attention>(k.shape), k.repeat,
-                                                            compute_.shapes);
+        t.attention += share * attention_full_rate_flops(std::get<Attention>(k.shape), k.repeat,
+                                                         compute_.shapes);
         t.operand_bytes += kernel_operand_bytes(k);
         break;
       default:
@@ -193,8 +200,7 @@ std::optional<ComputeTerms> CostModel::terms_on(const Schedule& s, const Op& op,
       {
         ComputeTerms t{compute_.kernel_floor, std::max(0.0, op.flops - op.attention_flops),
                        op.attention_flops, op.bytes};
-        if (sms < cluster_.gpu.sm_count)
-          t.sm_share = static_cast<double>(cluster_.gpu.sm_count) / sms;
+        t.sm_share = sm_share(cluster_.gpu.sm_count, sms);
         return t;
       }
     case OpKind::copy_in:
@@ -267,8 +273,7 @@ OpCost CostModel::cost(const Schedule& s, const Op& op) const {
       c.resource = comm.nodes > 1 ? Resource::network : Resource::nvlink;
       if (op.fixed_time) {
         c.duration = *op.fixed_time;
-        c.sms = channels_for(NcclAlgorithm::ring, NcclProtocol::simple, op.bytes, comm.size,
-                             cluster_.nccl.channels);
+        c.sms = collectives_.unpriced_channels(op.bytes, comm.size);
         return c;
       }
       const CollectiveEstimate e = collectives_.estimate(op.kind, op.bytes, comm.size, comm.nodes);

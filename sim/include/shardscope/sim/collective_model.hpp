@@ -110,6 +110,9 @@ class CollectiveModel {
   double latency_us(OpKind kind, int ranks, int nodes, NcclProtocol protocol) const;
   /// The same for a tree all-reduce across `nodes` > 1.
   double tree_latency_us(int ranks, int nodes, NcclProtocol protocol) const;
+  /// The channels of a collective whose time the model did not price (a fitted or a fixed
+  /// time, its protocol unknown): a Simple ring's.
+  int unpriced_channels(Bytes bytes, int ranks) const;
   /// Large-message Simple busbw for this group shape.
   BytesPerSecond bus_bandwidth(OpKind kind, int ranks, int nodes) const;
 
