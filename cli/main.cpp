@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
       ->required();
   calibrate
       ->add_option("--out", calibrate_args.out,
-                   "write the fitted parameters (shardscope.calibration/1)")
+                   "write the fitted parameters (shardscope.calibration/2)")
       ->type_name("FILE");
   calibrate
       ->add_option("--holdout", calibrate_args.holdout,

@@ -59,7 +59,7 @@ class Reader {
 };
 
 constexpr Range kEfficiency{0, 1, true};
-constexpr Range kSlowdown{0, 0.9};
+constexpr Range kContentionScale{0, 4};  // × the SM model's throughput loss
 // Physical ranges: what a measurement of a GPU, a link or a host can be. A bandwidth of 1e-300 B/s
 // or a latency of 1e30 s is no fit of a real run and would price a step in centuries.
 constexpr Range kBandwidth{1e6, 1e14};  // B/s: 1 MB/s to 100 TB/s
@@ -90,7 +90,7 @@ std::string calibration_to_json(const Calibration& c) {
   put(compute, "attention_efficiency", c.attention_efficiency);
   put(compute, "half_efficiency_flops", c.half_efficiency_flops);
   put(compute, "hbm_efficiency", c.hbm_efficiency);
-  put(compute, "compute_slowdown", c.compute_slowdown);
+  put(compute, "contention_scale", c.contention_scale);
   root["compute"] = compute;
   Json pcie = Json::object();
   put(pcie, "bandwidth_bytes_per_s", c.pcie_bandwidth);
@@ -114,7 +114,14 @@ std::string calibration_to_json(const Calibration& c) {
 
 Calibration calibration_from_json(std::string_view text, const std::string& origin) {
   const nlohmann::json root = detail::parse_json(text, origin);
-  if (json_schema(root) != kCalibrationSchema) {
+  const std::string schema = json_schema(root);
+  if (schema == "shardscope.calibration/1") {
+    throw ValidationError({Problem{origin, "schema",
+                                   "a calibration of an older shardscope: its compute_slowdown "
+                                   "predates the SM model; fit it again with shardscope calibrate",
+                                   std::string(kCalibrationSchema)}});
+  }
+  if (schema != kCalibrationSchema) {
     throw ValidationError({Problem{origin, "schema", "not a shardscope calibration",
                                    std::string(kCalibrationSchema)}});
   }
@@ -138,7 +145,7 @@ Calibration calibration_from_json(std::string_view text, const std::string& orig
   c.attention_efficiency = r.optional(cj, "compute", "attention_efficiency", kEfficiency);
   c.half_efficiency_flops = r.optional(cj, "compute", "half_efficiency_flops", kFlops);
   c.hbm_efficiency = r.optional(cj, "compute", "hbm_efficiency", kEfficiency);
-  c.compute_slowdown = r.optional(cj, "compute", "compute_slowdown", kSlowdown);
+  c.contention_scale = r.optional(cj, "compute", "contention_scale", kContentionScale);
   const auto* pcie = f.get(root, "", "pcie", false);
   const auto& pj = pcie ? *pcie : kEmpty;
   c.pcie_bandwidth = r.optional(pj, "pcie", "bandwidth_bytes_per_s", kBandwidth);

@@ -16,7 +16,8 @@
 namespace shardscope::sim {
 namespace {
 
-constexpr double kSignalShare = 0.01;  // a column must explain this share of measured time
+constexpr double kSignalShare = 0.01;      // a column must explain this share of measured time
+constexpr double kMaxContentionScale = 4;  // the calibration file's bound
 
 double seconds(TimeNs t) {
   return static_cast<double>(t) * 1e-9;
@@ -33,15 +34,15 @@ struct ComputeRow {
   double attention = 0;
   double attention_ops = 0;
   double hbm = 0;     // seconds at full HBM bandwidth
-  double slowed = 0;  // seconds of shared GPU time while a collective ran (slowed_work)
+  double slowed = 0;  // seconds of throughput the SM model takes beside collectives (slowed_work)
   double smallest_gemm = INFINITY;  // the least and most GEMM FLOPs of one of its ops
   double largest_gemm = 0;
 };
 
-enum ComputeParam : std::size_t { kMatmul, kAttention, kHbm, kSlowdown, kComputeParams };
+enum ComputeParam : std::size_t { kMatmul, kAttention, kHbm, kContention, kComputeParams };
 
 struct ComputeFit {
-  std::vector<double> beta;  // 1/e_m, 1/e_a, 1/e_h, s
+  std::vector<double> beta;  // 1/e_m, 1/e_a, 1/e_h, σ (contention scale)
   double h = 0;
 };
 
@@ -51,9 +52,10 @@ class ComputeFitter {
       : rows_(std::move(rows)), peak_(prior.effective_peak()) {
     const auto& gpu = prior.cluster().gpu;
     problem_.prior = {1 / gpu.matmul_efficiency, 1 / gpu.attention_efficiency,
-                      1 / prior.compute_params().hbm_efficiency, prior.compute_slowdown()};
+                      1 / prior.compute_params().hbm_efficiency,
+                      prior.interference().contention_scale};
     problem_.lo = {1, 1, 1, 0};
-    problem_.hi = {100, 100, 100, 0.9};
+    problem_.hi = {100, 100, 100, kMaxContentionScale};
     prior_h_ = prior.compute_params().half_efficiency_flops;
     for (const auto& r : rows_) problem_.y.push_back(r.y);
   }
@@ -152,6 +154,18 @@ class ComputeFitter {
   std::vector<bool> free_ = std::vector<bool>(kComputeParams, false);
   bool search_h_ = false;
 };
+
+// What the SM model says of the schedule's ops, at the prior's costs.
+ContentionFacts contention_facts(const Schedule& schedule, const CostModel& costs) {
+  ContentionFacts facts;
+  facts.contended_sms = costs.contended_sms();
+  for (const auto& op : schedule.ops) {
+    const OpCost c = costs.cost(schedule, op);
+    facts.contended.push_back(c.contended);
+    facts.sms.push_back(c.sms);
+  }
+  return facts;
+}
 
 // The compute rows of the fitted samples whose every op the roofline prices.
 std::vector<ComputeRow> compute_rows(const SampleSet& set, const Schedule& schedule,
@@ -378,7 +392,8 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
   const PipelineResult prior_run = simulate_scenario(scenario);
   const Schedule& schedule = prior_run.schedule;
   const CostModel prior(scenario);
-  result.samples = match_samples(prior_run.timeline(), measured, options.holdout);
+  result.samples = match_samples(prior_run.timeline(), measured, options.holdout,
+                                 contention_facts(schedule, prior));
   const SampleSet& set = result.samples;
   if (set.samples.empty()) {
     throw ValidationError({Problem{names.empty() ? std::string() : names.front(), "",
@@ -401,7 +416,7 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
                        if (compute.rows().empty()) return std::vector<double>{};
                        const ComputeFit f = compute.fit(w);
                        return std::vector<double>{1 / f.beta[kMatmul], 1 / f.beta[kAttention],
-                                                  1 / f.beta[kHbm], f.beta[kSlowdown], f.h};
+                                                  1 / f.beta[kHbm], f.beta[kContention], f.h};
                      });
   struct Named {
     const char* name;
@@ -413,11 +428,11 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
       {"matmul efficiency", &Calibration::matmul_efficiency, compute.is_free(kMatmul), ""},
       {"attention efficiency", &Calibration::attention_efficiency, compute.is_free(kAttention), ""},
       {"HBM efficiency", &Calibration::hbm_efficiency, compute.is_free(kHbm), ""},
-      {"compute slowdown", &Calibration::compute_slowdown, compute.is_free(kSlowdown), ""},
+      {"contention scale", &Calibration::contention_scale, compute.is_free(kContention), "×"},
       {"half-efficiency size", &Calibration::half_efficiency_flops, compute.searches_h(), "FLOPs"},
   };
   const double priors[] = {1 / compute.prior()[kMatmul], 1 / compute.prior()[kAttention],
-                           1 / compute.prior()[kHbm], compute.prior()[kSlowdown],
+                           1 / compute.prior()[kHbm], compute.prior()[kContention],
                            compute.prior_h()};
   for (std::size_t j = 0; j < std::size(compute_params); ++j) {
     const auto& p = compute_params[j];
@@ -428,7 +443,7 @@ CalibrationResult calibrate(const Scenario& scenario, const std::vector<Timeline
     } else {
       r.note = compute.rows().empty() ? "no compute samples"
                : j == 4               ? "not determined: the curve moves under 1 % of the time"
-               : j == kSlowdown       ? "not determined: too little compute overlaps a collective"
+               : j == kContention     ? "not determined: too little compute overlaps a collective"
                                       : "not determined: under 1 % of the measured time";
     }
     result.parameters.push_back(r);
@@ -561,6 +576,7 @@ std::string calibration_report(const CalibrationResult& r) {
     if (unit == "B/s") return format_bandwidth(v);
     if (unit == "s") return format_duration(static_cast<TimeNs>(std::llround(v * 1e9)));
     if (unit == "FLOPs") return fmt::format("{:.3g} FLOPs", v);
+    if (unit == "×") return fmt::format("{:.2f}×", v);
     return fmt::format("{:.1f} %", 100 * v);
   };
   out += fmt::format("\n  {:<36}{:>14}{:>14}{:>30}{:>9}\n", "parameter", "prior", "fitted",

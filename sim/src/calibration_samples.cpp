@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "shardscope/sim/cost_model.hpp"
+
 namespace shardscope::sim {
 namespace {
 
@@ -76,10 +78,19 @@ std::set<int> iterations_of(const Timeline& t) {
   return out;
 }
 
-// The simulator shares the GPU equally among the GPU ops running at once and slows them by s while
-// a collective runs: an op's work T = ∫ (1 − s·c(t)) / k(t) dt over its run. For each compute-class
-// op of `t` (by index) this returns (∫ 1/k dt, ∫ c/k dt), so T = first − s·second.
-std::vector<std::pair<double, double>> gpu_shares(const Timeline& t) {
+// What the SM model says of each op of a measured run (by index), from its sample key's ops in the
+// scenario's schedule.
+struct MeasuredContention {
+  std::vector<double> contended;
+  std::vector<int> sms;
+  int contended_sms = 0;
+};
+
+// The simulator shares the GPU equally among the GPU ops running at once and takes σ·L(t) of
+// their throughput while collectives run (L = contention_loss at the SMs they hold): an op's work
+// T = ∫ (1 − σ·L(t)) / k(t) dt over its run. For each compute-class op of `t` (by index) this
+// returns (∫ 1/k dt, ∫ L/k dt), so T = first − σ·second.
+std::vector<std::pair<double, double>> gpu_shares(const Timeline& t, const MeasuredContention& m) {
   std::vector<std::pair<double, double>> out(t.ops.size(), {0.0, 0.0});
   struct Edge {
     TimeNs time;
@@ -101,19 +112,21 @@ std::vector<std::pair<double, double>> gpu_shares(const Timeline& t) {
     return a.time != b.time ? a.time < b.time : a.delta < b.delta;  // ends first
   });
   std::vector<std::size_t> running;  // compute-class ops running now
-  int collectives = 0;
+  int held_sms = 0;                  // by the collectives running now
   TimeNs last = edges.empty() ? 0 : edges.front().time;
   for (const auto& e : edges) {
     if (e.time > last && !running.empty()) {
       const double share = static_cast<double>(e.time - last) / static_cast<double>(running.size());
+      const double held_share =
+          m.contended_sms > 0 ? static_cast<double>(held_sms) / m.contended_sms : 0.0;
       for (std::size_t i : running) {
         out[i].first += share;
-        if (collectives > 0) out[i].second += share;
+        out[i].second += share * contention_loss(m.contended[i], held_share);
       }
     }
     last = e.time;
     if (e.collective) {
-      collectives += e.delta;
+      held_sms += e.delta * m.sms[e.op];
     } else if (e.delta > 0) {
       running.push_back(e.op);
     } else {
@@ -121,6 +134,59 @@ std::vector<std::pair<double, double>> gpu_shares(const Timeline& t) {
     }
   }
   return out;
+}
+
+// Each reference key's contention: a compute key's contended time (its ops' mean, weighted by
+// their time), a collective key's SMs.
+struct KeyContention {
+  double contended = 1.0;
+  int sms = 0;
+};
+
+std::map<Key, KeyContention> key_contention(const KeyedOps& reference,
+                                            const ContentionFacts& facts) {
+  std::map<Key, KeyContention> out;
+  for (const auto& [key, ops] : reference) {
+    KeyContention k;
+    double time = 0, weighted = 0;
+    for (const auto* op : ops) {
+      if (op->op == kNone) continue;
+      const auto id = static_cast<std::size_t>(op->op);
+      if (id < facts.sms.size() && facts.sms[id] > 0) k.sms = facts.sms[id];
+      if (id < facts.contended.size()) {
+        const auto t = static_cast<double>(op->duration());
+        time += t;
+        weighted += t * facts.contended[id];
+      }
+    }
+    if (time > 0) k.contended = weighted / time;
+    out.emplace(key, k);
+  }
+  return out;
+}
+
+// The contention of each op of a measured run, from its key's; a collective of no reference key
+// holds what a full one does.
+MeasuredContention measured_contention(const Timeline& t, const std::map<int, KeyedOps>& keyed,
+                                       const std::map<Key, KeyContention>& by_key,
+                                       int contended_sms) {
+  MeasuredContention m{std::vector<double>(t.ops.size(), 1.0), std::vector<int>(t.ops.size(), 0),
+                       contended_sms};
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    if (is_collective(t.ops[i].kind)) m.sms[i] = contended_sms;
+  }
+  for (const auto& [iteration, ops_by_key] : keyed) {
+    for (const auto& [key, ops] : ops_by_key) {
+      const auto it = by_key.find(key);
+      if (it == by_key.end()) continue;
+      for (const auto* op : ops) {
+        const auto i = static_cast<std::size_t>(op - t.ops.data());
+        m.contended[i] = it->second.contended;
+        if (is_collective(op->kind)) m.sms[i] = it->second.sms;
+      }
+    }
+  }
+  return m;
 }
 
 // Step time of each iteration of one run: its last end less the previous iteration's last end
@@ -158,9 +224,10 @@ std::string_view to_string(SampleClass cls) {
 }
 
 SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& measured,
-                        double holdout) {
+                        double holdout, const ContentionFacts& facts) {
   SampleSet set;
   const KeyedOps reference = steady_state_ops(predicted);
+  const auto by_key = key_contention(reference, facts);
   std::vector<std::pair<int, int>> pairs;  // (run, iteration)
   for (std::size_t r = 0; r < measured.size(); ++r) {
     for (int it : iterations_of(measured[r])) pairs.emplace_back(static_cast<int>(r), it);
@@ -173,13 +240,15 @@ SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& 
   const std::set<std::pair<int, int>> held_out(pairs.end() - set.held_out_iterations, pairs.end());
   for (std::size_t r = 0; r < measured.size(); ++r) {
     const Timeline& t = measured[r];
-    const auto shares = gpu_shares(t);
+    const auto keyed_by_iteration = keyed_ops(t, &set.other_ops);
+    const auto shares =
+        gpu_shares(t, measured_contention(t, keyed_by_iteration, by_key, facts.contended_sms));
     const int run = static_cast<int>(r);
     for (auto step : steps_of(t, run)) {
       step.held_out = held_out.contains({run, step.iteration});
       set.steps.push_back(step);
     }
-    for (const auto& [iteration, keyed] : keyed_ops(t, &set.other_ops)) {
+    for (const auto& [iteration, keyed] : keyed_by_iteration) {
       const bool held = held_out.contains({run, iteration});
       for (const auto& [key, ops] : keyed) {
         const auto ref = reference.find(key);

@@ -78,7 +78,7 @@ void CostModel::apply(const Calibration& c) {
   if (c.attention_efficiency) cluster_.gpu.attention_efficiency = c.attention_efficiency->value;
   if (c.half_efficiency_flops) compute_.half_efficiency_flops = c.half_efficiency_flops->value;
   if (c.hbm_efficiency) compute_.hbm_efficiency = c.hbm_efficiency->value;
-  if (c.compute_slowdown) interference_.compute_slowdown = c.compute_slowdown->value;
+  if (c.contention_scale) interference_.contention_scale = c.contention_scale->value;
   const auto ns = [](const FittedValue& v) {
     return static_cast<TimeNs>(std::llround(v.value * 1e9));
   };
@@ -97,10 +97,13 @@ double sm_share(int sm_count, int sms) {
 }
 }  // namespace
 
-double CostModel::compute_slowdown() const {
-  if (interference_.compute_slowdown) return *interference_.compute_slowdown;
-  if (contended_sms_ <= 0) return 0;
-  return static_cast<double>(contended_sms_) / cluster_.gpu.sm_count;
+double contention_loss(double contended, double held_share) {
+  return 1.0 - 1.0 / (1.0 + (contended - 1.0) * held_share);
+}
+
+double contended_rate(double contended, double held_share, double contention_scale) {
+  constexpr double kMaxLoss = 0.95;
+  return 1.0 - std::min(kMaxLoss, contention_scale * contention_loss(contended, held_share));
 }
 
 double CostModel::flop_seconds(const ComputeTerms& t) const {

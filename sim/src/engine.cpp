@@ -471,17 +471,11 @@ class Engine {
       ++counts[static_cast<int>(a.resource)];
       if (a.resource == Resource::nvlink || a.resource == Resource::network) held_sms += a.sms;
     }
-    const bool comm =
-        counts[static_cast<int>(Resource::nvlink)] + counts[static_cast<int>(Resource::network)] >
-        0;
-    // A GPU op's time factor: the fitted slowdown while any collective runs, else its contended
-    // time at the SMs the collectives hold, in proportion to the SMs contended_sms prices.
-    const auto& fitted = costs_.interference().compute_slowdown;
     const double held_share =
         costs_.contended_sms() > 0 ? static_cast<double>(held_sms) / costs_.contended_sms() : 0.0;
+    const double scale = costs_.interference().contention_scale;
     const auto gpu_rate = [&](const Active& a, int sharing) {
-      if (fitted) return (comm ? 1.0 - *fitted : 1.0) / sharing;
-      return 1.0 / ((1.0 + (a.contended - 1.0) * held_share) * sharing);
+      return contended_rate(a.contended, held_share, scale) / sharing;
     };
     next_finish_ = kNever;
     for (auto& a : active_) {

@@ -438,16 +438,17 @@ def profile_cases(inp):
                       ["simulate", inp.scenario, "--device-profile", path],
                       pattern=r"profile-schema.json: schema", inputs=[path]))
     # Calibration values.
-    compute_keys = ("matmul_efficiency", "attention_efficiency", "hbm_efficiency",
-                    "compute_slowdown")
-    for key in compute_keys:
-        for bad, value in [("zero", 0.0), ("above-one", 1.5), ("negative", -0.2),
-                           ("string", "high")]:
+    share_values = [("zero", 0.0), ("above-one", 1.5), ("negative", -0.2), ("string", "high")]
+    compute_keys = {"matmul_efficiency": share_values, "attention_efficiency": share_values,
+                    "hbm_efficiency": share_values,
+                    # A scale on the SM model: 0 (no contention) and 1.5 are scales; 5 is past 4.
+                    "contention_scale": [("above-four", 5.0), ("negative", -0.2),
+                                         ("string", "high")]}
+    for key, values in compute_keys.items():
+        for bad, value in values:
             c = json.loads(json.dumps(inp.calibration))
             c.setdefault("compute", {})[key] = {"value": value, "low": 0.1, "high": 0.9,
                                                 "samples": 10}
-            if key == "compute_slowdown" and bad == "zero":
-                continue  # no slowdown is a slowdown
             path = inp.write_json(f"cal-{key}-{bad}.json", c)
             cases.append(Case(f"calibration-{key}-{bad}", "profile and calibration values",
                               ["simulate", inp.default, "--calibration", path],

@@ -87,7 +87,7 @@ Calibration sample_calibration() {
   c.measured = {"a.json", "b.json.gz"};
   c.version = "0.1.0";
   c.matmul_efficiency = FittedValue{0.55, 0.54, 0.56, 100};
-  c.compute_slowdown = FittedValue{0.1, 0.05, 0.15, 100};
+  c.contention_scale = FittedValue{1.3, 1.1, 1.5, 100};
   c.pcie_bandwidth = FittedValue{20e9, 19e9, 21e9, 8};
   c.collectives.push_back(
       {OpKind::all_gather, 8, 1, {3e-5, 2e-5, 4e-5, 64}, {2.4e11, 2.3e11, 2.5e11, 64}});
@@ -127,7 +127,10 @@ TEST(CalibrationFile, RefusesValuesTheCostModelCannotUse) {
             "compute.matmul_efficiency.value;");
   EXPECT_EQ(problems(replace("\"all_gather\"", "\"forward\"")), "collectives[0].kind;");
   EXPECT_EQ(problems(replace("\"ranks\": 8", "\"ranks\": 1")), "collectives[0].ranks;");
-  EXPECT_EQ(problems(replace("shardscope.calibration/1", "shardscope.timeline/2")), "schema;");
+  EXPECT_EQ(problems(replace("shardscope.calibration/2", "shardscope.timeline/2")), "schema;");
+  // Version 1's compute_slowdown means what the SM model replaced: refused, not misread.
+  EXPECT_EQ(problems(replace("shardscope.calibration/2", "shardscope.calibration/1")), "schema;");
+  EXPECT_EQ(problems(replace("\"value\": 1.3", "\"value\": 5")), "compute.contention_scale.value;");
   // Physical ranges: no link moves 1e-300 B/s (it once priced a step in centuries, exit 0).
   EXPECT_EQ(problems(replace("\"value\": 240000000000.0", "\"value\": 1e-300")),
             "collectives[0].busbw_bytes_per_s.value;");
@@ -168,7 +171,7 @@ struct Truth {
   double matmul = 0.42;
   double attention = 0.30;
   double hbm = 0.70;
-  double slowdown = 0.12;
+  double contention = 1.6;  // × the SM model's loss beside collectives
   double nvlink_gbps = 300;
 };
 
@@ -179,7 +182,7 @@ Timeline measured_run(const Truth& t) {
   s.cluster.nvlink.bandwidth = t.nvlink_gbps * 1e9;
   sim::ComputeModelParams compute;
   compute.hbm_efficiency = t.hbm;
-  const sim::CostModel costs(s, compute, sim::InterferenceParams{t.slowdown});
+  const sim::CostModel costs(s, compute, sim::InterferenceParams{t.contention});
   sim::SimOptions options;
   options.allocator = s.allocator;
   Timeline measured = sim::simulate(lower(s), costs, options).timeline;
@@ -216,11 +219,11 @@ TEST(Calibrate, RecoversTheParametersARunWasMadeWith) {
   const auto r = sim::calibrate(scenario, {measured_run(truth)}, {"measured.json"});
   const Calibration& c = r.calibration;
   ASSERT_TRUE(c.matmul_efficiency && c.attention_efficiency && c.hbm_efficiency &&
-              c.compute_slowdown);
+              c.contention_scale);
   EXPECT_NEAR(c.matmul_efficiency->value, truth.matmul, 0.01 * truth.matmul);
   EXPECT_NEAR(c.attention_efficiency->value, truth.attention, 0.02 * truth.attention);
   EXPECT_NEAR(c.hbm_efficiency->value, truth.hbm, 0.02 * truth.hbm);
-  EXPECT_NEAR(c.compute_slowdown->value, truth.slowdown, 0.02);
+  EXPECT_NEAR(c.contention_scale->value, truth.contention, 0.02 * truth.contention);
   EXPECT_LE(c.matmul_efficiency->low, c.matmul_efficiency->value);
   EXPECT_GE(c.matmul_efficiency->high, c.matmul_efficiency->value);
   // Layers are one GEMM size apart from the head: the efficiency curve is not determined.
@@ -317,7 +320,7 @@ TEST(Calibrate, KernelLevelTracesFitAsTheirOpsDo) {
   ASSERT_TRUE(split.calibration.matmul_efficiency.has_value());
   EXPECT_NEAR(split.calibration.matmul_efficiency->value,
               whole.calibration.matmul_efficiency->value, 1e-6);
-  EXPECT_NEAR(split.calibration.compute_slowdown->value, whole.calibration.compute_slowdown->value,
+  EXPECT_NEAR(split.calibration.contention_scale->value, whole.calibration.contention_scale->value,
               1e-6);
 }
 
@@ -329,7 +332,7 @@ TEST(Calibrate, WritesOnlyWhatTheRunsDetermineAndIsDeterministic) {
   const Scenario scenario = scenario_from_text(kScenario);
   const auto a = sim::calibrate(scenario, {measured}, {"m"});
   EXPECT_FALSE(a.calibration.matmul_efficiency.has_value());
-  EXPECT_FALSE(a.calibration.compute_slowdown.has_value());
+  EXPECT_FALSE(a.calibration.contention_scale.has_value());
   EXPECT_EQ(a.calibration.collectives.size(), 2U);
   const auto b = sim::calibrate(scenario, {measured}, {"m"});
   EXPECT_EQ(calibration_to_json(a.calibration), calibration_to_json(b.calibration));

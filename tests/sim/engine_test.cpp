@@ -138,22 +138,40 @@ TEST(Engine, MemoryBoundWorkKeepsItsRateBesideACollective) {
   EXPECT_EQ(r.timeline.contention_by_iteration, (std::vector<TimeNs>{0}));  // known: none lost
 }
 
-TEST(Engine, AFittedSlowdownReplacesTheSmModel) {
-  const CostModel costs(cluster(), {}, InterferenceParams{0.1});
+TEST(Engine, AContentionScaleScalesWhatTheSmModelTakes) {
+  // A calibration that found collectives took twice what the model says: the GEMM beside one
+  // loses twice the throughput, the memory-bound copy still none.
+  const CostModel costs(cluster(), {}, InterferenceParams{2.0});
+  const CostModel model(cluster());
   Builder b;
   b.add(OpKind::all_gather, kCommA, 0, 256 * kMiB);
-  b.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);  // memory-bound: slowed all the same
+  b.add(OpKind::forward, kCompute, kNone, 0, std::nullopt, 1e14);  // starts 1 µs later
   const auto r = simulate(b.s, costs);
+  const auto m = simulate(b.s, model);
+  Builder copy;
+  copy.add(OpKind::all_gather, kCommA, 0, 256 * kMiB);
+  copy.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
+  const auto rc = simulate(copy.s, costs);
+  const auto mc = simulate(copy.s, model);
   const double d =
       static_cast<double>(costs.collectives().estimate(OpKind::all_gather, 256 * kMiB, 8, 1).time) -
       1e3;
-  Builder alone;
-  alone.add(OpKind::copy_in, kCompute, kNone, 4 * kGiB);
-  const auto a = simulate(alone.s, costs);
-  const double c = static_cast<double>(a.ops[0].end - a.ops[0].start);
-  ASSERT_GT(c, d);  // it outlasts the collective
-  // At 1 − 0.1 of its rate while the collective runs: 0.1·d later.
-  EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + 0.1 * d, 2.0);
+  // The model alone: the GEMM ends L·d late, L the share of its throughput it loses (see
+  // ComputeSlowsWhileCommunicationHoldsSms); scaled by 2 it ends 2·L·d late.
+  const double c = static_cast<double>(costs.compute_time(1e14, 0));
+  const double late = static_cast<double>(m.ops[1].end - m.ops[1].start) - c;
+  ASSERT_GT(late, 0);
+  EXPECT_NEAR(static_cast<double>(r.ops[1].end - r.ops[1].start), c + 2 * late, 4.0);
+  EXPECT_EQ(rc.ops[1].end - rc.ops[1].start, mc.ops[1].end - mc.ops[1].start);
+  ASSERT_GT(c, d);  // the GEMM outlasts the collective: it lost L·d of work, 2·L·d scaled
+  EXPECT_NEAR(static_cast<double>(r.timeline.contention_by_iteration.at(0)), 2 * late, 4.0);
+}
+
+TEST(Engine, TheScaledLossIsCappedSoNoOpStalls) {
+  EXPECT_DOUBLE_EQ(contended_rate(2.0, 1.0, 1.0), 0.5);     // one wave over half the SMs: 2×
+  EXPECT_DOUBLE_EQ(contended_rate(2.0, 1.0, 0.0), 1.0);     // scale 0: no contention
+  EXPECT_DOUBLE_EQ(contended_rate(1.0, 1.0, 4.0), 1.0);     // memory-bound: nothing to scale
+  EXPECT_NEAR(contended_rate(2.0, 1.0, 4.0), 0.05, 1e-12);  // 4 × ½ capped at 95 %
 }
 
 TEST(Engine, FixedTimesAreNotStretched) {

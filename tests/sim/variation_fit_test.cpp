@@ -44,7 +44,7 @@ TEST(VariationFit, RecoversASlowRankJitterAndIssueDelays) {
   EXPECT_EQ(fit.slow_ranks.size(), 1U);
   EXPECT_TRUE(fit.slow_ranks.contains(3));
   // 156 ops of 8 ranks: the factors carry their jitter's mean over the ops (the intervals) and
-  // the compute slowdown while collectives run, which differs rank to rank (not separated out).
+  // what collectives take from compute beside them, which differs rank to rank (not separated out).
   const FittedValue& slow = fit.gpu_time_factor.at(3);
   EXPECT_NEAR(slow.value, 1.3, 0.05);
   EXPECT_LE(slow.low, 1.3);

@@ -1,6 +1,6 @@
 #pragma once
 // Cost-model parameters fitted to measured runs (`shardscope calibrate`,
-// shardscope.calibration/1). A scenario reads one through cluster.calibration or --calibration;
+// shardscope.calibration/2). A scenario reads one through cluster.calibration or --calibration;
 // every parameter the file has replaces the scenario's value (and the cost model's default), the
 // rest stay as they were. Only parameters the runs determined are written: one the measured ops
 // carry too little signal for is reported by calibrate and left out of the file.
@@ -38,12 +38,13 @@ struct Calibration {
   std::vector<std::string> measured;  // the measured runs it was fitted to
   std::string version;                // the shardscope that fitted it
   // Compute: time = floor + matmul/(peak·e_m·f/(f+h)) + attention/(peak·e_a·f/(f+h)) +
-  // bytes/(hbm·e_h), and compute runs `compute_slowdown` slower while a collective runs.
+  // bytes/(hbm·e_h). While collectives run, a GPU op loses `contention_scale` × the throughput
+  // the SM model takes from it (docs/simulator.md, "SMs held by collectives"; 1: the model as is).
   std::optional<FittedValue> matmul_efficiency;
   std::optional<FittedValue> attention_efficiency;
   std::optional<FittedValue> half_efficiency_flops;  // h, FLOPs
   std::optional<FittedValue> hbm_efficiency;
-  std::optional<FittedValue> compute_slowdown;
+  std::optional<FittedValue> contention_scale;
   // Host↔device copies (the memory kind the scenario pins or not): latency + bytes / bandwidth.
   std::optional<FittedValue> pcie_bandwidth;  // bytes/s
   std::optional<FittedValue> pcie_latency;    // seconds
@@ -57,7 +58,9 @@ struct Calibration {
   const CollectiveCalibration* collective(OpKind kind, int ranks, int nodes) const;
 };
 
-inline constexpr std::string_view kCalibrationSchema = "shardscope.calibration/1";
+// Version 2 replaced version 1's compute_slowdown (one share for every GPU op while any collective
+// ran) with contention_scale, a scale on the SM model.
+inline constexpr std::string_view kCalibrationSchema = "shardscope.calibration/2";
 
 std::string calibration_to_json(const Calibration& calibration);
 /// Throws ValidationError naming `origin` and each bad key.

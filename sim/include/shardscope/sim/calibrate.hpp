@@ -32,7 +32,7 @@ struct CalibrateOptions {
 
 struct ParameterReport {
   std::string name;  // "compute.matmul_efficiency", "all_gather 8 ranks 1 node busbw"
-  std::string unit;  // "", "FLOPs", "B/s", "s"
+  std::string unit;  // "" (a share, printed in %), "×" (a scale), "FLOPs", "B/s", "s"
   double prior = 0;
   std::optional<FittedValue> fitted;  // empty: not determined by these runs
   std::string note;                   // why not, or what it was held to

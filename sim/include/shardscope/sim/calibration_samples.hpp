@@ -34,12 +34,23 @@ struct CalibrationSample {
   int order = 0;                  // k-th op of this key (0 for aggregates)
   TimeNs measured = 0;            // measured time (summed over the aggregate's ops)
   // Compute: the simulator's view of the measured time. GPU ops running at once share the GPU
-  // equally (k of them) and slow by s while a collective runs, so the work the op did is
-  // gpu_work − s·slowed_work, with gpu_work = ∫ 1/k dt and slowed_work = ∫ c/k dt (ns).
+  // equally (k of them) and lose σ·L(t) of their throughput while collectives run beside them,
+  // L the SM model's loss (contention_loss) at the SMs the running collectives hold and σ the
+  // contention scale, so the work the op did is gpu_work − σ·slowed_work, with
+  // gpu_work = ∫ 1/k dt and slowed_work = ∫ L/k dt (ns).
   double gpu_work = 0;
   double slowed_work = 0;
   Bytes measured_bytes = 0;  // collectives: the bytes the run recorded (0: none)
   std::vector<OpId> ops;     // the schedule ops it is priced by
+};
+
+/// What the SM model says of a schedule's ops (docs/simulator.md, "SMs held by collectives"), by
+/// op id: a GPU op's time with `contended_sms` SMs held over its own (OpCost::contended), the SMs
+/// a collective holds (OpCost::sms).
+struct ContentionFacts {
+  std::vector<double> contended;  // 1: SMs do not bound it
+  std::vector<int> sms;           // 0: not a collective
+  int contended_sms = 0;
 };
 
 /// A measured iteration's step time: its last op's end less the previous iteration's.
@@ -62,9 +73,11 @@ struct SampleSet {
 
 /// Lines `measured` up with `predicted`, a simulation of the scenario (its ops carry schedule op
 /// ids). The last ceil(holdout × n) of the n measured (run, iteration) pairs are held out (none
-/// when n < 2).
+/// when n < 2). A measured op carries no schedule op id: it takes the contention `facts` of the
+/// schedule ops of its sample key (compute: their mean contended time, weighted by their time in
+/// `predicted`).
 SampleSet match_samples(const Timeline& predicted, const std::vector<Timeline>& measured,
-                        double holdout);
+                        double holdout, const ContentionFacts& facts);
 
 /// Each sample's time in another simulation of the same schedule (its steady-state iteration's
 /// ops with the sample's key), in sample order; −1 where that simulation lacks the key.

@@ -49,11 +49,20 @@ struct ComputeModelParams {
 // While a collective runs, its kernel holds one SM per channel (NCCL's thread blocks), and the
 // GEMMs and attentions beside it run on the SMs left: a GEMM's waves over fewer SMs
 // (kernel_shape_model.hpp), an attention at the SMs' share. Memory-bound kernels keep their rate
-// (HBM, not SMs, bounds them). A calibration's fitted `compute_slowdown` replaces this model:
-// every GPU op then runs that share slower while any collective runs.
+// (HBM, not SMs, bounds them). A calibration scales the throughput this model takes from an op
+// (`contention_scale`, fitted to measured runs by shardscope calibrate).
 struct InterferenceParams {
-  std::optional<double> compute_slowdown;
+  double contention_scale = 1.0;  // × the SM model's throughput loss; 1: the model as is
 };
+
+/// The share of its throughput a GPU op loses while collectives hold `held_share` × the SMs its
+/// `contended` time (OpCost::contended) is priced at: its time stretches by 1 + (contended −
+/// 1)·held_share, so it loses 1 − 1/that.
+double contention_loss(double contended, double held_share);
+
+/// A GPU op's rate while collectives hold `held_share` (as above), the loss scaled by
+/// `contention_scale` and capped at 95 % so that no scale stalls an op.
+double contended_rate(double contended, double held_share, double contention_scale);
 
 /// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
 struct ComputeTerms {
@@ -113,9 +122,6 @@ class CostModel {
   /// The SMs one collective on every channel of a communicator holds (cluster.nccl.channels,
   /// fewer than the GPU's SMs), at which OpCost::contended is priced; 0: none.
   int contended_sms() const { return contended_sms_; }
-  /// How much slower compute-bound work runs while one such collective runs: the fitted
-  /// compute_slowdown, else the SMs' share it holds (a calibration's prior).
-  double compute_slowdown() const;
 
  private:
   ClusterSpec cluster_;

@@ -11,8 +11,8 @@
 //   * a communicator runs its collectives in issue order (one NCCL stream per process group);
 //   * activities on one resource (GPU SMs, NVLink, NIC, PCIe each way) share it equally, and a
 //     running collective holds one SM per channel: a GPU op beside it runs at its contended
-//     rate (OpCost::contended, in proportion to the SMs held), or a calibration's fitted
-//     compute_slowdown while any collective runs (docs/simulator.md, "SMs held by collectives").
+//     rate (OpCost::contended, in proportion to the SMs held; the throughput it loses scaled by a
+//     calibration's contention_scale; docs/simulator.md, "SMs held by collectives").
 // Buffers are allocated and freed when their op is issued (CPU time), through the caching
 // allocator model; that order decides the peaks. The timeline's memory samples are then placed at
 // the GPU start of the op that changed memory, so they line up with the ops that use it.
