@@ -214,6 +214,9 @@ constexpr std::array kKeys{
                 "share of FlashAttention-2's", "", "from the preset",
                 "that Triton kernel's slowdown at a head dimension below 128 (the head-dimension "
                 "overhead d0) as a share of FlashAttention-2's"},
+    ScenarioKey{"cluster.gpu.contention_scale", K::number, 0, 4, "× the SM model", "", "1",
+                "how much compute collectives take beside them, as a multiple of what the SMs "
+                "their channels hold take from GEMMs and attention (docs/simulator.md)"},
     ScenarioKey{
         .path = "cluster.gpu.device_profile",
         .type = K::text,

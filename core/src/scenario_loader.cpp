@@ -452,6 +452,7 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_number(r, "cluster.gpu.triton_attention_efficiency"),
          c.gpu.triton_attention_efficiency);
   set_if(read_number(r, "cluster.gpu.triton_attention_overhead"), c.gpu.triton_attention_overhead);
+  set_if(read_number(r, "cluster.gpu.contention_scale"), c.gpu.contention_scale);
   set_if(read_number(r, "cluster.gpu.triton_attention_head_dim_overhead"),
          c.gpu.triton_attention_head_dim_overhead);
   if (auto cap = read_number(r, "cluster.gpu.power_cap_w")) c.gpu.power_cap_w = *cap;

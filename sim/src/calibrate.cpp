@@ -52,8 +52,7 @@ class ComputeFitter {
       : rows_(std::move(rows)), peak_(prior.effective_peak()) {
     const auto& gpu = prior.cluster().gpu;
     problem_.prior = {1 / gpu.matmul_efficiency, 1 / gpu.attention_efficiency,
-                      1 / prior.compute_params().hbm_efficiency,
-                      prior.interference().contention_scale};
+                      1 / prior.compute_params().hbm_efficiency, prior.contention_scale()};
     problem_.lo = {1, 1, 1, 0};
     problem_.hi = {100, 100, 100, kMaxContentionScale};
     prior_h_ = prior.compute_params().half_efficiency_flops;

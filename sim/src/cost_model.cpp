@@ -34,7 +34,6 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
                      InterferenceParams interference, CollectiveModelParams collectives)
     : cluster_(scenario.cluster),
       compute_(compute),
-      interference_(interference),
       collectives_(scenario.cluster, collectives),
       pinned_(scenario.fsdp.cpu_offload.pin_memory),
       profile_(scenario.cluster.gpu.device_profile) {
@@ -56,6 +55,7 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
                      compute_.power_exponent);
   }
   if (cluster_.calibration) apply(*cluster_.calibration);
+  contention_scale_ = interference.contention_scale.value_or(cluster_.gpu.contention_scale);
   contended_sms_ = std::clamp(cluster_.nccl.channels, 0, std::max(0, cluster_.gpu.sm_count - 1));
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
   if (cluster_.gpu.peak_flops.fp8 > 0 && cluster_.gpu.fp8_matmul_efficiency > 0) {
@@ -78,7 +78,7 @@ void CostModel::apply(const Calibration& c) {
   if (c.attention_efficiency) cluster_.gpu.attention_efficiency = c.attention_efficiency->value;
   if (c.half_efficiency_flops) compute_.half_efficiency_flops = c.half_efficiency_flops->value;
   if (c.hbm_efficiency) compute_.hbm_efficiency = c.hbm_efficiency->value;
-  if (c.contention_scale) interference_.contention_scale = c.contention_scale->value;
+  if (c.contention_scale) cluster_.gpu.contention_scale = c.contention_scale->value;
   const auto ns = [](const FittedValue& v) {
     return static_cast<TimeNs>(std::llround(v.value * 1e9));
   };

@@ -473,7 +473,7 @@ class Engine {
     }
     const double held_share =
         costs_.contended_sms() > 0 ? static_cast<double>(held_sms) / costs_.contended_sms() : 0.0;
-    const double scale = costs_.interference().contention_scale;
+    const double scale = costs_.contention_scale();
     const auto gpu_rate = [&](const Active& a, int sharing) {
       return contended_rate(a.contended, held_share, scale) / sharing;
     };

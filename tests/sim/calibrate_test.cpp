@@ -162,6 +162,18 @@ TEST(CalibrationFile, TheCostModelPricesWhatItFitted) {
   // A shape it did not fit keeps NCCL's model.
   EXPECT_EQ(after.collectives().estimate(OpKind::reduce_scatter, bytes, 8, 1).time,
             before.collectives().estimate(OpKind::reduce_scatter, bytes, 8, 1).time);
+  // The fitted contention scale replaces the preset's.
+  EXPECT_DOUBLE_EQ(before.contention_scale(), before.cluster().gpu.contention_scale);
+  EXPECT_DOUBLE_EQ(after.contention_scale(), 1.3);
+}
+
+TEST(CalibrationFile, TheContentionScaleComesFromTheScenarioUnlessGiven) {
+  const Scenario s = scenario_from_text(R"(
+model: {preset: llama3.1-8b, layers: 4}
+cluster: {preset: h100-sxm-80gb, nodes: 1, gpus_per_node: 8, gpu: {contention_scale: 2}}
+)");
+  EXPECT_DOUBLE_EQ(sim::CostModel(s).contention_scale(), 2.0);
+  EXPECT_DOUBLE_EQ(sim::CostModel(s, {}, sim::InterferenceParams{0.5}).contention_scale(), 0.5);
 }
 
 // ------------------------------------------------------------------ the fit

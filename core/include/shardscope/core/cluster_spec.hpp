@@ -59,6 +59,10 @@ struct GpuSpec {
   // Share of the fp8 dense peak the fp8 GEMMs of TransformerEngine's Linear reach
   // (training.fp8); unused on a GPU without fp8 tensor cores.
   double fp8_matmul_efficiency = 0.7;
+  // × the throughput the SM model says collectives take from the GEMMs and attentions beside them
+  // (docs/simulator.md, "SMs held by collectives"): 1 is the model as is; a calibration's fitted
+  // contention_scale replaces it.
+  double contention_scale = 1;
 };
 
 /// One direction of a link as one GPU sees it.

@@ -52,7 +52,9 @@ struct ComputeModelParams {
 // (HBM, not SMs, bounds them). A calibration scales the throughput this model takes from an op
 // (`contention_scale`, fitted to measured runs by shardscope calibrate).
 struct InterferenceParams {
-  double contention_scale = 1.0;  // × the SM model's throughput loss; 1: the model as is
+  // × the SM model's throughput loss; 1: the model as is. nullopt: the cluster's
+  // (cluster.gpu.contention_scale). A calibration's fitted value replaces either.
+  std::optional<double> contention_scale;
 };
 
 /// The share of its throughput a GPU op loses while collectives hold `held_share` × the SMs its
@@ -118,7 +120,8 @@ class CostModel {
   const ClusterSpec& cluster() const { return cluster_; }
   const CollectiveModel& collectives() const { return collectives_; }
   const ComputeModelParams& compute_params() const { return compute_; }
-  const InterferenceParams& interference() const { return interference_; }
+  /// × the throughput the SM model takes from a GPU op beside collectives (InterferenceParams).
+  double contention_scale() const { return contention_scale_; }
   /// The SMs one collective on every channel of a communicator holds (cluster.nccl.channels,
   /// fewer than the GPU's SMs), at which OpCost::contended is priced; 0: none.
   int contended_sms() const { return contended_sms_; }
@@ -126,7 +129,7 @@ class CostModel {
  private:
   ClusterSpec cluster_;
   ComputeModelParams compute_;
-  InterferenceParams interference_;
+  double contention_scale_ = 1;
   CollectiveModel collectives_;
   int contended_sms_ = 0;
   FlopsPerSecond peak_ = 0;
