@@ -31,7 +31,7 @@ ClusterSpec a100() {
            {19.5e12, 312e12, 312e12, 312e12},
            2.039e12,
            108,
-           0.718,
+           0.738,
            0.35,
            400,
            std::nullopt,
@@ -43,11 +43,11 @@ ClusterSpec a100() {
   // CUBLAS_WORKSPACE_CONFIG's default before sm90, ":4096:2:16:8" (CublasHandlePool.cpp).
   c.gpu.cublas_workspace = 8 * kMiB + 128 * kKiB;  // 2 × 4,096 KiB + 8 × 16 KiB
   // Matmul and the Triton FlashAttention fitted to llm-foundry's A100 tables (139 runs of both
-  // memory sizes, `scripts/published-runs --fit`; each table left out in docs/validation.md),
-  // the Triton kernel's per-tile overhead and small-head cost, a quarter of FlashAttention-2's
-  // each, with the H100's tables (only the A100's have small heads, 64 wide).
+  // memory sizes on RoCE, `scripts/published-runs --fit`; each table left out in
+  // docs/validation.md), the Triton kernel's per-tile overhead and small-head cost, a quarter of
+  // FlashAttention-2's each, with the H100's tables (only the A100's have small heads, 64 wide).
   // FlashAttention-2 and cuDNN attention are guesses: no run of theirs on an A100 is shipped.
-  c.gpu.triton_attention_efficiency = 0.351;
+  c.gpu.triton_attention_efficiency = 0.348;
   c.gpu.triton_attention_overhead = 0.25;
   c.gpu.triton_attention_head_dim_overhead = 0.25;
   return c;

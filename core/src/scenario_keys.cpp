@@ -257,11 +257,11 @@ constexpr std::array kKeys{
     ScenarioKey{"cluster.network.latency", K::duration, 0, 1e7, "", "", "from the preset",
                 "per-step latency of an inter-node collective"},
     ScenarioKey{"cluster.network.fabric", K::choice, 0, 0, "", "efa, infiniband, roce", "efa",
-                "how nodes reach each other: AWS EFA (the multi-node all-gather bandwidth "
-                "measured on it, falling with the node count), or a rail-optimised InfiniBand or "
-                "RoCE fabric (one NIC per GPU on its own rail: a ring crosses nodes on every NIC "
-                "of a node at once, at the share of the line rate nccl-tests measured); "
-                "docs/simulator.md"},
+                "how nodes reach each other: an Ethernet fabric, AWS EFA or RoCE (the multi-node "
+                "all-gather bandwidth measured on EFA, falling with the node count, scaled to the "
+                "NIC rate), or a rail-optimised InfiniBand fabric (one NIC per GPU on its own "
+                "rail: a ring crosses nodes on every NIC of a node at once, at the share of the "
+                "line rate nccl-tests measured, whatever the node count); docs/simulator.md"},
     ScenarioKey{"cluster.pcie", K::section, 0, 0, "", "", "", "the host link (CPU offload)"},
     ScenarioKey{"cluster.pcie.bandwidth", K::bandwidth, 1e8, 1e12, "", "", "from the preset",
                 "host↔device copy bandwidth from pinned memory"},

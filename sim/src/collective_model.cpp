@@ -55,7 +55,7 @@ double CollectiveModel::tree_latency_us(int ranks, int nodes, NcclProtocol proto
 
 BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes) const {
   const double nvlink = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
-  if (nodes > 1 && cluster_.fabric != NetworkFabric::efa) {
+  if (nodes > 1 && cluster_.fabric == NetworkFabric::infiniband) {
     const double efficiency = kind == OpKind::all_reduce ? params_.rail_allreduce_efficiency
                                                          : params_.rail_allgather_efficiency;
     const double rails = static_cast<double>(std::max(1, ranks / nodes));

@@ -144,13 +144,16 @@ TEST(CollectiveModel, ARailOptimisedFabricCrossesNodesOnEveryNicOfANode) {
   EXPECT_NEAR(m.bus_bandwidth(OpKind::all_reduce, 16, 16) / 1e9, 330.9 / 8, 1e-6);
   // Within a node nothing changes: the NVLink ring (80 % of 450 GB/s).
   EXPECT_NEAR(m.bus_bandwidth(OpKind::all_gather, 8, 1) / 1e9, 360.0, 1e-6);
-  // A100 nodes with 8 × 200 Gb/s RoCE: 8 × 25 GB/s × 0.809, under NVLink's 240 GB/s.
-  ClusterSpec roce = *find_cluster_preset("a100-sxm-80gb");
-  roce.fabric = NetworkFabric::roce;
-  EXPECT_NEAR(CollectiveModel(roce).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9,
+  // A100 nodes with 8 × 200 Gb/s InfiniBand: 8 × 25 GB/s × 0.809, under NVLink's 240 GB/s.
+  ClusterSpec a100 = *find_cluster_preset("a100-sxm-80gb");
+  a100.fabric = NetworkFabric::infiniband;
+  EXPECT_NEAR(CollectiveModel(a100).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9,
               8 * 25 * 323.5 / 400, 1e-6);
-  // EFA (the default) keeps the measured curve: 69 GB/s on 8 nodes.
+  // EFA (the default) keeps the measured curve: 69 GB/s on 8 nodes; RoCE, the other Ethernet
+  // fabric, the same curve at its NIC rate: 69 × 25 / 50 on the A100's 200 Gb/s NICs.
   EXPECT_NEAR(h100().bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9, 69.0, 1e-6);
+  a100.fabric = NetworkFabric::roce;
+  EXPECT_NEAR(CollectiveModel(a100).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9, 69.0 / 2, 1e-6);
 }
 
 }  // namespace

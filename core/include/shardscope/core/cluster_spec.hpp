@@ -89,10 +89,12 @@ struct NcclSpec {
   int channels = 24;          // channels a communicator builds; 0: no NCCL (a fake group)
 };
 
-/// How nodes reach each other (cluster.network.fabric). efa: AWS's Elastic Fabric Adapter, whose
-/// multi-node all-gather bandwidth falls with the node count as measured; infiniband and roce:
-/// rail-optimised RDMA fabrics, each GPU's NIC on its own rail, so a ring's inter-node steps run
-/// on every NIC of a node at once.
+/// How nodes reach each other (cluster.network.fabric). efa and roce: Ethernet fabrics, whose
+/// multi-node all-gather bandwidth falls with the node count as measured on EFA (a ring's flows
+/// hash over the fabric's paths and collide more as it spans more nodes; llm-foundry's RoCE A100
+/// runs agree, docs/validation.md); infiniband: a rail-optimised fabric, each GPU's NIC on its
+/// own rail, so a ring's inter-node steps run on every NIC of a node at once at a share of the
+/// line rate that does not fall with the node count.
 enum class NetworkFabric { efa, infiniband, roce };
 
 struct ClusterSpec {

@@ -58,7 +58,7 @@ struct CollectiveModelParams {
   // each cross one NIC keeps at least this share of the NIC line rate on a rail-optimised fabric.
   double multi_node_min_nic_fraction = 0.8;
   double reference_nic_gbps = 50.0;
-  // A rail-optimised fabric (cluster.network.fabric infiniband or roce): the ring's inter-node
+  // A rail-optimised fabric (cluster.network.fabric infiniband): the ring's inter-node
   // steps run over every NIC of a node at once, so a communicator with r ranks on each node
   // reaches r NICs' line rate at these shares, bounded by the NVLink ring inside a node. Measured
   // on 4 nodes of 8 H100 with 8 × 400 Gb/s InfiniBand (NCCL 2.24.3; Voltage Park and Georgia
