@@ -117,11 +117,10 @@ std::vector<std::pair<double, double>> gpu_shares(const Timeline& t, const Measu
   for (const auto& e : edges) {
     if (e.time > last && !running.empty()) {
       const double share = static_cast<double>(e.time - last) / static_cast<double>(running.size());
-      const double held_share =
-          m.contended_sms > 0 ? static_cast<double>(held_sms) / m.contended_sms : 0.0;
+      const double held = held_share(held_sms, m.contended_sms);
       for (std::size_t i : running) {
         out[i].first += share;
-        out[i].second += share * contention_loss(m.contended[i], held_share);
+        out[i].second += share * contention_loss(m.contended[i], held);
       }
     }
     last = e.time;

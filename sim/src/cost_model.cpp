@@ -97,6 +97,10 @@ double sm_share(int sm_count, int sms) {
 }
 }  // namespace
 
+double held_share(int held_sms, int contended_sms) {
+  return contended_sms > 0 ? static_cast<double>(held_sms) / contended_sms : 0.0;
+}
+
 double contention_loss(double contended, double held_share) {
   return 1.0 - 1.0 / (1.0 + (contended - 1.0) * held_share);
 }

@@ -471,11 +471,10 @@ class Engine {
       ++counts[static_cast<int>(a.resource)];
       if (a.resource == Resource::nvlink || a.resource == Resource::network) held_sms += a.sms;
     }
-    const double held_share =
-        costs_.contended_sms() > 0 ? static_cast<double>(held_sms) / costs_.contended_sms() : 0.0;
+    const double held = held_share(held_sms, costs_.contended_sms());
     const double scale = costs_.contention_scale();
     const auto gpu_rate = [&](const Active& a, int sharing) {
-      return contended_rate(a.contended, held_share, scale) / sharing;
+      return contended_rate(a.contended, held, scale) / sharing;
     };
     next_finish_ = kNever;
     for (auto& a : active_) {

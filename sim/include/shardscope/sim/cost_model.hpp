@@ -57,6 +57,10 @@ struct InterferenceParams {
   std::optional<double> contention_scale;
 };
 
+/// The SMs collectives hold (`held_sms`) over the `contended_sms` an op's contended time is priced
+/// at (CostModel::contended_sms); 0 when none are priced.
+double held_share(int held_sms, int contended_sms);
+
 /// The share of its throughput a GPU op loses while collectives hold `held_share` × the SMs its
 /// `contended` time (OpCost::contended) is priced at: its time stretches by 1 + (contended −
 /// 1)·held_share, so it loses 1 − 1/that.
