@@ -21,13 +21,17 @@ FlopsPerSecond PeakFlops::for_dtype(DType dtype) const {
 namespace {
 
 // Numbers from NVIDIA's datasheets (dense tensor-core peaks, no sparsity); memory is what
-// cudaGetDeviceProperties reports; NIC is one 200 Gb/s (A100, HDR) or 400 Gb/s (H100/H200, NDR)
+// cudaGetDeviceProperties reports (less than nvidia-smi's total, and a few hundred MiB apart
+// between driver versions); NIC is one 200 Gb/s (A100, HDR) or 400 Gb/s (H100/H200, NDR)
 // port per GPU; PCIe is what cudaMemcpyAsync reaches (Gen4 x16 / Gen5 x16).
+// The 80 GB A100's total_memory: 81,158 MiB as deviceQuery prints it under driver 12.5
+// (thamada/nvidia-smi, nvsim/A100SXMx4_deviceQuery.py); other drivers' deviceQuery outputs give
+// 81,038–81,221 MiB, never nvidia-smi's 81,920.
 ClusterSpec a100() {
   ClusterSpec c;
   c.name = "a100-sxm-80gb";
   c.gpu = {"A100-SXM4-80GB",
-           81920 * kMiB,
+           81158 * kMiB,
            {19.5e12, 312e12, 312e12, 312e12},
            2.039e12,
            108,
