@@ -169,6 +169,9 @@ struct ProfileDeviceArgs {
   ScenarioArgs scenario;
   std::string out;
   int repetitions = 5;
+  // SMs held while each shape is timed again; nullopt: the scenario's collectives' (its
+  // cluster.nccl.channels, fewer than the GPU's SMs); 0: not timed beside held SMs.
+  std::optional<int> contended_sms;
 };
 /// `profile-device` (cmd_profile_device.cpp; an error in a build without CUDA).
 int run_profile_device(const ProfileDeviceArgs& args);

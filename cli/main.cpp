@@ -456,13 +456,20 @@ int main(int argc, char** argv) {
       "overheads) and write a device profile for simulate --device-profile");
   add_scenario_args(profile, profile_args.scenario);
   profile
-      ->add_option("--out", profile_args.out, "the profile to write (shardscope.device_profile/1)")
+      ->add_option("--out", profile_args.out, "the profile to write (shardscope.device_profile/2)")
       ->required()
       ->type_name("FILE");
   profile
       ->add_option("--repetitions", profile_args.repetitions,
                    "timed runs per kernel after a warm-up; the median is kept")
       ->check(within(1, 1000));
+  profile
+      ->add_option("--contended-sms", profile_args.contended_sms,
+                   "SMs to hold (one thread block each, as NCCL's channels hold them) while each "
+                   "GEMM and attention is timed again; default: the scenario's "
+                   "cluster.nccl.channels; 0: not timed beside held SMs")
+      ->check(within(0, 4096))
+      ->type_name("N");
 
   show_defaults(app);
   try {

@@ -1,5 +1,5 @@
-// A device profile (shardscope.device_profile/1), as `simulate --device-profile` reads it: parsed
-// and, when valid, written back and read again, and used to price a small schedule.
+// A device profile (shardscope.device_profile/2, or /1), as `simulate --device-profile` reads it:
+// parsed and, when valid, written back and read again, and used to price a small schedule.
 #include "fuzz_target.hpp"
 #include "shardscope/core/device_profile.hpp"
 #include "tiny_pricing.hpp"

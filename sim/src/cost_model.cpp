@@ -56,7 +56,7 @@ CostModel::CostModel(const Scenario& scenario, ComputeModelParams compute,
   }
   if (cluster_.calibration) apply(*cluster_.calibration);
   contention_scale_ = interference.contention_scale.value_or(cluster_.gpu.contention_scale);
-  contended_sms_ = std::clamp(cluster_.nccl.channels, 0, std::max(0, cluster_.gpu.sm_count - 1));
+  contended_sms_ = cluster_.collective_sms();
   peak_ = cluster_.gpu.peak_flops.for_dtype(compute_dtype(scenario)) * clock;
   if (cluster_.gpu.peak_flops.fp8 > 0 && cluster_.gpu.fp8_matmul_efficiency > 0) {
     fp8_gemm_time_scale_ =
@@ -88,14 +88,6 @@ void CostModel::apply(const Calibration& c) {
     cluster_.pcie.latency = ns(*c.pcie_latency);
   }
 }
-
-namespace {
-// The GPU's SMs over `sms` of them: how much longer work that every SM shares takes on those
-// alone (1 on all of them).
-double sm_share(int sm_count, int sms) {
-  return sms < sm_count ? static_cast<double>(sm_count) / sms : 1.0;
-}
-}  // namespace
 
 double held_share(int held_sms, int contended_sms) {
   return contended_sms > 0 ? static_cast<double>(held_sms) / contended_sms : 0.0;
@@ -159,9 +151,7 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
   for (const Kernel& k : op_kernels(s, op)) {
     if (profile_) {
       if (const auto measured = measured_time(*profile_, k)) {
-        const bool sm_bound = k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention;
-        t.fixed += static_cast<TimeNs>(
-            std::llround(static_cast<double>(*measured * k.repeat) * (sm_bound ? share : 1.0)));
+        t.fixed += measured_kernel_time(k, *measured, sms, share);
         continue;
       }
     }
@@ -188,6 +178,16 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
   }
   if (priced) t.fixed += compute_.kernel_floor;
   return t;
+}
+
+TimeNs CostModel::measured_kernel_time(const Kernel& k, TimeNs alone, int sms, double share) const {
+  const bool sm_bound = k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention;
+  if (!sm_bound || sms >= cluster_.gpu.sm_count) return alone * k.repeat;
+  // Measured beside as many held SMs: that time (a run below the time alone is noise, not a
+  // speed-up a collective gives).
+  if (const auto contended = measured_contended_time(*profile_, k, cluster_.gpu.sm_count - sms))
+    return std::max(alone, *contended) * k.repeat;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(alone * k.repeat) * share));
 }
 
 std::optional<ComputeTerms> CostModel::compute_terms(const Schedule& s, const Op& op) const {

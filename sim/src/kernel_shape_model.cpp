@@ -52,6 +52,20 @@ GemmCost gemm_cost(const Gemm& g, std::int64_t repeat, int sm_count,
   return best;
 }
 
+double sm_share(int sm_count, int sms) {
+  return sms > 0 && sms < sm_count ? static_cast<double>(sm_count) / sms : 1.0;
+}
+
+double sm_model_slowdown(const Kernel& kernel, int sm_count, int sms_left,
+                         const KernelShapeParams& params) {
+  if (const auto* g = std::get_if<Gemm>(&kernel.shape)) {
+    const Flops alone = gemm_cost(*g, 1, sm_count, params).full_rate_flops;
+    return alone > 0 ? gemm_cost(*g, 1, sm_count, params, sms_left).full_rate_flops / alone : 1.0;
+  }
+  if (std::holds_alternative<Attention>(kernel.shape)) return sm_share(sm_count, sms_left);
+  return 1.0;
+}
+
 Flops attention_full_rate_flops(const Attention& a, std::int64_t repeat,
                                 const KernelShapeParams& params) {
   const Flops flops = shape_flops(a);  // the backward's 2.5× included

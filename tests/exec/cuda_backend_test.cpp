@@ -1,6 +1,7 @@
 // The CUDA backend on a real GPU (label gpu; every test skips where no CUDA device is usable):
 // GEMMs in the IR's row-major convention against a CPU reference, stream and event order of a
-// measured run, emulated collectives lasting the modelled time, and the out-of-memory report.
+// measured run, emulated collectives lasting the modelled time, the out-of-memory report, and
+// profile-device's times beside held SMs.
 #include "shardscope/exec/cuda_backend.hpp"
 
 #include <cuda_runtime.h>
@@ -10,6 +11,8 @@
 #include <random>
 
 #include "exec/cuda/src/gemm_runner.hpp"
+#include "shardscope/core/lower.hpp"
+#include "shardscope/exec/device_profiler.hpp"
 #include "shardscope/exec/executor.hpp"
 #include "shardscope/sim/pipeline.hpp"
 
@@ -124,6 +127,29 @@ TEST(CudaBackend, NcclWithAWorldOfOneRunsEveryCollective) {
   const Timeline t = run(p.schedule, *backend);
   EXPECT_EQ(t.ops.size(), p.schedule.ops.size());
   for (const auto& op : t.ops) EXPECT_GE(op.end, op.start);
+}
+
+// Every GEMM and attention shape is timed again beside 24 held SMs (an H100's 132 less 24 leave
+// 108: the SM model puts a many-wave GEMM about 1.2× slower there). A hold that held nothing
+// would leave them at their times alone.
+TEST(CudaBackend, ProfileDeviceTimesEveryShapeBesideHeldSms) {
+  SKIP_WITHOUT_GPU();
+  const Scenario sc = load_scenario(std::string(SHARDSCOPE_EXAMPLES_DIR) + "/llama3-8b-h100x8.yaml",
+                                    {"model.layers=1", "training.iterations=1"});
+  ProfileDeviceOptions options;
+  options.repetitions = 3;
+  options.contended_sms = 24;
+  const DeviceProfile p = profile_device(lower(sc), options);
+  EXPECT_EQ(p.contended_sms, 24);
+  ASSERT_FALSE(p.gemms.empty());
+  double alone = 0, beside = 0;
+  for (const auto& g : p.gemms) {
+    ASSERT_TRUE(g.contended_time.has_value());
+    alone += static_cast<double>(g.time);
+    beside += static_cast<double>(*g.contended_time);
+  }
+  for (const auto& a : p.attention) EXPECT_TRUE(a.contended_time.has_value());
+  EXPECT_GT(beside / alone, 1.03);
 }
 
 TEST(CudaBackend, RunningOutOfMemoryNamesTheOpAndTheBuffer) {

@@ -4,7 +4,7 @@
     tests/pytorch/torch_kernel_profile.py PROFILE --out TORCH_PROFILE [--device cuda|cpu]
                                           [--shrink N] [--repeat R]
 
-PROFILE is a `shardscope profile-device` file (shardscope.device_profile/1): the distinct GEMM and
+PROFILE is a `shardscope profile-device` file (shardscope.device_profile/1 or /2): the distinct GEMM and
 attention shapes a scenario runs, each timed by shardscope's own CUDA runners (cuBLASLt's first
 heuristic choice, the flash kernel). This script times the same shapes the way a training step
 runs them, through PyTorch: `torch.matmul` on operands laid out as the IR says (transpose_a: A is
@@ -13,7 +13,8 @@ stored k × m; transpose_b: B is stored n × k, as nn.Linear's weight), and
 Each time is the median of R runs after warm-up, by CUDA events on a GPU.
 
 It writes TORCH_PROFILE in the same schema, with PyTorch's times in place of shardscope's and the
-rest of the profile (bandwidths, overheads) unchanged, so `simulate --device-profile
+rest of the profile (bandwidths, overheads) unchanged but for the times beside held SMs, which it
+leaves out (contended_sms 0: PyTorch's kernels were not timed beside them), so `simulate --device-profile
 TORCH_PROFILE` prices the scenario with PyTorch's kernels, and it prints both times per shape.
 The ground truth for the per-shape kernel model is what PyTorch takes, not what shardscope's
 runners take.
@@ -146,9 +147,10 @@ def main() -> int:
     except (OSError, ValueError) as e:
         print(f"error: {args.profile}: {e}", file=sys.stderr)
         return 2
-    if profile.get("schema") != "shardscope.device_profile/1":
-        print(f"error: {args.profile}: schema is {profile.get('schema')!r}, not "
-              "'shardscope.device_profile/1'", file=sys.stderr)
+    schemas = ("shardscope.device_profile/1", "shardscope.device_profile/2")
+    if profile.get("schema") not in schemas:
+        print(f"error: {args.profile}: schema is {profile.get('schema')!r}, not one of "
+              f"{', '.join(repr(s) for s in schemas)}", file=sys.stderr)
         return 2
     import torch
 
@@ -159,6 +161,8 @@ def main() -> int:
     device_name = (torch.cuda.get_device_name() if args.device == "cuda" else "cpu")
     out = dict(profile, device=f"{device_name} (PyTorch {torch.__version__})")
     out["gemms"], out["attention"] = [], []
+    if "contended_sms" in out:
+        out["contended_sms"] = 0
     print(f"{'shape':58} {'shardscope':>12} {'PyTorch':>12} {'PyTorch vs shardscope':>22}")
     # A shrunk shape is written as it was timed, so the profile never claims a shape it did not
     # measure (a dry run's output prices nothing of the full scenario).
@@ -168,6 +172,7 @@ def main() -> int:
               attention_ns) for a in profile.get("attention", [])])
     for key, theirs, shape, describe, measure in rows:
         ns = measure(shape, args.device, args.repeat)
+        shape.pop("contended_time_ns", None)
         out[key].append(dict(shape, time_ns=ns))
         was = theirs["time_ns"]
         ratio = f"{100 * (ns - was) / was:+.1f} %" if args.shrink == 1 and was else "-"

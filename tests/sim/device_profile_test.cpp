@@ -1,7 +1,9 @@
 // Device profiles: their JSON round trip and errors, coverage of a schedule, and the cost model
-// pricing measured kernels at their measured times and the rest on the roofline.
+// pricing measured kernels at their measured times (beside collectives at their times measured
+// beside held SMs) and the rest on the roofline.
 #include "shardscope/core/device_profile.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "shardscope/core/config_tree.hpp"
@@ -28,8 +30,9 @@ DeviceProfile profile_for(const Schedule& s, TimeNs time, double bandwidth) {
   p.launch_overhead = 4000;
   p.event_overhead = 2000;
   for (const Kernel& k : distinct_shapes(s)) {
-    if (const auto* g = std::get_if<Gemm>(&k.shape)) p.gemms.push_back({*g, time});
-    if (const auto* a = std::get_if<Attention>(&k.shape)) p.attention.push_back({*a, time});
+    if (const auto* g = std::get_if<Gemm>(&k.shape)) p.gemms.push_back({*g, time, std::nullopt});
+    if (const auto* a = std::get_if<Attention>(&k.shape))
+      p.attention.push_back({*a, time, std::nullopt});
   }
   return p;
 }
@@ -44,6 +47,68 @@ TEST(DeviceProfile, JsonRoundTripsByteForByte) {
   EXPECT_EQ(device_profile_to_json(back), text);
   EXPECT_EQ(back.gemms.size(), p.gemms.size());
   EXPECT_EQ(back.gemms[0].shape, p.gemms[0].shape);
+}
+
+// Every GEMM and attention of `p` timed at `contended` beside `held` SMs.
+DeviceProfile with_contended_times(DeviceProfile p, int held, TimeNs contended) {
+  p.contended_sms = held;
+  for (auto& g : p.gemms) g.contended_time = contended;
+  for (auto& a : p.attention) a.contended_time = contended;
+  return p;
+}
+
+TEST(DeviceProfile, ContendedTimesRoundTripAndAFirstSchemaFileStillReads) {
+  const Schedule s = lower(small());
+  DeviceProfile p = with_contended_times(profile_for(s, 12345, 2.5e12), 24, 15000);
+  p.gemms[0].contended_time.reset();  // measured alone only
+  const std::string text = device_profile_to_json(p);
+  const DeviceProfile back = device_profile_from_json(text, "p.json");
+  EXPECT_EQ(device_profile_to_json(back), text);
+  EXPECT_EQ(back.contended_sms, 24);
+  EXPECT_FALSE(back.gemms[0].contended_time.has_value());
+  EXPECT_EQ(back.gemms[1].contended_time, 15000);
+  EXPECT_EQ(back.attention[0].contended_time, 15000);
+  const Kernel first_gemm{"g", 1, back.gemms[1].shape};
+  EXPECT_EQ(measured_contended_time(back, first_gemm, 24), 15000);
+  EXPECT_EQ(measured_contended_time(back, first_gemm, 16), std::nullopt);  // held another count
+  EXPECT_EQ(measured_contended_time(back, {"g", 1, back.gemms[0].shape}, 24), std::nullopt);
+  // shardscope.device_profile/1, as profile-device wrote it before contended times: they are
+  // absent, none is made up.
+  const DeviceProfile first = load_device_profile(std::string(SHARDSCOPE_TEST_DATA_DIR) +
+                                                  "/device_profile_bandwidth_only.json");
+  EXPECT_EQ(first.contended_sms, 0);
+  EXPECT_GT(first.memory_bandwidth, 0);
+}
+
+// A contended time needs the SMs it was measured beside; no GPU has thousands of SMs.
+TEST(DeviceProfile, ContendedTimesWithoutHeldSmsAreRefused) {
+  const auto keys_of = [](std::string_view text) {
+    std::vector<std::string> keys;
+    try {
+      (void)device_profile_from_json(text, "p.json");
+    } catch (const ValidationError& e) {
+      for (const auto& p : e.problems()) keys.push_back(p.key);
+    }
+    return keys;
+  };
+  const auto profile = [](std::string_view held, std::string_view contended) {
+    return fmt::format(
+        R"({{"schema": "shardscope.device_profile/2", "device": "x", "version": "v",
+            "memory_bandwidth_bytes_per_s": 1e12, "h2d_pinned_bytes_per_s": 1e9,
+            "d2h_pinned_bytes_per_s": 1e9, "h2d_pageable_bytes_per_s": 1e9,
+            "d2h_pageable_bytes_per_s": 1e9, "launch_overhead_ns": 1, "event_overhead_ns": 1,
+            "contended_sms": {},
+            "gemms": [{{"m": 1, "n": 1, "k": 1, "batch": 1, "transpose_a": false,
+                       "transpose_b": false, "input": "bf16", "output": "bf16", "time_ns": 5,
+                       "contended_time_ns": {}}}],
+            "attention": []}})",
+        held, contended);
+  };
+  EXPECT_TRUE(keys_of(profile("16", "7")).empty());
+  EXPECT_EQ(keys_of(profile("0", "7")), std::vector<std::string>{"gemms[0].contended_time_ns"});
+  EXPECT_EQ(keys_of(profile("5000", "7")), std::vector<std::string>{"contended_sms"});
+  EXPECT_EQ(keys_of(profile("16", "0")), std::vector<std::string>{"gemms[0].contended_time_ns"});
+  EXPECT_EQ(keys_of(profile("-1", "7")), std::vector<std::string>{"contended_sms"});
 }
 
 TEST(DeviceProfile, BadFilesNameTheKey) {
@@ -132,6 +197,57 @@ TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
     ++checked;
   }
   EXPECT_GT(checked, 4);
+}
+
+// Beside collectives a measured kernel takes its time measured beside as many held SMs as the
+// scenario's collectives hold; measured beside another count, its time alone stretched by the
+// SMs' share; a contended time below the time alone is noise, priced at the time alone.
+TEST(DeviceProfile, KernelsBesideCollectivesTakeTheirContendedTimes) {
+  Scenario sc = small();
+  const Schedule s = lower(sc);
+  const TimeNs t = 250'000;
+  const double bw = 2e12;
+  const int held = sc.cluster.collective_sms();
+  ASSERT_GT(held, 0);
+  const int sms = sc.cluster.gpu.sm_count;
+  const double share = static_cast<double>(sms) / (sms - held);
+  // The op's time alone, and beside collectives with GEMMs and attention at `sm_bound` each.
+  const auto times = [&](const Op& op, double sm_bound) {
+    double alone = 0, beside = 0;
+    for (const Kernel& k : op_kernels(s, op)) {
+      if (k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention) {
+        alone += static_cast<double>(t * k.repeat);
+        beside += std::round(sm_bound * static_cast<double>(k.repeat));
+      } else {
+        const auto one = static_cast<double>(std::llround(
+            static_cast<double>(kernel_memory_bytes({k.label, 1, k.shape})) / bw * 1e9));
+        alone += one * static_cast<double>(k.repeat);
+        beside += one * static_cast<double>(k.repeat);
+      }
+    }
+    return std::pair{alone, beside};
+  };
+  // Checks every op with kernels; returns how many take longer beside collectives.
+  const auto check = [&](const DeviceProfile& profile, double sm_bound) {
+    sc.cluster.gpu.device_profile = std::make_shared<DeviceProfile>(profile);
+    const sim::CostModel costs(sc);
+    int slower = 0;
+    for (const Op& op : s.ops) {
+      if (op.kernels == kNone || op.kind == OpKind::optimizer_step) continue;
+      const auto [alone, beside] = times(op, sm_bound);
+      if (alone == 0) continue;
+      const sim::OpCost c = costs.cost(s, op);
+      EXPECT_EQ(static_cast<double>(c.duration), alone) << to_string(op.kind);
+      EXPECT_NEAR(c.contended, beside / alone, 1e-9) << to_string(op.kind);
+      slower += beside > alone;
+    }
+    return slower;
+  };
+  const DeviceProfile base = profile_for(s, t, bw);
+  EXPECT_GT(check(with_contended_times(base, held, 320'000), 320'000), 4);
+  EXPECT_GT(check(with_contended_times(base, held + 1, 320'000), static_cast<double>(t) * share),
+            4);
+  EXPECT_EQ(check(with_contended_times(base, held, 200'000), static_cast<double>(t)), 0);
 }
 
 TEST(DeviceProfile, ASlowerMeasuredGpuSlowsTheSimulatedStep) {

@@ -378,5 +378,22 @@ TEST(KernelShapeModel, ACollectiveLeavesAGemmTheSmsItDoesNotHold) {
   EXPECT_NEAR(contended(gemm(16384, 14336, 4096)), 133.0 / 109.0, 1e-5);
 }
 
+// What profile-device compares its times beside held SMs with: the same stretches, kernel by
+// kernel, and an attention's the SMs' share.
+TEST(KernelShapeModel, TheSmModelSlowdownOfAKernelIsItsStretchOnTheSmsLeft) {
+  const KernelShapeParams params;
+  const auto slowdown = [&](KernelShape shape) {
+    return sm_model_slowdown(Kernel{.label = "k", .shape = shape}, 132, 108, params);
+  };
+  EXPECT_NEAR(slowdown(gemm(1536, 2816, 4096)), 2.0, 1e-12);
+  EXPECT_NEAR(slowdown(gemm(16384, 14336, 4096)), 133.0 / 109.0, 1e-12);
+  EXPECT_DOUBLE_EQ(slowdown(Attention{1, 32, 32, 8192, 8192, 128, true, false, DType::bf16}),
+                   132.0 / 108.0);
+  EXPECT_EQ(slowdown(MemoryBound{1 << 20, 0}), 1.0);
+  EXPECT_EQ(
+      sm_model_slowdown(Kernel{.label = "k", .shape = gemm(1536, 2816, 4096)}, 132, 132, params),
+      1.0);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -41,6 +42,14 @@ inline UniqueEvent make_event(unsigned flags = cudaEventDefault) {
 inline UniquePinned make_pinned(std::size_t bytes) {
   void* p = nullptr;
   SHARDSCOPE_CUDA(cudaMallocHost(&p, bytes));
+  return UniquePinned(p);
+}
+
+/// Pinned host memory the GPU reads and writes in place (cudaHostAllocMapped), zeroed.
+inline UniquePinned make_mapped(std::size_t bytes) {
+  void* p = nullptr;
+  SHARDSCOPE_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocMapped));
+  std::memset(p, 0, bytes);
   return UniquePinned(p);
 }
 

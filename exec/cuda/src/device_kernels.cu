@@ -132,6 +132,20 @@ __global__ void emulated_collective_kernel(const uint4* in, std::size_t in_n, ui
   __syncthreads();
 }
 
+// One block per held SM: it takes the SM's whole shared memory (dynamic, set by the launch), so
+// no block of another kernel that needs shared memory is placed on that SM while it lives.
+__global__ void hold_sms_kernel(int* started, const volatile int* release, std::uint64_t max_ns) {
+  extern __shared__ unsigned char held[];
+  if (threadIdx.x == 0) {
+    held[0] = 0;
+    const std::uint64_t start = global_ns();
+    atomicAdd_system(started, 1);
+    __threadfence_system();
+    while (*release == 0 && global_ns() - start < max_ns) __nanosleep(10000);
+  }
+  __syncthreads();
+}
+
 }  // namespace
 
 cudaError_t fill_random(void* data, std::size_t bytes, std::uint32_t seed, cudaStream_t stream) {
@@ -183,6 +197,24 @@ cudaError_t emulated_collective(const void* input, std::size_t input_bytes, void
   emulated_collective_kernel<<<blocks, kThreads, 0, stream>>>(
       static_cast<const uint4*>(input), input_bytes / sizeof(uint4), static_cast<uint4*>(output),
       output_bytes / sizeof(uint4), duration_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t hold_sms(int sms, int* started, const int* release, std::uint64_t max_ns,
+                     cudaStream_t stream) {
+  if (sms <= 0) return cudaSuccess;
+  int device = 0;
+  int shared = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (const cudaError_t e =
+          cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess)
+    return e;
+  if (const cudaError_t e = cudaFuncSetAttribute(
+          hold_sms_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      e != cudaSuccess)
+    return e;
+  hold_sms_kernel<<<sms, 32, static_cast<std::size_t>(shared), stream>>>(started, release, max_ns);
   return cudaGetLastError();
 }
 

@@ -1,12 +1,17 @@
 #include "shardscope/exec/device_profiler.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.hpp"
 #include "cuda_handles.hpp"
+#include "device_kernels.hpp"
 #include "kernel_runner.hpp"
+#include "shardscope/core/error.hpp"
 #include "shardscope/core/timeline.hpp"
 
 namespace shardscope::exec {
@@ -37,6 +42,48 @@ double rate(Bytes bytes, TimeNs t) {
   return t > 0 ? static_cast<double>(bytes) / (static_cast<double>(t) * 1e-9) : 0;
 }
 
+// `sms` SMs held for as long as it lives (cuda::hold_sms on a stream of its own): once
+// constructed, every block holds its SM; destroyed, the blocks are released and have finished.
+class SmHold {
+ public:
+  explicit SmHold(int sms) : flags_(cuda::make_mapped(2 * sizeof(int))) {
+    auto* host = static_cast<int*>(flags_.get());
+    void* device = nullptr;
+    SHARDSCOPE_CUDA(cudaHostGetDevicePointer(&device, flags_.get(), 0));
+    auto* on_device = static_cast<int*>(device);
+    // Ten minutes at most on the GPU's timer: longer than any profile's contended pass.
+    constexpr std::uint64_t kMaxHoldNs = 600'000'000'000;
+    SHARDSCOPE_CUDA(cuda::hold_sms(sms, on_device, on_device + 1, kMaxHoldNs, stream_.get()));
+    release_ = host + 1;
+    // Every block resident before anything is timed beside them; a GPU that cannot place them
+    // all (another process holds SMs) is an error, not a hang.
+    const volatile int* started = host;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (*started < sms) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        *release_ = 1;
+        SHARDSCOPE_CUDA_LOG(cudaStreamSynchronize(stream_.get()));
+        throw Error(fmt::format(
+            "profile-device: {} of the {} SMs to hold beside the kernels were placed within 10 s "
+            "(is another process using this GPU?)",
+            *started, sms));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  SmHold(const SmHold&) = delete;
+  SmHold& operator=(const SmHold&) = delete;
+  ~SmHold() {
+    *release_ = 1;
+    SHARDSCOPE_CUDA_LOG(cudaStreamSynchronize(stream_.get()));
+  }
+
+ private:
+  cuda::UniqueStream stream_ = cuda::make_stream();
+  cuda::UniquePinned flags_;  // [0]: blocks started; [1]: release
+  volatile int* release_ = nullptr;
+};
+
 }  // namespace
 
 DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOptions& options) {
@@ -51,16 +98,31 @@ DeviceProfile profile_device(const Schedule& schedule, const ProfileDeviceOption
   KernelRunner runner;
   const int reps = std::max(1, options.repetitions);
   const std::vector<Kernel> shapes = distinct_shapes(schedule);
-  const int total = static_cast<int>(shapes.size()) + 3;
+  const int held = std::clamp(options.contended_sms, 0, prop.multiProcessorCount - 1);
+  const int total = static_cast<int>(shapes.size()) * (held > 0 ? 2 : 1) + 3;
   int done = 0;
   const auto step = [&] {
     if (options.progress) options.progress(++done, total);
   };
   for (const Kernel& k : shapes) {
     const TimeNs t = median_time(stream, reps, [&] { runner.run(k, stream); });
-    if (const auto* g = std::get_if<Gemm>(&k.shape)) p.gemms.push_back({*g, t});
-    if (const auto* a = std::get_if<Attention>(&k.shape)) p.attention.push_back({*a, t});
+    if (const auto* g = std::get_if<Gemm>(&k.shape)) p.gemms.push_back({*g, t, std::nullopt});
+    if (const auto* a = std::get_if<Attention>(&k.shape))
+      p.attention.push_back({*a, t, std::nullopt});
     step();
+  }
+  if (held > 0) {
+    // The same shapes again, each beside `held` held SMs (the shapes are distinct, so the i-th
+    // GEMM or attention measured above is the i-th of its kind here).
+    const SmHold hold(held);
+    std::size_t gemm = 0, attention = 0;
+    for (const Kernel& k : shapes) {
+      const TimeNs t = median_time(stream, reps, [&] { runner.run(k, stream); });
+      if (std::holds_alternative<Gemm>(k.shape)) p.gemms[gemm++].contended_time = t;
+      if (std::holds_alternative<Attention>(k.shape)) p.attention[attention++].contended_time = t;
+      step();
+    }
+    p.contended_sms = held;
   }
   constexpr Bytes kTraffic = 8 * KernelRunner::kRegion;
   p.memory_bandwidth =

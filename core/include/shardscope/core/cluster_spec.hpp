@@ -1,6 +1,7 @@
 #pragma once
 // Where it runs: GPUs, nodes and the links between them. Every number can be overridden.
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <span>
@@ -117,6 +118,9 @@ struct ClusterSpec {
 
   int world_size() const { return nodes * gpus_per_node; }
   int gpus_per_nvlink_domain() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
+  /// The SMs one collective on every channel holds (a thread block per channel), fewer than the
+  /// GPU's: what compute beside a collective is priced at and what profile-device holds.
+  int collective_sms() const { return std::clamp(nccl.channels, 0, std::max(0, gpu.sm_count - 1)); }
 };
 
 struct ClusterPreset {

@@ -1,8 +1,11 @@
 #pragma once
-// What one GPU was measured to do (`shardscope profile-device`, shardscope.device_profile/1): the
-// time of each distinct GEMM and attention shape a scenario runs, the bandwidth of memory-bound
+// What one GPU was measured to do (`shardscope profile-device`, shardscope.device_profile/2): the
+// time of each distinct GEMM and attention shape a scenario runs, alone and (optionally) while
+// `contended_sms` SMs are held as a collective's channels hold them, the bandwidth of memory-bound
 // kernels and of host↔device copies, and launch and event overheads. `simulate --device-profile`
-// prices every kernel the profile has by its measured time and the rest by the roofline.
+// prices every kernel the profile has by its measured time and the rest by the roofline; a kernel
+// beside collectives at its contended time when the profile held as many SMs as the scenario's
+// collectives do. A /1 file (no contended times) still reads.
 
 #include <memory>
 #include <optional>
@@ -18,11 +21,14 @@ namespace shardscope {
 struct MeasuredGemm {
   Gemm shape;
   TimeNs time = 0;  // one run, median of the measured repetitions
+  // The same while DeviceProfile::contended_sms SMs were held; nullopt: not measured.
+  std::optional<TimeNs> contended_time;
 };
 
 struct MeasuredAttention {
   Attention shape;
   TimeNs time = 0;
+  std::optional<TimeNs> contended_time;
 };
 
 struct DeviceProfile {
@@ -35,16 +41,25 @@ struct DeviceProfile {
   double d2h_pageable = 0;
   TimeNs launch_overhead = 0;  // CPU time to launch a kernel
   TimeNs event_overhead = 0;   // an event record plus a stream wait on it
+  // SMs held (each wholly, by a resident thread block, as one NCCL channel holds one) while the
+  // contended times were measured; 0: none were.
+  int contended_sms = 0;
   std::vector<MeasuredGemm> gemms;
   std::vector<MeasuredAttention> attention;
 };
 
-inline constexpr std::string_view kDeviceProfileSchema = "shardscope.device_profile/1";
+inline constexpr std::string_view kDeviceProfileSchema = "shardscope.device_profile/2";
 
 /// The measured time of one run of `kernel` (repeats not counted), when the profile has it:
 /// GEMMs and attention by exact shape; memory-bound kernels, the loss and the optimizer by the
 /// measured bandwidth.
 std::optional<TimeNs> measured_time(const DeviceProfile& profile, const Kernel& kernel);
+
+/// The measured time of one run of a GEMM or attention `kernel` while `held_sms` SMs were held,
+/// when the profile measured it with exactly that many held (nullopt otherwise, and for other
+/// kernels: HBM, not SMs, bounds them).
+std::optional<TimeNs> measured_contended_time(const DeviceProfile& profile, const Kernel& kernel,
+                                              int held_sms);
 
 /// How much of a schedule a profile prices: compute ops whose every kernel it has, and the
 /// distinct GEMM and attention shapes it lacks.

@@ -148,6 +148,10 @@ class CostModel {
   /// An op's terms on `sms` SMs from its kernels' shapes; a kernel the device profile measured
   /// at its time (its GEMMs' and attentions' stretched by the SMs' share).
   ComputeTerms shaped_terms(const Schedule& schedule, const Op& op, int sms) const;
+  /// A kernel the device profile measured (`alone`, one run), `k.repeat` runs on `sms` SMs: a
+  /// GEMM or attention beside held SMs at its contended time where the profile held as many,
+  /// else stretched by the SMs' `share`; memory-bound kernels at their time.
+  TimeNs measured_kernel_time(const Kernel& k, TimeNs alone, int sms, double share) const;
   /// compute_terms on `sms` of the GPU's SMs (the rest held by collectives).
   std::optional<ComputeTerms> terms_on(const Schedule& schedule, const Op& op, int sms) const;
   /// Seconds of the terms' GEMMs and attentions at their FLOPs (the efficiencies), and of

@@ -52,6 +52,17 @@ struct GemmCost {
 GemmCost gemm_cost(const Gemm& gemm, std::int64_t repeat, int sm_count,
                    const KernelShapeParams& params, int sms_left = 0);
 
+/// The GPU's `sm_count` SMs over `sms` of them: how much longer work every SM shares takes on
+/// those alone (1 on all of them, or on none).
+double sm_share(int sm_count, int sms);
+
+/// What the SM model makes of one run of `kernel` on the `sms_left` of `sm_count` SMs that held
+/// ones leave: its time over its time on all of them. A GEMM's waves over the SMs left (its tiles
+/// and split as picked for all of them; split-K's partial sums, memory-bound, left out), an
+/// attention at the SMs' share, any other kernel 1 (HBM, not SMs, bounds it).
+double sm_model_slowdown(const Kernel& kernel, int sm_count, int sms_left,
+                         const KernelShapeParams& params);
+
 /// An attention kernel's full-rate FLOPs, repeats included.
 Flops attention_full_rate_flops(const Attention& attention, std::int64_t repeat,
                                 const KernelShapeParams& params);
