@@ -134,12 +134,14 @@ __global__ void emulated_collective_kernel(const uint4* in, std::size_t in_n, ui
 
 // One block per held SM: it takes the SM's whole shared memory (dynamic, set by the launch), so
 // no block of another kernel that needs shared memory is placed on that SM while it lives.
-__global__ void hold_sms_kernel(int* started, const volatile int* release, std::uint64_t max_ns) {
+__global__ void hold_sms_kernel(volatile int* started, const volatile int* release,
+                                std::uint64_t max_ns) {
   extern __shared__ unsigned char held[];
   if (threadIdx.x == 0) {
     held[0] = 0;
     const std::uint64_t start = global_ns();
-    atomicAdd_system(started, 1);
+    // A flag of its own, a plain store: no atomics to host memory (not every PCIe host has them).
+    started[blockIdx.x] = 1;
     __threadfence_system();
     while (*release == 0 && global_ns() - start < max_ns) __nanosleep(10000);
   }

@@ -51,9 +51,10 @@ struct AdamWArgs {
 
 /// Holds `sms` SMs (fewer than the GPU has) as a collective's channels hold them: one resident
 /// block each, with the SM's whole shared memory so that no GEMM or attention block runs beside
-/// it. Each block adds 1 to `*started` when it runs and spins until `*release` is non-zero or
+/// it. Block i sets `started[i]` to 1 when it runs and spins until `*release` is non-zero or
 /// `max_ns` has passed on the GPU's timer (a bound, so an abandoned hold cannot hang the GPU).
-/// `started` and `release` are mapped host memory (device pointers of cudaHostAllocMapped).
+/// `started` (`sms` ints) and `release` are mapped host memory (device pointers of
+/// cudaHostAllocMapped).
 [[nodiscard]] cudaError_t hold_sms(int sms, int* started, const int* release, std::uint64_t max_ns,
                                    cudaStream_t stream);
 

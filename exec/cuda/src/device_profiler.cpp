@@ -46,27 +46,34 @@ double rate(Bytes bytes, TimeNs t) {
 // constructed, every block holds its SM; destroyed, the blocks are released and have finished.
 class SmHold {
  public:
-  explicit SmHold(int sms) : flags_(cuda::make_mapped(2 * sizeof(int))) {
+  explicit SmHold(int sms)
+      : flags_(cuda::make_mapped((static_cast<std::size_t>(sms) + 1) * sizeof(int))) {
     auto* host = static_cast<int*>(flags_.get());
     void* device = nullptr;
     SHARDSCOPE_CUDA(cudaHostGetDevicePointer(&device, flags_.get(), 0));
     auto* on_device = static_cast<int*>(device);
     // Ten minutes at most on the GPU's timer: longer than any profile's contended pass.
     constexpr std::uint64_t kMaxHoldNs = 600'000'000'000;
-    SHARDSCOPE_CUDA(cuda::hold_sms(sms, on_device, on_device + 1, kMaxHoldNs, stream_.get()));
-    release_ = host + 1;
+    SHARDSCOPE_CUDA(cuda::hold_sms(sms, on_device, on_device + sms, kMaxHoldNs, stream_.get()));
+    release_ = host + sms;
     // Every block resident before anything is timed beside them; a GPU that cannot place them
     // all (another process holds SMs) is an error, not a hang.
     const volatile int* started = host;
+    const auto placed = [&] {
+      int n = 0;
+      for (int i = 0; i < sms; ++i) n += started[i];
+      return n;
+    };
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (*started < sms) {
+    while (placed() < sms) {
       if (std::chrono::steady_clock::now() > deadline) {
+        const int n = placed();
         *release_ = 1;
         SHARDSCOPE_CUDA_LOG(cudaStreamSynchronize(stream_.get()));
         throw Error(fmt::format(
             "profile-device: {} of the {} SMs to hold beside the kernels were placed within 10 s "
             "(is another process using this GPU?)",
-            *started, sms));
+            n, sms));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
@@ -80,7 +87,7 @@ class SmHold {
 
  private:
   cuda::UniqueStream stream_ = cuda::make_stream();
-  cuda::UniquePinned flags_;  // [0]: blocks started; [1]: release
+  cuda::UniquePinned flags_;  // [0, sms): each block started; [sms]: release
   volatile int* release_ = nullptr;
 };
 
