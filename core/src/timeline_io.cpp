@@ -115,6 +115,8 @@ std::string timeline_to_json(const Timeline& t) {
   if (!t.contention_by_iteration.empty())
     field("contention_by_iteration_ns", t.contention_by_iteration);
   field("allocator_retries", t.allocator_retries ? Json(*t.allocator_retries) : Json(nullptr));
+  if (!t.allocator_retries_by_iteration.empty())
+    field("allocator_retries_by_iteration", t.allocator_retries_by_iteration);
   if (const auto& oom = t.out_of_memory) {
     field("out_of_memory", Json{{"op", oom->op},
                                 {"buffer", oom->buffer},
@@ -429,6 +431,22 @@ class TimelineReader {
         t_.allocator_retries = json_integer<int>(root_.at("allocator_retries"));
         if (*t_.allocator_retries < 0)
           problem("allocator_retries", "negative", "≥ 0, or null for unknown");
+      });
+    }
+    if (root_.contains("allocator_retries_by_iteration")) {
+      guarded("allocator_retries_by_iteration", [&] {
+        t_.allocator_retries_by_iteration =
+            json_integers<int>(root_.at("allocator_retries_by_iteration"));
+        int sum = 0;
+        for (const int r : t_.allocator_retries_by_iteration) {
+          if (r < 0)
+            problem("allocator_retries_by_iteration", fmt::format("{} is negative", r), "≥ 0");
+          sum += r;
+        }
+        if (!t_.allocator_retries || sum != *t_.allocator_retries)
+          problem("allocator_retries_by_iteration",
+                  fmt::format("they add up to {}, not allocator_retries", sum),
+                  "retries by iteration that add up to allocator_retries");
       });
     }
     std::set<OpId> ids;  // filled on first use: most timelines name no op here

@@ -77,6 +77,7 @@ class Engine {
     pending_deps_.resize(n_);
     op_on_cpu_.resize(n_);
     cpu_busy_.assign(static_cast<std::size_t>(std::max(s_.iterations, 1)), 0);
+    retries_by_iteration_.assign(static_cast<std::size_t>(std::max(s_.iterations, 1)), 0);
     OpCostCache cache;
     for (std::size_t i = 0; i < n_; ++i) {
       const Op& op = s_.ops[i];
@@ -277,7 +278,11 @@ class Engine {
   [[gnu::always_inline]] void allocate_buffer(BufferId b, StreamId stream, OpId op, Phase phase) {
     const Buffer& buf = s_.buffers[static_cast<std::size_t>(b)];
     if (buf.location != Location::gpu) return;
-    if (!allocator_.allocate(b, buf.size, stream, buf.pool)) {
+    const int retries_before = allocator_.retries();
+    const bool fitted = allocator_.allocate(b, buf.size, stream, buf.pool);
+    if (allocator_.retries() != retries_before)
+      count_retries(op, allocator_.retries() - retries_before);
+    if (!fitted) {
       if (!out_of_memory_) {
         out_of_memory_ =
             OutOfMemoryEvent{op, buffer_name(s_, b), buf.category, buf.size, allocator_.reserved()};
@@ -285,6 +290,14 @@ class Engine {
       return;
     }
     ledger_.allocated(buf, op, phase, allocator_.allocated(), allocator_.reserved());
+  }
+
+  // Retries by the iteration of the op that allocated (buffers live at start: the first).
+  void count_retries(OpId op, int retries) {
+    const int iteration = op == kNone ? 0 : s_.ops[static_cast<std::size_t>(op)].iteration;
+    const auto i = std::min(static_cast<std::size_t>(std::max(iteration, 0)),
+                            retries_by_iteration_.size() - 1);
+    retries_by_iteration_[i] += retries;
   }
 
   // ---- memory at issue time: allocations, then frees
@@ -562,6 +575,7 @@ class Engine {
     for (const double lost : contention_)
       t.contention_by_iteration.push_back(static_cast<TimeNs>(std::llround(lost)));
     t.allocator_retries = allocator_.retries();
+    t.allocator_retries_by_iteration = std::move(retries_by_iteration_);
     t.out_of_memory = std::move(out_of_memory_);
     if (options_.record_critical_path) t.critical_path = exact_critical_path();
     // Timeline order is (start, stream, op). Each stream runs its ops in issue (op id) order, so
@@ -600,8 +614,9 @@ class Engine {
   const CostModel& costs_;
   SimOptions options_;
   bool with_memory_ = true;
-  std::vector<TimeNs> cpu_busy_;    // by iteration: issue overheads and CPU work
-  std::vector<double> contention_;  // by iteration: GPU work lost beside collectives (ns)
+  std::vector<TimeNs> cpu_busy_;           // by iteration: issue overheads and CPU work
+  std::vector<int> retries_by_iteration_;  // the allocator's, by the allocating op's iteration
+  std::vector<double> contention_;         // by iteration: GPU work lost beside collectives (ns)
   std::optional<OutOfMemoryEvent> out_of_memory_;  // the first allocation that did not fit
   CachingAllocator allocator_;
   std::size_t n_;

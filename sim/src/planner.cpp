@@ -98,8 +98,10 @@ std::string no_effect_knobs(const PlanSpace& space, const std::vector<std::size_
 }
 
 std::string bottleneck_of(const analysis::Summary& s) {
-  if (s.allocator_retries.value_or(0) > 0)
-    return fmt::format("allocator retries ({} per step)", *s.allocator_retries);
+  // Retries while the caches warm up are not a step's bottleneck; retries in the steady state are
+  // (the whole run's when the timeline does not say which iteration made them).
+  const int retries = s.allocator_retries_per_step.value_or(s.allocator_retries.value_or(0));
+  if (retries > 0) return fmt::format("allocator retries ({} per step)", retries);
   std::map<std::string, TimeNs> share;
   TimeNs total = 0;
   for (const auto& [kind, t] : s.critical_path.by_kind) {

@@ -34,6 +34,7 @@ Timeline sample() {
   t.cpu_busy_by_iteration = {12, 40};
   t.contention_by_iteration = {0, 9};
   t.allocator_retries = 3;
+  t.allocator_retries_by_iteration = {1, 2};
   t.out_of_memory =
       OutOfMemoryEvent{1, "grads layers.0", BufferCategory::unsharded_grads, 300, 400};
   t.critical_path = {{1, false, 0}, {0, true, 7}};
@@ -60,6 +61,7 @@ TEST(TimelineIo, RoundTripsByteForByte) {
   EXPECT_EQ(back.cpu_busy_by_iteration, (std::vector<TimeNs>{12, 40}));
   EXPECT_EQ(back.contention_by_iteration, (std::vector<TimeNs>{0, 9}));
   EXPECT_EQ(back.allocator_retries, 3);
+  EXPECT_EQ(back.allocator_retries_by_iteration, (std::vector<int>{1, 2}));
   ASSERT_TRUE(back.out_of_memory);
   EXPECT_EQ(back.out_of_memory->buffer, "grads layers.0");
   EXPECT_EQ(back.out_of_memory->category, BufferCategory::unsharded_grads);
@@ -77,6 +79,7 @@ TEST(TimelineIo, VersionTwoReadsWithTheProducerFactsUnknown) {
   t.cpu_busy_by_iteration.clear();
   t.contention_by_iteration.clear();
   t.allocator_retries.reset();
+  t.allocator_retries_by_iteration.clear();
   t.out_of_memory.reset();
   t.critical_path.clear();
   std::string text = timeline_to_json(t);
@@ -88,6 +91,23 @@ TEST(TimelineIo, VersionTwoReadsWithTheProducerFactsUnknown) {
   EXPECT_FALSE(back.allocator_retries);
   EXPECT_FALSE(back.out_of_memory);
   EXPECT_TRUE(back.critical_path.empty());
+}
+
+// Retries by iteration are counts that add up to the run's: anything else is refused by key.
+TEST(TimelineIo, RefusesRetriesByIterationThatAreNotTheRunsRetries) {
+  for (const std::string to : {"[1, 1]", "[4, -1]", "[\"1\", 2]"}) {
+    std::string text = timeline_to_json(sample());
+    const std::string from = "\"allocator_retries_by_iteration\": [1,2]";
+    ASSERT_NE(text.find(from), std::string::npos) << text;
+    text.replace(text.find(from), from.size(), "\"allocator_retries_by_iteration\": " + to);
+    try {
+      (void)timeline_from_json(text, "t.json");
+      ADD_FAILURE() << to;
+    } catch (const ValidationError& e) {
+      ASSERT_FALSE(e.problems().empty()) << to;
+      EXPECT_EQ(e.problems()[0].key, "allocator_retries_by_iteration") << to;
+    }
+  }
 }
 
 TEST(TimelineIo, RefusesACriticalPathOrOutOfMemoryOfAnOpNotInIt) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 #include "shardscope/core/analysis.hpp"
 #include "shardscope/core/timeline.hpp"
@@ -51,6 +52,9 @@ TEST(TimelineAnalysis, EveryExamplesTimelineFileSummarizesAsSimulateDoes) {
     EXPECT_TRUE(back.stream_busy[0].second.has_value()) << back.stream_busy[0].first;
     EXPECT_FALSE(back.critical_path.ops.empty());
     ASSERT_TRUE(back.allocator_retries.has_value());
+    const auto& by_iteration = run.result.timeline.allocator_retries_by_iteration;
+    EXPECT_EQ(std::accumulate(by_iteration.begin(), by_iteration.end(), 0),
+              *back.allocator_retries);
     out_of_memory |= !back.out_of_memory.empty();
     retries |= *back.allocator_retries > 0;
   }
@@ -65,15 +69,36 @@ TEST(TimelineAnalysis, WhatTheProducerDidNotRecordIsUnknown) {
   t.cpu_busy_by_iteration.clear();
   t.contention_by_iteration.clear();
   t.allocator_retries.reset();
+  t.allocator_retries_by_iteration.clear();
   const auto s = analysis::summarize(t);
   EXPECT_FALSE(s.stream_busy[0].second.has_value());
   EXPECT_FALSE(s.contention.has_value());
   EXPECT_FALSE(s.allocator_retries.has_value());
+  EXPECT_FALSE(s.allocator_retries_per_step.has_value());
+  EXPECT_NE(analysis::summary_to_json(s).find("\"allocator_retries_per_step\": null"),
+            std::string::npos);
   const std::string table = analysis::summary_table(s);
   EXPECT_NE(table.find("cpu unknown"), std::string::npos) << table;
   EXPECT_NE(table.find("compute beside it           unknown"), std::string::npos) << table;
   EXPECT_NE(analysis::summary_to_json(s).find("\"allocator_retries\": null"), std::string::npos);
   EXPECT_NE(analysis::summary_to_json(s).find("\"contention_s\": null"), std::string::npos);
+}
+
+// The default scenario releases the allocator's cache once in its second iteration and, run
+// longer, twice in each after: retries in the steady state, which the summary reports per step
+// (the planner's bottleneck too); a run of one iteration cannot tell them from the warm-up's.
+TEST(TimelineAnalysis, RetriesInTheLastIterationAreTheStepsOwn) {
+  const auto two = run_file(kDefault);
+  EXPECT_EQ(two.result.timeline.allocator_retries_by_iteration, (std::vector<int>{0, 1}));
+  EXPECT_EQ(two.summary.allocator_retries_per_step, 1);
+  EXPECT_NE(analysis::summary_table(two.summary).find("1 in the last iteration: every step"),
+            std::string::npos);
+  const auto four = run_file(kDefault, {"training.iterations=4"});
+  EXPECT_EQ(four.result.timeline.allocator_retries_by_iteration, (std::vector<int>{0, 1, 2, 2}));
+  EXPECT_EQ(four.summary.allocator_retries_per_step, 2);
+  const auto one = run_file(kDefault, {"training.iterations=1"});
+  EXPECT_FALSE(one.summary.allocator_retries_per_step.has_value());
+  EXPECT_EQ(analysis::summary_table(one.summary).find("in the last iteration"), std::string::npos);
 }
 
 TEST(TimelineAnalysis, CriticalPathFromDependenciesEndsWhereTheSimulatorsEnds) {

@@ -16,6 +16,16 @@ nlohmann::ordered_json fit_json(Fit fit) {
                              : nlohmann::ordered_json(fit == Fit::fits);
 }
 
+// What the retries of the last iteration say: none, the caches settled in the first steps; some,
+// the allocator releases its cache in the steady state, every step, which costs time the
+// simulated step does not price.
+std::string per_step_retries_text(const Summary& m) {
+  if (!m.allocator_retries_per_step) return "";
+  if (*m.allocator_retries_per_step == 0) return "; none in the last iteration";
+  return fmt::format("; {} in the last iteration: every step, a stall the step time leaves out",
+                     *m.allocator_retries_per_step);
+}
+
 }  // namespace
 
 std::string fit_text(const Summary& m) {
@@ -97,6 +107,9 @@ std::string summary_to_json(const Summary& m) {
   j["critical_path_s"] = path;
   j["allocator_retries"] = m.allocator_retries ? nlohmann::ordered_json(*m.allocator_retries)
                                                : nlohmann::ordered_json(nullptr);  // unknown
+  j["allocator_retries_per_step"] = m.allocator_retries_per_step
+                                        ? nlohmann::ordered_json(*m.allocator_retries_per_step)
+                                        : nlohmann::ordered_json(nullptr);  // unknown
   j["out_of_memory"] = m.out_of_memory.empty() ? nlohmann::ordered_json(nullptr)
                                                : nlohmann::ordered_json(m.out_of_memory);
   return j.dump(2) + "\n";
@@ -149,9 +162,9 @@ std::string summary_table(const Summary& m) {
   row("peak reserved", fmt::format("{} of {} ({})", bytes_text(m.peak_reserved),
                                    bytes_text(m.capacity), fit_text(m)));
   if (m.allocator_retries.value_or(0) > 0) {
-    row("allocator retries",
-        fmt::format("{} (cached blocks released to make room: each is a cudaFree stall)",
-                    *m.allocator_retries));
+    row("allocator retries", fmt::format("{} (cached blocks released to make room: each is a "
+                                         "cudaFree stall){}",
+                                         *m.allocator_retries, per_step_retries_text(m)));
   }
   const Bytes generation_peak =
       m.peak_allocated_by_phase[static_cast<std::size_t>(Phase::generation)];

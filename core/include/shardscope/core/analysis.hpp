@@ -78,6 +78,9 @@ struct Summary {
   std::string out_of_memory;  // where the allocator first could not make room; empty: it never
                               // failed (Timeline::out_of_memory)
   std::optional<int> allocator_retries;  // cached segments released to make room; nullopt: unknown
+  // Of those, in the last iteration (the steady state): the allocator releasing its cache in a
+  // step after the first; nullopt: unknown (not recorded, or a run of one iteration).
+  std::optional<int> allocator_retries_per_step;
   // GPU time compute lost beside collectives in the last iteration
   // (Timeline::contention_by_iteration); nullopt: the producer did not record it.
   std::optional<TimeNs> contention;

@@ -138,6 +138,9 @@ struct Timeline {
   // collectives held SMs (or ran at a calibration's fitted slowdown), in ns of the whole GPU.
   std::vector<TimeNs> contention_by_iteration;
   std::optional<int> allocator_retries;  // cached segments released to make room, whole run
+  // The same by iteration (of the op that allocated); empty: unknown. A retry in the last
+  // iteration means the allocator's cache had not settled after the steps before it.
+  std::vector<int> allocator_retries_by_iteration;
   std::optional<OutOfMemoryEvent> out_of_memory;  // nullopt: every allocation fitted (or unknown)
   std::vector<CriticalStep> critical_path;        // last op first; empty: analysis derives one
 
