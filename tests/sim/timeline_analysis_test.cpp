@@ -91,7 +91,7 @@ TEST(TimelineAnalysis, RetriesInTheLastIterationAreTheStepsOwn) {
   const auto two = run_file(kDefault);
   EXPECT_EQ(two.result.timeline.allocator_retries_by_iteration, (std::vector<int>{0, 1}));
   EXPECT_EQ(two.summary.allocator_retries_per_step, 1);
-  EXPECT_NE(analysis::summary_table(two.summary).find("1 in the last iteration: every step"),
+  EXPECT_NE(analysis::summary_table(two.summary).find("1 in the last iteration, not settled"),
             std::string::npos);
   const auto four = run_file(kDefault, {"training.iterations=4"});
   EXPECT_EQ(four.result.timeline.allocator_retries_by_iteration, (std::vector<int>{0, 1, 2, 2}));

@@ -17,12 +17,12 @@ nlohmann::ordered_json fit_json(Fit fit) {
 }
 
 // What the retries of the last iteration say: none, the caches settled in the first steps; some,
-// the allocator releases its cache in the steady state, every step, which costs time the
-// simulated step does not price.
+// the allocator still releases its cache in the steady state, which costs time the simulated
+// step does not price (and a real run at that edge may do so every step).
 std::string per_step_retries_text(const Summary& m) {
   if (!m.allocator_retries_per_step) return "";
   if (*m.allocator_retries_per_step == 0) return "; none in the last iteration";
-  return fmt::format("; {} in the last iteration: every step, a stall the step time leaves out",
+  return fmt::format("; {} in the last iteration, not settled: a stall the step time leaves out",
                      *m.allocator_retries_per_step);
 }
 
