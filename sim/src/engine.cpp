@@ -249,17 +249,18 @@ class Engine {
     if (a.resource == Resource::gpu && a.rate < a.shared_rate) add_contention(a, until);
   }
   [[gnu::noinline]] void add_contention(const Active& a, TimeNs until) {
-    const auto iteration =
-        static_cast<std::size_t>(s_.ops[static_cast<std::size_t>(a.op)].iteration);
-    if (contention_.size() <= iteration) contention_.resize(iteration + 1, 0.0);
-    contention_[iteration] += (a.shared_rate - a.rate) * static_cast<double>(until - a.since);
+    add_by_iteration(contention_, s_.ops[static_cast<std::size_t>(a.op)].iteration,
+                     (a.shared_rate - a.rate) * static_cast<double>(until - a.since));
   }
 
-  void cpu_busy(int iteration, TimeNs t) {
-    auto& busy = cpu_busy_;
-    if (busy.size() <= static_cast<std::size_t>(iteration))
-      busy.resize(static_cast<std::size_t>(iteration) + 1, 0);
-    busy[static_cast<std::size_t>(iteration)] += t;
+  void cpu_busy(int iteration, TimeNs t) { add_by_iteration(cpu_busy_, iteration, t); }
+
+  // Adds `value` to `by_iteration[iteration]`, growing it to hold that iteration.
+  template <typename T>
+  static void add_by_iteration(std::vector<T>& by_iteration, int iteration, T value) {
+    const auto i = static_cast<std::size_t>(iteration);
+    if (by_iteration.size() <= i) by_iteration.resize(i + 1, T{});
+    by_iteration[i] += value;
   }
 
   // Sharded parameters (and anything else live at start) were allocated on the default stream at
@@ -295,9 +296,7 @@ class Engine {
   // Retries by the iteration of the op that allocated (buffers live at start: the first).
   void count_retries(OpId op, int retries) {
     const int iteration = op == kNone ? 0 : s_.ops[static_cast<std::size_t>(op)].iteration;
-    const auto i = std::min(static_cast<std::size_t>(std::max(iteration, 0)),
-                            retries_by_iteration_.size() - 1);
-    retries_by_iteration_[i] += retries;
+    add_by_iteration(retries_by_iteration_, iteration, retries);
   }
 
   // ---- memory at issue time: allocations, then frees

@@ -172,13 +172,11 @@ void summarize_memory(const Timeline& t, Summary& out) {
   }
   if (t.out_of_memory) out.out_of_memory = out_of_memory_text(t, *t.out_of_memory);
   out.allocator_retries = t.allocator_retries;
+  const auto last = static_cast<std::size_t>(t.last_iteration());
   // A run of one iteration cannot tell the steady state's retries from the warm-up's.
-  if (const auto last = static_cast<std::size_t>(t.last_iteration());
-      last >= 1 && last < t.allocator_retries_by_iteration.size())
+  if (last >= 1 && last < t.allocator_retries_by_iteration.size())
     out.allocator_retries_per_step = t.allocator_retries_by_iteration[last];
-  if (const auto last = static_cast<std::size_t>(t.last_iteration());
-      last < t.contention_by_iteration.size())
-    out.contention = t.contention_by_iteration[last];
+  if (last < t.contention_by_iteration.size()) out.contention = t.contention_by_iteration[last];
   out.peak_by_category = t.peaks.allocated.by_category;
   out.peak_by_category.resize(all_buffer_categories().size(), 0);
   out.peak_allocated_by_phase = t.peaks.allocated_by_phase;
