@@ -12,14 +12,20 @@ tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
   * leave-one-family-out: each shape family (square, Llama 3 8B, Llama 3 70B, thin, wave; for
     attention head dimension 64, non-causal, short and long sequences) predicted by a fit to the
     others;
+  * memory-bound kernels (the three shipped sweeps, at 64 Mi and 256 Mi elements, where a
+    launch's dispatch is under a tenth of the time): each kind's rate on the bytes the lowering
+    counts for it, and the rate of a cast and of the fused AdamW step over the add's (the cost
+    model's ComputeModelParams::upcast_rate_scale and fused_adam_rate_scale), with each sweep
+    predicted by the other two;
   * sources the fit never saw: the best bf16 GEMM measured on an H100 SXM (stas00/ml-engineering,
     compute/accelerator/README.md: 792.1 TFLOP/s at 6144 x 17920 x 2816) and FlashAttention-3's
     H100 forward and backward throughputs (arXiv 2407.08608, figures 5-7), both on the same SM90
     silicon (132 SMs, 989 TFLOP/s dense bf16) as the H200.
 The formulas are the C++ model's; tests/sim/kernel_shape_model_test.cpp holds the C++ model to
 the errors this prints. With --check, exit 1 unless the fitted constants are the ones the C++
-model and the H200 preset use (KernelShapeParams' defaults, cluster_presets.cpp: the preset's
-attention efficiency is FlashAttention-2's, what `model.attention: flash` runs), so a changed
+model and the H200 preset use (KernelShapeParams' and ComputeModelParams' defaults,
+cluster_presets.cpp: the preset's attention efficiency is FlashAttention-2's, what
+`model.attention: flash` runs), so a changed
 sweep or fit cannot leave them behind. Pure Python, no dependencies. Same input, same output.
 """
 
@@ -44,6 +50,22 @@ SPLIT_K_MIN = 512
 # host's dispatch; fitted as a constant offset, it is the measurement's, not the GPU's.
 GEMM_FLOOR_GRID = (0, 4e-6, 8e-6, 12e-6, 16e-6)
 MIN_GEMM_FLOPS = 1e9  # below this a launch is mostly dispatch
+# Every sweep shipped, for the memory-bound kernels (few rows each; their rates repeat).
+MEMORY_SWEEPS = sorted(ROOT.glob("tests/data/measured/*/kernel_sweep*.csv"))
+MIN_MEMORY_ELEMENTS = 1 << 26  # 64 Mi: from here a launch's dispatch is under a tenth
+# The HBM bytes per element the lowering counts for each of kernel_sweep.py's memory ops
+# (core/src/transformer_kernels.cpp, core/include/shardscope/core/kernel.hpp): a bf16 add
+# reads two and writes one; a cast reads one dtype and writes the other (aten::_to_copy:
+# autocast's weight and gradient casts, logits.float()); SwiGLU as silu then a product (5
+# accesses of 2 bytes; the sweep's bytes column counts the fused minimum, 3); the fused AdamW
+# step reads parameter, gradient and both states and writes parameter and states (7 accesses of
+# 4 bytes), the foreach step's passes 20. RMSNorm is left out: the lowering counts an unfused
+# fp32 norm (PyTorch before its fused CUDA kernel), which the sweep's F.rms_norm is not. Sweeps
+# before 2026-11-30 have no fp32→bf16 cast and no foreach step.
+LOWERED_BYTES_PER_ELEMENT = {"add bf16": 6, "cast bf16->fp32": 6, "cast fp32->bf16": 6,
+                             "swiglu bf16": 10, "adamw fused fp32": 28, "adamw foreach fp32": 80}
+# The kinds the cost model prices at their own rate, by the C++ name of their scale.
+SCALED_KINDS = {"cast bf16->fp32": "upcast_rate_scale", "adamw fused fp32": "fused_adam_rate_scale"}
 
 
 def read_sweep(path):
@@ -170,10 +192,65 @@ def report(title, rows, seconds, grid, families):
     return params
 
 
+def memory_rates(paths):
+    """{sweep name: {op: [bytes per second the lowering counts, one per size ≥ 64 Mi]}}."""
+    out = {}
+    for path in paths:
+        name = f"{path.parent.name}/{path.name}"
+        rates = out.setdefault(name, {})
+        for r in read_sweep(path):
+            n = int(r["shape"]) if r["kind"] == "memory" else 0
+            if n < MIN_MEMORY_ELEMENTS or r["op"] not in LOWERED_BYTES_PER_ELEMENT:
+                continue
+            seconds = float(r["median_ns"]) * 1e-9
+            rates.setdefault(r["op"], []).append(LOWERED_BYTES_PER_ELEMENT[r["op"]] * n / seconds)
+    return out
+
+
+def rate_scale(rates, op):
+    """The op's rate over the add's, averaged over sizes and the sweeps that ran it, to two
+    places; None where none did."""
+    ratios = [x / a for sweep in rates.values() for x, a in zip(sweep.get(op, []), sweep["add bf16"])]
+    return round(sum(ratios) / len(ratios), 2) if ratios else None
+
+
+def report_memory(paths):
+    rates = memory_rates(paths)
+    print(f"### Memory-bound kernels ({len(rates)} sweeps, ≥ 64 Mi elements, bytes as the "
+          "lowering counts them)\n")
+    print("| kernel (rate at 64 Mi / 256 Mi elements) | " + " | ".join(rates) +
+          " | share of 4.8 TB/s | over the add |")
+    print("| --- |" + " ---: |" * (len(rates) + 2))
+    for op in LOWERED_BYTES_PER_ELEMENT:
+        every = [x for sweep in rates.values() for x in sweep.get(op, [])]
+        if not every:
+            continue
+        cells = [" / ".join(f"{x / 1e12:.2f}" for x in sweep[op]) + " TB/s" if op in sweep else "—"
+                 for sweep in rates.values()]
+        share = f"{100 * min(every) / HBM:.0f}–{100 * max(every) / HBM:.0f} %"
+        print(f"| {op} | " + " | ".join(cells) + f" | {share} | {rate_scale(rates, op):.2f} |")
+    print("\nEach sweep's rate predicted from its own add and the other sweeps' scale (error of "
+          "the predicted rate at 64 Mi / 256 Mi elements):\n")
+    print("| kind | scale (all sweeps) | " + " | ".join(rates) + " |")
+    print("| --- | ---: |" + " ---: |" * len(rates))
+    for op, name in SCALED_KINDS.items():
+        cells = []
+        for left in rates:
+            others = {k: v for k, v in rates.items() if k != left}
+            scale = rate_scale(others, op)
+            errs = [a * scale / x - 1
+                    for x, a in zip(rates[left].get(op, []), rates[left]["add bf16"])]
+            cells.append(" / ".join(f"{100 * e:+.1f} %" for e in errs))
+        print(f"| {op} (`{name}`) | {rate_scale(rates, op):.2f} | " + " | ".join(cells) + " |")
+    print()
+    return {name: rate_scale(rates, op) for op, name in SCALED_KINDS.items()}
+
+
 def cpp_constants():
     """The C++ model's constants: KernelShapeParams' defaults and the H200 preset's efficiencies."""
     header = (ROOT / "sim/include/shardscope/sim/kernel_shape_model.hpp").read_text()
     presets = (ROOT / "core/src/cluster_presets.cpp").read_text()
+    cost_model = (ROOT / "sim/include/shardscope/sim/cost_model.hpp").read_text()
 
     def number(text, name):
         return float(re.search(rf"{name} = ([0-9.]+);", text).group(1))
@@ -187,6 +264,7 @@ def cpp_constants():
                       number(header, "attention_backward_half_length"),
                       number(header, "attention_backward_factor"),
                       number(header, "attention_head_dim_overhead")),
+        **{name: (number(cost_model, name),) for name in SCALED_KINDS.values()},
     }
 
 
@@ -217,12 +295,15 @@ def main():
         print(f"| {'backward' if r['backward'] else 'forward'} | {r['seconds'] * 1e3:.1f} ms "
               f"| {e:.3f} | {100 * err:+.1f} % |")
     print()
+    memory = report_memory(MEMORY_SWEEPS)
     print("### Fitted constants\n")
     print(f"* GEMM: efficiency {g[0]:.3f}, k overhead {g[1]} k-steps "
           f"(measurement offset per launch {g[2] * 1e6:.0f} µs)")
     print(f"* attention: efficiency {a[0]:.2f} (SDPA's own choice of backend, cuDNN's), {flash_e} "
           f"(FlashAttention-2, the step's), half-lengths {a[1]} (forward) and {a[2]} "
-          f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}\n")
+          f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}")
+    print(f"* memory-bound: a cast at {memory['upcast_rate_scale']:.2f} and the fused AdamW step at "
+          f"{memory['fused_adam_rate_scale']:.2f} of the element-wise kernels' rate\n")
     print("### Sources the fit never saw (H100 SXM: same SMs and peak)\n")
     print("| kernel | published | predicted | error |\n| --- | ---: | ---: | ---: |")
     m, n, k = 6144, 17920, 2816
@@ -243,7 +324,8 @@ def main():
               f"| {100 * (pred / published - 1):+.1f} % |")
     if "--check" in sys.argv[1:]:
         fitted = {"gemm": tuple(g[:2]), "cudnn attention": (a[0],),
-                  "attention": (flash_e, *a[1:])}
+                  "attention": (flash_e, *a[1:]),
+                  **{name: (value,) for name, value in memory.items()}}
         used = cpp_constants()
         stale = [k for k in fitted if any(abs(x - y) > 1e-9 for x, y in zip(fitted[k], used[k]))]
         for k in stale:

@@ -161,6 +161,7 @@ struct KernelShapeJson {
   void operator()(const MemoryBound& m) const {
     j["bytes"] = m.bytes;
     j["flops"] = m.flops;
+    j["memory_kind"] = to_string(m.kind);
   }
   void operator()(const CrossEntropy& l) const {
     j["tokens"] = l.tokens;

@@ -133,4 +133,19 @@ std::optional<KernelKind> parse_kernel_kind(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view to_string(MemoryKind kind) {
+  return kind == MemoryKind::upcast ? "upcast" : "elementwise";
+}
+
+std::optional<MemoryKind> parse_memory_kind(std::string_view text) {
+  if (text == "elementwise") return MemoryKind::elementwise;
+  if (text == "upcast") return MemoryKind::upcast;
+  return std::nullopt;
+}
+
+MemoryBound dtype_conversion(std::int64_t numel, DType from, DType to) {
+  const Bytes in = bytes_per_element(from), out = bytes_per_element(to);
+  return {numel * (in + out), 0, out > in ? MemoryKind::upcast : MemoryKind::elementwise};
+}
+
 }  // namespace shardscope

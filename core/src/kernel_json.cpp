@@ -35,7 +35,13 @@ KernelShape read_kernel_shape(Fields& f, const nlohmann::json& j, const std::str
                         dtype("dtype")};
       break;
     case KernelKind::memory:
-      shape = MemoryBound{count("bytes"), f.number(j, p, "flops")};
+      shape = MemoryBound{
+          count("bytes"), f.number(j, p, "flops"),
+          // optional: IR files written before upcasts were told apart are element-wise throughout
+          j.is_object() && j.contains("memory_kind")
+              ? f.enumeration(j, p, "memory_kind", parse_memory_kind, MemoryKind::elementwise,
+                              kMemoryKindNames)
+              : MemoryKind::elementwise};
       break;
     case KernelKind::loss:
       shape = CrossEntropy{

@@ -180,12 +180,15 @@ Kernel elementwise(const BlockShape& b, std::int64_t passes) {
 }
 
 // Autocast's casts of `numel` weight elements: forward reads the weights and writes their copies
-// (to_copy), backward reads the low-precision weight gradient and writes it in the weights'
-// dtype (ToCopyBackward). Nothing when the weights are not cast.
-void add_casts(KernelSet& out, const BlockShape& b, std::int64_t numel, const char* label) {
+// (to_copy, a narrowing conversion), backward reads the low-precision weight gradient and writes
+// it in the weights' dtype (ToCopyBackward, an upcast). Nothing when the weights are not cast.
+enum class CastOf { weights, gradients };
+void add_casts(KernelSet& out, const BlockShape& b, std::int64_t numel, const char* label,
+               CastOf what) {
   if (!b.cast_from) return;
-  const Bytes bytes = numel * (bytes_per_element(*b.cast_from) + bytes_per_element(b.dtype));
-  out.push_back({label, 1, MemoryBound{bytes, 0}});
+  const auto [from, to] =
+      what == CastOf::weights ? std::pair{*b.cast_from, b.dtype} : std::pair{b.dtype, *b.cast_from};
+  out.push_back({label, 1, dtype_conversion(numel, from, to)});
 }
 
 }  // namespace
@@ -220,7 +223,7 @@ KernelSet block_forward_kernels(const BlockShape& b) {
   if (b.fp8_linears) {
     add_fp8_forward_casts(out, b, mm.count);
   } else {
-    add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts");
+    add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts", CastOf::weights);
   }
   for (std::size_t i = 0; i < mm.count; ++i) {
     if (i == kAttentionAfter) add_attention(out, b, false);
@@ -244,9 +247,9 @@ KernelSet block_backward_kernels(const BlockShape& b) {
   // which casts a gradient to its input's dtype.
   if (b.fp8_linears) {
     add_fp8_backward_casts(out, b);
-    add_casts(out, b, block_projection_params(b.config), "weight_grad_casts");
+    add_casts(out, b, block_projection_params(b.config), "weight_grad_casts", CastOf::gradients);
   } else {
-    add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts");
+    add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts", CastOf::gradients);
   }
   return out;
 }
@@ -302,7 +305,7 @@ KernelSet block_selective_recompute_kernels(const BlockShape& b) {
   for (std::size_t i = 0; i < mm.count; ++i) {
     if (sel.recomputed[i]) cast += mm.layers[i].in * mm.layers[i].out;
   }
-  add_casts(out, b, cast, "autocast.weight_casts");
+  add_casts(out, b, cast, "autocast.weight_casts", CastOf::weights);
   for (std::size_t i = 0; i < mm.count; ++i) {
     if (sel.recomputed[i]) out.push_back(linear_forward(mm.layers[i], b));
   }
@@ -318,7 +321,7 @@ KernelSet block_full_recompute_kernels(const BlockShape& b) {
     add_fp8_forward_casts(out, b, mm.count - 1);
   } else {
     add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
-              "autocast.weight_casts");
+              "autocast.weight_casts", CastOf::weights);
   }
   for (std::size_t i = 0; i + 1 < mm.count; ++i) {
     if (i == kAttentionAfter) add_attention(out, b, false);
@@ -363,7 +366,7 @@ void per_chunk(KernelSet& out, const BlockShape& b, const LossShape& loss, const
 
 KernelSet output_forward_kernels(const BlockShape& b, const LossShape& loss) {
   KernelSet out;
-  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.weight_casts");
+  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.weight_casts", CastOf::weights);
   per_chunk(out, b, loss, "", linear_forward);
   return out;
 }
@@ -372,14 +375,16 @@ KernelSet output_backward_kernels(const BlockShape& b, const LossShape& loss) {
   KernelSet out;
   per_chunk(out, b, loss, "", linear_input_grad);
   per_chunk(out, b, loss, "", linear_weight_grad);
-  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.grad_casts");
+  add_casts(out, b, b.config.vocab * b.config.hidden, "autocast.grad_casts", CastOf::gradients);
   return out;
 }
 
 KernelSet upcast_kernels(const BlockShape& b, bool backward) {
   // logits.float(): read the logits, write fp32; backward: read fp32, write the logits' dtype.
-  const Bytes bytes = b.tokens() * b.config.vocab * (bytes_per_element(b.dtype) + 4);
-  return {{backward ? "logits.float.backward" : "logits.float", 1, MemoryBound{bytes, 0}}};
+  const std::int64_t numel = b.tokens() * b.config.vocab;
+  if (backward)
+    return {{"logits.float.backward", 1, dtype_conversion(numel, DType::fp32, b.dtype)}};
+  return {{"logits.float", 1, dtype_conversion(numel, b.dtype, DType::fp32)}};
 }
 
 KernelSet loss_forward_kernels(const BlockShape& b, const LossShape& loss) {

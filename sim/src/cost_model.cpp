@@ -172,7 +172,7 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
         t.operand_bytes += kernel_operand_bytes(k);
         break;
       default:
-        t.memory_bytes += kernel_memory_bytes(k);
+        t.memory_bytes += elementwise_bytes(k);
         break;
     }
   }
@@ -180,9 +180,29 @@ ComputeTerms CostModel::shaped_terms(const Schedule& s, const Op& op, int sms) c
   return t;
 }
 
+double CostModel::memory_rate_scale(const Kernel& k) const {
+  if (const auto* m = std::get_if<MemoryBound>(&k.shape); m && m->kind == MemoryKind::upcast)
+    return compute_.upcast_rate_scale;
+  if (const auto* o = std::get_if<OptimizerUpdate>(&k.shape);
+      o && o->impl == OptimizerImpl::fused && optimizer_states_per_param(o->optimizer) == 2)
+    return compute_.fused_adam_rate_scale;  // the sweep's fused AdamW; Adam's kernel is the same
+  return 1;
+}
+
+Bytes CostModel::elementwise_bytes(const Kernel& k) const {
+  const Bytes bytes = kernel_memory_bytes(k);
+  const double scale = memory_rate_scale(k);
+  if (scale == 1) return bytes;
+  return static_cast<Bytes>(std::llround(static_cast<double>(bytes) / scale));
+}
+
 TimeNs CostModel::measured_kernel_time(const Kernel& k, TimeNs alone, int sms, double share) const {
   const bool sm_bound = k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention;
-  if (!sm_bound || sms >= cluster_.gpu.sm_count) return alone * k.repeat;
+  if (!sm_bound) {  // the profile's bandwidth is the element-wise rate
+    return static_cast<TimeNs>(
+        std::llround(static_cast<double>(alone * k.repeat) / memory_rate_scale(k)));
+  }
+  if (sms >= cluster_.gpu.sm_count) return alone * k.repeat;
   // Measured beside as many held SMs: that time (a run below the time alone is noise, not a
   // speed-up a collective gives).
   if (const auto contended = measured_contended_time(*profile_, k, cluster_.gpu.sm_count - sms))
@@ -221,7 +241,12 @@ std::optional<ComputeTerms> CostModel::terms_on(const Schedule& s, const Op& op,
     case OpKind::optimizer_step:
       if (s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu)
         return std::nullopt;
-      return memory_bound(op.bytes);  // multi-tensor Adam is memory-bound
+      if (op.kernels != kNone) {  // the step's kernels at their kind's rate
+        Bytes bytes = 0;
+        for (const Kernel& k : op_kernels(s, op)) bytes += elementwise_bytes(k);
+        return memory_bound(bytes);
+      }
+      return memory_bound(op.bytes);
     default:
       return std::nullopt;
   }

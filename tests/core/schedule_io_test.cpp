@@ -67,6 +67,34 @@ TEST(ScheduleIo, RejectsOtherSchemasAndListsMalformedFields) {
   }
 }
 
+// A memory kernel's kind sets its rate (an upcast's is lower): written always, read as element-wise
+// where an IR file written before upcasts were told apart has none, refused by key when unknown.
+TEST(ScheduleIo, AMemoryKernelsKindIsOptionalAndRoundTrips) {
+  const auto with_kernel = [](const std::string& extra) {
+    return fmt::format(
+        R"({{"schema": "shardscope.schedule/3", "name": "x", "world_size": 1, "iterations": 1,
+      "tokens_per_iteration": 0, "streams": [], "communicators": [], "groups": [], "buffers": [],
+      "kernel_sets": [[{{"kind": "memory", "label": "m", "repeat": 1, "bytes": 6, "flops": 0{}}}]],
+      "ops": []}})",
+        extra);
+  };
+  const auto kind_of = [](const Schedule& s) {
+    return std::get<MemoryBound>(s.kernel_sets.at(0).at(0).shape).kind;
+  };
+  EXPECT_EQ(kind_of(schedule_from_json(with_kernel(""))), MemoryKind::elementwise);
+  const Schedule upcast = schedule_from_json(with_kernel(R"(, "memory_kind": "upcast")"));
+  EXPECT_EQ(kind_of(upcast), MemoryKind::upcast);
+  EXPECT_EQ(kind_of(schedule_from_json(schedule_to_json(upcast))), MemoryKind::upcast);
+  try {
+    schedule_from_json(with_kernel(R"(, "memory_kind": "transpose")"), "k.json");
+    FAIL();
+  } catch (const ValidationError& e) {
+    ASSERT_EQ(e.problems().size(), 1u);
+    EXPECT_EQ(e.problems()[0].key, "kernel_sets[0][0].memory_kind");
+    EXPECT_EQ(e.problems()[0].allowed, "elementwise, upcast");
+  }
+}
+
 TEST(ScheduleIo, AnOlderIrGetsAClearError) {
   for (const auto& [schema, why] :
        {std::pair{"shardscope.schedule/1", "compute ops carry no kernels"},

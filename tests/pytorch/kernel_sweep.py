@@ -14,7 +14,8 @@ median, fastest and slowest of R runs after two warm-up runs):
              causal and not, grouped-query and not
   memory     memory-bound kernels from 256 Ki to 256 Mi elements: a bf16→fp32 cast, a bf16 add,
              RMSNorm (F.rms_norm over 4,096), SwiGLU's silu(a)·b, the fused AdamW step on fp32
-             parameters: their bytes moved per second and the per-launch floor
+             parameters, an fp32→bf16 cast and the foreach AdamW step: their bytes moved per
+             second and the per-launch floor
   jitter     a few shapes run J times: the spread of one kernel's time on one GPU (p50/p95/p99)
 
 Columns: kind, op, shape, dtype, flops, bytes, runs, median_ns, min_ns, max_ns, p95_ns, p99_ns
@@ -80,7 +81,8 @@ def attention_grid():
             yield "sdpa", ATTENTION_TOKENS // seq, 32, 8, seq, 128, False, backward
 
 
-MEMORY_OPS = ("cast bf16->fp32", "add bf16", "rms_norm bf16", "swiglu bf16", "adamw fused fp32")
+MEMORY_OPS = ("cast bf16->fp32", "add bf16", "rms_norm bf16", "swiglu bf16", "adamw fused fp32",
+              "cast fp32->bf16", "adamw foreach fp32")
 
 
 def memory_grid():
@@ -147,6 +149,9 @@ def memory_row(spec, device, shrink):
     if op == "cast bf16->fp32":
         x = torch.randn(n, **bf16)
         return "memory", op, str(n), "bf16", 0, 6 * n, lambda: x.float()
+    if op == "cast fp32->bf16":  # PyTorch's vectorized narrowing copy (cuda/Copy.cu)
+        x = torch.randn(n, device=device)
+        return "memory", op, str(n), "fp32", 0, 6 * n, lambda: x.bfloat16()
     if op == "add bf16":
         x, y = torch.randn(n, **bf16), torch.randn(n, **bf16)
         return "memory", op, str(n), "bf16", n, 6 * n, lambda: x + y
@@ -156,14 +161,16 @@ def memory_row(spec, device, shrink):
     if op == "swiglu bf16":
         x, y = torch.randn(n, **bf16), torch.randn(n, **bf16)
         return "memory", op, str(n), "bf16", 5 * n, 6 * n, lambda: F.silu(x) * y
-    if op == "adamw fused fp32":
+    if op in ("adamw fused fp32", "adamw foreach fp32"):
         p = torch.nn.Parameter(torch.randn(n, device=device))
         p.grad = torch.randn(n, device=device)
-        fused = device == "cuda"
+        fused = device == "cuda" and op == "adamw fused fp32"
         opt = torch.optim.AdamW([p], lr=1e-4, fused=fused, foreach=not fused)
         opt.step()  # the moments exist before timing
-        # Reads parameter, gradient and both moments, writes parameter and both moments.
-        return "memory", op, str(n), "fp32", 12 * n, 28 * n, opt.step
+        # Fused: reads parameter, gradient and both moments, writes parameter and both moments;
+        # foreach: _multi_tensor_adam's passes, 20 accesses (core/include/shardscope/core/kernel.hpp).
+        accesses = 7 if op == "adamw fused fp32" else 20
+        return "memory", op, str(n), "fp32", 12 * n, 4 * accesses * n, opt.step
     raise ValueError(op)
 
 

@@ -37,6 +37,15 @@ DeviceProfile profile_for(const Schedule& s, TimeNs time, double bandwidth) {
   return p;
 }
 
+// What a profile measured at `bandwidth` prices a memory-bound kernel at, its repeats included:
+// one run's bytes at the measured bandwidth, over its kind's rate scale (an upcast's, a fused
+// Adam step's; the profile measures the element-wise rate).
+TimeNs profiled_memory_time(const sim::CostModel& costs, const Kernel& k, double bandwidth) {
+  const auto one = std::llround(static_cast<double>(kernel_memory_bytes({k.label, 1, k.shape})) /
+                                bandwidth * 1e9);
+  return std::llround(static_cast<double>(one * k.repeat) / costs.memory_rate_scale(k));
+}
+
 TEST(DeviceProfile, JsonRoundTripsByteForByte) {
   const Schedule s = lower(small());
   const DeviceProfile p = profile_for(s, 12345, 2.5e12);
@@ -180,7 +189,7 @@ TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
   const double bw = 2e12;
   sc.cluster.gpu.device_profile = std::make_shared<DeviceProfile>(profile_for(s, t, bw));
   const sim::CostModel costs(sc);
-  int checked = 0;
+  int checked = 0, upcasts = 0;
   for (const Op& op : s.ops) {
     if (op.kernels == kNone || op.kind == OpKind::optimizer_step) continue;
     TimeNs want = 0;
@@ -188,15 +197,15 @@ TEST(DeviceProfile, MeasuredKernelsCostTheirMeasuredTimes) {
       if (k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention) {
         want += t * k.repeat;
       } else {
-        want += static_cast<TimeNs>(std::llround(
-                    static_cast<double>(kernel_memory_bytes({k.label, 1, k.shape})) / bw * 1e9)) *
-                k.repeat;
+        want += profiled_memory_time(costs, k, bw);
+        upcasts += costs.memory_rate_scale(k) < 1;
       }
     }
     EXPECT_EQ(costs.cost(s, op).duration, want) << to_string(op.kind);
     ++checked;
   }
   EXPECT_GT(checked, 4);
+  EXPECT_GT(upcasts, 0);  // logits.float()
 }
 
 // Beside collectives a measured kernel takes its time measured beside as many held SMs as the
@@ -212,17 +221,16 @@ TEST(DeviceProfile, KernelsBesideCollectivesTakeTheirContendedTimes) {
   const int sms = sc.cluster.gpu.sm_count;
   const double share = static_cast<double>(sms) / (sms - held);
   // The op's time alone, and beside collectives with GEMMs and attention at `sm_bound` each.
-  const auto times = [&](const Op& op, double sm_bound) {
+  const auto times = [&](const sim::CostModel& costs, const Op& op, double sm_bound) {
     double alone = 0, beside = 0;
     for (const Kernel& k : op_kernels(s, op)) {
       if (k.kind() == KernelKind::gemm || k.kind() == KernelKind::attention) {
         alone += static_cast<double>(t * k.repeat);
         beside += std::round(sm_bound * static_cast<double>(k.repeat));
       } else {
-        const auto one = static_cast<double>(std::llround(
-            static_cast<double>(kernel_memory_bytes({k.label, 1, k.shape})) / bw * 1e9));
-        alone += one * static_cast<double>(k.repeat);
-        beside += one * static_cast<double>(k.repeat);
+        const auto all = static_cast<double>(profiled_memory_time(costs, k, bw));
+        alone += all;
+        beside += all;
       }
     }
     return std::pair{alone, beside};
@@ -234,7 +242,7 @@ TEST(DeviceProfile, KernelsBesideCollectivesTakeTheirContendedTimes) {
     int slower = 0;
     for (const Op& op : s.ops) {
       if (op.kernels == kNone || op.kind == OpKind::optimizer_step) continue;
-      const auto [alone, beside] = times(op, sm_bound);
+      const auto [alone, beside] = times(costs, op, sm_bound);
       if (alone == 0) continue;
       const sim::OpCost c = costs.cost(s, op);
       EXPECT_EQ(static_cast<double>(c.duration), alone) << to_string(op.kind);

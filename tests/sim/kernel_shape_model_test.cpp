@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -169,6 +170,39 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
   ASSERT_EQ(err.e.size(), 94U);
   EXPECT_LT(err.mean(), 0.055);  // 5.3 % fitted
   EXPECT_LT(err.max(), 0.15);    // 14.2 %
+}
+
+// Memory-bound kernels by kind: the add, a bf16→fp32 cast and the fused AdamW step at 64 Mi and
+// 256 Mi elements, on the bytes the lowering counts for each, at the H200 preset's element-wise
+// efficiency and each kind's rate scale (scripts/fit_kernel_shapes.py), without the sweep's launch
+// offset (under a tenth of these times). One efficiency for all priced the cast 45 % fast.
+TEST(KernelShapeModel, TheH200PresetPricesPyTorchsMemoryKernelsByKind) {
+  const CostModel costs = h200_costs("flash");
+  std::ifstream in(std::string(SHARDSCOPE_TEST_DATA_DIR) +
+                   "/measured/2026-11-27-h200-2/kernel_sweep.csv");
+  ASSERT_TRUE(in);
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+    if (f.size() < 8 || f[0] != "memory" || std::stoll(f[2]) < (std::int64_t{1} << 26)) continue;
+    const std::int64_t n = std::stoll(f[2]);
+    std::optional<Kernel> k;
+    if (f[1] == "add bf16") k = Kernel{"add", 1, MemoryBound{n * 6, 0}};
+    if (f[1] == "cast bf16->fp32")
+      k = Kernel{"cast", 1, dtype_conversion(n, DType::bf16, DType::fp32)};
+    if (f[1] == "adamw fused fp32")
+      k = Kernel{"adamw", 1,
+                 OptimizerUpdate{n, Optimizer::adamw, DType::fp32, OptimizerImpl::fused}};
+    if (!k) continue;
+    const double predicted = kernel_seconds(costs, {.memory_bytes = costs.elementwise_bytes(*k)});
+    // Each within 15 %: 2–14 % slow, as the add is (the preset's element-wise 80 % of HBM
+    // bandwidth, where the H200's add reaches 79–83 % at 64 Mi and 86–89 % at 256 Mi).
+    EXPECT_NEAR(predicted / (std::stod(f[7]) * 1e-9), 1.07, 0.08) << f[1] << " " << n;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 6);
 }
 
 // The sweep's SDPA chose its own backend, cuDNN's (faster than FlashAttention-2): the curve's

@@ -15,7 +15,11 @@
 //              ignored); the backward recomputes the scores and does 2.5× the forward's FLOPs
 //              (FlashAttention-2's accounting). kv_heads < heads is grouped-query attention.
 //   memory     memory-bound kernels (norms, RoPE, activations, residual adds, embedding): HBM
-//              bytes moved and the few FLOPs they do.
+//              bytes moved and the few FLOPs they do. An upcast (a conversion to a wider
+//              dtype: aten::_to_copy from bf16 or fp16 to fp32) is its own kind: PyTorch's CUDA
+//              copy runs it through its generic dynamic-casting loop, at a lower share of HBM
+//              bandwidth (sim/cost_model.hpp), where fp32 → bf16 or fp16 has a vectorized kernel
+//              of its own (aten/src/ATen/native/cuda/Copy.cu) and is element-wise.
 //   loss       cross-entropy over `tokens` rows of `vocab` logits by a recipe (docs/semantics.md,
 //              "Loss recipes"): per element 5 FLOPs forward, 3 backward (8 when chunked: the
 //              backward recomputes each chunk's forward); HBM bytes per element forward /
@@ -72,9 +76,14 @@ struct Attention {
   bool operator==(const Attention&) const = default;
 };
 
+/// What a memory-bound kernel does, as far as its rate goes: element-wise arithmetic, copies and
+/// narrowing conversions (norms, RoPE, activations, adds), or an upcast (above).
+enum class MemoryKind { elementwise, upcast };
+
 struct MemoryBound {
   Bytes bytes = 0;
   Flops flops = 0;
+  MemoryKind kind = MemoryKind::elementwise;
   bool operator==(const MemoryBound&) const = default;
 };
 
@@ -141,5 +150,12 @@ KernelTotals kernel_set_totals(std::span<const Kernel> kernels);
 std::string_view to_string(KernelKind kind);
 std::optional<KernelKind> parse_kernel_kind(std::string_view text);
 inline constexpr std::string_view kKernelKindNames = "gemm, attention, memory, loss, optimizer";
+
+std::string_view to_string(MemoryKind kind);
+std::optional<MemoryKind> parse_memory_kind(std::string_view text);
+inline constexpr std::string_view kMemoryKindNames = "elementwise, upcast";
+
+/// aten::_to_copy of `numel` elements: reads `from`, writes `to`; an upcast when `to` is wider.
+MemoryBound dtype_conversion(std::int64_t numel, DType from, DType to);
 
 }  // namespace shardscope

@@ -13,7 +13,8 @@
 //   An op whose kernels are known (every lowered transformer op) is priced kernel by kernel
 //   instead: its GEMMs and attentions by their shapes (kernel_shape_model.hpp: tiles, waves over
 //   the SMs, split-K, keys per query, head dimension) at matmul_eff and attention_eff, no size
-//   curve; its memory-bound kernels by their bytes.
+//   curve; its memory-bound kernels by their bytes, an upcast's and a fused Adam step's at their
+//   own share of the element-wise rate (ComputeModelParams).
 //   matmul_eff, attention_eff: cluster.gpu.matmul_efficiency / attention_efficiency
 //   clock = min(1, power_cap / tdp)^power_exponent                   (f ∝ P^(1/3) when V ∝ f)
 // Collectives: CollectiveModel (NCCL ring, protocol choice). Copies: PCIe pinned or pageable.
@@ -41,6 +42,14 @@ std::string_view to_string(Resource resource);
 struct ComputeModelParams {
   double half_efficiency_flops = 2e9;  // an op of this many FLOPs reaches half of its efficiency
   double hbm_efficiency = 0.80;        // elementwise kernels, share of HBM bandwidth
+  // An upcast's (bf16 → fp32, kernel.hpp) and the fused Adam(W) step's rate over the element-wise
+  // kernels', on the bytes the lowering counts for them: PyTorch's kernels on an H200 at 64–256 Mi
+  // elements
+  // (tests/data/measured/*/kernel_sweep*.csv), fitted by scripts/fit_kernel_shapes.py, whose
+  // --check holds these to the fit. Taken to hold on every GPU (they are PyTorch's kernels);
+  // measured on the H200 only.
+  double upcast_rate_scale = 0.49;
+  double fused_adam_rate_scale = 0.77;
   TimeNs kernel_floor = 4 * kNsPerUs;  // smallest GPU time of an op (launch latency, tails)
   double power_exponent = 1.0 / 3.0;
   KernelShapeParams shapes;  // what a GEMM's or attention's shape costs (kernel_shape_model.hpp)
@@ -72,10 +81,12 @@ double contended_rate(double contended, double held_share, double contention_sca
 
 /// What the roofline prices in one GPU op (compute_time): the parts a calibration fits.
 struct ComputeTerms {
-  TimeNs fixed = 0;         // the kernel floor, plus kernels a device profile measured
-  Flops matmul = 0;         // GEMM FLOPs left on the roofline
-  Flops attention = 0;      // attention FLOPs left on the roofline
-  Bytes memory_bytes = 0;   // HBM traffic of memory-bound kernels (read + write)
+  TimeNs fixed = 0;     // the kernel floor, plus kernels a device profile measured
+  Flops matmul = 0;     // GEMM FLOPs left on the roofline
+  Flops attention = 0;  // attention FLOPs left on the roofline
+  // HBM traffic of memory-bound kernels (read + write) at the element-wise rate: an upcast's and a
+  // fused Adam step's bytes over their rate's scale (ComputeModelParams), the time they take.
+  Bytes memory_bytes = 0;
   Bytes operand_bytes = 0;  // what the roofline's GEMMs and attentions read and write at least
   // matmul and attention are full-rate FLOPs of known kernel shapes (kernel_shape_model.hpp), not
   // an op's FLOPs, so the size curve e·f/(f+h) does not apply to them.
@@ -117,6 +128,12 @@ class CostModel {
   /// Whether moving the GEMMs' and attentions' operands takes longer than their FLOPs: their
   /// time is then HBM bandwidth's, not the efficiencies' (a calibration cannot fit those there).
   bool bandwidth_bound(const ComputeTerms& terms) const;
+  /// A memory-bound kernel's HBM bytes as the element-wise bytes that take its time (its kind's
+  /// rate scale); 0 for GEMMs and attention.
+  Bytes elementwise_bytes(const Kernel& kernel) const;
+  /// A memory-bound kernel's rate over the element-wise kernels' (ComputeModelParams: an upcast's,
+  /// a fused Adam step's); 1 for the rest.
+  double memory_rate_scale(const Kernel& kernel) const;
   FlopsPerSecond effective_peak() const { return peak_; }
   /// The facts a timeline of `schedule` carries for throughput and MFU (analysis::run_facts).
   RunFacts run_facts(const Schedule& schedule) const;
@@ -150,7 +167,8 @@ class CostModel {
   ComputeTerms shaped_terms(const Schedule& schedule, const Op& op, int sms) const;
   /// A kernel the device profile measured (`alone`, one run), `k.repeat` runs on `sms` SMs: a
   /// GEMM or attention beside held SMs at its contended time where the profile held as many,
-  /// else stretched by the SMs' `share`; memory-bound kernels at their time.
+  /// else stretched by the SMs' `share`; memory-bound kernels at their time over their kind's
+  /// memory_rate_scale (the profile measures the element-wise rate).
   TimeNs measured_kernel_time(const Kernel& k, TimeNs alone, int sms, double share) const;
   /// compute_terms on `sms` of the GPU's SMs (the rest held by collectives).
   std::optional<ComputeTerms> terms_on(const Schedule& schedule, const Op& op, int sms) const;
