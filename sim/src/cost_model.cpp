@@ -241,11 +241,9 @@ std::optional<ComputeTerms> CostModel::terms_on(const Schedule& s, const Op& op,
     case OpKind::optimizer_step:
       if (s.streams[static_cast<std::size_t>(op.stream)].kind == StreamKind::cpu)
         return std::nullopt;
-      if (op.kernels != kNone) {  // the step's kernels at their kind's rate
-        Bytes bytes = 0;
-        for (const Kernel& k : op_kernels(s, op)) bytes += elementwise_bytes(k);
-        return memory_bound(bytes);
-      }
+      // Its kernel (the fused step or the foreach passes) priced as any op's: at its kind's rate,
+      // or at a device profile's measured bandwidth.
+      if (op.kernels != kNone) return shaped_terms(s, op, sms);
       return memory_bound(op.bytes);
     default:
       return std::nullopt;

@@ -402,7 +402,7 @@ void Lowerer::cast_handed_on(int g, DType from, DType to, std::string_view label
   const bool forward = forward_phase();
   Op& op = b_.add_op(forward ? OpKind::forward : OpKind::backward, compute_stream_, gid(g));
   op.label = b_.op_label(label);
-  // aten::_to_copy: one element-wise kernel reading `from` and writing `to` per element.
+  // aten::_to_copy: one kernel reading `from` and writing `to` per element (dtype_conversion).
   const KernelSet cast{{std::string(label), 1, dtype_conversion(numel, from, to)}};
   op.bytes = kernel_set_totals(cast).memory_bytes;
   op.kernels = b_.kernel_set(cast);

@@ -44,10 +44,9 @@ struct ComputeModelParams {
   double hbm_efficiency = 0.80;        // elementwise kernels, share of HBM bandwidth
   // An upcast's (bf16 → fp32, kernel.hpp) and the fused Adam(W) step's rate over the element-wise
   // kernels', on the bytes the lowering counts for them: PyTorch's kernels on an H200 at 64–256 Mi
-  // elements
-  // (tests/data/measured/*/kernel_sweep*.csv), fitted by scripts/fit_kernel_shapes.py, whose
-  // --check holds these to the fit. Taken to hold on every GPU (they are PyTorch's kernels);
-  // measured on the H200 only.
+  // elements (tests/data/measured/*/kernel_sweep*.csv), fitted by scripts/fit_kernel_shapes.py,
+  // whose --check holds these to the fit. Taken to hold on every GPU (they are PyTorch's
+  // kernels); measured on the H200 only.
   double upcast_rate_scale = 0.49;
   double fused_adam_rate_scale = 0.77;
   TimeNs kernel_floor = 4 * kNsPerUs;  // smallest GPU time of an op (launch latency, tails)
