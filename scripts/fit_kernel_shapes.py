@@ -192,6 +192,23 @@ def report(title, rows, seconds, grid, families):
     return params
 
 
+def report_by_k(paths, params):
+    """The fitted GEMM model's bias on each shipped sweep by the GEMMs' k: where it drifts with k
+    (a tile's epilogue, which writes the output once whatever k is, weighs more when k is short)."""
+    by_sweep = {p: gemm_rows(read_sweep(p)) for p in paths}
+    ks = sorted({r["k"] for rows in by_sweep.values() for r in rows})
+    print("### GEMMs by k, every sweep at the fit (bias; GEMMs)\n")
+    print("| sweep | " + " | ".join(f"k = {k:,}" for k in ks) + " |")
+    print("| --- |" + " ---: |" * len(ks))
+    for p, rows in by_sweep.items():
+        cells = []
+        for k in ks:
+            errs = errors([r for r in rows if r["k"] == k], gemm_seconds, params)
+            cells.append(f"{100 * sum(errs) / len(errs):+.1f} % ({len(errs)})" if errs else "—")
+        print(f"| {Path(p).parent.name}/{Path(p).name} | " + " | ".join(cells) + " |")
+    print()
+
+
 def memory_rates(paths):
     """{sweep name: {op: [bytes per second the lowering counts, one per size ≥ 64 Mi]}}."""
     out = {}
@@ -277,6 +294,7 @@ def main():
     families = [(f, (lambda f: lambda r: r["family"] == f)(f))
                 for f in sorted({r["family"] for r in gemms})]
     g = report("GEMMs (bf16)", gemms, gemm_seconds, gemm_grid(), families)
+    report_by_k(MEMORY_SWEEPS, g)
     a = report("Attention (SDPA, bf16)", attentions, attention_seconds, attention_grid(), [
         ("head dimension 64", lambda r: r["head_dim"] == 64),
         ("non-causal", lambda r: not r["causal"]),
