@@ -206,7 +206,19 @@ def report_by_k(paths, params):
             errs = errors([r for r in rows if r["k"] == k], gemm_seconds, params)
             cells.append(f"{100 * sum(errs) / len(errs):+.1f} % ({len(errs)})" if errs else "—")
         print(f"| {Path(p).parent.name}/{Path(p).name} | " + " | ".join(cells) + " |")
-    print()
+    # The candidate for what short k adds: the output's write at the element-wise rate, a share of
+    # it not hidden behind the main loop, fitted with the efficiency and k overhead on every sweep.
+    rows = [r for rs in by_sweep.values() for r in rs]
+
+    def with_epilogue(r, e, k_overhead, floor, share):
+        return gemm_seconds(r, e, k_overhead, floor) + share * 2 * r["m"] * r["n"] / (HBM * 0.8)
+
+    grid = [(e / 1000, k0, params[2], share) for e in range(650, 861, 5) for k0 in (0, 32, 64)
+            for share in (0, 0.25, 0.5, 0.75, 1.0)]
+    fit = grid_fit(rows, with_epilogue, grid)
+    print(f"\nAn exposed share of the output's write, fitted on all {len(rows)} GEMMs with the "
+          f"efficiency and k overhead: {fit[3]} (efficiency {fit[0]:.3f}, k overhead {fit[1]}; "
+          f"mean error {100 * mean_abs(errors(rows, with_epilogue, fit)):.1f} %)\n")
 
 
 def memory_rates(paths):
