@@ -78,9 +78,11 @@ MPT_30B = ModelShape(hidden=7168, layers=4, heads=56, kv_heads=56, ffn_hidden=28
                      bias=True, tie_embeddings=True)
 MPT_13B = dataclasses.replace(MPT_30B, hidden=5120, heads=40, kv_heads=40, ffn_hidden=20480,
                               max_seq=16384)
+# GPT-2 XL under the MPT recipe: tests/pytorch/memory_edge.py's job, sized for one GPU.
+GPT2_XL_LPLN = dataclasses.replace(GPT2_XL, norm="low_precision_layernorm")
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
           "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA, "gpt-lpln": GPT_LPLN,
-          "mpt-30b-4blocks": MPT_30B, "mpt-13b-4blocks": MPT_13B}
+          "mpt-30b-4blocks": MPT_30B, "mpt-13b-4blocks": MPT_13B, "gpt2-xl-lpln": GPT2_XL_LPLN}
 
 
 def row(name: str, model: str = "llama", world: int = 8, fake: bool = True, **keys) -> dict:
