@@ -105,9 +105,13 @@ std::string scenario_report(const Scenario& s) {
               format_bandwidth(c.gpu.hbm_bandwidth),
               c.gpu.power_cap_w ? fmt::format(", capped at {:.0f} W", *c.gpu.power_cap_w) : ""));
   row("", outside_allocator_line(s));
-  row("", fmt::format("NVLink {} per GPU, NIC {} per GPU, PCIe {} pinned",
-                      format_bandwidth(c.nvlink.bandwidth), format_bandwidth(c.network.bandwidth),
-                      format_bandwidth(c.pcie.pinned_bandwidth)));
+  const std::string nics =
+      c.nics_per_node > 0 ? fmt::format("{} NICs of {} a node ({} per GPU)", c.nics_per_node,
+                                        format_bandwidth(c.network.bandwidth),
+                                        format_bandwidth(c.network_bandwidth_per_gpu()))
+                          : fmt::format("NIC {} per GPU", format_bandwidth(c.network.bandwidth));
+  row("", fmt::format("NVLink {} per GPU, {}, PCIe {} pinned", format_bandwidth(c.nvlink.bandwidth),
+                      nics, format_bandwidth(c.pcie.pinned_bandwidth)));
   const auto& t = s.training;
   row("training",
       fmt::format(

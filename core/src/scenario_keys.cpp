@@ -253,7 +253,12 @@ constexpr std::array kKeys{
                 "per-step latency of a collective within an NVLink domain"},
     ScenarioKey{"cluster.network", K::section, 0, 0, "", "", "", "the inter-node network"},
     ScenarioKey{"cluster.network.bandwidth", K::bandwidth, 1e8, 1e13, "", "", "from the preset",
-                "NIC bandwidth per GPU, one direction"},
+                "one NIC's bandwidth, one direction (a NIC per GPU unless "
+                "cluster.network.nics_per_node says otherwise)"},
+    ScenarioKey{"cluster.network.nics_per_node", K::integer, 1, 256, "NICs", "",
+                "one per GPU (cluster.gpus_per_node)",
+                "NICs a node has for the inter-node network: fewer than its GPUs share them, each "
+                "GPU getting the node's NIC bandwidth over its GPU count"},
     ScenarioKey{"cluster.network.latency", K::duration, 0, 1e7, "", "", "from the preset",
                 "per-step latency of an inter-node collective"},
     ScenarioKey{"cluster.network.fabric", K::choice, 0, 0, "", "efa, infiniband, roce", "efa",

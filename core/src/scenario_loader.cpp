@@ -473,6 +473,8 @@ ClusterSpec read_cluster(ConfigReader& r, const std::filesystem::path& base_dir)
   set_if(read_bandwidth(r, "cluster.nvlink.bandwidth"), c.nvlink.bandwidth);
   set_if(read_duration(r, "cluster.nvlink.latency"), c.nvlink.latency);
   set_if(read_bandwidth(r, "cluster.network.bandwidth"), c.network.bandwidth);
+  if (auto nics = read_int(r, "cluster.network.nics_per_node"))
+    c.nics_per_node = static_cast<int>(*nics);
   set_if(read_duration(r, "cluster.network.latency"), c.network.latency);
   set_if(read_choice<NetworkFabric>(r, "cluster.network.fabric"), c.fabric);
   set_if(read_bandwidth(r, "cluster.pcie.bandwidth"), c.pcie.pinned_bandwidth);

@@ -59,7 +59,7 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes)
     const double efficiency = kind == OpKind::all_reduce ? params_.rail_allreduce_efficiency
                                                          : params_.rail_allgather_efficiency;
     const double rails = static_cast<double>(std::max(1, ranks / nodes));
-    return std::min(nvlink, rails * cluster_.network.bandwidth * efficiency);
+    return std::min(nvlink, rails * cluster_.network_bandwidth_per_gpu() * efficiency);
   }
   if (nodes > 1) {
     const auto& table = params_.multi_node_allgather_busbw_gbps;
@@ -82,8 +82,9 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes)
     if (kind == OpKind::all_reduce)
       gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
     const double scaled =
-        gbps * 1e9 * (cluster_.network.bandwidth / (params_.reference_nic_gbps * 1e9));
-    return std::max(scaled, cluster_.network.bandwidth * params_.multi_node_min_nic_fraction);
+        gbps * 1e9 * (cluster_.network_bandwidth_per_gpu() / (params_.reference_nic_gbps * 1e9));
+    return std::max(scaled,
+                    cluster_.network_bandwidth_per_gpu() * params_.multi_node_min_nic_fraction);
   }
   return kind == OpKind::all_reduce ? nvlink * params_.nvls_allreduce_gain : nvlink;
 }

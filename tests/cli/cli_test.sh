@@ -35,6 +35,8 @@ expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- pr
 expect presets-gb200 0 'gb200-nvl72 +148 +74.5 % +30.0 % +65.0 % +20.0 % +68.9 %  datasheet, not yet validated' -- presets
 expect nvlink-domain-whole-nodes 2 'cluster.nvlink.domain: 6 GPUs is not a whole number of 8-GPU nodes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.nvlink.domain=6
 expect network-fabric-choices 2 "cluster.network.fabric: 'omnipath' is not allowed \(allowed: efa, infiniband, roce\)" -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.fabric=omnipath
+expect network-nics-shared 0 '4 NICs of 50.0 GB/s a node \(25.0 GB/s per GPU\)' -- validate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.nics_per_node=4
+expect network-nics-range 2 'cluster.network.nics_per_node: 0 is out of range \(1\.\.256 NICs\)' -- validate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.nics_per_node=0
 expect presets-efficiency-source 0 'efficiencies: PyTorch.s GEMMs \(kernel_sweep.csv\) and FlashAttention-2' -- presets
 expect validate-default 0 'valid: yes' -- validate "$examples/llama3-8b-h100x8.yaml"
 expect validate-shard-size 0 'sharded parameters 1,003,782,656' -- validate "$examples/llama3-8b-h100x8.yaml"
@@ -226,6 +228,10 @@ expect import-same-rank-twice 2 'rank 0 again' -- import "$trace" "$trace"
 printf '{"traceEvents": [' > "$tmpdir/truncated.json"
 expect import-truncated 2 'truncated.json: .*not valid JSON' -- import "$tmpdir/truncated.json"
 expect import-missing 2 'nope.json.gz: cannot read the file' -- import "$tmpdir/nope.json.gz"
+# Four 400 Gb/s NICs shared by a node's 8 GPUs are, to every collective, one 200 Gb/s NIC per GPU.
+shared=$("$bin" simulate "$default" --set cluster.nodes=4 --set cluster.network.nics_per_node=4 | grep -E 'step time|communication')
+own=$("$bin" simulate "$default" --set cluster.nodes=4 --set cluster.network.bandwidth=25GB/s | grep -E 'step time|communication')
+if [[ -n "$shared" && "$shared" == "$own" ]]; then echo "ok   network-nics-shared-is-a-share-per-gpu"; passed=$((passed + 1)); else echo "FAIL network-nics-shared-is-a-share-per-gpu: $shared / $own"; failed=$((failed + 1)); fi
 # Calibrate: a run made with slower GEMMs and NVLink, fitted, re-simulated at its step time.
 "$bin" simulate "$default" --set training.iterations=4 --set cluster.gpu.matmul_efficiency=0.4 --set cluster.nvlink.bandwidth=300GB/s --timeline "$tmpdir/slow.json" > "$tmpdir/slow.txt"
 slow_step=$(grep -Eo 'step time +[0-9.]+ s' "$tmpdir/slow.txt" | grep -Eo '[0-9.]+ s')

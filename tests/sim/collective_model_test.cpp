@@ -156,5 +156,39 @@ TEST(CollectiveModel, ARailOptimisedFabricCrossesNodesOnEveryNicOfANode) {
   EXPECT_NEAR(CollectiveModel(a100).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9, 69.0 / 2, 1e-6);
 }
 
+// cluster.network.nics_per_node: a node's NICs are shared by its GPUs. Four NICs of 400 Gb/s on a
+// node of 8 GPUs give each GPU what one 200 Gb/s NIC per GPU gives it, on every fabric: the rail
+// fabric crosses nodes on the node's NICs (4 × 50 GB/s × 0.809), the Ethernet curve scales by
+// each GPU's share, and HSDP's replicate group (one rank a node) gets half a NIC.
+TEST(CollectiveModel, FewerNicsThanGpusShareTheNodesBandwidth) {
+  for (const NetworkFabric fabric :
+       {NetworkFabric::infiniband, NetworkFabric::efa, NetworkFabric::roce}) {
+    ClusterSpec shared = *find_cluster_preset("h100-sxm-80gb");
+    shared.fabric = fabric;
+    shared.nics_per_node = 4;
+    ClusterSpec own = shared;
+    own.nics_per_node = 0;
+    own.network.bandwidth = shared.network.bandwidth / 2;
+    EXPECT_DOUBLE_EQ(shared.network_bandwidth_per_gpu(), 25e9);
+    for (const auto [ranks, nodes] : {std::pair{64, 8}, std::pair{32, 4}, std::pair{16, 16}}) {
+      for (const OpKind kind : {OpKind::all_gather, OpKind::all_reduce}) {
+        EXPECT_DOUBLE_EQ(CollectiveModel(shared).bus_bandwidth(kind, ranks, nodes),
+                         CollectiveModel(own).bus_bandwidth(kind, ranks, nodes))
+            << "fabric " << static_cast<int>(fabric) << ", " << ranks << " ranks on " << nodes
+            << " nodes";
+      }
+    }
+  }
+  ClusterSpec ib = *find_cluster_preset("h100-sxm-80gb");
+  ib.fabric = NetworkFabric::infiniband;
+  ib.nics_per_node = 4;
+  EXPECT_NEAR(CollectiveModel(ib).bus_bandwidth(OpKind::all_gather, 64, 8) / 1e9,
+              4 * 50 * 323.5 / 400, 1e-6);
+  EXPECT_NEAR(CollectiveModel(ib).bus_bandwidth(OpKind::all_reduce, 16, 16) / 1e9, 330.9 / 8 / 2,
+              1e-6);
+  // Inside a node the NICs play no part.
+  EXPECT_NEAR(CollectiveModel(ib).bus_bandwidth(OpKind::all_gather, 8, 1) / 1e9, 360.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -107,7 +107,11 @@ struct ClusterSpec {
   // 0: each node's own. A collective whose ranks lie in one domain runs on NVLink.
   int nvlink_domain = 0;
   LinkSpec nvlink;   // NVLink/NVSwitch fabric of a domain, per GPU
-  LinkSpec network;  // inter-node NIC, per GPU
+  LinkSpec network;  // one inter-node NIC
+  // NICs a node has (cluster.network.nics_per_node); 0: one per GPU, as every preset has. Fewer
+  // NICs than GPUs share them: each GPU's share of the node's NICs is what a collective across
+  // nodes gets (network_bandwidth_per_gpu).
+  int nics_per_node = 0;
   NetworkFabric fabric = NetworkFabric::efa;
   HostLinkSpec pcie;  // host link, per GPU
   CpuSpec cpu;
@@ -117,6 +121,12 @@ struct ClusterSpec {
   std::shared_ptr<const Calibration> calibration;
 
   int world_size() const { return nodes * gpus_per_node; }
+  /// Each GPU's share of its node's NIC bandwidth, one direction: the NIC's rate with one NIC per
+  /// GPU, else the node's NICs' total over its GPUs.
+  BytesPerSecond network_bandwidth_per_gpu() const {
+    if (nics_per_node <= 0) return network.bandwidth;
+    return network.bandwidth * nics_per_node / std::max(1, gpus_per_node);
+  }
   int gpus_per_nvlink_domain() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
   /// The SMs one collective on every channel holds (a thread block per channel), fewer than the
   /// GPU's: what compute beside a collective is priced at and what profile-device holds.
