@@ -170,7 +170,7 @@ TEST(CollectiveModel, FewerNicsThanGpusShareTheNodesBandwidth) {
     own.nics_per_node = 0;
     own.network.bandwidth = shared.network.bandwidth / 2;
     EXPECT_DOUBLE_EQ(shared.network_bandwidth_per_gpu(), 25e9);
-    for (const auto [ranks, nodes] : {std::pair{64, 8}, std::pair{32, 4}, std::pair{16, 16}}) {
+    for (const auto& [ranks, nodes] : {std::pair{64, 8}, std::pair{32, 4}, std::pair{16, 16}}) {
       for (const OpKind kind : {OpKind::all_gather, OpKind::all_reduce}) {
         EXPECT_DOUBLE_EQ(CollectiveModel(shared).bus_bandwidth(kind, ranks, nodes),
                          CollectiveModel(own).bus_bandwidth(kind, ranks, nodes))
