@@ -75,7 +75,6 @@ def edge_rank(rank: int, world: int, port: int, fraction: float, out: str) -> No
         torch.cuda.set_per_process_memory_fraction(fraction)
     result = {"fraction": fraction, "total_bytes": total, "device": torch.cuda.get_device_name()}
     retries: list[int] = []
-    peaks = None
     try:
         job = oracle.row_job(ROW, "cuda")
         peaks = CudaPhasePeaks()
