@@ -16,8 +16,8 @@ Per run it writes the cap (a fraction of the device's total memory), whether the
 memory, its peak allocated and reserved bytes, num_alloc_retries per step after the first and the
 median step time after the first.
 
---check simulates each row with allocator.memory_fraction at the same fraction of the same device
-memory and prints, row by row, measured beside predicted: out of memory or not, retries per step,
+--check simulates each row (the job the CSV's first line names) with allocator.memory_fraction at
+the same fraction of the same device memory and prints, row by row, measured beside predicted: out of memory or not, retries per step,
 peak reserved; and the step time each cap cost against the uncapped run, which the simulator does
 not price (a retry's device synchronisation and cudaFree/cudaMalloc calls: docs/semantics.md).
 That cost is what the published MPT runs at the edge of memory may have paid
@@ -124,21 +124,27 @@ def measure(path: Path) -> int:
                  f"{r['step_ms']:.1f} ms a step, {r['retries_per_step']:g} retries a step"),
               file=sys.stderr, flush=True)
     with path.open("w", newline="") as f:
-        f.write(f"# written by tests/pytorch/memory_edge.py --measure; keys: "
-                f"{json.dumps(ROW['keys'], sort_keys=True)}\n")
+        f.write(f"# written by tests/pytorch/memory_edge.py --measure; row: "
+                f"{json.dumps(ROW, sort_keys=True)}\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     return 0
 
 
-def read(path: Path) -> list[dict]:
+def read(path: Path) -> tuple[dict, list[dict]]:
+    """The job the CSV measured (its first line names it) and its rows."""
     with path.open() as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+        first = f.readline()
+        f.seek(0)
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    marker = "; row: "
+    job = json.loads(first.split(marker, 1)[1]) if marker in first else ROW
+    return job, rows
 
 
-def predicted(row: dict) -> dict:
-    keys = oracle.scenario_keys(ROW, "cuda")
+def predicted(job: dict, row: dict) -> dict:
+    keys = oracle.scenario_keys(job, "cuda")
     keys["cluster.gpu.memory"] = f"{row['total_bytes']}B"
     if float(row["fraction"]) > 0:
         keys["allocator.memory_fraction"] = row["fraction"]
@@ -146,14 +152,14 @@ def predicted(row: dict) -> dict:
 
 
 def check(path: Path) -> int:
-    rows = read(path)
+    job, rows = read(path)
     base_ms = float(rows[0]["step_ms"])
-    print(f"{ROW['name']} on {rows[0]['device']}, the allocator capped at multiples of the "
+    print(f"{job['name']} on {rows[0]['device']}, the allocator capped at multiples of the "
           f"uncapped run's peak reserved memory; measured / predicted")
     print(f"{'cap':>6}  {'out of memory':>13}  {'retries a step':>14}  {'peak reserved':>19}  "
           f"step time (what the cap cost)")
     for r in rows:
-        s = predicted(r)
+        s = predicted(job, r)
         oom = r["out_of_memory"] == "True", s.get("out_of_memory") is not None
         retries_p = s.get("allocator_retries_per_step")
         reserved_p = f"{s['peak_memory']['reserved_bytes'] / 2**30:.2f}"
