@@ -44,11 +44,13 @@ STEP_BREAKDOWN = ROOT / "tests/data/measured/2026-11-27-h200-2/step_breakdown_ll
 PEAK = 989.4e12   # H100/H200 SXM dense bf16 (datasheet)
 SMS = 132
 HBM = 4.8e12      # H200 (datasheet)
+ELEMENTWISE_EFFICIENCY = 0.8  # cost_model.hpp's hbm_efficiency: element-wise kernels' share of HBM
 TILES = ((128, 256), (256, 128), (128, 128))
 SPLIT_K_MIN = 512
 # kernel_sweep.py times one launch by CUDA events recorded around it, so each row carries the
 # host's dispatch; fitted as a constant offset, it is the measurement's, not the GPU's.
 GEMM_FLOOR_GRID = (0, 4e-6, 8e-6, 12e-6, 16e-6)
+GEMM_EFFICIENCY_GRID = tuple(e / 1000 for e in range(650, 861, 5))
 MIN_GEMM_FLOPS = 1e9  # below this a launch is mostly dispatch
 # Every sweep shipped, for the memory-bound kernels (few rows each; their rates repeat).
 MEMORY_SWEEPS = sorted(ROOT.glob("tests/data/measured/*/kernel_sweep*.csv"))
@@ -110,7 +112,7 @@ def gemm_full_rate_flops(m, n, k, k_overhead):
     return best
 
 
-def gemm_seconds(r, e, k_overhead, floor, hbm_efficiency=0.8):
+def gemm_seconds(r, e, k_overhead, floor, hbm_efficiency=ELEMENTWISE_EFFICIENCY):
     work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead)
     operands = 2 * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
     return (max(work / (PEAK * e), operands / (HBM * hbm_efficiency)) +
@@ -163,7 +165,7 @@ def grid_fit(rows, seconds, grid):
 
 
 def gemm_grid():
-    return [(e / 1000, k0, floor) for e in range(650, 861, 5) for k0 in (0, 32, 64, 128, 192, 256)
+    return [(e, k0, floor) for e in GEMM_EFFICIENCY_GRID for k0 in (0, 32, 64, 128, 192, 256)
             for floor in GEMM_FLOOR_GRID]
 
 
@@ -211,9 +213,10 @@ def report_by_k(paths, params):
     rows = [r for rs in by_sweep.values() for r in rs]
 
     def with_epilogue(r, e, k_overhead, floor, share):
-        return gemm_seconds(r, e, k_overhead, floor) + share * 2 * r["m"] * r["n"] / (HBM * 0.8)
+        output_write = 2 * r["m"] * r["n"] / (HBM * ELEMENTWISE_EFFICIENCY)
+        return gemm_seconds(r, e, k_overhead, floor) + share * output_write
 
-    grid = [(e / 1000, k0, params[2], share) for e in range(650, 861, 5) for k0 in (0, 32, 64)
+    grid = [(e, k0, params[2], share) for e in GEMM_EFFICIENCY_GRID for k0 in (0, 32, 64)
             for share in (0, 0.25, 0.5, 0.75, 1.0)]
     fit = grid_fit(rows, with_epilogue, grid)
     print(f"\nAn exposed share of the output's write, fitted on all {len(rows)} GEMMs with the "

@@ -76,7 +76,8 @@ class CudaPhasePeaks:
         self.allocated: dict[str, int] = {}
         self.reserved: dict[str, int] = {}
         self.step_ms: list[float] = []
-        self.retries = 0
+        self.retries = 0  # num_alloc_retries after the last step
+        self.retries_by_step: list[int] = []  # num_alloc_retries after each step
         self._start = None
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -106,6 +107,7 @@ class CudaPhasePeaks:
         if self._start is not None:
             self.step_ms.append(self._start.elapsed_time(end))
         self.retries = torch.cuda.memory_stats().get("num_alloc_retries", 0)
+        self.retries_by_step.append(self.retries)
 
 
 def phase_tracker_class(base):

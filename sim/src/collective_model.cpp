@@ -55,11 +55,12 @@ double CollectiveModel::tree_latency_us(int ranks, int nodes, NcclProtocol proto
 
 BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes) const {
   const double nvlink = cluster_.nvlink.bandwidth * params_.nvlink_efficiency;
+  const double nic = cluster_.network_bandwidth_per_gpu();  // each GPU's share of its node's NICs
   if (nodes > 1 && cluster_.fabric == NetworkFabric::infiniband) {
     const double efficiency = kind == OpKind::all_reduce ? params_.rail_allreduce_efficiency
                                                          : params_.rail_allgather_efficiency;
     const double rails = static_cast<double>(std::max(1, ranks / nodes));
-    return std::min(nvlink, rails * cluster_.network_bandwidth_per_gpu() * efficiency);
+    return std::min(nvlink, rails * nic * efficiency);
   }
   if (nodes > 1) {
     const auto& table = params_.multi_node_allgather_busbw_gbps;
@@ -81,10 +82,8 @@ BytesPerSecond CollectiveModel::bus_bandwidth(OpKind kind, int ranks, int nodes)
     }
     if (kind == OpKind::all_reduce)
       gbps *= params_.multi_node_allreduce_busbw_2_nodes_gbps / table.front().second;
-    const double scaled =
-        gbps * 1e9 * (cluster_.network_bandwidth_per_gpu() / (params_.reference_nic_gbps * 1e9));
-    return std::max(scaled,
-                    cluster_.network_bandwidth_per_gpu() * params_.multi_node_min_nic_fraction);
+    const double scaled = gbps * 1e9 * (nic / (params_.reference_nic_gbps * 1e9));
+    return std::max(scaled, nic * params_.multi_node_min_nic_fraction);
   }
   return kind == OpKind::all_reduce ? nvlink * params_.nvls_allreduce_gain : nvlink;
 }

@@ -66,18 +66,15 @@ def gemm_grid():
         yield "square", s, s, s, False, True, "bf16"
     for s in (2048, 8192):
         yield "square", s, s, s, False, True, "fp32"
-    for model, projections in LLAMA_PROJECTIONS.items():
-        for n, k in projections:
-            for m in TOKENS:
-                yield f"{model} forward", m, n, k, False, True, "bf16"
-            yield f"{model} dX", 8192, k, n, False, False, "bf16"
-            yield f"{model} dW", n, k, 8192, True, False, "bf16"
-    for model, projections in MPT_PROJECTIONS.items():
-        for n, k in projections:
-            for m in MPT_TOKENS:
-                yield f"{model} forward", m, n, k, False, True, "bf16"
-            yield f"{model} dX", MPT_TOKENS[0], k, n, False, False, "bf16"
-            yield f"{model} dW", n, k, MPT_TOKENS[0], True, False, "bf16"
+    # Each model's projections forward at each token count, and backward (dX, dW) at one.
+    for models, tokens, backward_tokens in ((LLAMA_PROJECTIONS, TOKENS, 8192),
+                                            (MPT_PROJECTIONS, MPT_TOKENS, MPT_TOKENS[0])):
+        for model, projections in models.items():
+            for n, k in projections:
+                for m in tokens:
+                    yield f"{model} forward", m, n, k, False, True, "bf16"
+                yield f"{model} dX", backward_tokens, k, n, False, False, "bf16"
+                yield f"{model} dW", n, k, backward_tokens, True, False, "bf16"
     for m in (1, 8, 32, 64, 128):
         for n, k in ((4096, 4096), (14336, 4096)):
             yield "thin", m, n, k, False, True, "bf16"

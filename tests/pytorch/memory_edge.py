@@ -17,9 +17,9 @@ memory, its peak allocated and reserved bytes, num_alloc_retries per step after 
 median step time after the first.
 
 --check simulates each row (the job the CSV's first line names) with allocator.memory_fraction at
-the same fraction of the same device memory and prints, row by row, measured beside predicted: out of memory or not, retries per step,
-peak reserved; and the step time each cap cost against the uncapped run, which the simulator does
-not price (a retry's device synchronisation and cudaFree/cudaMalloc calls: docs/semantics.md).
+the same fraction of the same device memory and prints, row by row, measured beside predicted:
+out of memory or not, retries per step, peak reserved; and the step time each cap cost against
+the uncapped run, which the simulator does not price (a retry's device synchronisation and cudaFree/cudaMalloc calls: docs/semantics.md).
 That cost is what the published MPT runs at the edge of memory may have paid
 (docs/validation.md, "Published training runs"); this measures it where it can be seen. Exit 0
 unless a run or a simulation failed: the rows are data, not a pass/fail oracle yet.
@@ -74,18 +74,13 @@ def edge_rank(rank: int, world: int, port: int, fraction: float, out: str) -> No
     if fraction > 0:
         torch.cuda.set_per_process_memory_fraction(fraction)
     result = {"fraction": fraction, "total_bytes": total, "device": torch.cuda.get_device_name()}
-    retries: list[int] = []
     try:
         job = oracle.row_job(ROW, "cuda")
         peaks = CudaPhasePeaks()
-
-        def step_done(iteration: int) -> None:
-            peaks.step_done(iteration)
-            retries.append(torch.cuda.memory_stats().get("num_alloc_retries", 0))
-
         train(job.model, job.fsdp, job.training, job.shape.vocab, torch.device("cuda"),
-              peaks.set_phase, optimizer=job.optimizer, on_step=step_done)
+              peaks.set_phase, optimizer=job.optimizer, on_step=peaks.step_done)
         steady = peaks.step_ms[1:]
+        retries = peaks.retries_by_step
         result.update(out_of_memory=False,
                       peak_allocated_bytes=max(peaks.allocated.values()),
                       peak_reserved_bytes=max(peaks.reserved.values()),
