@@ -36,7 +36,7 @@ ClusterSpec a100() {
            2.039e12,
            108,
            0.738,
-           0.35,
+           0.406,
            400,
            std::nullopt,
            nullptr};
@@ -50,7 +50,9 @@ ClusterSpec a100() {
   // memory sizes on RoCE, `scripts/published-runs --fit`; each table left out in
   // docs/validation.md), the Triton kernel's per-tile overhead and small-head cost, a quarter of
   // FlashAttention-2's each, with the H100's tables (only the A100's have small heads, 64 wide).
-  // FlashAttention-2 and cuDNN attention are guesses: no run of theirs on an A100 is shipped.
+  // SDPA's FlashAttention-2 (0.406) fitted to TorchTitan's eight runs on 64 A100
+  // (tests/data/published/torchtitan_a100.csv, `scripts/published-runs --fit-a100-attention`; each
+  // run left out in docs/validation.md). cuDNN attention is a guess: no run of it on an A100.
   c.gpu.triton_attention_efficiency = 0.348;
   c.gpu.triton_attention_overhead = 0.25;
   c.gpu.triton_attention_head_dim_overhead = 0.25;
@@ -171,7 +173,8 @@ const std::array<ClusterPreset, 6>& presets() {
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
                     "matmul and Triton attention fitted to llm-foundry's MPT runs on A100 "
-                    "(scripts/published-runs --fit); FlashAttention-2 and cuDNN guesses"},
+                    "(scripts/published-runs --fit), FlashAttention-2 to TorchTitan's "
+                    "(--fit-a100-attention); cuDNN a guess"},
       ClusterPreset{"a100-sxm-40gb",
                     "8x A100 SXM4 40GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU",
                     a100_40gb(),
