@@ -101,6 +101,10 @@ std::vector<ComputePart> head_parts(const detail::BlockShape& shape, const Train
         c.norm == NormKind::low_precision_layernorm ? e : bytes_per_element(*shape.cast_from);
     head.saved_bytes = t * h * from + t * h * e + vocab * h * e;
   }
+  // Written as ops (block_saved_tensors), the norm also keeps its normalised tensor in its
+  // input's dtype and, for a low-precision input, an fp32 copy of it in place of the input.
+  if (c.norm == NormKind::unfused_rmsnorm)
+    head.saved_bytes += shape.cast_from ? t * h * bytes_per_element(*shape.cast_from) : t * h * 4;
   // The loss reads the logits in their (possibly cast) dtype.
   const detail::BlockShape loss_shape{c, shape.micro_batch, shape.seq_len, logits, shape.cast_from};
   ComputePart lossp;
@@ -263,12 +267,24 @@ WorkspaceSizes block_saved_tensors(const TransformerConfig& c, std::int64_t toke
   // TransformerEngine's fp8 Linear keeps the fp8 transpose of its own input instead: one byte
   // per element, one per module reading a norm's output.
   constexpr Bytes kFp8 = 1;
-  const std::int64_t norm_tensors = cast_norms || fp8_linears ? norm_inputs : norm_inputs + 2;
   WorkspaceSizes out;
-  for (std::int64_t i = 0; i < norm_tensors; ++i) out.push_back(tokens * norm_elem * h);
-  if (cast_norms || fp8_linears)
+  if (c.norm == NormKind::unfused_rmsnorm) {
+    // The ops of each norm keep pow's fp32 input (x.float(): a copy of a low-precision input for
+    // each norm; under autocast the fp32 input itself) and, for the weight's product, the
+    // normalised tensor in the input's dtype. On the CPU PyTorch keeps exactly these
+    // (tests/pytorch/memory_oracle.py, the llama-unfused rows).
+    const std::int64_t fp32_inputs = cast_norms ? norm_inputs : 2;
+    for (std::int64_t i = 0; i < fp32_inputs; ++i) out.push_back(tokens * 4 * h);
+    for (int norm = 0; norm < 2; ++norm) out.push_back(tokens * norm_elem * h);
+  } else {
+    for (std::int64_t i = 0; i < norm_inputs; ++i) out.push_back(tokens * norm_elem * h);
+  }
+  if (cast_norms || fp8_linears) {
     for (std::int64_t i = 0; i < detail::projection_inputs(c); ++i)
       out.push_back(tokens * (fp8_linears ? kFp8 : elem) * h);
+  } else {
+    for (int norm = 0; norm < 2; ++norm) out.push_back(tokens * elem * h);  // the norms' outputs
+  }
   append_mlp_saved(out, c, tokens, elem, cast_from);
   // The last tensor the MLP saves is its output projection's input, which only that projection
   // keeps.

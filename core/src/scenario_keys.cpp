@@ -83,11 +83,14 @@ constexpr std::array kKeys{
     ScenarioKey{"model.mlp", K::choice, 0, 0, "", "swiglu, gelu, gelu_new", "swiglu",
                 "MLP kind: three projections (swiglu), or two with a fused GELU (gelu) or with "
                 "Hugging Face's gelu_new, whose elementwise ops save their intermediates"},
-    ScenarioKey{"model.norm", K::choice, 0, 0, "", "rmsnorm, layernorm, low_precision_layernorm",
-                "rmsnorm",
-                "norm kind (a LayerNorm has a bias unless norm_bias is false); "
+    ScenarioKey{"model.norm", K::choice, 0, 0, "",
+                "rmsnorm, layernorm, low_precision_layernorm, unfused_rmsnorm", "rmsnorm",
+                "norm kind (a LayerNorm has a bias unless norm_bias is false); rmsnorm: one "
+                "fused kernel (nn.RMSNorm on CUDA, torchtitan's fused_rmsnorm); "
                 "low_precision_layernorm: llm-foundry's LPLayerNorm (MPT), which under autocast "
-                "runs and keeps its tensors in the autocast dtype"},
+                "runs and keeps its tensors in the autocast dtype; unfused_rmsnorm: RMSNorm as "
+                "PyTorch ops in fp32 (torchtitan's RMSNorm class before 2025, Hugging Face's "
+                "LlamaRMSNorm), slower and keeping an fp32 copy of its input"},
     ScenarioKey{"model.norm_bias", K::boolean, 0, 0, "", "", "true",
                 "a LayerNorm's bias (MPT's LayerNorms have none); rmsnorm has none either way"},
     ScenarioKey{"model.pos_emb", K::choice, 0, 0, "", "rope, learned, alibi", "rope",

@@ -68,11 +68,29 @@ class CudaRMSNorm(nn.RMSNorm):
         return _FusedRMSNormFunction.apply(x, self.weight, self.eps)
 
 
+class UnfusedRMSNorm(nn.Module):
+    """An RMSNorm written as PyTorch ops, as torchtitan's RMSNorm class was until
+    pytorch/torchtitan#985 (and Hugging Face's LlamaRMSNorm is): fp32 ops on x.float(), whose
+    autograd keeps the fp32 input and the normalised tensor, on every device alike."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) \
+            * self.weight
+
+
 def make_norm(shape: ModelShape, dim: int) -> nn.Module:
     """torchtitan's nn.RMSNorm(dim, eps=1e-5) for rmsnorm (CudaRMSNorm: its CUDA memory on any
-    device); nn.LayerNorm for layernorm."""
+    device), its earlier RMSNorm class for unfused_rmsnorm; nn.LayerNorm for layernorm."""
     if shape.norm == "rmsnorm":
         return CudaRMSNorm(dim, eps=1e-5)
+    if shape.norm == "unfused_rmsnorm":
+        return UnfusedRMSNorm(dim, eps=1e-5)
     if shape.norm == "low_precision_layernorm":
         return LowPrecisionLayerNorm(dim)
     return nn.LayerNorm(dim)

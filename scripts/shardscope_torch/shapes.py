@@ -17,7 +17,7 @@ class ModelShape:
     ffn_hidden: int
     vocab: int
     mlp: str = "swiglu"  # swiglu | gelu
-    norm: str = "rmsnorm"  # rmsnorm | layernorm | low_precision_layernorm
+    norm: str = "rmsnorm"  # rmsnorm | layernorm | low_precision_layernorm | unfused_rmsnorm
     pos_emb: str = "rope"  # rope | learned
     max_seq: int = 0  # learned position table size
     bias: bool = False  # biases on every projection (GPT-style)

@@ -28,7 +28,7 @@ expect presets-h200 0 'h200-sxm-141gb' -- presets
 expect presets-sources 0 'h200-sxm-141gb +132 +74.5 % +30.0 % +65.0 % +20.0 % +68.9 %  NVIDIA H200 datasheet' -- presets
 # The fp8 GEMMs' efficiency where the GPU has fp8 tensor cores, and where it comes from.
 expect presets-fp8 0 'h100-sxm-80gb +132 +59.0 % +24.0 % +51.0 % +20.0 % +54.6 %  NVIDIA H100' -- presets
-expect presets-no-fp8 0 'a100-sxm-80gb +108 +73.8 % +40.6 % +35.0 % +34.8 % +none  NVIDIA A100' -- presets
+expect presets-no-fp8 0 'a100-sxm-80gb +108 +73.8 % +40.5 % +35.0 % +34.8 % +none  NVIDIA A100' -- presets
 # A preset no measurement checks says so where its numbers are listed (issue 34).
 expect presets-b200 0 'b200-sxm-180gb +148 +74.5 % +30.0 % +65.0 % +20.0 % +68.9 %  datasheet, not yet validated' -- presets
 expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- presets

@@ -192,7 +192,7 @@ TEST(ScenarioKeys, EveryEnumIsSpelledByItsKeysChoices) {
   expect_last_choice("model.family", ModelFamily::custom, "custom");
   expect_last_choice("fsdp.mixed_precision.output_dtype_modules", OutputCastModules::root, "root");
   expect_last_choice("model.mlp", MlpKind::gelu_new, "gelu_new");
-  expect_last_choice("model.norm", NormKind::low_precision_layernorm, "low_precision_layernorm");
+  expect_last_choice("model.norm", NormKind::unfused_rmsnorm, "unfused_rmsnorm");
   expect_last_choice("model.pos_emb", PosEmbedding::alibi, "alibi");
   expect_last_choice("model.attention", AttentionKind::triton, "triton");
   expect_last_choice("training.optimizer", Optimizer::sgd, "sgd");

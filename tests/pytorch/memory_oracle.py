@@ -80,7 +80,10 @@ MPT_13B = dataclasses.replace(MPT_30B, hidden=5120, heads=40, kv_heads=40, ffn_h
                               max_seq=16384)
 # GPT-2 XL under the MPT recipe: tests/pytorch/memory_edge.py's job, sized for one GPU.
 GPT2_XL_LPLN = dataclasses.replace(GPT2_XL, norm="low_precision_layernorm")
+# torchtitan's RMSNorm class of 2024 (unfused_rmsnorm): fp32 ops that keep more than the fused kernel.
+LLAMA_UNFUSED = dataclasses.replace(LLAMA, norm="unfused_rmsnorm")
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
+          "llama-unfused": LLAMA_UNFUSED,
           "llama-8b": LLAMA_8B, "tiny": TINY_LLAMA, "gpt-lpln": GPT_LPLN,
           "mpt-30b-4blocks": MPT_30B, "mpt-13b-4blocks": MPT_13B, "gpt2-xl-lpln": GPT2_XL_LPLN}
 
@@ -132,6 +135,14 @@ def grid(pairwise: bool = False) -> list[dict]:
         rows.append(row(f"gpt-lpln {api} {ac} autocast", "gpt-lpln", fsdp__api=api,
                         training__activation_checkpointing=ac, **AUTOCAST))
     rows.append(row("gpt-lpln fsdp2 none bf16", "gpt-lpln", **BF16))
+    # The RMSNorm written as ops keeps an fp32 copy of its input and its normalised tensor; a
+    # checkpointed block makes them again in its recompute.
+    for api, ac in itertools.product(["fsdp2", "fsdp1"], ["none", "full"]):
+        rows.append(row(f"llama-unfused {api} {ac} bf16", "llama-unfused", fsdp__api=api,
+                        training__activation_checkpointing=ac, **BF16))
+    rows.append(row("llama-unfused fsdp2 selective_op bf16", "llama-unfused",
+                    training__activation_checkpointing="selective_op", **BF16))
+    rows.append(row("llama-unfused fsdp2 none autocast", "llama-unfused", **AUTOCAST))
     for model in ("llama", "gpt"):
         rows.append(row(f"{model} fsdp2 fp32", model))
         rows.append(row(f"{model} fsdp2 math attention", model, model__attention="math", **BF16))

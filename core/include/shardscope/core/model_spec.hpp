@@ -26,13 +26,19 @@ enum class AttentionKind { flash, math, cudnn, triton };
 inline bool fused_attention(AttentionKind a) {
   return a != AttentionKind::math;
 }
+/// rmsnorm: one fused kernel (nn.RMSNorm on CUDA, which dispatches to aten::_fused_rms_norm;
+/// torchtitan's Triton fused_rmsnorm), keeping its input and the fp32 rstd.
 /// low_precision_layernorm: llm-foundry's LPLayerNorm (MPT), a LayerNorm that under autocast casts
 /// its input, weight and bias to the autocast dtype and runs with autocast off, so what it keeps
 /// and returns is low precision (a plain LayerNorm runs in fp32 under autocast).
-enum class NormKind { rmsnorm, layernorm, low_precision_layernorm };
+/// unfused_rmsnorm: an RMSNorm written as PyTorch ops, `(x.float() * rsqrt(mean(x²) + eps))
+/// .type_as(x) * weight` (torchtitan's RMSNorm class until pytorch/torchtitan#985, Hugging Face's
+/// LlamaRMSNorm): one kernel per op, with fp32 intermediates, keeping an fp32 copy of its input
+/// and the normalised tensor.
+enum class NormKind { rmsnorm, layernorm, low_precision_layernorm, unfused_rmsnorm };
 /// A LayerNorm of either kind: weight and bias (unless norm_bias is false), mean and rstd.
 inline bool is_layernorm(NormKind n) {
-  return n != NormKind::rmsnorm;
+  return n == NormKind::layernorm || n == NormKind::low_precision_layernorm;
 }
 /// rope: rotary on q and k; learned: a position table; alibi: a per-head linear bias added to
 /// the attention scores (no parameters, no rotary kernel).
