@@ -1,6 +1,7 @@
 // The GPT-NeoX / MPT / GPT-2 block recipes (docs/semantics.md, "Block recipes"): a parallel
-// residual saves one residual tensor fewer, ALiBi runs no rotary kernel, and Hugging Face's
-// gelu_new saves its elementwise intermediates (in fp32 under autocast, whose fp32 list has pow).
+// residual saves one residual tensor fewer, ALiBi runs no rotary kernel, Hugging Face's gelu_new
+// saves its elementwise intermediates (in fp32 under autocast, whose fp32 list has pow), and an
+// RMSNorm written as ops keeps and moves more than the fused kernel.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -80,6 +81,34 @@ TEST(BlockRecipes, GeluNewSavesItsElementwiseIntermediates) {
   const Op& b = first_op(sb, OpKind::forward, "block");
   EXPECT_EQ(a.bytes - b.bytes, kTokens * kF * 2 * (18 - 2));
   EXPECT_EQ(a.flops, b.flops);
+}
+
+TEST(BlockRecipes, TheFusedRmsNormKeepsAndMovesLessThanTheOtherNorms) {
+  const auto config = [](const char* norm) {
+    return gpt({std::string("model.norm=") + norm}).model.transformer;
+  };
+  const TransformerConfig fused = config("rmsnorm"), ops = config("unfused_rmsnorm");
+  // Written as ops, each of the two norms keeps an fp32 copy of its bf16 input and the bf16
+  // normalised tensor, where the fused kernel keeps the bf16 input: 4 bytes an element more. Under
+  // autocast the fp32 input is kept either way, and the ops add the fp32 normalised tensor.
+  for (const Bytes cast_from : {Bytes{0}, Bytes{4}}) {
+    SCOPED_TRACE(cast_from);
+    EXPECT_EQ(block_activation_bytes(ops, kTokens, kSeq, 2, cast_from) -
+                  block_activation_bytes(fused, kTokens, kSeq, 2, cast_from),
+              2 * kTokens * kH * 4);
+  }
+  // Forward traffic: the fused RMSNorm reads its input and writes its output (2 + 2 bytes an
+  // element in bf16); every other norm is counted with two fp32 accesses more (docs/validation.md,
+  // "Norms"). Nothing else in the block depends on the norm.
+  const auto forward_bytes = [](const char* norm) {
+    return first_op(lower(gpt({std::string("model.norm=") + norm})), OpKind::forward, "block")
+        .bytes;
+  };
+  const Bytes fused_bytes = forward_bytes("rmsnorm");
+  for (const char* norm : {"unfused_rmsnorm", "layernorm", "low_precision_layernorm"}) {
+    SCOPED_TRACE(norm);
+    EXPECT_EQ(forward_bytes(norm) - fused_bytes, 2 * kTokens * kH * 2 * 4);
+  }
 }
 
 TEST(BlockRecipes, KeysSayWhatIsAllowed) {
