@@ -80,7 +80,8 @@ MPT_13B = dataclasses.replace(MPT_30B, hidden=5120, heads=40, kv_heads=40, ffn_h
                               max_seq=16384)
 # GPT-2 XL under the MPT recipe: tests/pytorch/memory_edge.py's job, sized for one GPU.
 GPT2_XL_LPLN = dataclasses.replace(GPT2_XL, norm="low_precision_layernorm")
-# torchtitan's RMSNorm class of 2024 (unfused_rmsnorm): fp32 ops that keep more than the fused kernel.
+# torchtitan's RMSNorm class of 2024 (unfused_rmsnorm): fp32 ops, keeping more than the fused
+# kernel.
 LLAMA_UNFUSED = dataclasses.replace(LLAMA, norm="unfused_rmsnorm")
 MODELS = {"llama": LLAMA, "gpt": GPT, "llama-1b": LLAMA_1B, "gpt2-xl": GPT2_XL,
           "llama-unfused": LLAMA_UNFUSED,
