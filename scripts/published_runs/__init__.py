@@ -1,0 +1,1 @@
+"""scripts/published-runs' parts: the published runs, their simulation, the fits and the report."""
