@@ -32,8 +32,8 @@ TORCHTITAN_NOT_MODELLED = {
     "compile+float8": "torch.compile and torchao's Float8 linears (fp8 GEMMs and all-gathers) "
                       "are not modelled"}
 
-# MPT shapes of scripts/train/yamls/pretrain/mpt-<size>.yaml (d_model, n_heads, n_layers), at
-# the commit the CSV's header names.
+# MPT shapes of scripts/train/yamls/pretrain/mpt-<size>.yaml (d_model, n_heads, n_layers), the
+# same at the commits both CSVs' headers name.
 MPT_SHAPES = {
     "125m": (768, 12, 12),
     "350m": (1024, 16, 24),
