@@ -173,8 +173,9 @@ const std::array<ClusterPreset, 6>& presets() {
                     "8x A100 SXM4 80GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU", a100(),
                     "NVIDIA A100 datasheet (2021): 312 TFLOP/s bf16, 2,039 GB/s, 108 SMs",
                     "matmul and Triton attention fitted to llm-foundry's MPT runs on A100 "
-                    "(scripts/published-runs --fit), FlashAttention-2 to TorchTitan's "
-                    "(--fit-a100-attention); cuDNN a guess"},
+                    "(scripts/published-runs --fit; its 2023 table, held out, within 3.7 % on "
+                    "average), FlashAttention-2 to TorchTitan's (--fit-a100-attention); cuDNN a "
+                    "guess"},
       ClusterPreset{"a100-sxm-40gb",
                     "8x A100 SXM4 40GB per node, NVLink3/NVSwitch, 200 Gb/s NIC per GPU",
                     a100_40gb(),
