@@ -46,6 +46,14 @@ MPT_SHAPES = {
     "70b": (8192, 64, 80),
 }
 MPT_VOCAB = 50368
+# The dense peak each MPT table's MFU divides by: Composer's GPU_AVAILABLE_FLOPS
+# (composer/callbacks/speed_monitor.py, which llm-foundry's collect_results.py reads), by GPU and,
+# on the H100, precision.
+MPT_PEAK_FLOPS = {"a100_80gb": 312e12, "a100_40gb": 312e12, "h100_80gb": 989e12}
+MPT_FP8_PEAK_FLOPS = 1979e12  # the H100's dense fp8 peak, for precision amp_fp8
+# How far a row's MFU by the tables' formula may be from the MFU it states: its tokens/s per GPU
+# are rounded to the token (0.11 points at most over every shipped row, a 70B one).
+MPT_MFU_TOLERANCE = 0.15
 
 # The clusters of the tables' titles. MosaicML's A100 nodes have 1,600 Gb/s of RoCE between
 # nodes: 25 GB/s a GPU, the a100 preset's NIC, on RoCE (an Ethernet fabric). The H100 tables do
@@ -75,15 +83,31 @@ def read_rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def mpt_mfu(row):
+    """A row's MFU in per cent by the tables' formula (the README's "MFU" section): 6 FLOPs per
+    parameter and token plus the attention's 12 · layers · d_model · seq_len, over the peak."""
+    d, _, layers = MPT_SHAPES[row["model"]]
+    seq = int(row["seq_len"])
+    peak = MPT_FP8_PEAK_FLOPS if row["precision"] == "amp_fp8" else MPT_PEAK_FLOPS[row["gpu"]]
+    flop_per_token = 6 * int(row["num_params"]) + 12 * layers * d * seq
+    return 100 * flop_per_token * float(row["tokens_per_s_per_gpu"]) / peak
+
+
 def mpt_rows():
-    """The rows of every MPT_DATA file, each row's parameter count checked against its shape's."""
+    """The rows of every MPT_DATA file, each row's parameter count checked against its shape's and
+    its tokens/s against its MFU."""
     rows = []
     for path in MPT_DATA:
         for i, row in enumerate(read_rows(path), 1):
+            where = f"{path}: row {i}: mpt-{row['model']} at seq {row['seq_len']}"
             expected = mpt_params(row["model"], int(row["seq_len"]))
             if expected != int(row["num_params"]):
-                sys.exit(f"{path}: row {i}: mpt-{row['model']} at seq {row['seq_len']} has "
-                         f"{expected} parameters by its shape, the table says {row['num_params']}")
+                sys.exit(f"{where} has {expected} parameters by its shape, the table says "
+                         f"{row['num_params']}")
+            if abs(mpt_mfu(row) - float(row["mfu_percent"])) > MPT_MFU_TOLERANCE:
+                sys.exit(f"{where} on {row['gpus']}: {row['tokens_per_s_per_gpu']} tokens/s is "
+                         f"{mpt_mfu(row):.2f} % MFU by the tables' formula, the table says "
+                         f"{row['mfu_percent']} %")
             rows.append(row)
     return rows
 
