@@ -4,10 +4,10 @@ import itertools
 import statistics
 
 from .simulation import errors_at, tokens_per_s_at
-from .sources import TORCHTITAN_A100_TABLE, TORCHTITAN_CLUSTERS, scenario
+from .sources import HELD_OUT_TABLES, TORCHTITAN_A100_TABLE, TORCHTITAN_CLUSTERS, scenario
 
-# What --fit fits per GPU, and on which tables (llm-foundry's A100 80 GB table of 2023 is in none:
-# it checks the fit). The A100's efficiencies were guesses; the H100's matmul efficiency is
+# What --fit fits per GPU, and on which tables (never one of sources.HELD_OUT_TABLES: they
+# check the fit). The A100's efficiencies were guesses; the H100's matmul efficiency is
 # fitted to TorchTitan's Llama run (published_runs.csv) and stays, so only the Triton attention,
 # which no other source runs, is fitted to its tables.
 FITS = {
@@ -149,6 +149,13 @@ ONE_TABLE_FITS = {
     "fp8": (FP8_TABLE, "fp8_matmul_efficiency"),
     "a100-attention": (TORCHTITAN_A100_TABLE, "attention_efficiency"),
 }
+
+
+# A held-out table that a fit used would no longer show anything about runs the model never saw.
+_FITTED = ({table for tables, _ in FITS.values() for table in tables}
+           | {table for table, _ in ONE_TABLE_FITS.values()})
+if _FITTED & HELD_OUT_TABLES:
+    raise SystemExit(f"fitting.py: fitted to held-out tables {sorted(_FITTED & HELD_OUT_TABLES)}")
 
 
 def fit_one_table(shardscope, rows, fabric, which):

@@ -73,10 +73,11 @@ def goal_lines(results, buckets):
 
 
 def print_table(title, groups):
+    width = max(18, *(len(g["name"]) for g in groups))
     print(f"\n{title}")
-    print(f"  {'':<18} {'runs':>5} {'bias':>8} {'mean |err|':>11} {'max |err|':>10} "
+    print(f"  {'':<{width}} {'runs':>5} {'bias':>8} {'mean |err|':>11} {'max |err|':>10} "
           f"{'wrong fit':>10}")
     for g in groups:
-        print(f"  {g['name']:<18} {g['runs']:>5} {g['bias']:>+7.1%} {g['mean_abs']:>10.1%} "
+        print(f"  {g['name']:<{width}} {g['runs']:>5} {g['bias']:>+7.1%} {g['mean_abs']:>10.1%} "
               f"{g['max_abs']:>9.1%} {g['wrong_fit']:>10}")
 
