@@ -86,14 +86,27 @@ def read_rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def mfu_percent(params, layers, width, seq_len, tokens_per_s, peak):
+    """MFU in per cent as both sources' tables compute it (llm-foundry's README, "MFU";
+    torchtitan's train.py of the time): 6 FLOPs per parameter and token plus the attention's
+    12 · layers · width · seq_len (width: heads × head dimension), over the dense peak."""
+    return 100 * (6 * params + 12 * layers * width * seq_len) * tokens_per_s / peak
+
+
+def check_mfu(where, tokens_per_s, mfu, stated, tolerance, formula):
+    """Exits naming the row when its tokens/s and its published MFU disagree beyond `tolerance`
+    points: a mistyped number in a CSV."""
+    if abs(mfu - float(stated)) > tolerance:
+        sys.exit(f"{where}: {tokens_per_s} tokens/s is {mfu:.2f} % MFU by {formula}, the table "
+                 f"says {stated} %")
+
+
 def mpt_mfu(row):
-    """A row's MFU in per cent by the tables' formula (the README's "MFU" section): 6 FLOPs per
-    parameter and token plus the attention's 12 · layers · d_model · seq_len, over the peak."""
+    """An MPT row's MFU in per cent by its table's formula and Composer's peak."""
     d, _, layers = MPT_SHAPES[row["model"]]
-    seq = int(row["seq_len"])
     peak = MPT_FP8_PEAK_FLOPS if row["precision"] == "amp_fp8" else MPT_PEAK_FLOPS[row["gpu"]]
-    flop_per_token = 6 * int(row["num_params"]) + 12 * layers * d * seq
-    return 100 * flop_per_token * float(row["tokens_per_s_per_gpu"]) / peak
+    return mfu_percent(int(row["num_params"]), layers, d, int(row["seq_len"]),
+                       float(row["tokens_per_s_per_gpu"]), peak)
 
 
 def mpt_rows():
@@ -107,10 +120,8 @@ def mpt_rows():
             if expected != int(row["num_params"]):
                 sys.exit(f"{where} has {expected} parameters by its shape, the table says "
                          f"{row['num_params']}")
-            if abs(mpt_mfu(row) - float(row["mfu_percent"])) > MPT_MFU_TOLERANCE:
-                sys.exit(f"{where} on {row['gpus']}: {row['tokens_per_s_per_gpu']} tokens/s is "
-                         f"{mpt_mfu(row):.2f} % MFU by the tables' formula, the table says "
-                         f"{row['mfu_percent']} %")
+            check_mfu(f"{where} on {row['gpus']}", row["tokens_per_s_per_gpu"], mpt_mfu(row),
+                      row["mfu_percent"], MPT_MFU_TOLERANCE, "the tables' formula")
             rows.append(row)
     return rows
 
@@ -133,11 +144,10 @@ def torchtitan_rows():
     for i, r in enumerate(read_rows(TORCHTITAN_A100), 1):
         if r["tps_per_gpu"] and r["mfu_percent"]:
             params, layers, heads, head_dim = TORCHTITAN_MODELS[r["model"]]
-            flop_per_token = 6 * params + 12 * layers * heads * head_dim * int(r["seq_len"])
-            mfu = 100 * flop_per_token * float(r["tps_per_gpu"]) / A100_PEAK_FLOPS
-            if abs(mfu - float(r["mfu_percent"])) > 0.06:
-                sys.exit(f"{TORCHTITAN_A100}: row {i}: {r['tps_per_gpu']} tokens/s is {mfu:.2f} % "
-                         f"MFU by torchtitan's formula, the table says {r['mfu_percent']} %")
+            mfu = mfu_percent(params, layers, heads * head_dim, int(r["seq_len"]),
+                              float(r["tps_per_gpu"]), A100_PEAK_FLOPS)
+            check_mfu(f"{TORCHTITAN_A100}: row {i}", r["tps_per_gpu"], mfu, r["mfu_percent"],
+                      0.06, "torchtitan's formula")
         rows.append(torchtitan_row(r, TORCHTITAN_A100_TABLE, "a100_80gb"))
     return rows
 
