@@ -22,14 +22,21 @@ CHECKS = {
 RESERVED_CHECKS = {TORCHTITAN_TABLE: 0.10}  # largest |error| of peak reserved memory
 
 
+# The buckets the bias is judged in: one per published sequence length and one per model size
+# (each range holds one nominal size: 125M, 350M, 760M, 1B, 3B, 7B and 8B, 13B, 30B, 70B), so
+# that a bias of one size is not averaged away by its neighbours. Each bucket function returns
+# (order, label); the report lists buckets in that order.
+SIZE_BUCKETS = ((0.2e9, "≤ 0.2B"), (0.5e9, "0.2–0.5B"), (0.9e9, "0.5–0.9B"),
+                (1.5e9, "0.9–1.5B"), (5e9, "1.5–5B"), (10e9, "5–10B"), (20e9, "10–20B"),
+                (45e9, "20–45B"), (float("inf"), "≥ 45B"))
+
+
 def bucket_seq(seq):
-    return "≤ 2k" if seq <= 2048 else "4k–8k" if seq <= 8192 else "16k–64k"
+    return seq, f"{seq // 1024}k" if seq % 1024 == 0 else str(seq)
 
 
 def bucket_size(parameters):
-    billions = parameters / 1e9
-    return ("≤ 1B" if billions < 1.5 else "3B–8B" if billions < 9 else "13B–30B" if billions < 40
-            else "70B")
+    return next((i, label) for i, (below, label) in enumerate(SIZE_BUCKETS) if parameters < below)
 
 
 def summarize(name, results):
