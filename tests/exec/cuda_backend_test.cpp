@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 
+#include "exec/cuda/src/cublaslt_library.hpp"
 #include "exec/cuda/src/gemm_runner.hpp"
 #include "shardscope/core/lower.hpp"
 #include "shardscope/exec/device_profiler.hpp"
@@ -45,6 +46,30 @@ std::vector<float> reference(const Gemm& g, const std::vector<float>& a,
     }
   }
   return c;
+}
+
+// No GPU needed: the library is opened at the first GEMM (not linked), and the one opened is the
+// version the headers were compiled against, with every function the backend calls.
+TEST(CublasLtLibrary, OpensTheVersionCompiledAgainstWithEveryFunction) {
+  const cuda::CublasLt& lt = cuda::cublaslt();
+  EXPECT_EQ(std::string(cuda::cublaslt_soname()),
+            "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  EXPECT_EQ(lt.get_version() / 10000, std::size_t{CUBLAS_VER_MAJOR}) << cuda::cublaslt_soname();
+  EXPECT_STREQ(lt.get_status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
+  for (const void* f :
+       {reinterpret_cast<const void*>(lt.create), reinterpret_cast<const void*>(lt.destroy),
+        reinterpret_cast<const void*>(lt.matmul),
+        reinterpret_cast<const void*>(lt.matmul_algo_get_heuristic),
+        reinterpret_cast<const void*>(lt.matmul_desc_create),
+        reinterpret_cast<const void*>(lt.matmul_desc_destroy),
+        reinterpret_cast<const void*>(lt.matmul_desc_set_attribute),
+        reinterpret_cast<const void*>(lt.matmul_preference_create),
+        reinterpret_cast<const void*>(lt.matmul_preference_destroy),
+        reinterpret_cast<const void*>(lt.matmul_preference_set_attribute),
+        reinterpret_cast<const void*>(lt.matrix_layout_create),
+        reinterpret_cast<const void*>(lt.matrix_layout_destroy),
+        reinterpret_cast<const void*>(lt.matrix_layout_set_attribute)})
+    EXPECT_NE(f, nullptr);
 }
 
 TEST(CudaBackend, GemmsFollowTheIrsRowMajorConvention) {

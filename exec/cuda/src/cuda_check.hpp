@@ -10,6 +10,7 @@
 
 #include <cstdio>
 
+#include "cublaslt_library.hpp"
 #include "shardscope/core/error.hpp"
 
 namespace shardscope::exec::cuda {
@@ -30,7 +31,7 @@ inline const char* status_text(ncclResult_t r) {
   return ncclGetErrorString(r);
 }
 inline const char* status_text(cublasStatus_t s) {
-  return cublasLtGetStatusName(s);
+  return cublaslt().get_status_name(s);
 }
 const char* status_text(CUresult r);  // the driver's name for it (cuda_segment_memory.cpp)
 
