@@ -69,12 +69,24 @@ std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t l
   std::vector<Matmul> out;
   for (std::size_t i = 0; i < layers && i < mm.count; ++i) {
     if (fused_qkv(c) && i > 0 && i < kAttentionAfter) {
+      out.back().name = "wqkv";
       out.back().out += mm.layers[i].out;
       continue;
     }
     out.push_back(mm.layers[i]);
   }
   return out;
+}
+
+// The projections a block's forward runs, as modules (one GEMM each: a fused qkv projection is
+// one nn.Linear, one GEMM of q's, k's and v's outputs together), and how many of them run before
+// the attention.
+struct BlockModules {
+  std::vector<Matmul> modules;
+  std::size_t attention_after = 0;
+};
+BlockModules block_modules(const TransformerConfig& c) {
+  return {projection_modules(c, block_matmuls(c).count), fused_qkv(c) ? 1 : kAttentionAfter};
 }
 
 // TransformerEngine's casts around its fp8 Linear modules (fp8_cast_transpose_fused: read once,
@@ -234,28 +246,28 @@ std::int64_t projection_inputs(const TransformerConfig& c) {
 }
 
 KernelSet block_forward_kernels(const BlockShape& b) {
-  const auto mm = block_matmuls(b.config);
+  const BlockModules bm = block_modules(b.config);
   KernelSet out;
   if (b.fp8_linears) {
-    add_fp8_forward_casts(out, b, mm.count);
+    add_fp8_forward_casts(out, b, block_matmuls(b.config).count);
   } else {
     add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts", CastOf::weights);
   }
-  for (std::size_t i = 0; i < mm.count; ++i) {
-    if (i == kAttentionAfter) add_attention(out, b, false);
-    out.push_back(linear_forward(mm.layers[i], b));
+  for (std::size_t i = 0; i < bm.modules.size(); ++i) {
+    if (i == bm.attention_after) add_attention(out, b, false);
+    out.push_back(linear_forward(bm.modules[i], b));
   }
   out.push_back(elementwise(b, 1));
   return out;
 }
 
 KernelSet block_backward_kernels(const BlockShape& b) {
-  const auto mm = block_matmuls(b.config);
+  const BlockModules bm = block_modules(b.config);
   KernelSet out;
-  for (std::size_t i = mm.count; i-- > 0;) {
-    out.push_back(linear_input_grad(mm.layers[i], b));
-    out.push_back(linear_weight_grad(mm.layers[i], b));
-    if (i == kAttentionAfter) add_attention(out, b, true);
+  for (std::size_t i = bm.modules.size(); i-- > 0;) {
+    out.push_back(linear_input_grad(bm.modules[i], b));
+    out.push_back(linear_weight_grad(bm.modules[i], b));
+    if (i == bm.attention_after) add_attention(out, b, true);
   }
   out.push_back(elementwise(b, 2));
   // The weight gradients come out in the compute dtype and are cast to the weights' own: by
@@ -330,18 +342,18 @@ KernelSet block_selective_recompute_kernels(const BlockShape& b) {
 }
 
 KernelSet block_full_recompute_kernels(const BlockShape& b) {
-  const auto mm = block_matmuls(b.config);
-  const Matmul& last = mm.layers[mm.count - 1];  // w2 / fc2: its output is no saved tensor
+  const BlockModules bm = block_modules(b.config);
+  const Matmul& last = bm.modules.back();  // w2 / fc2: its output is no saved tensor
   KernelSet out;
   if (b.fp8_linears) {
-    add_fp8_forward_casts(out, b, mm.count - 1);
+    add_fp8_forward_casts(out, b, block_matmuls(b.config).count - 1);
   } else {
     add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
               "autocast.weight_casts", CastOf::weights);
   }
-  for (std::size_t i = 0; i + 1 < mm.count; ++i) {
-    if (i == kAttentionAfter) add_attention(out, b, false);
-    out.push_back(linear_forward(mm.layers[i], b));
+  for (std::size_t i = 0; i + 1 < bm.modules.size(); ++i) {
+    if (i == bm.attention_after) add_attention(out, b, false);
+    out.push_back(linear_forward(bm.modules[i], b));
   }
   out.push_back(elementwise_up_to_mlp_output(b));
   return out;

@@ -111,23 +111,32 @@ TEST(Kernels, ABlockMatchesTheTransformerFormulas) {
     EXPECT_DOUBLE_EQ(bwd.attention_flops, 2.5 * attention);
     EXPECT_EQ(bwd.bytes, 2 * fwd.bytes);  // memory-bound traffic: backward twice the forward
 
-    // nn.Linear's three GEMMs for wq: forward (t, h, h)·ᵀ, input and weight gradients.
+    // nn.Linear's three GEMMs: forward (t, out, in)·ᵀ, input and weight gradients. A Llama-style
+    // block's q, k and v are three modules; a GPT-style block's (MPT's Wqkv, GPT-2's c_attn) one
+    // module, one GEMM of their outputs together.
     const auto fk = op_kernels(s, fwd);
     ASSERT_FALSE(fk.empty());
-    EXPECT_EQ(fk[0].label, "wq");
+    const bool fused = mlp == "gelu";
+    const std::int64_t qkv = fused ? c.hidden + 2 * c.kv_dim() : c.hidden;
+    EXPECT_EQ(fk[0].label, fused ? "wqkv" : "wq");
     EXPECT_EQ(std::get<Gemm>(fk[0].shape),
-              (Gemm{4096, c.hidden, c.hidden, 1, false, true, DType::bf16, DType::bf16}));
+              (Gemm{4096, qkv, c.hidden, 1, false, true, DType::bf16, DType::bf16}));
     const auto bk = op_kernels(s, bwd);
     const auto find = [&](std::string_view label) {
       for (const Kernel& k : bk) {
         if (k.label == label) return std::get<Gemm>(k.shape);
       }
-      throw std::runtime_error("no kernel");
+      throw std::runtime_error("no kernel " + std::string(label));
     };
-    EXPECT_EQ(find("wk.dgrad"),
-              (Gemm{4096, c.hidden, c.kv_dim(), 1, false, false, DType::bf16, DType::bf16}));
-    EXPECT_EQ(find("wk.wgrad"),
-              (Gemm{c.kv_dim(), c.hidden, 4096, 1, true, false, DType::bf16, DType::bf16}));
+    const std::string qkv_name = fused ? "wqkv" : "wk";
+    const std::int64_t qkv_out = fused ? qkv : c.kv_dim();
+    EXPECT_EQ(find(qkv_name + ".dgrad"),
+              (Gemm{4096, c.hidden, qkv_out, 1, false, false, DType::bf16, DType::bf16}));
+    EXPECT_EQ(find(qkv_name + ".wgrad"),
+              (Gemm{qkv_out, c.hidden, 4096, 1, true, false, DType::bf16, DType::bf16}));
+    const auto gemms = std::count_if(bk.begin(), bk.end(),
+                                     [](const Kernel& k) { return k.kind() == KernelKind::gemm; });
+    EXPECT_EQ(gemms, 2 * (fused ? 4 : 7));  // every module's input and weight gradients
     // Grouped-query flash attention over the micro-batch's sequences.
     const auto attn = std::find_if(
         fk.begin(), fk.end(), [](const Kernel& k) { return k.kind() == KernelKind::attention; });
