@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <string>
 
 namespace shardscope::detail {
@@ -61,13 +62,12 @@ Kernel linear_weight_grad(const Matmul& mm, const BlockShape& b) {
           Gemm{mm.out, mm.in, b.tokens(), 1, true, false, linear_operands(b), b.dtype}};
 }
 
-// The block's projections as modules, those of block_matmuls' first `layers` layers: a fused qkv
-// projection is one module of three matmuls' outputs (MPT's Wqkv), the rest one module per
-// matmul.
-std::vector<Matmul> projection_modules(const TransformerConfig& c, std::size_t layers) {
+// The block's projections as modules, in forward order: a fused qkv projection is one module of
+// three matmuls' outputs (MPT's Wqkv), the rest one module per matmul.
+std::vector<Matmul> projection_modules(const TransformerConfig& c) {
   const BlockMatmuls mm = block_matmuls(c);
   std::vector<Matmul> out;
-  for (std::size_t i = 0; i < layers && i < mm.count; ++i) {
+  for (std::size_t i = 0; i < mm.count; ++i) {
     if (fused_qkv(c) && i > 0 && i < kAttentionAfter) {
       out.back().name = "wqkv";
       out.back().out += mm.layers[i].out;
@@ -86,24 +86,24 @@ struct BlockModules {
   std::size_t attention_after = 0;
 };
 BlockModules block_modules(const TransformerConfig& c) {
-  return {projection_modules(c, block_matmuls(c).count), fused_qkv(c) ? 1 : kAttentionAfter};
+  return {projection_modules(c), fused_qkv(c) ? 1 : kAttentionAfter};
 }
 
 // TransformerEngine's casts around its fp8 Linear modules (fp8_cast_transpose_fused: read once,
 // write the fp8 copy and its fp8 transpose, the amax alongside). Forward: each module's input
-// and its weight, read in the dtype FSDP hands it. Backward: each module's output gradient.
-void add_fp8_forward_casts(KernelSet& out, const BlockShape& b, std::size_t layers) {
+// and its weight, read in the dtype FSDP hands it, for each of `modules` that runs. Backward: each
+// module's output gradient.
+void add_fp8_forward_casts(KernelSet& out, const BlockShape& b, std::span<const Matmul> modules) {
   const Bytes elem = bytes_per_element(b.dtype);
   const Bytes weight = bytes_per_element(b.cast_from.value_or(b.dtype));
   Bytes bytes = 0;
-  for (const Matmul& m : projection_modules(b.config, layers))
+  for (const Matmul& m : modules)
     bytes += b.tokens() * m.in * (elem + 2) + m.in * m.out * (weight + 2);
   out.push_back({"fp8.cast_transpose", 1, MemoryBound{bytes, 0}});
 }
-void add_fp8_backward_casts(KernelSet& out, const BlockShape& b) {
+void add_fp8_backward_casts(KernelSet& out, const BlockShape& b, std::span<const Matmul> modules) {
   Bytes bytes = 0;
-  for (const Matmul& m : projection_modules(b.config, block_matmuls(b.config).count))
-    bytes += b.tokens() * m.out * (bytes_per_element(b.dtype) + 2);
+  for (const Matmul& m : modules) bytes += b.tokens() * m.out * (bytes_per_element(b.dtype) + 2);
   out.push_back({"fp8.grad_cast_transpose", 1, MemoryBound{bytes, 0}});
 }
 
@@ -228,7 +228,7 @@ std::int64_t block_projection_params(const TransformerConfig& c) {
 
 std::vector<std::int64_t> projection_weight_numels(const TransformerConfig& c) {
   std::vector<std::int64_t> out;
-  for (const Matmul& m : projection_modules(c, block_matmuls(c).count)) out.push_back(m.in * m.out);
+  for (const Matmul& m : projection_modules(c)) out.push_back(m.in * m.out);
   return out;
 }
 
@@ -249,7 +249,7 @@ KernelSet block_forward_kernels(const BlockShape& b) {
   const BlockModules bm = block_modules(b.config);
   KernelSet out;
   if (b.fp8_linears) {
-    add_fp8_forward_casts(out, b, block_matmuls(b.config).count);
+    add_fp8_forward_casts(out, b, bm.modules);
   } else {
     add_casts(out, b, block_projection_params(b.config), "autocast.weight_casts", CastOf::weights);
   }
@@ -274,7 +274,7 @@ KernelSet block_backward_kernels(const BlockShape& b) {
   // autocast's ToCopyBackward, or for TE's modules (outside autocast) by the autograd engine,
   // which casts a gradient to its input's dtype.
   if (b.fp8_linears) {
-    add_fp8_backward_casts(out, b);
+    add_fp8_backward_casts(out, b, bm.modules);
     add_casts(out, b, block_projection_params(b.config), "weight_grad_casts", CastOf::gradients);
   } else {
     add_casts(out, b, block_projection_params(b.config), "autocast.grad_casts", CastOf::gradients);
@@ -346,7 +346,7 @@ KernelSet block_full_recompute_kernels(const BlockShape& b) {
   const Matmul& last = bm.modules.back();  // w2 / fc2: its output is no saved tensor
   KernelSet out;
   if (b.fp8_linears) {
-    add_fp8_forward_casts(out, b, block_matmuls(b.config).count - 1);
+    add_fp8_forward_casts(out, b, std::span(bm.modules).first(bm.modules.size() - 1));
   } else {
     add_casts(out, b, block_projection_params(b.config) - last.in * last.out,
               "autocast.weight_casts", CastOf::weights);
