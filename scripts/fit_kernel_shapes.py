@@ -3,12 +3,18 @@
 PyTorch's kernels measured on a GPU, and say how well it predicts what it was not fitted on.
 
     scripts/fit_kernel_shapes.py [SWEEP.csv] [--check]
+    scripts/fit_kernel_shapes.py --import-xla matmul_interpolator_data.h > XLA_TABLE.csv
 
 SWEEP.csv is tests/pytorch/kernel_sweep.py's output (default: the H200 sweep of
 tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
   * the fitted constants (GEMM: asymptotic efficiency, a tile's k overhead; attention:
     asymptotic efficiency, half-lengths forward and backward, backward factor, head-dimension
-    overhead) and the fit's error over every shape it was fitted on;
+    overhead) and the fit's error over every shape it was fitted on. A tile's k overhead is
+    fitted on two sources together: the sweep's GEMMs and XLA's published H100 table
+    (tests/data/published/xla_matmul_h100.csv: batch, m, n and k from 256 to 4,096, kernel
+    times without dispatch), each at its own efficiency and per-launch offset, since the sweep
+    alone has three GEMMs of k below 2,048; each source's own k overhead and its error at the
+    other's are printed;
   * leave-one-family-out: each shape family (square, Llama 3 8B, Llama 3 70B, thin, wave; for
     attention head dimension 64, non-causal, short and long sequences) predicted by a fit to the
     others;
@@ -50,8 +56,14 @@ SPLIT_K_MIN = 512
 # kernel_sweep.py times one launch by CUDA events recorded around it, so each row carries the
 # host's dispatch; fitted as a constant offset, it is the measurement's, not the GPU's.
 GEMM_FLOOR_GRID = (0, 4e-6, 8e-6, 12e-6, 16e-6)
-GEMM_EFFICIENCY_GRID = tuple(e / 1000 for e in range(650, 861, 5))
+GEMM_EFFICIENCY_GRID = tuple(e / 1000 for e in range(650, 901, 5))
+GEMM_K_OVERHEAD_GRID = tuple(range(0, 257, 32))
 MIN_GEMM_FLOPS = 1e9  # below this a launch is mostly dispatch
+# XLA's matmul table for sm_90 (an H100 SXM: 3.35 TB/s of HBM), times of the kernel alone: its
+# offset per launch is the GPU's (a kernel's ramp and tail), a few microseconds.
+XLA_TABLE = ROOT / "tests/data/published/xla_matmul_h100.csv"
+XLA_HBM = 3.35e12
+XLA_FLOOR_GRID = tuple(i * 1e-6 for i in range(9))
 # Every sweep shipped, for the memory-bound kernels (few rows each; their rates repeat).
 MEMORY_SWEEPS = sorted(ROOT.glob("tests/data/measured/*/kernel_sweep*.csv"))
 MIN_MEMORY_ELEMENTS = 1 << 26  # 64 Mi: from here a launch's dispatch is under a tenth
@@ -86,6 +98,35 @@ def gemm_rows(sweep):
     return rows
 
 
+def xla_gemm_rows(path=XLA_TABLE):
+    """XLA's H100 GEMMs of at least MIN_GEMM_FLOPS, timed from its published FLOP/s."""
+    rows = []
+    for r in read_sweep(path):
+        b, m, n, k = (int(r[x]) for x in ("batch", "m", "n", "k"))
+        flops = 2 * b * m * n * k
+        if flops >= MIN_GEMM_FLOPS:
+            rows.append({"family": "xla", "batch": b, "m": m, "n": n, "k": k, "hbm": XLA_HBM,
+                         "seconds": flops / float(r["bf16_flop_per_s"])})
+    return rows
+
+
+def import_xla(header_path):
+    """XLA_TABLE's rows from XLA's matmul_interpolator_data.h: every sm_90 entry's bf16 FLOP/s."""
+    text = Path(header_path).read_text()
+    start = text.index('key: "sm_90"')
+    end = re.compile(r'\n  entries \{\n    key: "').search(text, start)
+    section = text[start:end.start() if end else len(text)]
+    print("batch,m,n,k,bf16_flop_per_s")
+    entries = re.finditer(r"entries \{\s*b: (\d+)\s*m: (\d+)\s*n: (\d+)\s*k: (\d+)\s*"
+                          r'((?:flops \{[^}]*\}\s*)+)\}', section)
+    rows = []
+    for e in entries:
+        flops = dict(re.findall(r'key: "([^"]+)" value: (\d+)', e.group(5)))
+        rows.append((*(int(x) for x in e.group(1, 2, 3, 4)), flops["bf16xbf16->bf16"]))
+    for row in sorted(rows):
+        print(",".join(str(x) for x in row))
+
+
 def attention_rows(sweep):
     rows = []
     for r in sweep:
@@ -99,24 +140,25 @@ def attention_rows(sweep):
     return rows
 
 
-def gemm_full_rate_flops(m, n, k, k_overhead):
+def gemm_full_rate_flops(m, n, k, k_overhead, batch=1):
     """kernel_shape_model.cpp's gemm_cost: (FLOPs at the asymptotic rate, split-K bytes)."""
     best = None
     for tm, tn in TILES:
-        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
         split = max(1, min(SMS // tiles, k // SPLIT_K_MIN)) if tiles < SMS else 1
         waves = math.ceil(tiles * split / SMS)
         work = waves * SMS * 2 * tm * tn * (k / split + k_overhead)
         if best is None or work < best[0]:
-            best = (work, 4 * m * n * split if split > 1 else 0)
+            best = (work, 4 * m * n * batch * split if split > 1 else 0)
     return best
 
 
-def gemm_seconds(r, e, k_overhead, floor, hbm_efficiency=ELEMENTWISE_EFFICIENCY):
-    work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead)
-    operands = 2 * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
-    return (max(work / (PEAK * e), operands / (HBM * hbm_efficiency)) +
-            partials / (HBM * hbm_efficiency) + floor)
+def gemm_seconds(r, e, k_overhead, floor):
+    """A row's time (its GPU's HBM rate: the H200's unless the row says)."""
+    batch, hbm = r.get("batch", 1), r.get("hbm", HBM) * ELEMENTWISE_EFFICIENCY
+    work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead, batch)
+    operands = 2 * batch * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
+    return max(work / (PEAK * e), operands / hbm) + partials / hbm + floor
 
 
 def attention_seconds(r, e, half_fwd, half_bwd, backward_factor, d0):
@@ -164,9 +206,42 @@ def grid_fit(rows, seconds, grid):
     return best[1]
 
 
-def gemm_grid():
-    return [(e, k0, floor) for e in GEMM_EFFICIENCY_GRID for k0 in (0, 32, 64, 128, 192, 256)
-            for floor in GEMM_FLOOR_GRID]
+def gemm_grid(k_overheads, floors=GEMM_FLOOR_GRID):
+    return [(e, k0, floor) for e in GEMM_EFFICIENCY_GRID for k0 in k_overheads
+            for floor in floors]
+
+
+def fit_k_overhead(sources):
+    """The k overhead of least mean |error| over every source's GEMMs together, each source at
+    its own efficiency and offset (fitted at each k overhead): {source: (e, k0, floor)}."""
+    best = None
+    for k0 in GEMM_K_OVERHEAD_GRID:
+        fits = {name: grid_fit(rows, gemm_seconds, gemm_grid((k0,), floors))
+                for name, (rows, floors) in sources.items()}
+        total = sum(mean_abs(errors(rows, gemm_seconds, fits[name])) * len(rows)
+                    for name, (rows, _) in sources.items())
+        if best is None or total < best[0] - 1e-12:
+            best = (total, fits)
+    return best[1]
+
+
+def report_k_overhead(sources, joint):
+    """Each source's own k overhead, and its error there, at the joint fit's and at the other
+    source's (its efficiency and offset refitted at each)."""
+    own = {name: grid_fit(rows, gemm_seconds, gemm_grid(GEMM_K_OVERHEAD_GRID, floors))
+           for name, (rows, floors) in sources.items()}
+    print("### A tile's k overhead, fitted on both GEMM sources\n")
+    print("| source | GEMMs | k overhead alone | error there | at the other's | at the joint "
+          f"{next(iter(joint.values()))[1]} |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, (rows, floors) in sources.items():
+        other = next(own[o][1] for o in sources if o != name)
+
+        def at(k0):
+            fit = grid_fit(rows, gemm_seconds, gemm_grid((k0,), floors))
+            return f"{100 * mean_abs(errors(rows, gemm_seconds, fit)):.1f} % (e {fit[0]:.3f})"
+        print(f"| {name} | {len(rows)} | {own[name][1]} | {at(own[name][1])} | {at(other)} "
+              f"| {at(joint[name][1])} |")
+    print()
 
 
 def attention_grid():
@@ -194,34 +269,24 @@ def report(title, rows, seconds, grid, families):
     return params
 
 
-def report_by_k(paths, params):
-    """The fitted GEMM model's bias on each shipped sweep by the GEMMs' k: where it drifts with k
-    (a tile's epilogue, which writes the output once whatever k is, weighs more when k is short)."""
-    by_sweep = {p: gemm_rows(read_sweep(p)) for p in paths}
-    ks = sorted({r["k"] for rows in by_sweep.values() for r in rows})
-    print("### GEMMs by k, every sweep at the fit (bias; GEMMs)\n")
-    print("| sweep | " + " | ".join(f"k = {k:,}" for k in ks) + " |")
+def report_by_k(paths, params, xla):
+    """The fitted GEMM model's bias on each shipped sweep and on XLA's table by the GEMMs' k:
+    where it drifts with k (a tile's prologue and epilogue weigh more when k is short).
+    `xla`: (XLA's rows, its fit)."""
+    by_source = {f"{Path(p).parent.name}/{Path(p).name}": (gemm_rows(read_sweep(p)), params)
+                 for p in paths}
+    by_source["XLA's H100 table"] = xla
+    ks = sorted({r["k"] for rows, _ in by_source.values() for r in rows})
+    print("### GEMMs by k, every source at the fit (bias; GEMMs)\n")
+    print("| source | " + " | ".join(f"k = {k:,}" for k in ks) + " |")
     print("| --- |" + " ---: |" * len(ks))
-    for p, rows in by_sweep.items():
+    for name, (rows, fit) in by_source.items():
         cells = []
         for k in ks:
-            errs = errors([r for r in rows if r["k"] == k], gemm_seconds, params)
+            errs = errors([r for r in rows if r["k"] == k], gemm_seconds, fit)
             cells.append(f"{100 * sum(errs) / len(errs):+.1f} % ({len(errs)})" if errs else "—")
-        print(f"| {Path(p).parent.name}/{Path(p).name} | " + " | ".join(cells) + " |")
-    # The candidate for what short k adds: the output's write at the element-wise rate, a share of
-    # it not hidden behind the main loop, fitted with the efficiency and k overhead on every sweep.
-    rows = [r for rs in by_sweep.values() for r in rs]
-
-    def with_epilogue(r, e, k_overhead, floor, share):
-        output_write = 2 * r["m"] * r["n"] / (HBM * ELEMENTWISE_EFFICIENCY)
-        return gemm_seconds(r, e, k_overhead, floor) + share * output_write
-
-    grid = [(e, k0, params[2], share) for e in GEMM_EFFICIENCY_GRID for k0 in (0, 32, 64)
-            for share in (0, 0.25, 0.5, 0.75, 1.0)]
-    fit = grid_fit(rows, with_epilogue, grid)
-    print(f"\nAn exposed share of the output's write, fitted on all {len(rows)} GEMMs with the "
-          f"efficiency and k overhead: {fit[3]} (efficiency {fit[0]:.3f}, k overhead {fit[1]}; "
-          f"mean error {100 * mean_abs(errors(rows, with_epilogue, fit)):.1f} %)\n")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print()
 
 
 def memory_rates(paths):
@@ -301,15 +366,23 @@ def cpp_constants():
 
 
 def main():
+    if sys.argv[1:2] == ["--import-xla"] and len(sys.argv) == 3:
+        import_xla(sys.argv[2])
+        return 0
     args = [a for a in sys.argv[1:] if a != "--check"]
     sweep = read_sweep(args[0] if args else DEFAULT_SWEEP)
-    gemms, attentions = gemm_rows(sweep), attention_rows(sweep)
+    gemms, attentions, xla = gemm_rows(sweep), attention_rows(sweep), xla_gemm_rows()
     print(f"# The per-shape kernel model fitted to {len(gemms)} GEMMs (at least 1 GFLOP) and "
           f"{len(attentions)} attentions\n")
+    sources = {"the sweep": (gemms, GEMM_FLOOR_GRID), "XLA's H100 table": (xla, XLA_FLOOR_GRID)}
+    joint = fit_k_overhead(sources)
+    report_k_overhead(sources, joint)
+    k_overhead = joint["the sweep"][1]
     families = [(f, (lambda f: lambda r: r["family"] == f)(f))
                 for f in sorted({r["family"] for r in gemms})]
-    g = report("GEMMs (bf16)", gemms, gemm_seconds, gemm_grid(), families)
-    report_by_k(MEMORY_SWEEPS, g)
+    g = report(f"GEMMs (bf16), the sweep's, at k overhead {k_overhead}", gemms, gemm_seconds,
+               gemm_grid((k_overhead,)), families)
+    report_by_k(MEMORY_SWEEPS, g, (xla, joint["XLA's H100 table"]))
     a = report("Attention (SDPA, bf16)", attentions, attention_seconds, attention_grid(), [
         ("head dimension 64", lambda r: r["head_dim"] == 64),
         ("non-causal", lambda r: not r["causal"]),
@@ -330,8 +403,10 @@ def main():
     print()
     memory = report_memory(MEMORY_SWEEPS)
     print("### Fitted constants\n")
+    x = joint["XLA's H100 table"]
     print(f"* GEMM: efficiency {g[0]:.3f}, k overhead {g[1]} k-steps "
-          f"(measurement offset per launch {g[2] * 1e6:.0f} µs)")
+          f"(measurement offset per launch {g[2] * 1e6:.0f} µs); XLA's H100 kernels at the same "
+          f"k overhead: efficiency {x[0]:.3f}, offset {x[2] * 1e6:.0f} µs")
     print(f"* attention: efficiency {a[0]:.2f} (SDPA's own choice of backend, cuDNN's), {flash_e} "
           f"(FlashAttention-2, the step's), half-lengths {a[1]} (forward) and {a[2]} "
           f"(backward) keys, backward factor {a[3]}, head-dimension overhead {a[4]}")

@@ -35,8 +35,8 @@ ClusterSpec a100() {
            {19.5e12, 312e12, 312e12, 312e12},
            2.039e12,
            108,
-           0.734,
-           0.417,
+           0.749,
+           0.403,
            400,
            std::nullopt,
            nullptr};
@@ -53,7 +53,7 @@ ClusterSpec a100() {
   // SDPA's FlashAttention-2 (0.417) fitted to TorchTitan's eight runs on 64 A100
   // (tests/data/published/torchtitan_a100.csv, `scripts/published-runs --fit-a100-attention`; each
   // run left out in docs/validation.md). cuDNN attention is a guess: no run of it on an A100.
-  c.gpu.triton_attention_efficiency = 0.346;
+  c.gpu.triton_attention_efficiency = 0.349;
   c.gpu.triton_attention_overhead = 0.25;
   c.gpu.triton_attention_head_dim_overhead = 0.25;
   return c;
@@ -79,14 +79,14 @@ ClusterSpec h100() {
            {66.9e12, 989.4e12, 989.4e12, 1978.9e12},
            3.35e12,
            132,
-           0.59,
+           0.60,
            0.24,
            700,
            std::nullopt,
            nullptr};
   // The efficiencies are one calibrated number: matmul fitted to TorchTitan's 8-GPU Llama 3.1 8B
   // run (500 W, HBM2e; the 128-GPU run held out, docs/validation.md), attention at the ratio
-  // PyTorch's GEMMs and FlashAttention-2 have on the H200 (0.30 / 0.745). They sit below the
+  // PyTorch's GEMMs and FlashAttention-2 have on the H200 (0.30 / 0.76). They sit below the
   // H200's measured kernels: what the run has and the model lacks (the cap's clock beyond the
   // cube law, real communication's effect on compute) lands in them.
   c.nvlink = {450e9, 1 * kNsPerUs};
@@ -94,16 +94,16 @@ ClusterSpec h100() {
   c.pcie = {50e9, 20e9, 10 * kNsPerUs};
   c.cpu = {6 * kNsPerUs, 60 * kNsPerUs, 10e9};
   c.gpu.multicast = true;                   // sm90 on NVSwitch (NVLink SHARP)
-  c.gpu.cudnn_attention_efficiency = 0.51;  // the H200's ratio, 0.65 / 0.745 of matmul
+  c.gpu.cudnn_attention_efficiency = 0.51;  // the H200's ratio, 0.65 / 0.76 of matmul
   // Fitted to llm-foundry's H100 tables (70 runs, `scripts/published-runs --fit`), the matmul
   // efficiency held at TorchTitan's; the H200 and later carry it over.
-  c.gpu.triton_attention_efficiency = 0.196;
+  c.gpu.triton_attention_efficiency = 0.198;
   c.gpu.triton_attention_overhead = 0.25;
   c.gpu.triton_attention_head_dim_overhead = 0.25;
   // Fitted to llm-foundry's seven fp8 runs on 8 H100 (TransformerEngine Linear, `scripts/
-  // published-runs --fit-fp8`; each run left out and predicted within 5.7 %): fp8 GEMMs at 1.83×
+  // published-runs --fit-fp8`; each run left out and predicted within 6.5 %): fp8 GEMMs at 1.84×
   // the bf16 GEMMs' rate here.
-  c.gpu.fp8_matmul_efficiency = 0.541;
+  c.gpu.fp8_matmul_efficiency = 0.551;
   return c;
 }
 
@@ -116,12 +116,12 @@ ClusterSpec h200() {
   // PyTorch's own kernels measured on an H200 (scripts/fit_kernel_shapes.py), not a training
   // run's average: GEMMs over the kernel sweep, attention as FlashAttention-2 (SDPA's
   // FLASH_ATTENTION backend, `model.attention: flash`) ran in a profiled training step.
-  c.gpu.matmul_efficiency = 0.745;
+  c.gpu.matmul_efficiency = 0.76;
   c.gpu.attention_efficiency = 0.30;
   c.gpu.cudnn_attention_efficiency = 0.65;  // the sweep's unrestricted SDPA
-  // Not measured on the H200: the H100's fp8 GEMMs' share of the bf16 ones' (0.541 / 0.59)
+  // Not measured on the H200: the H100's fp8 GEMMs' share of the bf16 ones' (0.551 / 0.60)
   // carried over to the measured bf16 efficiency.
-  c.gpu.fp8_matmul_efficiency = 0.683;
+  c.gpu.fp8_matmul_efficiency = 0.698;
   return c;
 }
 

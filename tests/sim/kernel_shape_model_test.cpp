@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -26,7 +27,7 @@ namespace shardscope::sim {
 namespace {
 
 constexpr int kSms = 132;
-const KernelShapeParams kParams;  // the fitted defaults: k overhead 32
+const KernelShapeParams kParams;  // the fitted defaults: k overhead 160
 
 Gemm gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
   return Gemm{.m = m, .n = n, .k = k};
@@ -168,8 +169,53 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
     err.e.push_back(predicted / r.seconds - 1);
   }
   ASSERT_EQ(err.e.size(), 94U);
-  EXPECT_LT(err.mean(), 0.055);  // 5.3 % fitted
-  EXPECT_LT(err.max(), 0.15);    // 14.2 %
+  EXPECT_LT(err.mean(), 0.06);  // 5.7 % at the k overhead both GEMM sources fit
+  EXPECT_LT(err.max(), 0.15);   // 14.2 %
+}
+
+// XLA's published H100 table (tests/data/published/xla_matmul_h100.csv): batch, m, n and k from
+// 256 to 4,096, kernel times alone. At its own fitted efficiency (0.85) and per-launch offset
+// (4 µs, the kernel's ramp and tail), the C++ model holds the error scripts/fit_kernel_shapes.py
+// prints for it at the shared k overhead, with no drift by k: the short-k GEMMs that a k overhead
+// of 32 k-steps priced 11 % too fast (k = 256 and 512).
+TEST(KernelShapeModel, TheKOverheadPricesXlasH100GemmsAtEveryK) {
+  const CostModel costs(
+      scenario_from_text("model: {preset: tiny}\n"
+                         "cluster: {preset: h100-sxm-80gb, gpu: {matmul_efficiency: 0.85}}\n"
+                         "fsdp: {mixed_precision: {param_dtype: bf16}}\n",
+                         {}),
+      {});
+  std::ifstream in(std::string(SHARDSCOPE_TEST_DATA_DIR) + "/published/xla_matmul_h100.csv");
+  ASSERT_TRUE(in);
+  Errors all;
+  std::map<std::int64_t, Errors> by_k;
+  std::string line;
+  while (std::getline(in, line)) {
+    long long b = 0, m = 0, n = 0, k = 0;
+    double flop_per_s = 0;
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lld,%lld,%lf", &b, &m, &n, &k, &flop_per_s) != 5)
+      continue;  // the header and its comments
+    const Gemm g{.m = m, .n = n, .k = k, .batch = b};
+    if (shape_flops(g) < 1e9) continue;  // the fit's threshold: a few microseconds of kernel
+    const GemmCost c = gemm_cost(g, 1, costs.cluster().gpu.sm_count, costs.compute_params().shapes);
+    const double predicted =
+        kernel_seconds(costs, {.matmul = c.full_rate_flops,
+                               .memory_bytes = c.split_k_bytes,
+                               .operand_bytes = kernel_operand_bytes(Kernel{"", 1, g}),
+                               .by_shape = true}) +
+        4e-6;
+    const double error = predicted / (shape_flops(g) / flop_per_s) - 1;
+    all.e.push_back(error);
+    by_k[k].e.push_back(error);
+  }
+  ASSERT_EQ(all.e.size(), 310U);
+  EXPECT_LT(all.mean(), 0.085);  // 8.0 % fitted
+  for (const auto& [k, err] : by_k) {
+    double bias = 0;
+    for (double e : err.e) bias += e;
+    bias /= static_cast<double>(err.e.size());
+    EXPECT_LT(std::abs(bias), 0.09) << "k = " << k;  // -7.9 % at k = 256, +6.4 % at 1,024
+  }
 }
 
 // Memory-bound kernels by kind: the add, a bf16→fp32 cast and the fused AdamW step at 64 Mi and

@@ -112,8 +112,10 @@ void summarize_step(const Timeline& t, const Window& w, Summary& out) {
     out.collectives.try_emplace(k, 0);
   // HFU counts the FLOPs MFU counts plus those the hardware repeats (activation recompute), under
   // MFU's convention (PaLM's 6N + 12·L·H·Q·T): MFU scaled by executed / model FLOPs of the ops.
+  // The ratio first: it is exactly 1 without recompute, so HFU is then MFU to the last bit (and
+  // never below it).
   const double model_op_flops = flops - recompute_flops;
-  if (out.mfu) out.hfu = model_op_flops > 0 ? *out.mfu * flops / model_op_flops : *out.mfu;
+  if (out.mfu) out.hfu = model_op_flops > 0 ? *out.mfu * (flops / model_op_flops) : *out.mfu;
   const auto phase_times = disjoint_phase_times(phase_span, w.start, w.end);
   out.forward_time = phase_times[static_cast<std::size_t>(Phase::forward)];
   out.backward_time = phase_times[static_cast<std::size_t>(Phase::backward)];
