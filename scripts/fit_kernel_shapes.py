@@ -36,6 +36,7 @@ sweep or fit cannot leave them behind. Pure Python, no dependencies. Same input,
 """
 
 import csv
+import functools
 import math
 import re
 import sys
@@ -140,6 +141,7 @@ def attention_rows(sweep):
     return rows
 
 
+@functools.lru_cache(maxsize=None)  # the grids ask for each shape at every efficiency and offset
 def gemm_full_rate_flops(m, n, k, k_overhead, batch=1):
     """kernel_shape_model.cpp's gemm_cost: (FLOPs at the asymptotic rate, split-K bytes)."""
     best = None
