@@ -3,7 +3,7 @@
 PyTorch's kernels measured on a GPU, and say how well it predicts what it was not fitted on.
 
     scripts/fit_kernel_shapes.py [SWEEP.csv] [--check]
-    scripts/fit_kernel_shapes.py --import-xla matmul_interpolator_data.h > XLA_TABLE.csv
+    scripts/fit_kernel_shapes.py --import-xla matmul_interpolator_data.h [KEY] > TABLE.csv
 
 SWEEP.csv is tests/pytorch/kernel_sweep.py's output (default: the H200 sweep of
 tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
@@ -15,6 +15,9 @@ tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
     times without dispatch), each at its own efficiency and per-launch offset, since the sweep
     alone has three GEMMs of k below 2,048; each source's own k overhead and its error at the
     other's are printed;
+  * XLA's B200 table (tests/data/published/xla_matmul_b200.csv, the same grid measured the same
+    way) at that k overhead, and the B200 preset's GEMM efficiency it gives: the H200's measured
+    efficiency times XLA's B200 efficiency over its H100 one (one method on both GPUs);
   * leave-one-family-out: each shape family (square, Llama 3 8B, Llama 3 70B, thin, wave; for
     attention head dimension 64, non-causal, short and long sequences) predicted by a fit to the
     others;
@@ -29,10 +32,10 @@ tests/data/measured/2026-11-27-h200-2/). Prints, as markdown:
     silicon (132 SMs, 989 TFLOP/s dense bf16) as the H200.
 The formulas are the C++ model's; tests/sim/kernel_shape_model_test.cpp holds the C++ model to
 the errors this prints. With --check, exit 1 unless the fitted constants are the ones the C++
-model and the H200 preset use (KernelShapeParams' and ComputeModelParams' defaults,
-cluster_presets.cpp: the preset's attention efficiency is FlashAttention-2's, what
-`model.attention: flash` runs), so a changed
-sweep or fit cannot leave them behind. Pure Python, no dependencies. Same input, same output.
+model, the H200 preset and the B200 preset's GEMM efficiency use (KernelShapeParams' and
+ComputeModelParams' defaults, cluster_presets.cpp: the H200 preset's attention efficiency is
+FlashAttention-2's, what `model.attention: flash` runs), so a changed sweep or fit cannot leave
+them behind. Pure Python, no dependencies. Same input, same output.
 """
 
 import csv
@@ -65,6 +68,11 @@ MIN_GEMM_FLOPS = 1e9  # below this a launch is mostly dispatch
 XLA_TABLE = ROOT / "tests/data/published/xla_matmul_h100.csv"
 XLA_HBM = 3.35e12
 XLA_FLOOR_GRID = tuple(i * 1e-6 for i in range(9))
+# XLA's table for "sm_100_B200", on the b200-sxm-180gb preset's GPU (cluster_presets.cpp: 148 SMs,
+# 2,250 TFLOP/s dense bf16, 7.67 TB/s).
+XLA_B200_TABLE = ROOT / "tests/data/published/xla_matmul_b200.csv"
+B200 = {"sms": 148, "peak": 2250e12, "hbm": 7.67e12}
+B200_EFFICIENCY_GRID = tuple(e / 1000 for e in range(500, 901, 5))
 # Every sweep shipped, for the memory-bound kernels (few rows each; their rates repeat).
 MEMORY_SWEEPS = sorted(ROOT.glob("tests/data/measured/*/kernel_sweep*.csv"))
 MIN_MEMORY_ELEMENTS = 1 << 26  # 64 Mi: from here a launch's dispatch is under a tenth
@@ -99,22 +107,24 @@ def gemm_rows(sweep):
     return rows
 
 
-def xla_gemm_rows(path=XLA_TABLE):
-    """XLA's H100 GEMMs of at least MIN_GEMM_FLOPS, timed from its published FLOP/s."""
+def xla_gemm_rows(path=XLA_TABLE, gpu=None):
+    """XLA's GEMMs of at least MIN_GEMM_FLOPS, timed from its published FLOP/s; `gpu`: the
+    GPU's SMs, peak and HBM rate where it is not the H100 (SMS, PEAK, XLA_HBM)."""
     rows = []
     for r in read_sweep(path):
         b, m, n, k = (int(r[x]) for x in ("batch", "m", "n", "k"))
         flops = 2 * b * m * n * k
         if flops >= MIN_GEMM_FLOPS:
             rows.append({"family": "xla", "batch": b, "m": m, "n": n, "k": k, "hbm": XLA_HBM,
-                         "seconds": flops / float(r["bf16_flop_per_s"])})
+                         **(gpu or {}), "seconds": flops / float(r["bf16_flop_per_s"])})
     return rows
 
 
-def import_xla(header_path):
-    """XLA_TABLE's rows from XLA's matmul_interpolator_data.h: every sm_90 entry's bf16 FLOP/s."""
+def import_xla(header_path, key="sm_90"):
+    """An XLA table's rows from XLA's matmul_interpolator_data.h: every entry's bf16 FLOP/s of
+    the device `key`."""
     text = Path(header_path).read_text()
-    start = text.index('key: "sm_90"')
+    start = text.index(f'key: "{key}"')
     end = re.compile(r'\n  entries \{\n    key: "').search(text, start)
     section = text[start:end.start() if end else len(text)]
     print("batch,m,n,k,bf16_flop_per_s")
@@ -142,25 +152,26 @@ def attention_rows(sweep):
 
 
 @functools.lru_cache(maxsize=None)  # the grids ask for each shape at every efficiency and offset
-def gemm_full_rate_flops(m, n, k, k_overhead, batch=1):
+def gemm_full_rate_flops(m, n, k, k_overhead, batch=1, sms=SMS):
     """kernel_shape_model.cpp's gemm_cost: (FLOPs at the asymptotic rate, split-K bytes)."""
     best = None
     for tm, tn in TILES:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-        split = max(1, min(SMS // tiles, k // SPLIT_K_MIN)) if tiles < SMS else 1
-        waves = math.ceil(tiles * split / SMS)
-        work = waves * SMS * 2 * tm * tn * (k / split + k_overhead)
+        split = max(1, min(sms // tiles, k // SPLIT_K_MIN)) if tiles < sms else 1
+        waves = math.ceil(tiles * split / sms)
+        work = waves * sms * 2 * tm * tn * (k / split + k_overhead)
         if best is None or work < best[0]:
             best = (work, 4 * m * n * batch * split if split > 1 else 0)
     return best
 
 
 def gemm_seconds(r, e, k_overhead, floor):
-    """A row's time (its GPU's HBM rate: the H200's unless the row says)."""
+    """A row's time on its GPU (the H200's SMs, peak and HBM rate unless the row says)."""
     batch, hbm = r.get("batch", 1), r.get("hbm", HBM) * ELEMENTWISE_EFFICIENCY
-    work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead, batch)
+    work, partials = gemm_full_rate_flops(r["m"], r["n"], r["k"], k_overhead, batch,
+                                          r.get("sms", SMS))
     operands = 2 * batch * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
-    return max(work / (PEAK * e), operands / hbm) + partials / hbm + floor
+    return max(work / (r.get("peak", PEAK) * e), operands / hbm) + partials / hbm + floor
 
 
 def attention_seconds(r, e, half_fwd, half_bwd, backward_factor, d0):
@@ -244,6 +255,27 @@ def report_k_overhead(sources, joint):
         print(f"| {name} | {len(rows)} | {own[name][1]} | {at(own[name][1])} | {at(other)} "
               f"| {at(joint[name][1])} |")
     print()
+
+
+def report_b200(joint, h200_efficiency):
+    """XLA's B200 table at the joint k overhead, and the B200 preset's GEMM efficiency: the H200's
+    measured one times XLA's B200 efficiency over XLA's H100 one, to two places."""
+    rows = xla_gemm_rows(XLA_B200_TABLE, B200)
+    k_overhead = joint["XLA's H100 table"][1]
+    grid = [(e, k_overhead, floor) for e in B200_EFFICIENCY_GRID for floor in XLA_FLOOR_GRID]
+    fit = grid_fit(rows, gemm_seconds, grid)
+    h100 = joint["XLA's H100 table"][0]
+    b200 = round(h200_efficiency * fit[0] / h100, 2)
+    errs = errors(rows, gemm_seconds, fit)
+    by_k = {k: [e for e, r in zip(errs, rows) if r["k"] == k] for k in sorted({r["k"] for r in rows})}
+    print(f"### XLA's B200 table at k overhead {k_overhead}\n")
+    print(f"{len(rows)} GEMMs: efficiency {fit[0]:.3f} of 2,250 TFLOP/s (offset "
+          f"{fit[2] * 1e6:.0f} µs), mean error {100 * mean_abs(errs):.1f} %, bias by k "
+          + ", ".join(f"{k:,}: {100 * sum(e) / len(e):+.1f} %" for k, e in by_k.items())
+          + f". Over XLA's H100 efficiency ({h100:.3f}): {fit[0] / h100:.3f}; times the H200's "
+          f"measured {h200_efficiency:.3f}: {b200:.2f}, the b200-sxm-180gb preset's GEMM "
+          "efficiency.\n")
+    return b200
 
 
 def attention_grid():
@@ -355,8 +387,10 @@ def cpp_constants():
         return float(re.search(rf"{name} = ([0-9.]+);", text).group(1))
 
     h200 = presets[presets.index("ClusterSpec h200()"):]
+    b200 = presets[presets.index("ClusterSpec b200()"):]
     return {
         "gemm": (number(h200, "c.gpu.matmul_efficiency"), number(header, "gemm_k_overhead")),
+        "b200 gemm": (number(b200, "c.gpu.matmul_efficiency"),),
         "cudnn attention": (number(h200, "c.gpu.cudnn_attention_efficiency"),),
         "attention": (number(h200, "c.gpu.attention_efficiency"),
                       number(header, "attention_forward_half_length"),
@@ -368,8 +402,8 @@ def cpp_constants():
 
 
 def main():
-    if sys.argv[1:2] == ["--import-xla"] and len(sys.argv) == 3:
-        import_xla(sys.argv[2])
+    if sys.argv[1:2] == ["--import-xla"] and len(sys.argv) in (3, 4):
+        import_xla(*sys.argv[2:])
         return 0
     args = [a for a in sys.argv[1:] if a != "--check"]
     sweep = read_sweep(args[0] if args else DEFAULT_SWEEP)
@@ -385,6 +419,7 @@ def main():
     g = report(f"GEMMs (bf16), the sweep's, at k overhead {k_overhead}", gemms, gemm_seconds,
                gemm_grid((k_overhead,)), families)
     report_by_k(MEMORY_SWEEPS, g, (xla, joint["XLA's H100 table"]))
+    b200 = report_b200(joint, g[0])
     a = report("Attention (SDPA, bf16)", attentions, attention_seconds, attention_grid(), [
         ("head dimension 64", lambda r: r["head_dim"] == 64),
         ("non-causal", lambda r: not r["causal"]),
@@ -433,7 +468,7 @@ def main():
         print(f"| {label} | {published} TFLOP/s | {pred:.0f} TFLOP/s "
               f"| {100 * (pred / published - 1):+.1f} % |")
     if "--check" in sys.argv[1:]:
-        fitted = {"gemm": tuple(g[:2]), "cudnn attention": (a[0],),
+        fitted = {"gemm": tuple(g[:2]), "b200 gemm": (b200,), "cudnn attention": (a[0],),
                   "attention": (flash_e, *a[1:]),
                   **{name: (value,) for name, value in memory.items()}}
         used = cpp_constants()

@@ -30,9 +30,9 @@ expect presets-sources 0 'h200-sxm-141gb +132 +76.0 % +30.0 % +65.0 % +19.8 % +6
 expect presets-fp8 0 'h100-sxm-80gb +132 +60.0 % +24.0 % +51.0 % +19.8 % +55.1 %  NVIDIA H100' -- presets
 expect presets-no-fp8 0 'a100-sxm-80gb +108 +74.9 % +40.3 % +35.0 % +34.9 % +none  NVIDIA A100' -- presets
 # A preset no measurement checks says so where its numbers are listed (issue 34).
-expect presets-b200 0 'b200-sxm-180gb +148 +76.0 % +30.0 % +65.0 % +19.8 % +69.8 %  datasheet, not yet validated' -- presets
-expect presets-b200-efficiencies 0 'efficiencies: not validated: the H200' -- presets
-expect presets-gb200 0 'gb200-nvl72 +148 +76.0 % +30.0 % +65.0 % +19.8 % +69.8 %  datasheet, not yet validated' -- presets
+expect presets-b200 0 'b200-sxm-180gb +148 +66.0 % +30.0 % +65.0 % +19.8 % +60.6 %  datasheet, not yet validated' -- presets
+expect presets-b200-efficiencies 0 'efficiencies: not validated: GEMMs from XLA.s published B200' -- presets
+expect presets-gb200 0 'gb200-nvl72 +148 +66.0 % +30.0 % +65.0 % +19.8 % +60.6 %  datasheet, not yet validated' -- presets
 expect nvlink-domain-whole-nodes 2 'cluster.nvlink.domain: 6 GPUs is not a whole number of 8-GPU nodes' -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.nvlink.domain=6
 expect network-fabric-choices 2 "cluster.network.fabric: 'omnipath' is not allowed \(allowed: efa, infiniband, roce\)" -- simulate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.fabric=omnipath
 expect network-nics-shared 0 '4 NICs of 50.0 GB/s a node \(25.0 GB/s per GPU\)' -- validate "$examples/llama3-8b-h100x8.yaml" --set cluster.network.nics_per_node=4
