@@ -146,7 +146,7 @@ ClusterSpec b200() {
   c.gpu.tdp_w = 1000;
   c.gpu.matmul_efficiency = 0.66;
   c.gpu.fp8_matmul_efficiency = 0.606;  // 0.66 × 0.551 / 0.60
-  c.nvlink = {900e9, 1 * kNsPerUs};  // NVLink 5: 1.8 TB/s both directions
+  c.nvlink = {900e9, 1 * kNsPerUs};     // NVLink 5: 1.8 TB/s both directions
   return c;
 }
 
