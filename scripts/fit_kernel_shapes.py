@@ -123,7 +123,16 @@ def xla_gemm_rows(path=XLA_TABLE, gpu=None):
 def import_xla(header_path, key="sm_90"):
     """An XLA table's rows from XLA's matmul_interpolator_data.h: every entry's bf16 FLOP/s of
     the device `key`."""
-    text = Path(header_path).read_text()
+    try:
+        text = Path(header_path).read_text()
+    except OSError as e:
+        print(f"error: cannot read {header_path}: {e.strerror}", file=sys.stderr)
+        return 2
+    keys = re.findall(r'\n  entries \{\n    key: "([^"]+)"', text)
+    if key not in keys:
+        print(f"error: {header_path} has no matmul table for the device key {key!r} "
+              f"(it has: {', '.join(keys) or 'none'})", file=sys.stderr)
+        return 2
     start = text.index(f'key: "{key}"')
     end = re.compile(r'\n  entries \{\n    key: "').search(text, start)
     section = text[start:end.start() if end else len(text)]
@@ -136,6 +145,7 @@ def import_xla(header_path, key="sm_90"):
         rows.append((*(int(x) for x in e.group(1, 2, 3, 4)), flops["bf16xbf16->bf16"]))
     for row in sorted(rows):
         print(",".join(str(x) for x in row))
+    return 0
 
 
 def attention_rows(sweep):
@@ -403,8 +413,7 @@ def cpp_constants():
 
 def main():
     if sys.argv[1:2] == ["--import-xla"] and len(sys.argv) in (3, 4):
-        import_xla(*sys.argv[2:])
-        return 0
+        return import_xla(*sys.argv[2:])
     args = [a for a in sys.argv[1:] if a != "--check"]
     sweep = read_sweep(args[0] if args else DEFAULT_SWEEP)
     gemms, attentions, xla = gemm_rows(sweep), attention_rows(sweep), xla_gemm_rows()
