@@ -50,7 +50,7 @@ ClusterSpec a100() {
   // memory sizes on RoCE, `scripts/published-runs --fit`; each table left out in
   // docs/validation.md), the Triton kernel's per-tile overhead and small-head cost, a quarter of
   // FlashAttention-2's each, with the H100's tables (only the A100's have small heads, 64 wide).
-  // SDPA's FlashAttention-2 (0.417) fitted to TorchTitan's eight runs on 64 A100
+  // SDPA's FlashAttention-2 (0.403) fitted to TorchTitan's eight runs on 64 A100
   // (tests/data/published/torchtitan_a100.csv, `scripts/published-runs --fit-a100-attention`; each
   // run left out in docs/validation.md). cuDNN attention is a guess: no run of it on an A100.
   c.gpu.triton_attention_efficiency = 0.349;
