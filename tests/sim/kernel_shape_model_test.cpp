@@ -130,6 +130,11 @@ struct Errors {
     for (double x : e) m = std::max(m, std::abs(x));
     return m;
   }
+  double bias() const {
+    double s = 0;
+    for (double x : e) s += x;
+    return s / static_cast<double>(e.size());
+  }
 };
 
 // kernel_sweep.py times one launch between CUDA events, so each row carries the host's dispatch:
@@ -151,6 +156,16 @@ double kernel_seconds(const CostModel& costs, const ComputeTerms& terms) {
   return static_cast<double>(costs.time_of(terms)) * 1e-9;
 }
 
+// Seconds of one GEMM alone as a simulation prices it: its shape's full-rate FLOPs, split-K's
+// partial sums and the roofline over its operands, without the op's launch floor.
+double gemm_seconds(const CostModel& costs, const Gemm& g) {
+  const GemmCost c = gemm_cost(g, 1, costs.cluster().gpu.sm_count, costs.compute_params().shapes);
+  return kernel_seconds(costs, {.matmul = c.full_rate_flops,
+                                .memory_bytes = c.split_k_bytes,
+                                .operand_bytes = kernel_operand_bytes(Kernel{"", 1, g}),
+                                .by_shape = true});
+}
+
 TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
   const CostModel costs = h200_costs("flash");
   Errors err;
@@ -158,14 +173,7 @@ TEST(KernelShapeModel, TheH200PresetPricesPyTorchsGemmsWithinTheirFit) {
     if (r.kind != "gemm" || r.flops < 1e9) continue;  // below, a launch is mostly dispatch
     long long m = 0, n = 0, k = 0;
     ASSERT_EQ(std::sscanf(r.shape.c_str(), "%lldx%lldx%lld", &m, &n, &k), 3) << r.shape;
-    const Gemm g = gemm(m, n, k);
-    const GemmCost c = gemm_cost(g, 1, costs.cluster().gpu.sm_count, costs.compute_params().shapes);
-    const double predicted =
-        kernel_seconds(costs, {.matmul = c.full_rate_flops,
-                               .memory_bytes = c.split_k_bytes,
-                               .operand_bytes = kernel_operand_bytes(Kernel{"", 1, g}),
-                               .by_shape = true}) +
-        kSweepLaunchOffset;
+    const double predicted = gemm_seconds(costs, gemm(m, n, k)) + kSweepLaunchOffset;
     err.e.push_back(predicted / r.seconds - 1);
   }
   ASSERT_EQ(err.e.size(), 94U);
@@ -197,13 +205,7 @@ TEST(KernelShapeModel, TheKOverheadPricesXlasH100GemmsAtEveryK) {
       continue;  // the header and its comments
     const Gemm g{.m = m, .n = n, .k = k, .batch = b};
     if (shape_flops(g) < 1e9) continue;  // the fit's threshold: a few microseconds of kernel
-    const GemmCost c = gemm_cost(g, 1, costs.cluster().gpu.sm_count, costs.compute_params().shapes);
-    const double predicted =
-        kernel_seconds(costs, {.matmul = c.full_rate_flops,
-                               .memory_bytes = c.split_k_bytes,
-                               .operand_bytes = kernel_operand_bytes(Kernel{"", 1, g}),
-                               .by_shape = true}) +
-        4e-6;
+    const double predicted = gemm_seconds(costs, g) + 4e-6;
     const double error = predicted / (shape_flops(g) / flop_per_s) - 1;
     all.e.push_back(error);
     by_k[k].e.push_back(error);
@@ -211,10 +213,7 @@ TEST(KernelShapeModel, TheKOverheadPricesXlasH100GemmsAtEveryK) {
   ASSERT_EQ(all.e.size(), 310U);
   EXPECT_LT(all.mean(), 0.085);  // 8.0 % fitted
   for (const auto& [k, err] : by_k) {
-    double bias = 0;
-    for (double e : err.e) bias += e;
-    bias /= static_cast<double>(err.e.size());
-    EXPECT_LT(std::abs(bias), 0.09) << "k = " << k;  // -7.9 % at k = 256, +6.4 % at 1,024
+    EXPECT_LT(std::abs(err.bias()), 0.09) << "k = " << k;  // -7.9 % at k = 256, +6.4 % at 1,024
   }
 }
 
