@@ -234,36 +234,38 @@ def gemm_grid(k_overheads, floors=GEMM_FLOOR_GRID):
             for floor in floors]
 
 
+def gemm_error(rows, fit):
+    return mean_abs(errors(rows, gemm_seconds, fit))
+
+
 def fit_k_overhead(sources):
-    """The k overhead of least mean |error| over every source's GEMMs together, each source at
-    its own efficiency and offset (fitted at each k overhead): {source: (e, k0, floor)}."""
-    best = None
-    for k0 in GEMM_K_OVERHEAD_GRID:
-        fits = {name: grid_fit(rows, gemm_seconds, gemm_grid((k0,), floors))
-                for name, (rows, floors) in sources.items()}
-        total = sum(mean_abs(errors(rows, gemm_seconds, fits[name])) * len(rows)
-                    for name, (rows, _) in sources.items())
-        if best is None or total < best[0] - 1e-12:
-            best = (total, fits)
-    return best[1]
+    """Each source's efficiency and offset fitted at every k overhead, {k0: {source: (e, k0,
+    floor)}}, and the k overhead of least mean |error| over every source's GEMMs together."""
+    by_k_overhead = {k0: {name: grid_fit(rows, gemm_seconds, gemm_grid((k0,), floors))
+                          for name, (rows, floors) in sources.items()}
+                     for k0 in GEMM_K_OVERHEAD_GRID}
+    joint = min(GEMM_K_OVERHEAD_GRID, key=lambda k0: sum(
+        gemm_error(rows, by_k_overhead[k0][name]) * len(rows)
+        for name, (rows, _) in sources.items()))
+    return by_k_overhead, joint
 
 
-def report_k_overhead(sources, joint):
-    """Each source's own k overhead, and its error there, at the joint fit's and at the other
-    source's (its efficiency and offset refitted at each)."""
-    own = {name: grid_fit(rows, gemm_seconds, gemm_grid(GEMM_K_OVERHEAD_GRID, floors))
-           for name, (rows, floors) in sources.items()}
+def report_k_overhead(sources, by_k_overhead, joint):
+    """Each source's own k overhead, and its error there, at the other source's and at the joint
+    fit's (its efficiency and offset fitted at each)."""
+    own = {name: min(GEMM_K_OVERHEAD_GRID, key=lambda k0: gemm_error(rows, by_k_overhead[k0][name]))
+           for name, (rows, _) in sources.items()}
     print("### A tile's k overhead, fitted on both GEMM sources\n")
     print("| source | GEMMs | k overhead alone | error there | at the other's | at the joint "
-          f"{next(iter(joint.values()))[1]} |\n| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, (rows, floors) in sources.items():
-        other = next(own[o][1] for o in sources if o != name)
+          f"{joint} |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, (rows, _) in sources.items():
+        other = next(own[o] for o in sources if o != name)
 
         def at(k0):
-            fit = grid_fit(rows, gemm_seconds, gemm_grid((k0,), floors))
-            return f"{100 * mean_abs(errors(rows, gemm_seconds, fit)):.1f} % (e {fit[0]:.3f})"
-        print(f"| {name} | {len(rows)} | {own[name][1]} | {at(own[name][1])} | {at(other)} "
-              f"| {at(joint[name][1])} |")
+            fit = by_k_overhead[k0][name]
+            return f"{100 * gemm_error(rows, fit):.1f} % (e {fit[0]:.3f})"
+        print(f"| {name} | {len(rows)} | {own[name]} | {at(own[name])} | {at(other)} "
+              f"| {at(joint)} |")
     print()
 
 
@@ -277,7 +279,8 @@ def report_b200(joint, h200_efficiency):
     h100 = joint["XLA's H100 table"][0]
     b200 = round(h200_efficiency * fit[0] / h100, 2)
     errs = errors(rows, gemm_seconds, fit)
-    by_k = {k: [e for e, r in zip(errs, rows) if r["k"] == k] for k in sorted({r["k"] for r in rows})}
+    by_k = {k: [e for e, r in zip(errs, rows) if r["k"] == k]
+            for k in sorted({r["k"] for r in rows})}
     print(f"### XLA's B200 table at k overhead {k_overhead}\n")
     print(f"{len(rows)} GEMMs: efficiency {fit[0]:.3f} of 2,250 TFLOP/s (offset "
           f"{fit[2] * 1e6:.0f} µs), mean error {100 * mean_abs(errs):.1f} %, bias by k "
@@ -420,9 +423,9 @@ def main():
     print(f"# The per-shape kernel model fitted to {len(gemms)} GEMMs (at least 1 GFLOP) and "
           f"{len(attentions)} attentions\n")
     sources = {"the sweep": (gemms, GEMM_FLOOR_GRID), "XLA's H100 table": (xla, XLA_FLOOR_GRID)}
-    joint = fit_k_overhead(sources)
-    report_k_overhead(sources, joint)
-    k_overhead = joint["the sweep"][1]
+    by_k_overhead, k_overhead = fit_k_overhead(sources)
+    report_k_overhead(sources, by_k_overhead, k_overhead)
+    joint = by_k_overhead[k_overhead]
     families = [(f, (lambda f: lambda r: r["family"] == f)(f))
                 for f in sorted({r["family"] for r in gemms})]
     g = report(f"GEMMs (bf16), the sweep's, at k overhead {k_overhead}", gemms, gemm_seconds,
